@@ -1,0 +1,2 @@
+"""dpsynth: differentially private synthetic data."""
+__version__ = "0.1.0"
