@@ -1,0 +1,246 @@
+"""Speed of one DP discriminator step with ghost-norm clipping, next to a non-private step.
+
+The network is the DP-CGAN MLP discriminator: (data + one-hot label) -> Linear 128 ->
+LeakyReLU(0.2) -> Linear 1; a step sees B real and B fake rows. Three steps are timed:
+
+1. ``nonprivate``: forward of the real and the fake rows, BCE-with-logits (mean), backward, SGD;
+2. ``dp_ghost``: :func:`dpsynth.privacy.clipping.clipped_gradient_sum` on the 2B concatenated rows
+   (per-example losses), Gaussian noise N(0, sigma^2 C^2) added once to the sum, division by the
+   expected batch size, written to ``.grad``, SGD;
+3. ``dp_vmap`` (reference): the same DP step with per-example gradients materialised by
+   ``torch.func.vmap(torch.func.grad(...))``.
+
+The non-private and ghost steps are interleaved (one of each per round) so that drift in the
+machine's speed hits both alike; the slow vmap step runs afterwards, fewer times.
+
+Example::
+
+    python bench/bench_clipping.py --repeats 300 --out bench/results/clipping_speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dpsynth.privacy.clipping import clipped_gradient_sum
+
+# (data dimension, number of classes, hidden width)
+PRESETS = {
+    "mnist": (784, 10, 128),  # 28x28 images, 10 digits: the DP-CGAN MNIST discriminator
+    "tabular": (21, 3, 128),  # Thyroid (ann): 21 attributes, 3 classes
+}
+SIGMA = 1.1
+CLIP = 1.0
+LR = 0.1
+
+
+def make_discriminator(in_dim: int, hidden: int, seed: int) -> nn.Sequential:
+    """The MLP discriminator, initialised from a seeded generator (no global RNG)."""
+    model = nn.Sequential(nn.Linear(in_dim, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            bound = 1.0 / p.shape[-1] ** 0.5
+            p.copy_((torch.rand(p.shape, generator=gen) * 2 - 1) * bound)
+    return model
+
+
+def make_batch(batch: int, data_dim: int, n_classes: int, seed: int):
+    """Real-like and fake-like rows with one-hot labels appended, as the discriminator sees."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def rows() -> torch.Tensor:
+        x = torch.rand(batch, data_dim, generator=gen) * 2 - 1
+        y = F.one_hot(torch.randint(0, n_classes, (batch,), generator=gen), n_classes)
+        return torch.cat([x, y.to(x.dtype)], dim=1)
+
+    return rows(), rows()
+
+
+def nonprivate_step(model, opt, real, fake) -> None:
+    """Plain GAN discriminator step."""
+    opt.zero_grad(set_to_none=True)
+    real_logits = model(real)[:, 0]
+    fake_logits = model(fake)[:, 0]
+    loss = F.binary_cross_entropy_with_logits(
+        real_logits, torch.ones_like(real_logits)
+    ) + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits))
+    loss.backward()
+    opt.step()
+
+
+def _noisy_update(model, opt, summed, batch: int, noise_gen: torch.Generator) -> None:
+    """Add N(0, sigma^2 C^2) to the clipped sum once, divide by the expected batch, step."""
+    with torch.no_grad():
+        for p, g in zip(model.parameters(), summed, strict=True):
+            noise = torch.randn(g.shape, generator=noise_gen, dtype=g.dtype, device=g.device)
+            p.grad = g.add_(noise, alpha=SIGMA * CLIP).div_(batch)
+    opt.step()
+
+
+def dp_ghost_step(model, opt, real, fake, targets, noise_gen, microbatches: int = 0) -> None:
+    """DP step with ghost-norm clipping; ``microbatches > 0`` clips the means of m random
+    microbatches of the real rows and m of the fake rows (DP-CGAN's m < B) instead."""
+    inputs = torch.cat([real, fake])
+
+    def loss(logits: torch.Tensor) -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(logits[:, 0], targets, reduction="none")
+
+    groups, units = None, real.shape[0]
+    if microbatches > 0:
+        m, n = microbatches, real.shape[0]
+        real_ids = torch.randint(0, m, (n,), generator=noise_gen)
+        groups = torch.cat(
+            [real_ids, m + torch.randint(0, m, (fake.shape[0],), generator=noise_gen)]
+        )
+        units = m
+    clipped = clipped_gradient_sum(
+        model, inputs, loss, CLIP, groups, num_groups=2 * microbatches or None
+    )
+    _noisy_update(model, opt, clipped.grads, units, noise_gen)
+
+
+def dp_vmap_step(model, opt, real, fake, targets, noise_gen) -> None:
+    """DP step with per-example gradients materialised by torch.func (the reference)."""
+    inputs = torch.cat([real, fake])
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def one(p, x, t):
+        logit = torch.func.functional_call(model, p, (x.unsqueeze(0),))[0, 0]
+        return F.binary_cross_entropy_with_logits(logit, t)
+
+    grads = torch.func.vmap(torch.func.grad(one), in_dims=(None, 0, 0))(params, inputs, targets)
+    flat = [g.reshape(g.shape[0], -1) for g in grads.values()]
+    norms = torch.cat(flat, dim=1).norm(dim=1)
+    factors = torch.clamp(CLIP / (norms + 1e-12), max=1.0)
+    summed = [torch.einsum("n,n...->...", factors, g) for g in grads.values()]
+    _noisy_update(model, opt, summed, real.shape[0], noise_gen)
+
+
+def _time_ms(fn: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(times, n=4)
+    return {
+        "median_ms": statistics.median(times),
+        "p25_ms": q[0],
+        "p75_ms": q[2],
+        "min_ms": min(times),
+        "n": len(times),
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Time the three steps and return the figures."""
+    data_dim, n_classes, hidden = PRESETS[args.preset]
+    in_dim = data_dim + n_classes
+    real, fake = make_batch(args.batch_size, data_dim, n_classes, seed=1)
+    targets = torch.cat([torch.ones(args.batch_size), torch.zeros(args.batch_size)])
+    noise_gen = torch.Generator().manual_seed(2)
+
+    names = ("np", "dp", "mb", "vm")
+    models = {name: make_discriminator(in_dim, hidden, seed=0) for name in names}
+    opts = {name: torch.optim.SGD(m.parameters(), lr=LR) for name, m in models.items()}
+    mb = args.microbatches
+    steps: dict[str, Callable[[], None]] = {
+        "nonprivate": lambda: nonprivate_step(models["np"], opts["np"], real, fake),
+        "dp_ghost": lambda: dp_ghost_step(models["dp"], opts["dp"], real, fake, targets, noise_gen),
+        f"dp_ghost_m{mb}": lambda: dp_ghost_step(
+            models["mb"], opts["mb"], real, fake, targets, noise_gen, mb
+        ),
+        "dp_vmap": lambda: dp_vmap_step(models["vm"], opts["vm"], real, fake, targets, noise_gen),
+    }
+    timed = ["nonprivate", "dp_ghost"] + ([f"dp_ghost_m{mb}"] if mb > 0 else [])
+    for _ in range(args.warmup):
+        for name in timed:
+            steps[name]()
+    times: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(args.repeats):
+        for name in times:
+            times[name].append(_time_ms(steps[name]))
+    figures = {name: _summary(t) for name, t in times.items()}
+    if args.vmap_repeats > 0:
+        steps["dp_vmap"]()  # warm-up
+        figures["dp_vmap"] = _summary(
+            [_time_ms(steps["dp_vmap"]) for _ in range(args.vmap_repeats)]
+        )
+    base = figures["nonprivate"]["median_ms"]
+    ratios = {f"{name}/nonprivate": f["median_ms"] / base for name, f in figures.items()}
+    return {
+        "benchmark": "DP discriminator step, ghost-norm clipping vs non-private",
+        "network": f"{in_dim} -> Linear {hidden} -> LeakyReLU(0.2) -> Linear 1",
+        "preset": args.preset,
+        "microbatches": mb or None,
+        "noise": {"sigma": SIGMA, "clip_norm": CLIP},
+        "rows_per_step": {"real": args.batch_size, "fake": args.batch_size},
+        "repeats": args.repeats,
+        "warmup": args.warmup,
+        "figures": figures,
+        "ratios_of_medians": ratios,
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "processor": _cpu_name(),
+        },
+    }
+
+
+def _cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo where available."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="mnist")
+    parser.add_argument("--batch-size", type=int, default=600, help="real rows (= fake rows)")
+    parser.add_argument("--repeats", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument(
+        "--microbatches", type=int, default=0, help="also time m < B microbatch clipping (0: no)"
+    )
+    parser.add_argument("--vmap-repeats", type=int, default=10, help="0 skips the vmap step")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    result = run(args)
+    for name, fig in result["figures"].items():
+        print(
+            f"{name:>11}: median {fig['median_ms']:8.2f} ms  (p25 {fig['p25_ms']:.2f}, "
+            f"p75 {fig['p75_ms']:.2f}, n={fig['n']})"
+        )
+    for name, ratio in result["ratios_of_medians"].items():
+        print(f"{name:>22}: {ratio:6.2f}x")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""The ``dpsynth`` command line: a thin layer over the Python API.
+
+Every user error is a :class:`dpsynth.errors.DpsynthError`; :func:`main` prints its message on
+one line and exits with status 2, without a traceback and without a partial output file.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from dpsynth.cli.privacy import privacy
+from dpsynth.data.tables import draft_schema, read_csv
+from dpsynth.errors import DpsynthError, OutputExistsError
+from dpsynth.methods.dpcgan import DPCGANConfig
+from dpsynth.schema import Schema
+from dpsynth.storage import atomic_write
+from dpsynth.synthesizer import Synthesizer, load
+
+app = typer.Typer(
+    name="dpsynth",
+    help="Differentially private synthetic data: train a GAN under (epsilon, delta)-DP and "
+    "publish a generator or synthetic rows.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("privacy")(privacy)
+console = Console(stderr=True)
+
+
+def write_csv(frame, path: Path, overwrite: bool) -> None:
+    atomic_write(path, lambda p: frame.to_csv(p, index=False), overwrite=overwrite)
+
+
+def print_privacy(synth: Synthesizer) -> None:
+    report = synth.privacy_spent()
+    console.print(
+        f"[bold]privacy spent[/bold]: epsilon = {report.epsilon_pld:.3f} (PLD accountant; RDP "
+        f"gives {report.epsilon_rdp:.3f}) at delta = {report.delta:g}, metadata included"
+    )
+    for entry in synth.ledger_.entries:
+        console.print(f"  ledger: {entry.name}")
+
+
+@app.command()
+def schema(
+    data: Path = typer.Argument(..., help="the private CSV file"),
+    out: Path = typer.Option(..., "-o", "--out", help="where to write the draft schema (JSON)"),
+    target: str = typer.Option(None, "--target", help="the label column"),
+    values: bool = typer.Option(
+        True,
+        "--values/--no-values",
+        help="copy bounds and categories from the file (NOT private: review them) or leave "
+        "them null (estimated under DP during fit)",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """Draft a schema for DATA: column types, and optionally values to review."""
+    draft = draft_schema(read_csv(data), label=target, with_values=values)
+    atomic_write(out, lambda p: p.write_text(draft.to_json() + "\n"), overwrite=overwrite)
+    if values:
+        console.print(
+            "[bold red]REVIEW NEEDED[/bold red]: bounds and categories in "
+            f"{out} were read from the private file and are not private. Replace them with "
+            "public knowledge or null (DP estimate), then delete the 'review' entry."
+        )
+    else:
+        console.print(f"wrote {out}: check the column types; null values are estimated under DP")
+
+
+@app.command()
+def fit(
+    data: Path = typer.Argument(..., help="the private CSV file"),
+    schema_path: Path = typer.Option(..., "--schema", help="the public schema (JSON)"),
+    out: Path = typer.Option(..., "--out", help="the model folder to write"),
+    target: str = typer.Option(None, "--target", help="the label column (overrides the schema)"),
+    epsilon: float = typer.Option(3.0, "--epsilon", help="total budget, metadata included"),
+    delta: float = typer.Option(1e-5, "--delta"),
+    method: str = typer.Option("dpcgan", "--method"),
+    noise_multiplier: float = typer.Option(None, "--noise-multiplier"),
+    epochs: float = typer.Option(None, "--epochs"),
+    batch_size: int = typer.Option(64, "--batch-size", help="expected batch size B (q = B/N)"),
+    clip_norm: float = typer.Option(1.0, "--clip-norm"),
+    microbatches: int = typer.Option(None, "--microbatches"),
+    d_steps: int = typer.Option(1, "--d-steps", help="discriminator steps per generator step"),
+    metadata_share: float = typer.Option(0.1, "--metadata-share"),
+    clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
+    seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
+    checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
+    samples: int = typer.Option(0, "-n", "--samples", help="also write this many rows"),
+    samples_out: Path = typer.Option(None, "--samples-out"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+) -> None:
+    """Train a private synthesizer on DATA and write the model folder OUT."""
+    _refuse_existing(out, overwrite)
+    if samples and samples_out is not None:
+        _refuse_existing(samples_out, overwrite)
+    public = Schema.load(schema_path)
+    if target is not None:
+        public = _with_target(public, target)
+    options = DPCGANConfig(
+        batch_size=batch_size, clip_norm=clip_norm, microbatches=microbatches, d_steps=d_steps
+    )
+    synth = Synthesizer(
+        public,
+        method=method,
+        epsilon=epsilon,
+        delta=delta,
+        noise_multiplier=noise_multiplier,
+        epochs=epochs,
+        metadata_share=metadata_share,
+        method_options=options,
+        out_of_bounds="clip" if clip_out_of_bounds else "error",
+        seed=seed,
+        progress=not quiet,
+        checkpoint_dir=checkpoint_dir,
+    ).fit(read_csv(data))
+    synth.save(out, overwrite=overwrite)
+    console.print(f"wrote model folder {out}")
+    if samples:
+        path = samples_out or out.with_suffix(".csv")
+        write_csv(synth.sample(samples), path, overwrite)
+        console.print(f"wrote {samples} synthetic rows to {path}")
+    print_privacy(synth)
+
+
+def _refuse_existing(path: Path, overwrite: bool) -> None:
+    if path.exists() and not overwrite:
+        raise OutputExistsError(f"{path} already exists; choose another name or pass --overwrite")
+
+
+def _with_target(public: Schema, target: str) -> Schema:
+    public.column(target)
+    return replace(public, label=target)
+
+
+@app.command()
+def sample(
+    model: Path = typer.Argument(..., help="a model folder written by 'dpsynth fit'"),
+    n: int = typer.Option(..., "-n", help="number of rows"),
+    out: Path = typer.Option(..., "-o", "--out", help="CSV file to write"),
+    condition: list[str] = typer.Option(None, "--condition", help="LABEL=value"),
+    seed: int = typer.Option(None, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """Write N synthetic rows from MODEL (no data needed: post-processing is free)."""
+    _refuse_existing(out, overwrite)
+    synth = load(model)
+    rows = synth.sample(n, conditions=_parse_conditions(condition or []), seed=seed)
+    write_csv(rows, out, overwrite)
+    console.print(f"wrote {n} rows to {out}")
+
+
+def _parse_conditions(items: list[str]) -> dict[str, str]:
+    conditions = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise DpsynthError(f"--condition {item!r}: write it as LABEL=value")
+        conditions[name.strip()] = value.strip()
+    return conditions
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("dpsynth-demo"), "--out", help="folder for model and CSV"),
+    epsilon: float = typer.Option(3.0, "--epsilon"),
+    delta: float = typer.Option(1e-5, "--delta"),
+    seed: int = typer.Option(None, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """Train DP-CGAN on scikit-learn's breast-cancer records and check its utility."""
+    from dpsynth.cli.demo import run_demo
+
+    _refuse_existing(out, overwrite)
+    run_demo(out, epsilon, delta, seed, console)
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit status 2."""
+    warnings.simplefilter("default")
+    try:
+        app(standalone_mode=False)
+    except DpsynthError as exc:
+        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        console.print("interrupted; nothing was written (use --checkpoint-dir to resume runs)")
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort | click.exceptions.Exit):
+            sys.exit(getattr(exc, "exit_code", 1))
+        raise

@@ -1,0 +1,53 @@
+"""``dpsynth demo``: the main job on an embedded default, real records shipped by scikit-learn.
+
+DP-CGAN at the requested (epsilon, delta) on 80% of the breast-cancer records (Wisconsin
+diagnostic, 569 patients), with every bound and the label prior estimated under DP and charged
+to the budget; then synthetic rows are written and a classifier trained on them is tested on the
+20% of real records held out, next to the same classifier trained on the real 80%.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from dpsynth.datasets import load_breast_cancer_demo
+from dpsynth.evaluation.utility import tstr_auroc
+from dpsynth.methods.dpcgan import DPCGANConfig
+from dpsynth.storage import atomic_write
+from dpsynth.synthesizer import Synthesizer
+
+DEMO_CONFIG = DPCGANConfig(batch_size=32)
+
+
+def run_demo(out: Path, epsilon: float, delta: float, seed: int | None, console: Console) -> None:
+    train, test, schema = load_breast_cancer_demo(seed=0)
+    console.print(
+        f"[bold]dpsynth demo[/bold]: DP-CGAN on {len(train)} breast-cancer records "
+        f"({len(schema.columns) - 1} features, label '{schema.label}'), epsilon = {epsilon:g}, "
+        f"delta = {delta:g}"
+    )
+    started = time.perf_counter()
+    synth = Synthesizer(
+        schema, "dpcgan", epsilon, delta, method_options=DEMO_CONFIG, seed=seed
+    ).fit(train)
+    rows = synth.sample(len(train), seed=seed)
+    elapsed = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    synth.save(out / "model", overwrite=True)
+    atomic_write(out / "synthetic.csv", lambda p: rows.to_csv(p, index=False), overwrite=True)
+    report = synth.privacy_spent()
+    console.print(f"wrote {out / 'model'} and {len(rows)} rows to {out / 'synthetic.csv'}")
+    console.print(
+        f"privacy spent: epsilon = {report.epsilon_pld:.3f} (PLD; RDP {report.epsilon_rdp:.3f}) "
+        f"at delta = {delta:g}, metadata included; training and sampling took {elapsed:.0f} s"
+    )
+    synthetic_score = tstr_auroc(rows, test, schema=synth.schema_, classifier="lr")
+    real_score = tstr_auroc(train, test, schema=synth.schema_, classifier="lr")
+    console.print(
+        f"utility: logistic regression trained on synthetic rows, tested on {len(test)} held-out "
+        f"real records: AuROC {synthetic_score.value:.3f} (trained on the real records: "
+        f"{real_score.value:.3f})"
+    )

@@ -1,0 +1,133 @@
+"""Complete a schema under differential privacy: the values the user did not declare public.
+
+Bounds of numeric columns, categories of categorical columns and the label prior are data-
+dependent: reading them from the data for free would leak (design.md section 2, rule 2). Each
+missing value is estimated by a DP mechanism from ``dpsynth.data.dp_stats``, and its event is
+recorded in the run's ledger, so it is charged to the same (epsilon, delta) budget as training.
+
+Budget split: the metadata get ``share`` of epsilon and of delta. Half of the metadata delta is
+the accountant's; the other half pays the release probability of the thresholded category
+histograms (their ``extra_delta``). All Gaussian releases share one noise multiplier calibrated
+with the PLD accountant so that their composition costs at most
+(share * epsilon, share * delta / 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.dp_stats import dp_bounds, dp_categories, dp_label_prior, noise_multiplier_for
+from dpsynth.errors import PrivacyError
+from dpsynth.privacy.ledger import PrivacyLedger
+from dpsynth.schema import Column, Schema
+
+
+@dataclass(frozen=True)
+class MetadataBudget:
+    """The part of the budget the metadata may use."""
+
+    epsilon: float
+    delta: float
+
+
+def releases_needed(schema: Schema) -> tuple[int, int]:
+    """(Gaussian histogram releases, thresholded category releases) the schema needs."""
+    gaussian, thresholded = 0, 0
+    for column in schema.incomplete_columns:
+        if column.is_numeric:
+            gaussian += 2  # a coarse and a fine histogram per column (see dp_bounds)
+        else:
+            gaussian += 1
+            thresholded += 1
+    if schema.label is not None and schema.label_prior == "dp":
+        gaussian += 1
+    return gaussian, thresholded
+
+
+def complete_schema(
+    table: pd.DataFrame,
+    schema: Schema,
+    budget: MetadataBudget,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> tuple[Schema, np.ndarray | None]:
+    """Fill the schema's missing values with DP estimates; return it and the label prior.
+
+    The label prior is uniform or user-given (free) unless the schema asks for "dp".
+    """
+    gaussian, thresholded = releases_needed(schema)
+    if gaussian == 0:
+        return schema, _public_prior(schema)
+    if budget.epsilon <= 0 or budget.delta <= 0:
+        raise PrivacyError(
+            "the schema leaves values to estimate from the data but the metadata budget share "
+            "is 0: give a share > 0, or declare bounds, categories and the label prior"
+        )
+    sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
+    threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
+    columns = tuple(
+        column
+        if column.is_complete
+        else _estimate_column(
+            table[column.name].to_numpy(), column, sigma, threshold_delta, ledger, rng
+        )
+        for column in schema.columns
+    )
+    schema = schema.with_columns(columns)
+    prior = _dp_prior(table, schema, sigma, ledger, rng) if schema.label_prior == "dp" else None
+    return schema, prior if prior is not None else _public_prior(schema)
+
+
+def _estimate_column(
+    values: np.ndarray,
+    column: Column,
+    sigma: float,
+    threshold_delta: float,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> Column:
+    if column.is_numeric:
+        estimate = dp_bounds(values.astype(np.float64), sigma, rng)
+        ledger.record(f"metadata: bounds of '{column.name}'", estimate.event, estimate.extra_delta)
+        lower, upper = estimate.value
+        if column.type == "integer":
+            lower, upper = float(np.floor(lower)), float(np.ceil(upper))
+        if lower >= upper:
+            upper = lower + 1.0
+        return replace(column, lower=lower, upper=upper)
+    estimate = dp_categories(values.astype(str), sigma, threshold_delta, rng)
+    ledger.record(f"metadata: categories of '{column.name}'", estimate.event, estimate.extra_delta)
+    categories = tuple(estimate.value)
+    if not categories:
+        raise PrivacyError(
+            f"column '{column.name}': no category is frequent enough to be released under the "
+            "metadata budget; declare the categories in the schema or raise the budget share"
+        )
+    return replace(column, categories=categories)
+
+
+def _dp_prior(
+    table: pd.DataFrame,
+    schema: Schema,
+    sigma: float,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    label = schema.label_column
+    estimate = dp_label_prior(table[label.name].to_numpy(), label.categories, sigma, rng)
+    ledger.record(f"metadata: label prior of '{label.name}'", estimate.event, estimate.extra_delta)
+    return np.asarray(estimate.value, dtype=np.float64)
+
+
+def _public_prior(schema: Schema) -> np.ndarray | None:
+    label = schema.label_column
+    if label is None:
+        return None
+    if schema.label_prior == "uniform":
+        return np.full(len(label.categories), 1.0 / len(label.categories))
+    if isinstance(schema.label_prior, dict):
+        return np.array([schema.label_prior[c] for c in label.categories], dtype=np.float64)
+    raise PrivacyError("the label prior is 'dp' but was not estimated")  # unreachable by design

@@ -1,0 +1,305 @@
+"""The facade: ``Synthesizer(schema, method=..., epsilon=..., ...).fit(data)``, then sample/save.
+
+``fit`` runs the whole private pipeline in order, each step in its own module: check the data
+(``data.tables``), estimate undeclared metadata under DP (``data.metadata``), encode
+(``data.encoder``), plan the number of steps that fits the budget (``privacy.accounting``),
+train (``training``), and record every DP event in one ledger (``privacy.ledger``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpsynth.data.encoder import TableEncoder
+from dpsynth.data.metadata import MetadataBudget, complete_schema
+from dpsynth.data.tables import canonical_text, validate_table
+from dpsynth.errors import DataError, PrivacyError
+from dpsynth.methods.dpcgan import DPCGAN, DPCGANConfig
+from dpsynth.model_io import read_model, restore, save_model
+from dpsynth.privacy.accounting import PrivacyReport, noise_for_epsilon, steps_for_epsilon
+from dpsynth.privacy.ledger import PrivacyLedger
+from dpsynth.privacy.noise import make_generator
+from dpsynth.schema import Schema
+from dpsynth.training import (
+    TrainingPlan,
+    TrainingState,
+    has_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    train,
+)
+
+METHODS = {"dpcgan": (DPCGAN, DPCGANConfig)}
+DEFAULT_NOISE_MULTIPLIER = 1.1
+MIN_STEPS = 100
+
+
+class Synthesizer:
+    """Differentially private synthetic tables.
+
+    Parameters
+    ----------
+    schema: the public metadata (see :class:`dpsynth.schema.Schema`).
+    method: "dpcgan".
+    epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
+        the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
+    noise_multiplier, epochs: give at most one to fix it; the other is calibrated. With neither,
+        sigma = 1.1 and the number of steps is the largest the budget allows.
+    metadata_share: fraction of epsilon and delta for DP estimates of undeclared metadata.
+    method_options: a method config (e.g. :class:`DPCGANConfig`) for batch size, C, networks.
+    seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
+    """
+
+    def __init__(
+        self,
+        schema: Schema,
+        method: str = "dpcgan",
+        epsilon: float = 3.0,
+        delta: float = 1e-5,
+        *,
+        noise_multiplier: float | None = None,
+        epochs: float | None = None,
+        metadata_share: float = 0.1,
+        method_options: DPCGANConfig | None = None,
+        out_of_bounds: str = "error",
+        seed: int | None = None,
+        device: str = "cpu",
+        progress: bool = True,
+        checkpoint_dir: str | Path | None = None,
+    ) -> None:
+        if method not in METHODS:
+            raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
+        self.schema = schema
+        self.method = method
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.epochs = epochs
+        self.metadata_share = metadata_share
+        self.method_options = method_options or METHODS[method][1]()
+        self.out_of_bounds = out_of_bounds
+        self.seed = seed
+        self.device = device
+        self.progress = progress
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+
+    # -- fit -----------------------------------------------------------------------------
+    def fit(self, data: pd.DataFrame) -> Synthesizer:
+        """Train on the private table ``data``; returns self."""
+        table = validate_table(data, self.schema, out_of_bounds=self.out_of_bounds)
+        self._check_privacy_request(len(table))
+        ledger = PrivacyLedger()
+        rng = np.random.default_rng(self._seed_sequence(0))
+        schema, prior = complete_schema(table, self.schema, self._metadata_budget(), ledger, rng)
+        encoder = TableEncoder(schema)
+        features, labels = encoder.transform(table)
+        plan = self._plan_budget(len(table), ledger)
+        method = self._build_method(encoder, prior, plan.noise_multiplier)
+        self._train(method, features, labels, plan, ledger)
+        ledger.record(
+            f"{self.method}: {plan.steps} discriminator steps",
+            method.step_event(plan.sample_rate, plan.steps),
+        )
+        self._check_spent(ledger)
+        self.schema_, self.encoder_, self.ledger_, self.label_prior_ = (
+            schema,
+            encoder,
+            ledger,
+            prior,
+        )
+        self.generator_ = method.generator.eval()
+        self.plan_ = plan
+        return self
+
+    def _seed_sequence(self, stream: int) -> int | None:
+        return None if self.seed is None else self.seed * 1000 + stream
+
+    def _check_privacy_request(self, n_records: int) -> None:
+        if self.epsilon is None or not self.epsilon > 0:
+            raise PrivacyError(f"epsilon must be > 0 (math.inf for no privacy), got {self.epsilon}")
+        if not 0 < self.delta < 1:
+            raise PrivacyError(f"delta must be in (0, 1), got {self.delta}")
+        if self.delta >= 1.0 / n_records and math.isfinite(self.epsilon):
+            raise PrivacyError(
+                f"delta = {self.delta:g} is not below 1/N = {1 / n_records:.3g} for N = "
+                f"{n_records} records: such a delta allows publishing a whole record; choose "
+                f"delta well below 1/N (e.g. {_suggest_delta(n_records):g})"
+            )
+        if not 0 <= self.metadata_share < 1:
+            raise PrivacyError(f"metadata_share must be in [0, 1), got {self.metadata_share}")
+        if (
+            self.noise_multiplier is not None
+            and self.epochs is not None
+            and math.isfinite(self.epsilon)
+        ):
+            raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
+        if not math.isfinite(self.epsilon) and self.epochs is None:
+            raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
+
+    def _metadata_budget(self) -> MetadataBudget:
+        if not math.isfinite(self.epsilon):
+            return MetadataBudget(epsilon=0.0, delta=0.0)
+        return MetadataBudget(self.epsilon * self.metadata_share, self.delta * self.metadata_share)
+
+    def _plan_budget(self, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:
+        batch = self.method_options.batch_size
+        if batch > n_records:
+            raise PrivacyError(f"batch size {batch} is larger than the {n_records} records")
+        q = batch / n_records
+        if not math.isfinite(self.epsilon):
+            return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0)
+        delta = self.delta - ledger.extra_delta()
+        base = ledger.event()
+        if self.epochs is not None:
+            steps = max(1, round(self.epochs / q))
+            sigma = noise_for_epsilon(self.epsilon, delta, q, steps, base_event=base)
+        else:
+            sigma = self.noise_multiplier or DEFAULT_NOISE_MULTIPLIER
+            steps = steps_for_epsilon(self.epsilon, delta, q, sigma, base_event=base)
+        if steps < MIN_STEPS:
+            raise PrivacyError(
+                f"the budget epsilon = {self.epsilon:g} allows only {steps} training steps at "
+                f"noise multiplier {sigma:.3g} (at least {MIN_STEPS} are needed to learn "
+                "anything): raise epsilon, lower the noise multiplier or the batch size"
+            )
+        return TrainingPlan(steps, q, sigma)
+
+    def _build_method(self, encoder: TableEncoder, prior, sigma: float) -> DPCGAN:
+        method_cls, _ = METHODS[self.method]
+        options = self.method_options
+        if not math.isfinite(self.epsilon):
+            options = type(options)(**{**asdict(options), "clip_norm": math.inf})
+        prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)
+        return method_cls(options, encoder.spans, encoder.n_classes, prior_t, sigma, self.device)
+
+    def _train(self, method, features, labels, plan: TrainingPlan, ledger: PrivacyLedger) -> None:
+        generator = make_generator(self._seed_sequence(1), self.device)
+        torch_generator_init(method, self._seed_sequence(2))
+        x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
+        y = None if labels is None else torch.as_tensor(labels, device=self.device)
+        state, checkpoint = self._resume(method, generator, plan, ledger)
+        train(
+            method,
+            x,
+            y,
+            plan,
+            generator,
+            state=state,
+            checkpoint=checkpoint,
+            progress=self.progress,
+        )
+
+    def _resume(self, method, generator, plan: TrainingPlan, ledger: PrivacyLedger):
+        """Resume from a checkpoint of the same plan; return (state, checkpoint callback)."""
+        folder = self.checkpoint_dir
+        if folder is None:
+            return TrainingState(), None
+        run_info = {"plan": asdict(plan), "ledger_before_training": ledger.to_dict()}
+        state = TrainingState()
+        if has_checkpoint(folder):
+            state, saved = load_checkpoint(folder, method, generator)
+            if saved["plan"] != run_info["plan"]:
+                raise PrivacyError(
+                    f"the checkpoint in {folder} belongs to another plan ({saved['plan']}); "
+                    "use another --checkpoint-dir or delete it"
+                )
+        return state, lambda s: save_checkpoint(folder, method, s, generator, run_info)
+
+    def _check_spent(self, ledger: PrivacyLedger) -> None:
+        """Refuse to release if the run spent more than the target (the plan prevents it)."""
+        spent = ledger.epsilon(self.delta)
+        if math.isfinite(self.epsilon) and spent > self.epsilon * (1 + 1e-9):
+            raise PrivacyError(
+                f"internal error: the run spent epsilon = {spent:.4f}, more "
+                f"than the target {self.epsilon}; nothing is released"
+            )
+
+    # -- use -------------------------------------------------------------------------------------
+    def privacy_spent(self) -> PrivacyReport:
+        """epsilon under PLD (reported) and RDP, from the ledger of what the run actually did."""
+        self._require_fitted()
+        return self.ledger_.report(self.delta)
+
+    def sample(
+        self, n: int, conditions: dict[str, Any] | None = None, seed: int | None = None
+    ) -> pd.DataFrame:
+        """``n`` synthetic rows with the schema's columns; ``conditions={label: value}``."""
+        self._require_fitted()
+        if n < 1:
+            raise DataError(f"the number of rows to sample must be >= 1, got {n}")
+        generator = make_generator(seed, self.device)
+        labels = self._condition_labels(n, conditions or {}, generator)
+        with torch.no_grad():
+            z = self.generator_.sample_latent(n, generator)
+            rows = self.generator_(z, labels)
+        table = self.encoder_.inverse_transform(
+            rows.cpu().numpy(), None if labels is None else labels.cpu().numpy()
+        )
+        return table
+
+    def _condition_labels(
+        self, n: int, conditions: dict[str, Any], generator
+    ) -> torch.Tensor | None:
+        label = self.schema_.label_column
+        unknown = [k for k in conditions if label is None or k != label.name]
+        if unknown:
+            raise DataError(
+                f"can only condition on the label column ({label.name if label else 'none'}); "
+                f"got {unknown}"
+            )
+        if label is None:
+            return None
+        if conditions:
+            value = canonical_text(conditions[label.name])
+            if value not in label.categories:
+                raise DataError(
+                    f"condition {label.name}={value!r}: not a class of '{label.name}'; choose "
+                    f"one of {list(label.categories)}"
+                )
+            return torch.full(
+                (n,), label.categories.index(value), dtype=torch.long, device=self.device
+            )
+        prior = torch.as_tensor(self.label_prior_, dtype=torch.float32, device=self.device)
+        return torch.multinomial(prior, n, replacement=True, generator=generator)
+
+    def _require_fitted(self) -> None:
+        if not hasattr(self, "generator_"):
+            raise DataError("this synthesizer is not fitted: call fit(data) or dpsynth.load(path)")
+
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write the model folder: generator weights (safetensors) and public JSON only."""
+        self._require_fitted()
+        return save_model(self, Path(path), overwrite=overwrite)
+
+
+def load(path: str | Path) -> Synthesizer:
+    """Load a model folder written by :meth:`Synthesizer.save`; the result samples, not trains."""
+    return restore(Synthesizer, *read_model(path))
+
+
+def torch_generator_init(method: DPCGAN, seed: int | None) -> None:
+    """Initialise network weights from a run-owned generator (no global RNG)."""
+    generator = make_generator(seed)
+    with torch.no_grad():
+        for module in (method.generator, method.discriminator):
+            for param in module.parameters():
+                if param.dim() > 1:
+                    bound = 1.0 / math.sqrt(param.shape[1])
+                    param.copy_(
+                        torch.empty_like(param, device="cpu").uniform_(
+                            -bound, bound, generator=generator
+                        )
+                    )
+                else:
+                    param.zero_()
+
+
+def _suggest_delta(n_records: int) -> float:
+    return 10.0 ** math.floor(math.log10(1.0 / (10 * n_records)))

@@ -1,0 +1,307 @@
+"""Tests of the DP metadata estimators: events, accuracy at small noise, behaviour under noise."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+import pytest
+from dp_accounting.pld import pld_privacy_accountant
+
+from dpsynth.data.dp_stats import (
+    DpEstimate,
+    DpNoiseWarning,
+    dp_bounds,
+    dp_categories,
+    dp_label_prior,
+    gaussian_histogram,
+    noise_multiplier_for,
+)
+from dpsynth.errors import DataError, PrivacyError
+
+DATA_DIR = Path(
+    os.environ.get(
+        "DPSYNTH_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
+    )
+)
+ADULT = DATA_DIR / "adult" / "adult.data"
+
+
+@pytest.fixture(scope="module")
+def adult() -> pd.DataFrame:
+    if not ADULT.exists():
+        pytest.skip(f"{ADULT} not found (set DPSYNTH_DATA_DIR)")
+    return pd.read_csv(ADULT, skipinitialspace=True)
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def coverage(values: np.ndarray, bounds: tuple[float, float]) -> float:
+    low, high = bounds
+    return float(np.mean((values >= low) & (values <= high)))
+
+
+def pld_epsilon(event: dp_accounting.DpEvent, delta: float) -> float:
+    return pld_privacy_accountant.PLDAccountant().compose(event).get_epsilon(delta)
+
+
+# --------------------------------------------------------------------------- noise calibration
+
+
+def test_noise_multiplier_spends_the_share_and_no_more():
+    sigma = noise_multiplier_for(1.0, 1e-6, releases=2)
+    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(sigma), 2)
+    assert 0.99 <= pld_epsilon(event, 1e-6) <= 1.0
+
+
+def test_noise_multiplier_follows_gaussian_composition():
+    # k Gaussian releases with σ are exactly one Gaussian release with σ / sqrt(k).
+    one = noise_multiplier_for(0.5, 1e-6, releases=1)
+    four = noise_multiplier_for(0.5, 1e-6, releases=4)
+    assert four == pytest.approx(2.0 * one, rel=2e-3)
+
+
+@pytest.mark.parametrize(
+    "epsilon, delta, releases",
+    [
+        (0.0, 1e-6, 1),
+        (-1.0, 1e-6, 1),
+        (math.inf, 1e-6, 1),
+        (1.0, 0.0, 1),
+        (1.0, 1.0, 1),
+        (1.0, 1e-6, 0),
+        (1.0, 1e-6, 1.5),
+    ],
+)
+def test_noise_multiplier_rejects_bad_requests(epsilon, delta, releases):
+    with pytest.raises(PrivacyError):
+        noise_multiplier_for(epsilon, delta, releases)
+
+
+# --------------------------------------------------------------------------- gaussian histogram
+
+
+def test_gaussian_histogram_noise_has_std_sigma():
+    counts = np.array([0.0, 5.0, 100.0, 1e4])
+    generator = rng(1)
+    draws = np.stack([gaussian_histogram(counts, 3.0, generator) for _ in range(20_000)])
+    noise = draws - counts
+    assert np.abs(noise.mean(axis=0)).max() < 0.1
+    np.testing.assert_allclose(noise.std(axis=0), 3.0, rtol=0.03)
+
+
+def test_gaussian_histogram_refuses_global_randomness():
+    with pytest.raises(TypeError):
+        gaussian_histogram(np.ones(3), 1.0, None)  # type: ignore[arg-type]
+    with pytest.raises(PrivacyError):
+        gaussian_histogram(np.ones(3), -1.0, rng())
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+def test_bounds_event_is_two_gaussian_histograms():
+    estimate = dp_bounds(np.arange(1000.0), 2.5, rng())
+    assert isinstance(estimate, DpEstimate)
+    assert estimate.event == dp_accounting.ComposedDpEvent(
+        [dp_accounting.GaussianDpEvent(2.5), dp_accounting.GaussianDpEvent(2.5)]
+    )
+    assert estimate.extra_delta == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bounds_of_adult_age(adult, seed):
+    age = adult["age"].to_numpy()
+    low, high = dp_bounds(age, 2.0, rng(seed)).value
+    assert coverage(age, (low, high)) >= 0.97
+    assert 0.0 <= low < high <= 128.0
+    assert low <= 17.0 and high >= 70.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bounds_of_adult_capital_gain(adult, seed):
+    gain = adult["capital-gain"].to_numpy()
+    low, high = dp_bounds(gain, 2.0, rng(seed)).value
+    assert coverage(gain, (low, high)) >= 0.97
+    assert low == 0.0  # 92% of the column is 0: the lower bound is exactly the grid edge 0
+    assert 10_000 <= high <= 2**15
+
+
+def test_bounds_without_noise_and_without_tails_hold_everything():
+    values = rng(3).normal(-1234.5, 100.0, size=5000)
+    low, high = dp_bounds(values, 0.0, rng(), quantile=0.0).value
+    assert coverage(values, (low, high)) == 1.0
+    assert high - low < 1.1 * (values.max() - values.min())
+
+
+def test_bounds_of_negative_values():
+    values = rng(4).normal(-1000.0, 10.0, size=5000)
+    low, high = dp_bounds(values, 1.0, rng()).value
+    assert coverage(values, (low, high)) >= 0.97
+    assert -1100.0 < low < high < -900.0
+
+
+def test_bounds_of_integers():
+    values = rng(5).integers(0, 10, size=2000)
+    low, high = dp_bounds(values, 1.0, rng()).value
+    assert coverage(values, (low, high)) == 1.0
+    assert low >= 0.0 and high <= 16.0
+
+
+@pytest.mark.parametrize("value", [5.0, -5.0, 0.0, 3e9])
+def test_bounds_of_equal_values_are_a_tight_nonempty_interval(value):
+    low, high = dp_bounds(np.full(1000, value), 1.0, rng()).value
+    assert low <= value < high
+    assert high - low <= abs(value) / 4 + 1e-3  # a few 1/64ths of a coarse bin
+
+
+def test_bounds_beyond_the_grid_are_clipped_with_a_warning():
+    with pytest.warns(DpNoiseWarning, match="beyond"):
+        low, high = dp_bounds(np.full(500, 1e15), 1.0, rng()).value
+    assert low < high == 2.0**41
+
+
+def test_bounds_under_huge_noise_warn_and_return_a_finite_range(adult):
+    age = adult["age"].to_numpy()
+    with pytest.warns(DpNoiseWarning, match="noise"):
+        low, high = dp_bounds(age, 1e6, rng()).value
+    assert math.isfinite(low) and math.isfinite(high) and low < high
+    assert coverage(age, (low, high)) == 1.0
+
+
+@pytest.mark.parametrize("values", [[], [42.0], [1.0, 2.0, 3.0], list(range(30))])
+def test_bounds_of_tiny_data_do_not_crash(values):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DpNoiseWarning)
+        low, high = dp_bounds(np.asarray(values, dtype=float), 1.0, rng()).value
+    assert math.isfinite(low) and math.isfinite(high) and low < high
+
+
+@pytest.mark.parametrize("bad", [[1.0, np.nan], [1.0, np.inf], [[1.0, 2.0]], ["a", "b"]])
+def test_bounds_reject_unusable_values(bad):
+    with pytest.raises(DataError):
+        dp_bounds(np.asarray(bad, dtype=object), 1.0, rng())
+
+
+def test_bounds_reject_bad_parameters():
+    with pytest.raises(ValueError):
+        dp_bounds(np.ones(10), 1.0, rng(), quantile=0.5)
+    with pytest.raises(PrivacyError):
+        dp_bounds(np.ones(10), math.nan, rng())
+    with pytest.raises(TypeError):
+        dp_bounds(np.ones(10), 1.0, np.random.RandomState(0))  # type: ignore[arg-type]
+
+
+def test_bounds_are_deterministic_given_the_generator():
+    values = rng(6).lognormal(3.0, 1.0, size=3000)
+    assert dp_bounds(values, 3.0, rng(7)).value == dp_bounds(values, 3.0, rng(7)).value
+
+
+# --------------------------------------------------------------------------- categories
+
+
+def test_categories_event_and_threshold_delta():
+    estimate = dp_categories(["a", "b", "a"], 4.0, 1e-7, rng())
+    assert estimate.event == dp_accounting.GaussianDpEvent(4.0)
+    assert estimate.extra_delta == 1e-7
+
+
+def test_frequent_categories_are_released_sorted(adult):
+    estimate = dp_categories(adult["workclass"], 5.0, 1e-6, rng())
+    truth = adult["workclass"].value_counts()
+    assert estimate.value == sorted(estimate.value)
+    assert set(truth[truth >= 100].index) <= set(estimate.value) <= set(truth.index)
+
+
+def test_a_single_record_category_is_released_with_probability_threshold_delta():
+    # P[1 + N(0, σ²) ≥ 1 + σ·Φ⁻¹(1 - δ)] = δ exactly: 2000 trials, δ = 0.05 -> 100 ± 9.7.
+    values = ["common"] * 50 + ["rare"]
+    generator = rng(8)
+    released = sum("rare" in dp_categories(values, 1.5, 0.05, generator).value for _ in range(2000))
+    assert 60 <= released <= 140
+
+
+def test_a_single_record_category_is_not_released_at_small_delta():
+    values = ["common"] * 50 + ["rare"]
+    generator = rng(9)
+    assert not any("rare" in dp_categories(values, 1.0, 1e-6, generator).value for _ in range(500))
+
+
+def test_categories_are_strings_and_row_order_does_not_matter():
+    values = np.array([3, 1, 2, 1, 3, 3] * 20, dtype=object)
+    first = dp_categories(values, 1.0, 1e-6, rng(10)).value
+    second = dp_categories(values[::-1], 1.0, 1e-6, rng(10)).value
+    assert first == second == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("missing", [None, np.nan, pd.NA])
+def test_categories_reject_missing_values(missing):
+    with pytest.raises(ValueError, match="missing"):
+        dp_categories(["a", missing, "b"], 1.0, 1e-6, rng())
+
+
+def test_categories_reject_bad_threshold_delta():
+    with pytest.raises(PrivacyError):
+        dp_categories(["a"], 1.0, 0.0, rng())
+
+
+# --------------------------------------------------------------------------- label prior
+
+
+def test_label_prior_event():
+    assert dp_label_prior([0, 1, 1], [0, 1], 2.0, rng()).event == dp_accounting.GaussianDpEvent(2.0)
+
+
+def test_label_prior_is_close_to_the_truth_at_small_noise(adult):
+    labels = adult["classification"]
+    classes = ["<=50K", ">50K"]
+    prior = dp_label_prior(labels, classes, 5.0, rng()).value
+    truth = labels.value_counts(normalize=True)[classes].to_numpy()
+    assert prior.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(prior, truth, atol=0.01)
+
+
+def test_label_prior_is_the_normalised_noisy_histogram():
+    labels = ["a"] * 300 + ["b"] * 100 + ["c"] * 600
+    prior = dp_label_prior(labels, ["a", "b", "c"], 20.0, rng(11), floor=0.001).value
+    noisy = gaussian_histogram(np.array([300.0, 100.0, 600.0]), 20.0, rng(11))
+    expected = 0.997 * noisy / noisy.sum() + 0.001
+    np.testing.assert_allclose(prior, expected, rtol=1e-12)
+
+
+def test_label_prior_gives_every_class_at_least_the_floor():
+    prior = dp_label_prior(["a"] * 100, ["a", "b", "c", "d"], 0.0, rng()).value
+    np.testing.assert_allclose(prior[1:], 0.01 / 4)
+    assert prior.sum() == pytest.approx(1.0)
+
+
+def test_label_prior_under_huge_noise_is_still_a_distribution():
+    generator = rng(12)
+    for _ in range(20):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DpNoiseWarning)
+            prior = dp_label_prior([0, 1, 2], [0, 1, 2], 1e6, generator).value
+        assert np.all(prior > 0) and prior.sum() == pytest.approx(1.0)
+
+
+def test_label_prior_rejects_unknown_and_missing_labels():
+    with pytest.raises(DataError):
+        dp_label_prior(["a", "z"], ["a", "b"], 1.0, rng())
+    with pytest.raises(DataError):
+        dp_label_prior(["a", None], ["a", "b"], 1.0, rng())
+    with pytest.raises(ValueError):
+        dp_label_prior(["a"], ["a", "a"], 1.0, rng())
+
+
+def test_label_prior_is_deterministic_given_the_generator():
+    labels = [0, 1, 1, 2, 2, 2] * 10
+    first = dp_label_prior(labels, [0, 1, 2], 3.0, rng(13)).value
+    second = dp_label_prior(labels, [0, 1, 2], 3.0, rng(13)).value
+    np.testing.assert_array_equal(first, second)
