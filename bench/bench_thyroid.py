@@ -82,6 +82,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--d-lr-decay-steps", type=int, default=None)
     g.add_argument("--g-lr", type=float, default=None)
     g.add_argument("--metadata-share", type=float, default=0.1)
+    g.add_argument(
+        "--label-prior", choices=("dp", "uniform"), default="dp",
+        help="dp: noisy class counts (charged); uniform: free, balanced synthetic classes",
+    )  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -96,6 +100,7 @@ def make_config(args: argparse.Namespace) -> DPCGANConfig:
 def load_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, Schema, str]:
     """(training table, evaluation table, schema, name of the evaluation table)."""
     train, test, schema = load_thyroid(args.data_dir)
+    schema = schema.with_label_prior(args.label_prior)
     if not args.validation:
         return train, test, schema, "ann-test"
     fit_part, val_part = train_test_split(
@@ -236,8 +241,11 @@ def markdown(result: dict[str, Any], tuning: list[dict]) -> str:
     for kind in CLASSIFIERS:
         for metric in ("macro", "micro", "balanced_accuracy"):
             syn, real = s.get(f"synthetic_{kind}_{metric}"), s.get(f"real_{kind}_{metric}")
-            lines.append(f"| {kind} | {metric} AuROC | {fmt(syn)} | {fmt(real)} |".replace(
-                "balanced_accuracy AuROC", "balanced accuracy"))
+            lines.append(
+                f"| {kind} | {metric} AuROC | {fmt(syn)} | {fmt(real)} |".replace(
+                    "balanced_accuracy AuROC", "balanced accuracy"
+                )
+            )
     lines += [
         "",
         "## Published figures (not the same harness unless stated)",
@@ -314,7 +322,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "epsilon": args.epsilon,
         "delta": args.delta,
         "metadata_share": args.metadata_share,
-        "label_prior": "dp (noisy class counts, charged)",
+        "label_prior": args.label_prior,
         "seeds": seeds,
         "config": {**asdict(config), "noise_multiplier": args.noise_multiplier,
                    "epochs": args.epochs},

@@ -117,3 +117,10 @@ def test_batch_larger_than_data_is_refused() -> None:
     result = _run("-n", "100", "-b", "200", "--sigma", "1", "--steps", "10")
     assert isinstance(result.exception, PrivacyError)
     assert "--batch-size=200 must be between 1 and the data set size 100" in str(result.exception)
+
+
+def test_no_step_fits_says_so() -> None:
+    result = _run("-n", "1000", "-b", "100", "--epsilon", "0.01", "--sigma", "0.5")
+    assert result.exit_code == 0, result.output
+    assert "Not even one step fits the target" in result.output
+    assert _json("-n", "1000", "-b", "100", "--epsilon", "0.01", "--sigma", "0.5")["steps"] == 0

@@ -63,8 +63,7 @@ def manifest(synth: Any) -> dict[str, Any]:
         "privacy": {
             "target_epsilon": _json_float(synth.epsilon),
             "delta": synth.delta,
-            "epsilon_pld": _json_float(report.epsilon_pld),
-            "epsilon_rdp": _json_float(report.epsilon_rdp),
+            "report": report.to_dict(),
             "ledger": synth.ledger_.to_dict(),
         },
         "versions": _versions(),

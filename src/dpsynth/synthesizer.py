@@ -9,7 +9,7 @@ train (``training``), and record every DP event in one ledger (``privacy.ledger`
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from dpsynth.training import (
     TrainingState,
     has_checkpoint,
     load_checkpoint,
+    read_checkpoint_info,
     save_checkpoint,
     train,
 )
@@ -39,6 +40,38 @@ from dpsynth.training import (
 METHODS = {"dpcgan": (DPCGAN, DPCGANConfig)}
 DEFAULT_NOISE_MULTIPLIER = 1.1
 MIN_STEPS = 100
+
+
+@dataclass
+class RunSetup:
+    """What a run decided before training: completed schema, prior, ledger so far, plan."""
+
+    schema: Schema
+    label_prior: np.ndarray | None
+    ledger: PrivacyLedger
+    plan: TrainingPlan
+    n_records: int
+
+    def to_dict(self) -> dict[str, Any]:
+        prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
+        return {
+            "schema": self.schema.to_dict(),
+            "label_prior": prior,
+            "ledger": self.ledger.to_dict(),
+            "plan": asdict(self.plan),
+            "n_records": self.n_records,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSetup:
+        prior = d["label_prior"]
+        return cls(
+            Schema.from_dict(d["schema"], allow_review=True),
+            None if prior is None else np.asarray(prior, dtype=np.float64),
+            PrivacyLedger.from_dict(d["ledger"]),
+            TrainingPlan(**d["plan"]),
+            int(d["n_records"]),
+        )
 
 
 class Synthesizer:
@@ -55,6 +88,8 @@ class Synthesizer:
     metadata_share: fraction of epsilon and delta for DP estimates of undeclared metadata.
     method_options: a method config (e.g. :class:`DPCGANConfig`) for batch size, C, networks.
     seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
+    checkpoint_dir, checkpoint_every: where and how often to write a private, resumable
+        checkpoint (it holds the discriminator: keep it with the data, never publish it).
     """
 
     def __init__(
@@ -73,6 +108,7 @@ class Synthesizer:
         device: str = "cpu",
         progress: bool = True,
         checkpoint_dir: str | Path | None = None,
+        checkpoint_every: int = 500,
     ) -> None:
         if method not in METHODS:
             raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
@@ -89,34 +125,53 @@ class Synthesizer:
         self.device = device
         self.progress = progress
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+        self.checkpoint_every = checkpoint_every
 
     # -- fit -----------------------------------------------------------------------------
     def fit(self, data: pd.DataFrame) -> Synthesizer:
-        """Train on the private table ``data``; returns self."""
+        """Train on the private table ``data``; returns self.
+
+        With ``checkpoint_dir``, an interrupted fit called again with the same data resumes:
+        metadata estimates and the plan come from the checkpoint (never re-estimated, so never
+        paid twice) and training continues from the last checkpointed step with the same random
+        state, replaying exactly what the uninterrupted run would have done.
+        """
         table = validate_table(data, self.schema, out_of_bounds=self.out_of_bounds)
         self._check_privacy_request(len(table))
-        ledger = PrivacyLedger()
-        rng = np.random.default_rng(self._seed_sequence(0))
-        schema, prior = complete_schema(table, self.schema, self._metadata_budget(), ledger, rng)
-        encoder = TableEncoder(schema)
+        setup = self._resumed_setup(len(table)) or self._new_setup(table)
+        encoder = TableEncoder(setup.schema)
         features, labels = encoder.transform(table)
-        plan = self._plan_budget(len(table), ledger)
-        method = self._build_method(encoder, prior, plan.noise_multiplier)
-        self._train(method, features, labels, plan, ledger)
+        method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
+        self._train(method, features, labels, setup)
+        ledger, plan = setup.ledger, setup.plan
         ledger.record(
             f"{self.method}: {plan.steps} discriminator steps",
             method.step_event(plan.sample_rate, plan.steps),
         )
         self._check_spent(ledger)
-        self.schema_, self.encoder_, self.ledger_, self.label_prior_ = (
-            schema,
-            encoder,
-            ledger,
-            prior,
-        )
+        self.schema_, self.encoder_, self.ledger_ = setup.schema, encoder, ledger
+        self.label_prior_, self.plan_ = setup.label_prior, plan
         self.generator_ = method.generator.eval()
-        self.plan_ = plan
         return self
+
+    def _new_setup(self, table: pd.DataFrame) -> RunSetup:
+        """Pay for the metadata, then plan the steps that fit the rest of the budget."""
+        ledger = PrivacyLedger()
+        rng = np.random.default_rng(self._seed_sequence(0))
+        schema, prior = complete_schema(table, self.schema, self._metadata_budget(), ledger, rng)
+        plan = self._plan_budget(len(table), ledger)
+        return RunSetup(schema, prior, ledger, plan, len(table))
+
+    def _resumed_setup(self, n_records: int) -> RunSetup | None:
+        if not has_checkpoint(self.checkpoint_dir):
+            return None
+        setup = RunSetup.from_dict(read_checkpoint_info(self.checkpoint_dir)["setup"])
+        if setup.n_records != n_records:
+            raise PrivacyError(
+                f"the checkpoint in {self.checkpoint_dir} was made on {setup.n_records} records, "
+                f"not {n_records}: use another --checkpoint-dir or delete it"
+            )
+        return setup
 
     def _seed_sequence(self, stream: int) -> int | None:
         return None if self.seed is None else self.seed * 1000 + stream
@@ -154,7 +209,7 @@ class Synthesizer:
             raise PrivacyError(f"batch size {batch} is larger than the {n_records} records")
         q = batch / n_records
         if not math.isfinite(self.epsilon):
-            return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0)
+            return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0, self.checkpoint_every)
         delta = self.delta - ledger.extra_delta()
         base = ledger.event()
         if self.epochs is not None:
@@ -169,7 +224,7 @@ class Synthesizer:
                 f"noise multiplier {sigma:.3g} (at least {MIN_STEPS} are needed to learn "
                 "anything): raise epsilon, lower the noise multiplier or the batch size"
             )
-        return TrainingPlan(steps, q, sigma)
+        return TrainingPlan(steps, q, sigma, self.checkpoint_every)
 
     def _build_method(self, encoder: TableEncoder, prior, sigma: float) -> DPCGAN:
         method_cls, _ = METHODS[self.method]
@@ -179,38 +234,32 @@ class Synthesizer:
         prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)
         return method_cls(options, encoder.spans, encoder.n_classes, prior_t, sigma, self.device)
 
-    def _train(self, method, features, labels, plan: TrainingPlan, ledger: PrivacyLedger) -> None:
+    def _train(self, method, features, labels, setup: RunSetup) -> None:
         generator = make_generator(self._seed_sequence(1), self.device)
         torch_generator_init(method, self._seed_sequence(2))
         x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
         y = None if labels is None else torch.as_tensor(labels, device=self.device)
-        state, checkpoint = self._resume(method, generator, plan, ledger)
+        state, checkpoint = TrainingState(), None
+        if self.checkpoint_dir is not None:
+            folder, run_info = self.checkpoint_dir, {"setup": setup.to_dict()}
+            if has_checkpoint(folder):
+                state, _ = load_checkpoint(folder, method, generator)
+            else:
+                save_checkpoint(folder, method, state, generator, run_info)
+
+            def checkpoint(s: TrainingState) -> None:
+                save_checkpoint(folder, method, s, generator, run_info)
+
         train(
             method,
             x,
             y,
-            plan,
+            setup.plan,
             generator,
             state=state,
             checkpoint=checkpoint,
             progress=self.progress,
         )
-
-    def _resume(self, method, generator, plan: TrainingPlan, ledger: PrivacyLedger):
-        """Resume from a checkpoint of the same plan; return (state, checkpoint callback)."""
-        folder = self.checkpoint_dir
-        if folder is None:
-            return TrainingState(), None
-        run_info = {"plan": asdict(plan), "ledger_before_training": ledger.to_dict()}
-        state = TrainingState()
-        if has_checkpoint(folder):
-            state, saved = load_checkpoint(folder, method, generator)
-            if saved["plan"] != run_info["plan"]:
-                raise PrivacyError(
-                    f"the checkpoint in {folder} belongs to another plan ({saved['plan']}); "
-                    "use another --checkpoint-dir or delete it"
-                )
-        return state, lambda s: save_checkpoint(folder, method, s, generator, run_info)
 
     def _check_spent(self, ledger: PrivacyLedger) -> None:
         """Refuse to release if the run spent more than the target (the plan prevents it)."""

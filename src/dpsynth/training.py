@@ -126,12 +126,17 @@ def load_checkpoint(
     folder: Path, method: DPCGAN, generator: torch.Generator
 ) -> tuple[TrainingState, dict[str, Any]]:
     """Restore what :func:`save_checkpoint` wrote; returns the state and the run info."""
-    info = read_json(folder / CHECKPOINT_INFO)
+    info = read_checkpoint_info(folder)
     tensors = read_tensors(folder / CHECKPOINT_STATE)
     for name, obj in _stateful_parts(method).items():
         obj.load_state_dict(unflatten_state(info["skeleton"][name], tensors))
     generator.set_state(tensors["rng"])
     return TrainingState(**info["state"]), info
+
+
+def read_checkpoint_info(folder: Path) -> dict[str, Any]:
+    """The JSON half of a checkpoint (step, plan and whatever the run stored with it)."""
+    return read_json(Path(folder) / CHECKPOINT_INFO)
 
 
 def has_checkpoint(folder: Path | None) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from dp_accounting import dp_event
 
 from dpsynth.errors import PrivacyError
-from dpsynth.privacy.accounting import dpsgd_event, epsilon
+from dpsynth.privacy.accounting import dpsgd_event, epsilon, noise_for_epsilon
 from dpsynth.privacy.ledger import (
     EVENT_TYPES,
     LedgerEntry,
@@ -272,3 +272,17 @@ def test_from_dict_rejects_bad_ledgers(mutate, fragment: str) -> None:
 def test_from_dict_rejects_non_dict() -> None:
     with pytest.raises(PrivacyError, match="is not a dpsynth.privacy_ledger dict"):
         PrivacyLedger.from_dict([1, 2])
+
+
+def test_training_calibrated_on_the_ledger_never_exceeds_the_target() -> None:
+    """The synthesizer's flow: metadata first, then σ calibrated on what is left, then record."""
+    ledger = PrivacyLedger()
+    ledger.record("metadata: bounds", BOUNDS)
+    ledger.record("metadata: categories", dp_accounting.GaussianDpEvent(30.0), 1e-7)
+    target, q, steps = 1.0, 0.01, 1_000
+    sigma = noise_for_epsilon(
+        target, DELTA - ledger.extra_delta(), q, steps, base_event=ledger.event()
+    )
+    ledger.record("dpcgan: discriminator steps", dpsgd_event(q, sigma, steps))
+    assert target * 0.99 <= ledger.epsilon(DELTA) <= target
+    assert ledger.report(DELTA).epsilon == ledger.epsilon(DELTA)

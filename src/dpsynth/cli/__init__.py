@@ -40,10 +40,7 @@ def write_csv(frame, path: Path, overwrite: bool) -> None:
 
 def print_privacy(synth: Synthesizer) -> None:
     report = synth.privacy_spent()
-    console.print(
-        f"[bold]privacy spent[/bold]: epsilon = {report.epsilon_pld:.3f} (PLD accountant; RDP "
-        f"gives {report.epsilon_rdp:.3f}) at delta = {report.delta:g}, metadata included"
-    )
+    console.print(f"[bold]privacy spent[/bold]: {report.summary()}, metadata included")
     for entry in synth.ledger_.entries:
         console.print(f"  ledger: {entry.name}")
 

@@ -41,8 +41,8 @@ def run_demo(out: Path, epsilon: float, delta: float, seed: int | None, console:
     report = synth.privacy_spent()
     console.print(f"wrote {out / 'model'} and {len(rows)} rows to {out / 'synthetic.csv'}")
     console.print(
-        f"privacy spent: epsilon = {report.epsilon_pld:.3f} (PLD; RDP {report.epsilon_rdp:.3f}) "
-        f"at delta = {delta:g}, metadata included; training and sampling took {elapsed:.0f} s"
+        f"privacy spent: {report.summary()}, metadata included; training and sampling "
+        f"took {elapsed:.0f} s"
     )
     synthetic_score = tstr_auroc(rows, test, schema=synth.schema_, classifier="lr")
     real_score = tstr_auroc(train, test, schema=synth.schema_, classifier="lr")

@@ -100,7 +100,10 @@ def privacy(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     else:
-        Console().print(_table(result))
+        console = Console()
+        console.print(_table(result))
+        if result.solved == "steps" and result.steps == 0:
+            console.print("Not even one step fits the target: raise --epsilon or --sigma.")
 
 
 def _check_sizes(dataset_size: int, batch_size: int) -> None:

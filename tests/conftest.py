@@ -1,0 +1,38 @@
+"""Shared fixtures: small real tables and fast, reproducible settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.datasets import load_breast_cancer
+
+from dpsynth.schema import Column, Schema
+
+# Tiny networks run faster on one thread, and CI has two cores shared with pytest itself.
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def cancer() -> tuple[pd.DataFrame, Schema]:
+    """scikit-learn's breast-cancer records (569 real patients), 6 features + label.
+
+    The bounds are declared here for the tests (they are not public knowledge; the demo
+    estimates them under DP instead).
+    """
+    raw = load_breast_cancer(as_frame=True)
+    features = raw.data.iloc[:, :6]
+    frame = features.copy()
+    frame.columns = [c.replace(" ", "_") for c in frame.columns]
+    frame["diagnosis"] = np.asarray(raw.target_names, dtype=object)[raw.target.to_numpy()]
+    columns = tuple(
+        Column(
+            name,
+            "continuous",
+            lower=float(np.floor(frame[name].min())),
+            upper=float(np.ceil(frame[name].max())),
+        )
+        for name in frame.columns[:-1]
+    ) + (Column("diagnosis", "categorical", categories=("malignant", "benign")),)
+    return frame, Schema(columns, label="diagnosis", label_prior="uniform")
