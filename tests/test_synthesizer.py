@@ -74,7 +74,7 @@ def test_saved_folder_holds_no_training_row_and_no_discriminator(fitted, cancer,
     path = fitted.save(tmp_path / "model")
     blob = b"".join(p.read_bytes() for p in path.iterdir())
     with safe_open(str(path / "generator.safetensors"), "pt") as f:
-        assert all(k.startswith("body.") for k in f.keys())  # generator weights only
+        assert all(k.startswith("body.") for k in f.keys())  # noqa: SIM118 (not a dict)
     numbers = set(re.findall(r"-?\d+\.\d+(?:e-?\d+)?", (path / "model.json").read_text()))
     values = frame.iloc[:, :-1].to_numpy()
     for row in values:  # no record as binary float64/float32 rows, nor a precise value as text

@@ -55,7 +55,7 @@ def _plain_reference_update(method, real_x, real_y, seed):
     loss = F.binary_cross_entropy_with_logits(logits, targets, reduction="sum") / 32
     grads = torch.autograd.grad(loss, list(ref.discriminator.parameters()))
     lr = ref.config.d_lr_start
-    return [p.detach() - lr * g for p, g in zip(ref.discriminator.parameters(), grads)]
+    return [p.detach() - lr * g for p, g in zip(ref.discriminator.parameters(), grads, strict=True)]
 
 
 def test_sigma_zero_and_infinite_clip_equal_the_non_private_step(cancer):
@@ -63,7 +63,7 @@ def test_sigma_zero_and_infinite_clip_equal_the_non_private_step(cancer):
     real_x, real_y = _real_batch(x, y)
     expected = _plain_reference_update(method, real_x, real_y, seed=11)
     method.discriminator_step(real_x, real_y, step=0, generator=make_generator(11))
-    for p, e in zip(method.discriminator.parameters(), expected):
+    for p, e in zip(method.discriminator.parameters(), expected, strict=False):
         torch.testing.assert_close(p.detach(), e, rtol=1e-5, atol=1e-6)
     assert not method.is_private
     assert isinstance(method.step_event(0.05, 10), dp_accounting.NonPrivateDpEvent)
@@ -74,7 +74,10 @@ def _update(method, real_x, real_y, seed):
     before = [p.detach().clone() for p in m.discriminator.parameters()]
     m.discriminator_step(real_x, real_y, step=0, generator=make_generator(seed))
     return torch.cat(
-        [(b - p.detach()).flatten() for b, p in zip(before, m.discriminator.parameters())]
+        [
+            (b - p.detach()).flatten()
+            for b, p in zip(before, m.discriminator.parameters(), strict=False)
+        ]
     )
 
 

@@ -214,6 +214,9 @@ def _as_finite_floats(values: np.ndarray | Sequence[float]) -> np.ndarray:
     return array
 
 
+FINE_CDF_TOLERANCE = 0.02
+
+
 def dp_bounds(
     values: np.ndarray | Sequence[float],
     noise_multiplier: float,
@@ -273,14 +276,26 @@ def dp_bounds(
     if coarse is None:
         _warn_noise("the coarse histogram", f"the whole public grid ±{limit:g}")
         return DpEstimate((-limit, limit), event)
-    low, high = _finite_range(*coarse, limit)
-
-    fine_edges = np.linspace(low, high, bins + 1)
+    (low, high), coarse_total = _finite_range(*coarse[0], limit), coarse[1]
+    fine_bins = _affordable_bins(coarse_total, sigma, bins)
+    if fine_bins < 2:
+        return DpEstimate((float(low), float(high)), event)
+    fine_edges = np.linspace(low, high, fine_bins + 1)
     fine = _fine_range(array, fine_edges, sigma, rng, quantile, spurious_bin_prob)
     if fine is None:
         _warn_noise("the fine histogram", f"the coarse range [{low:g}, {high:g}]")
         return DpEstimate((float(low), float(high)), event)
     return DpEstimate((float(fine[0]), float(fine[1])), event)
+
+
+def _affordable_bins(noisy_total: float, sigma: float, max_bins: int) -> int:
+    """How many fine bins the noise allows: the noisy cumulative count after j bins errs by
+    about σ·sqrt(j); keep that below FINE_CDF_TOLERANCE of the (noisy) number of records, so
+    that quantiles read from it are not pulled inwards by noise. Post-processing: free."""
+    if sigma == 0:
+        return max_bins
+    affordable = (FINE_CDF_TOLERANCE * max(noisy_total, 0.0) / sigma) ** 2
+    return int(min(max_bins, affordable))
 
 
 def _coarse_range(
@@ -290,8 +305,9 @@ def _coarse_range(
     rng: np.random.Generator,
     quantile: float,
     spurious_bin_prob: float,
-) -> tuple[float, float] | None:
-    """Outer edges of the coarse quantile bins, read after zeroing the bins that noise explains.
+) -> tuple[tuple[float, float], float] | None:
+    """Outer edges of the coarse quantile bins, read after zeroing the bins that noise explains,
+    and the noisy total count of the bins kept.
 
     None when no bin stands out from the noise.
     """
@@ -299,8 +315,9 @@ def _coarse_range(
     signal = noisy > _empty_bin_threshold(sigma, len(noisy), spurious_bin_prob)
     if not signal.any():
         return None
-    low, high = _quantile_bins(np.where(signal, noisy, 0.0), quantile)
-    return float(edges[low]), float(edges[high + 1])
+    kept = np.where(signal, noisy, 0.0)
+    low, high = _quantile_bins(kept, quantile)
+    return (float(edges[low]), float(edges[high + 1])), float(kept.sum())
 
 
 def _fine_range(
