@@ -38,7 +38,7 @@ from dpsynth.training import (
 )
 
 METHODS = {"dpcgan": (DPCGAN, DPCGANConfig)}
-DEFAULT_NOISE_MULTIPLIER = 1.1
+DEFAULT_EPOCHS = 50.0
 MIN_STEPS = 100
 
 
@@ -83,8 +83,8 @@ class Synthesizer:
     method: "dpcgan".
     epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
         the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
-    noise_multiplier, epochs: give at most one to fix it; the other is calibrated. With neither,
-        sigma = 1.1 and the number of steps is the largest the budget allows.
+    noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
+        accountant. With neither, 50 epochs and the noise multiplier that fits the budget.
     metadata_share: fraction of epsilon and delta for DP estimates of undeclared metadata.
     method_options: a method config (e.g. :class:`DPCGANConfig`) for batch size, C, networks.
     seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
@@ -212,11 +212,11 @@ class Synthesizer:
             return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0, self.checkpoint_every)
         delta = self.delta - ledger.extra_delta()
         base = ledger.event()
-        if self.epochs is not None:
-            steps = max(1, round(self.epochs / q))
+        if self.noise_multiplier is None:
+            steps = max(1, round((self.epochs or DEFAULT_EPOCHS) / q))
             sigma = noise_for_epsilon(self.epsilon, delta, q, steps, base_event=base)
         else:
-            sigma = self.noise_multiplier or DEFAULT_NOISE_MULTIPLIER
+            sigma = self.noise_multiplier
             steps = steps_for_epsilon(self.epsilon, delta, q, sigma, base_event=base)
         if steps < MIN_STEPS:
             raise PrivacyError(
