@@ -325,9 +325,9 @@ def _widened(edges: np.ndarray, low: int, high: int) -> tuple[float, float]:
 
     Zeroing the sparse bins drops the records of every sparse bin, which pulls the quantiles
     inwards on small data sets (seen: 2/3 of a column outside the range); one extra
-    geometric bin on each side (never across 0) compensates at the price of some resolution. When the range
-    lies on one side of 0 and its inner edge is within an eighth of its outer edge, 0 is the
-    inner edge: values spread over many octaves near 0 are then kept as well.
+    geometric bin on each side (never across 0) compensates at the price of some resolution.
+    When the range lies on one side of 0 and its inner edge is within an eighth of its outer
+    edge, 0 is the inner edge: values spread over many octaves near 0 are then kept as well.
     """
     n_bins = len(edges) - 1
     lower = 0.0 if edges[low] == 0.0 else float(edges[max(low - 1, 0)])
