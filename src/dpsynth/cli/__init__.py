@@ -184,19 +184,10 @@ def main() -> None:
     """Entry point: user errors become one line on stderr and exit status 2."""
     warnings.simplefilter("default")
     try:
-        app(standalone_mode=False)
+        app()  # click handles usage errors itself (message and exit status 2)
     except DpsynthError as exc:
         console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        console.print("interrupted; nothing was written (use --checkpoint-dir to resume runs)")
+        console.print("interrupted; no output was written (--checkpoint-dir makes runs resumable)")
         sys.exit(130)
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort | click.exceptions.Exit):
-            sys.exit(getattr(exc, "exit_code", 1))
-        raise
