@@ -27,7 +27,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--g-lr", type=float, default=None)
     g.add_argument("--metadata-share", type=float, default=0.1)
     g.add_argument(
+        "--private-bounds", action="store_true",
+        help="treat the continuous bounds as unknown: estimated under DP (charged) in fit",
+    )  # fmt: skip
+    g.add_argument(
         "--label-prior", choices=("dp", "uniform"), default="dp",
         help="dp: noisy class counts (charged); uniform: free, balanced synthetic classes",
     )  # fmt: skip
@@ -101,6 +105,10 @@ def load_data(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, Sch
     """(training table, evaluation table, schema, name of the evaluation table)."""
     train, test, schema = load_thyroid(args.data_dir)
     schema = schema.with_label_prior(args.label_prior)
+    if args.private_bounds:
+        schema = schema.with_columns(
+            tuple(replace(c, lower=None, upper=None) if c.is_numeric else c for c in schema.columns)
+        )
     if not args.validation:
         return train, test, schema, "ann-test"
     fit_part, val_part = train_test_split(

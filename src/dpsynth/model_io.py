@@ -23,7 +23,7 @@ import torch
 
 from dpsynth.data.encoder import TableEncoder
 from dpsynth.errors import ModelFileError, OutputExistsError
-from dpsynth.methods.dpcgan import DPCGANConfig
+from dpsynth.methods import METHODS
 from dpsynth.nets.mlp import Generator
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.schema import Schema
@@ -114,11 +114,14 @@ def restore(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -
 
 def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
     schema = Schema.from_dict(info["schema"], allow_review=True)
-    config = DPCGANConfig(**_tuples(info["config"]))
+    method = info["method"]
+    if method not in METHODS:
+        raise ModelFileError(f"unknown method '{method}' in model.json; known: {sorted(METHODS)}")
+    config = METHODS[method][1](**_tuples(info["config"]))
     privacy = info["privacy"]
     synth = cls(
         schema,
-        method=info["method"],
+        method=method,
         epsilon=float(privacy["target_epsilon"]),
         delta=float(privacy["delta"]),
         method_options=config,

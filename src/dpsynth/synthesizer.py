@@ -21,7 +21,8 @@ from dpsynth.data.encoder import TableEncoder
 from dpsynth.data.metadata import MetadataBudget, complete_schema
 from dpsynth.data.tables import canonical_text, validate_table
 from dpsynth.errors import DataError, PrivacyError
-from dpsynth.methods.dpcgan import DPCGAN, DPCGANConfig
+from dpsynth.methods import METHODS
+from dpsynth.methods.base import GanMethod
 from dpsynth.model_io import read_model, restore, save_model
 from dpsynth.privacy.accounting import PrivacyReport, noise_for_epsilon, steps_for_epsilon
 from dpsynth.privacy.ledger import PrivacyLedger
@@ -37,7 +38,6 @@ from dpsynth.training import (
     train,
 )
 
-METHODS = {"dpcgan": (DPCGAN, DPCGANConfig)}
 DEFAULT_EPOCHS = 50.0
 MIN_STEPS = 100
 
@@ -86,7 +86,8 @@ class Synthesizer:
     noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
         accountant. With neither, 50 epochs and the noise multiplier that fits the budget.
     metadata_share: fraction of epsilon and delta for DP estimates of undeclared metadata.
-    method_options: a method config (e.g. :class:`DPCGANConfig`) for batch size, C, networks.
+    method_options: the method's config (``DPCGANConfig``, ``DPWGANConfig``): batch size, C,
+        networks, optimizers.
     seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
     checkpoint_dir, checkpoint_every: where and how often to write a private, resumable
         checkpoint (it holds the discriminator: keep it with the data, never publish it).
@@ -102,7 +103,7 @@ class Synthesizer:
         noise_multiplier: float | None = None,
         epochs: float | None = None,
         metadata_share: float = 0.1,
-        method_options: DPCGANConfig | None = None,
+        method_options: Any = None,
         out_of_bounds: str = "error",
         seed: int | None = None,
         device: str = "cpu",
@@ -119,7 +120,13 @@ class Synthesizer:
         self.noise_multiplier = noise_multiplier
         self.epochs = epochs
         self.metadata_share = metadata_share
-        self.method_options = method_options or METHODS[method][1]()
+        config_cls = METHODS[method][1]
+        if method_options is not None and not isinstance(method_options, config_cls):
+            raise PrivacyError(
+                f"method '{method}' takes a {config_cls.__name__}, got "
+                f"{type(method_options).__name__}"
+            )
+        self.method_options = method_options or config_cls()
         self.out_of_bounds = out_of_bounds
         self.seed = seed
         self.device = device
@@ -226,7 +233,7 @@ class Synthesizer:
             )
         return TrainingPlan(steps, q, sigma, self.checkpoint_every)
 
-    def _build_method(self, encoder: TableEncoder, prior, sigma: float) -> DPCGAN:
+    def _build_method(self, encoder: TableEncoder, prior, sigma: float) -> GanMethod:
         method_cls, _ = METHODS[self.method]
         options = self.method_options
         if not math.isfinite(self.epsilon):
@@ -333,7 +340,7 @@ def load(path: str | Path) -> Synthesizer:
     return restore(Synthesizer, *read_model(path))
 
 
-def torch_generator_init(method: DPCGAN, seed: int | None) -> None:
+def torch_generator_init(method: GanMethod, seed: int | None) -> None:
     """Initialise network weights from a run-owned generator (no global RNG)."""
     generator = make_generator(seed)
     with torch.no_grad():

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from dpsynth.methods.dpcgan import DPCGAN
+from dpsynth.methods.base import GanMethod
 from dpsynth.privacy.sampling import PoissonSampler
 from dpsynth.storage import (
     flatten_state,
@@ -53,7 +53,7 @@ class TrainingState:
 
 
 def train(
-    method: DPCGAN,
+    method: GanMethod,
     features: torch.Tensor,
     labels: torch.Tensor | None,
     plan: TrainingPlan,
@@ -105,7 +105,7 @@ def _progress_bar(enabled: bool) -> Progress:
 # -- checkpoints --------------------------------------------------------------------------------
 def save_checkpoint(
     folder: Path,
-    method: DPCGAN,
+    method: GanMethod,
     state: TrainingState,
     generator: torch.Generator,
     run_info: dict[str, Any],
@@ -123,7 +123,7 @@ def save_checkpoint(
 
 
 def load_checkpoint(
-    folder: Path, method: DPCGAN, generator: torch.Generator
+    folder: Path, method: GanMethod, generator: torch.Generator
 ) -> tuple[TrainingState, dict[str, Any]]:
     """Restore what :func:`save_checkpoint` wrote; returns the state and the run info."""
     info = read_checkpoint_info(folder)
@@ -143,10 +143,5 @@ def has_checkpoint(folder: Path | None) -> bool:
     return folder is not None and (Path(folder) / CHECKPOINT_INFO).is_file()
 
 
-def _stateful_parts(method: DPCGAN) -> dict[str, Any]:
-    return {
-        "generator": method.generator,
-        "discriminator": method.discriminator,
-        "g_optimizer": method.g_optimizer,
-        "d_optimizer": method.d_optimizer,
-    }
+def _stateful_parts(method: GanMethod) -> dict[str, Any]:
+    return method.state_parts()

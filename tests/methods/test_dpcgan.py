@@ -49,7 +49,7 @@ def _plain_reference_update(method, real_x, real_y, seed):
     gen = make_generator(seed)
     with torch.no_grad():
         fake_x, fake_y = ref.generate(32, gen, training=True)
-    inputs = torch.cat([ref._d_input(real_x, real_y), ref._d_input(fake_x, fake_y)])
+    inputs = torch.cat([ref.d_input(real_x, real_y), ref.d_input(fake_x, fake_y)])
     targets = torch.cat([torch.ones(len(real_x)), torch.zeros(32)])
     logits = ref.discriminator(inputs)[:, 0]
     loss = F.binary_cross_entropy_with_logits(logits, targets, reduction="sum") / 32

@@ -1,1 +1,12 @@
-"""methods"""
+"""Private GAN methods; each says where its privacy barrier sits and which DP event a step is."""
+
+from dpsynth.methods.dpcgan import DPCGAN, DPCGANConfig
+from dpsynth.methods.dpwgan import DPWGAN, DPWGANConfig
+
+# name -> (method class, its configuration dataclass)
+METHODS = {
+    "dpcgan": (DPCGAN, DPCGANConfig),
+    "dpwgan": (DPWGAN, DPWGANConfig),
+}
+
+__all__ = ["DPCGAN", "DPCGANConfig", "DPWGAN", "DPWGANConfig", "METHODS"]

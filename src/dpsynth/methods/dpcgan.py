@@ -23,14 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import dp_accounting
 import torch
 from torch.nn import functional as F
 
-from dpsynth.data.encoder import Span
 from dpsynth.errors import PrivacyError
-from dpsynth.nets.mlp import Generator, make_discriminator, one_hot
-from dpsynth.privacy.accounting import dpsgd_event
+from dpsynth.methods.base import GanMethod, StepStats, check_common_config
 from dpsynth.privacy.clipping import clipped_gradient_sum
 from dpsynth.privacy.noise import add_gaussian_noise
 
@@ -54,62 +51,18 @@ class DPCGANConfig:
     gumbel_tau: float = 0.2
 
     def validate(self) -> None:
-        if self.batch_size < 1:
-            raise PrivacyError(f"batch size must be >= 1, got {self.batch_size}")
-        if not self.clip_norm > 0:
-            raise PrivacyError(f"clip norm C must be > 0 (math.inf for none), got {self.clip_norm}")
+        check_common_config(self)
         if self.microbatches is not None and self.microbatches < 1:
             raise PrivacyError(f"microbatches must be >= 1, got {self.microbatches}")
-        if self.d_steps < 1:
-            raise PrivacyError(f"d_steps must be >= 1, got {self.d_steps}")
 
 
-@dataclass(frozen=True)
-class StepStats:
-    """What one discriminator step did (for progress display and tests)."""
-
-    d_loss: float
-    real_batch_size: int
-    clipped_fraction: float
-
-
-class DPCGAN:
-    """The networks, optimizers and one private discriminator step / generator step."""
+class DPCGAN(GanMethod):
+    """DP-CGAN: private discriminator (DP-SGD), generator by Adam through it."""
 
     name = "dpcgan"
 
-    def __init__(
-        self,
-        config: DPCGANConfig,
-        spans: tuple[Span, ...],
-        n_classes: int,
-        label_prior: torch.Tensor | None,
-        noise_multiplier: float,
-        device: torch.device | str = "cpu",
-    ) -> None:
-        config.validate()
-        if noise_multiplier < 0:
-            raise PrivacyError(f"noise multiplier must be >= 0, got {noise_multiplier}")
-        self.config = config
-        self.noise_multiplier = float(noise_multiplier)
-        self.n_classes = n_classes
-        self.label_prior = label_prior
-        data_dim = spans[-1].stop if spans else 0
-        self.generator = Generator(
-            config.latent_dim, n_classes, spans, config.generator_hidden, config.gumbel_tau
-        ).to(device)
-        self.discriminator = make_discriminator(
-            data_dim, n_classes, config.discriminator_hidden
-        ).to(device)
-        self.d_optimizer = torch.optim.SGD(self.discriminator.parameters(), lr=config.d_lr_start)
-        self.g_optimizer = torch.optim.Adam(
-            self.generator.parameters(), lr=config.g_lr, betas=(config.g_beta1, 0.999)
-        )
-
-    # -- privacy --------------------------------------------------------------------------
-    @property
-    def is_private(self) -> bool:
-        return self.noise_multiplier > 0 and math.isfinite(self.config.clip_norm)
+    def make_d_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.discriminator.parameters(), lr=self.config.d_lr_start)
 
     @property
     def noise_std(self) -> float:
@@ -118,28 +71,6 @@ class DPCGAN:
             return 0.0
         sensitivity = self.config.clip_norm * (1 if self.config.microbatches is None else 2)
         return self.noise_multiplier * sensitivity
-
-    def step_event(self, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
-        """The DP event of ``steps`` discriminator steps; non-private unless sigma > 0, C < inf."""
-        if not self.is_private:
-            return dp_accounting.NonPrivateDpEvent() if steps else dp_accounting.NoOpDpEvent()
-        return dpsgd_event(sample_rate, self.noise_multiplier, steps)
-
-    # -- training ------------------------------------------------------------------------------
-    def sample_labels(self, n: int, generator: torch.Generator) -> torch.Tensor | None:
-        """Labels for generated rows, drawn from the (public or DP) label prior."""
-        if self.n_classes == 0:
-            return None
-        return torch.multinomial(self.label_prior, n, replacement=True, generator=generator)
-
-    def generate(self, n: int, generator: torch.Generator, *, training: bool):
-        labels = self.sample_labels(n, generator)
-        z = self.generator.sample_latent(n, generator)
-        rows = self.generator(z, labels, generator if training else None)
-        return rows, labels
-
-    def _d_input(self, rows: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
-        return torch.cat([rows, one_hot(labels, self.n_classes, rows.shape[0], rows)], dim=1)
 
     def set_d_learning_rate(self, step: int) -> None:
         """The paper's schedule: linear from d_lr_start to d_lr_end over d_lr_decay_steps."""
@@ -160,7 +91,7 @@ class DPCGAN:
         with torch.no_grad():
             fake_rows, fake_labels = self.generate(batch, generator, training=True)
         inputs = torch.cat(
-            [self._d_input(real_rows, real_labels), self._d_input(fake_rows, fake_labels)]
+            [self.d_input(real_rows, real_labels), self.d_input(fake_rows, fake_labels)]
         )
         n_real = real_rows.shape[0]
         targets = torch.cat([inputs.new_ones(n_real), inputs.new_zeros(batch)])
@@ -173,15 +104,12 @@ class DPCGAN:
             self.discriminator, inputs, per_example_loss, self.config.clip_norm, groups
         )
         noisy = add_gaussian_noise(clipped.grads, self.noise_std, generator)
-        self._apply_d_update(noisy, step)
+        self.set_d_learning_rate(step)
+        # Divide by the expected number of clipped units: B rows, or m microbatches.
+        self.apply_d_gradients(noisy, self.config.microbatches or batch)
         clip = self.config.clip_norm
-        return StepStats(
-            d_loss=float(clipped.losses.mean()),
-            real_batch_size=n_real,
-            clipped_fraction=float((clipped.norms > clip).float().mean())
-            if clip < math.inf
-            else 0.0,
-        )
+        clipped_fraction = float((clipped.norms > clip).float().mean()) if clip < math.inf else 0.0
+        return StepStats(float(clipped.losses.mean()), n_real, clipped_fraction)
 
     def _microbatch_groups(self, n_real: int, n_fake: int, generator, device):
         """None for per-example clipping; else random microbatch ids, real and fake apart."""
@@ -192,24 +120,6 @@ class DPCGAN:
         fake = m + torch.randint(0, m, (n_fake,), generator=generator, device=device)
         return torch.cat([real, fake])
 
-    def _apply_d_update(self, summed: list[torch.Tensor], step: int) -> None:
-        # Divide by the expected number of clipped units (B rows, or m microbatches), a public
-        # constant: the realised batch size depends on the data.
-        units = (
-            self.config.batch_size if self.config.microbatches is None else self.config.microbatches
-        )
-        for param, grad in zip(self.discriminator.parameters(), summed, strict=True):
-            param.grad = grad / units
-        self.set_d_learning_rate(step)
-        self.d_optimizer.step()
-
-    def generator_step(self, generator: torch.Generator) -> float:
-        """One Adam step of G against the current (privately trained) discriminator."""
-        rows, labels = self.generate(self.config.batch_size, generator, training=True)
-        logits = self.discriminator(self._d_input(rows, labels))
-        loss = F.binary_cross_entropy_with_logits(logits[:, 0], torch.ones_like(logits[:, 0]))
-        params = list(self.generator.parameters())
-        for param, grad in zip(params, torch.autograd.grad(loss, params), strict=True):
-            param.grad = grad
-        self.g_optimizer.step()
-        return float(loss.detach())
+    def generator_loss(self, logits: torch.Tensor) -> torch.Tensor:
+        """Non-saturating GAN loss: -log D(G(z))."""
+        return F.binary_cross_entropy_with_logits(logits, torch.ones_like(logits))

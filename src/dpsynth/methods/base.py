@@ -1,0 +1,148 @@
+"""What every private GAN method shares: networks, label prior, generated batches.
+
+A method subclass says only where the privacy barrier sits (its ``discriminator_step``), what
+the generator minimises (``generator_loss``) and which DP event its steps are
+(``step_event``). Training-loop plumbing lives in ``dpsynth.training``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import dp_accounting
+import torch
+
+from dpsynth.data.encoder import Span
+from dpsynth.errors import PrivacyError
+from dpsynth.nets.mlp import Generator, make_discriminator, one_hot
+from dpsynth.privacy.accounting import dpsgd_event
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """What one discriminator step did (for progress display and tests)."""
+
+    d_loss: float
+    real_batch_size: int
+    clipped_fraction: float
+
+
+def check_common_config(config: Any) -> None:
+    """Checks every method config shares: batch size, clip norm, steps ratio."""
+    if config.batch_size < 1:
+        raise PrivacyError(f"batch size must be >= 1, got {config.batch_size}")
+    if not config.clip_norm > 0:
+        raise PrivacyError(f"clip norm C must be > 0 (math.inf for none), got {config.clip_norm}")
+    if config.d_steps < 1:
+        raise PrivacyError(f"d_steps must be >= 1, got {config.d_steps}")
+
+
+class GanMethod:
+    """Generator, discriminator and their optimizers; the private step is the subclass's."""
+
+    name = "gan"
+
+    def __init__(
+        self,
+        config: Any,
+        spans: tuple[Span, ...],
+        n_classes: int,
+        label_prior: torch.Tensor | None,
+        noise_multiplier: float,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        config.validate()
+        if noise_multiplier < 0:
+            raise PrivacyError(f"noise multiplier must be >= 0, got {noise_multiplier}")
+        self.config = config
+        self.noise_multiplier = float(noise_multiplier)
+        self.n_classes = n_classes
+        self.label_prior = label_prior
+        data_dim = spans[-1].stop if spans else 0
+        self.generator = Generator(
+            config.latent_dim, n_classes, spans, config.generator_hidden, config.gumbel_tau
+        ).to(device)
+        self.discriminator = make_discriminator(
+            data_dim, n_classes, config.discriminator_hidden
+        ).to(device)
+        self.d_optimizer = self.make_d_optimizer()
+        self.g_optimizer = torch.optim.Adam(
+            self.generator.parameters(), lr=config.g_lr, betas=(config.g_beta1, 0.999)
+        )
+
+    def make_d_optimizer(self) -> torch.optim.Optimizer:
+        raise NotImplementedError
+
+    # -- privacy --------------------------------------------------------------------------
+    @property
+    def is_private(self) -> bool:
+        return self.noise_multiplier > 0 and math.isfinite(self.config.clip_norm)
+
+    def step_event(self, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
+        """The DP event of ``steps`` Poisson-sampled private steps (non-private: sigma 0/C inf)."""
+        if not self.is_private:
+            return dp_accounting.NonPrivateDpEvent() if steps else dp_accounting.NoOpDpEvent()
+        return dpsgd_event(sample_rate, self.noise_multiplier, steps)
+
+    # -- generated batches -----------------------------------------------------------------
+    def sample_labels(self, n: int, generator: torch.Generator) -> torch.Tensor | None:
+        """Labels for generated rows, drawn from the (public or DP) label prior."""
+        if self.n_classes == 0:
+            return None
+        if n == 0:
+            return torch.zeros(0, dtype=torch.long, device=self.label_prior.device)
+        return torch.multinomial(self.label_prior, n, replacement=True, generator=generator)
+
+    def generate(self, n: int, generator: torch.Generator, *, training: bool):
+        labels = self.sample_labels(n, generator)
+        z = self.generator.sample_latent(n, generator)
+        rows = self.generator(z, labels, generator if training else None)
+        return rows, labels
+
+    def d_input(self, rows: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        """The discriminator's input: the encoded row and its one-hot label."""
+        return torch.cat([rows, one_hot(labels, self.n_classes, rows.shape[0], rows)], dim=1)
+
+    # -- steps ---------------------------------------------------------------------------------
+    def discriminator_step(
+        self,
+        real_rows: torch.Tensor,
+        real_labels: torch.Tensor | None,
+        step: int,
+        generator: torch.Generator,
+    ) -> StepStats:
+        raise NotImplementedError
+
+    def generator_loss(self, logits: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def generator_step(self, generator: torch.Generator) -> float:
+        """One Adam step of G against the current (privately trained) discriminator."""
+        rows, labels = self.generate(self.config.batch_size, generator, training=True)
+        loss = self.generator_loss(self.discriminator(self.d_input(rows, labels))[:, 0])
+        params = list(self.generator.parameters())
+        for param, grad in zip(params, torch.autograd.grad(loss, params), strict=True):
+            param.grad = grad
+        self.g_optimizer.step()
+        return float(loss.detach())
+
+    def apply_d_gradients(self, summed: list[torch.Tensor], units: float) -> None:
+        """Set the discriminator's gradients to ``summed / units`` and take an optimizer step.
+
+        ``units`` is a public constant (the expected batch size): dividing by the realised
+        batch size would make the step depend on the data outside the clipped sum.
+        """
+        for param, grad in zip(self.discriminator.parameters(), summed, strict=True):
+            param.grad = grad / units
+        self.d_optimizer.step()
+
+    def state_parts(self) -> dict[str, Any]:
+        """Everything a checkpoint must restore (networks and optimizers)."""
+        return {
+            "generator": self.generator,
+            "discriminator": self.discriminator,
+            "g_optimizer": self.g_optimizer,
+            "d_optimizer": self.d_optimizer,
+        }

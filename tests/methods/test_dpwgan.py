@@ -1,0 +1,133 @@
+"""DP-WGAN-GP: gradient penalty inside the clipped per-example gradient, clipping decay, noise."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+
+from dpsynth.data.encoder import TableEncoder
+from dpsynth.data.tables import validate_table
+from dpsynth.methods.dpwgan import DPWGAN, DPWGANConfig
+from dpsynth.privacy.noise import make_generator
+from dpsynth.privacy.per_example import clipped_sum_of_example_gradients
+from dpsynth.privacy.sampling import PoissonSampler
+
+
+def _method(cancer, sigma=1.0, **overrides):
+    frame, schema = cancer
+    encoder = TableEncoder(schema)
+    features, labels = encoder.transform(validate_table(frame, schema))
+    options = dict(
+        batch_size=32,
+        optimizer="sgd",
+        d_lr=0.05,
+        latent_dim=8,
+        generator_hidden=(16,),
+        discriminator_hidden=(16,),
+    )
+    options.update(overrides)
+    method = DPWGAN(
+        DPWGANConfig(**options), encoder.spans, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma
+    )
+    init = make_generator(7)
+    with torch.no_grad():
+        for p in list(method.generator.parameters()) + list(method.discriminator.parameters()):
+            p.copy_(torch.randn(p.shape, generator=init) * 0.3)
+    return method, torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels)
+
+
+def _batch(x, y, seed=3):
+    index = PoissonSampler(len(x), 32 / len(x)).sample(make_generator(seed))
+    return x[index], y[index]
+
+
+def _reference_update(method, real_x, real_y, seed):
+    """WGAN-GP written out with plain autograd (create_graph for the penalty), one SGD step."""
+    ref = copy.deepcopy(method)
+    gen = make_generator(seed)
+    with torch.no_grad():
+        fake_x, fake_y = ref.generate(32, gen, training=True)
+        partners, _ = ref.generate(len(real_x), gen, training=True)
+    mix = torch.rand(len(real_x), 1, generator=gen)
+    hat = (mix * real_x + (1 - mix) * partners).requires_grad_(True)
+    d = ref.discriminator
+    real_score = d(ref.d_input(real_x, real_y))[:, 0]
+    hat_score = d(ref.d_input(hat, real_y))[:, 0]
+    (slopes,) = torch.autograd.grad(hat_score.sum(), hat, create_graph=True)
+    penalty = (torch.sqrt(slopes.square().sum(1) + 1e-12) - 1) ** 2
+    loss = (-real_score + ref.config.gp_weight * penalty).sum()
+    loss = (loss + d(ref.d_input(fake_x, fake_y))[:, 0].sum()) / 32
+    grads = torch.autograd.grad(loss, list(d.parameters()))
+    return [p.detach() - ref.config.d_lr * g for p, g in zip(d.parameters(), grads, strict=True)]
+
+
+def test_sigma_zero_and_infinite_clip_equal_plain_wgan_gp(cancer):
+    method, x, y = _method(cancer, sigma=0.0, clip_norm=math.inf)
+    real_x, real_y = _batch(x, y)
+    expected = _reference_update(method, real_x, real_y, seed=5)
+    method.discriminator_step(real_x, real_y, step=0, generator=make_generator(5))
+    for p, e in zip(method.discriminator.parameters(), expected, strict=True):
+        torch.testing.assert_close(p.detach(), e, rtol=1e-4, atol=1e-6)
+
+
+def test_vmap_clipping_matches_a_loop_over_examples(cancer):
+    """Each example's gradient (penalty included) clipped to C, then summed: against a loop."""
+    method, x, y = _method(cancer)
+    d = method.discriminator
+    inputs = method.d_input(x[:12], y[:12])
+
+    def example_loss(forward, row):
+        slope = torch.func.grad(lambda r: forward(r.unsqueeze(0))[0, 0])(row)
+        return -forward(row.unsqueeze(0))[0, 0] + 10 * (slope.norm() - 1) ** 2
+
+    clip = 0.7
+    got = clipped_sum_of_example_gradients(d, example_loss, (inputs,), clip)
+    expected = [torch.zeros_like(p) for p in d.parameters()]
+    for row in inputs:
+        r = row.clone().requires_grad_(True)
+        (slope,) = torch.autograd.grad(d(r.unsqueeze(0))[0, 0], r, create_graph=True)
+        loss = -d(row.unsqueeze(0))[0, 0] + 10 * (slope.norm() - 1) ** 2
+        grads = torch.autograd.grad(loss, list(d.parameters()))
+        norm = torch.sqrt(sum(g.square().sum() for g in grads))
+        factor = min(1.0, clip / (norm.item() + 1e-12))
+        assert factor * norm.item() <= clip * (1 + 1e-6)
+        expected = [e + factor * g for e, g in zip(expected, grads, strict=True)]
+    for g, e in zip(got.grads, expected, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("step", [0, 2500])
+def test_noise_std_follows_the_decayed_clip_norm(cancer, step):
+    sigma, clip = 1.2, 0.5
+    noisy, x, y = _method(cancer, sigma, clip_norm=clip, clip_decay=0.5, clip_decay_every=1000)
+    clean = copy.deepcopy(noisy)
+    clean.noise_multiplier = 0.0
+    clean.config = noisy.config  # same schedule; sigma = 0 only
+    real_x, real_y = _batch(x, y)
+
+    def update(m, seed):
+        m = copy.deepcopy(m)
+        before = [p.detach().clone() for p in m.discriminator.parameters()]
+        m.discriminator_step(real_x, real_y, step=step, generator=make_generator(seed))
+        after = m.discriminator.parameters()
+        return torch.cat([(b - a.detach()).flatten() for b, a in zip(before, after, strict=True)])
+
+    draws = torch.cat([update(noisy, s) - update(clean, s) for s in range(40)])
+    decayed = clip * 0.5 ** (step // 1000)
+    assert noisy.clip_norm_at(step) == decayed
+    assert draws.std().item() * 32 / 0.05 == pytest.approx(sigma * decayed, rel=0.05)
+
+
+def test_clipping_decay_leaves_the_dp_event_unchanged(cancer):
+    decayed, _, _ = _method(cancer, 1.1, clip_decay=0.9)
+    plain, _, _ = _method(cancer, 1.1)
+    assert decayed.step_event(0.05, 300) == plain.step_event(0.05, 300)
+
+
+def test_empty_real_batch_is_a_valid_step(cancer):
+    method, x, y = _method(cancer)
+    stats = method.discriminator_step(x[:0], y[:0], step=0, generator=make_generator(1))
+    assert stats.real_batch_size == 0 and math.isfinite(stats.d_loss)
