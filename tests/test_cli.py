@@ -193,3 +193,32 @@ def test_console_script_exit_code_without_traceback(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "error:" in result.stderr
+
+
+def test_fit_with_dpwgan_and_options_of_another_method(files, tmp_path, monkeypatch, capsys):
+    data, schema_path = files
+    args = [
+        "fit",
+        data,
+        "--schema",
+        schema_path,
+        "--epsilon",
+        "8",
+        "--method",
+        "dpwgan",
+        "--noise-multiplier",
+        "1.5",
+        "--seed",
+        "0",
+        "--quiet",
+    ]
+    code, out = run(
+        [*args, "--out", tmp_path / "w", "--optimizer", "sgd", "--clip-decay", "0.9"],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 0, out
+    manifest = json.loads((tmp_path / "w" / "model.json").read_text())
+    assert manifest["method"] == "dpwgan" and manifest["config"]["clip_decay"] == 0.9
+    code, out = run([*args, "--out", tmp_path / "x", "--microbatches", "4"], monkeypatch, capsys)
+    assert "--microbatches do(es) not apply to method 'dpwgan'" in _one_line_error(code, out)

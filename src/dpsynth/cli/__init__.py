@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import typer
@@ -17,7 +17,7 @@ from rich.console import Console
 from dpsynth.cli.privacy import privacy
 from dpsynth.data.tables import draft_schema, read_csv
 from dpsynth.errors import DpsynthError, OutputExistsError
-from dpsynth.methods.dpcgan import DPCGANConfig
+from dpsynth.methods import METHODS
 from dpsynth.schema import Schema
 from dpsynth.storage import atomic_write
 from dpsynth.synthesizer import Synthesizer, load
@@ -82,10 +82,14 @@ def fit(
     method: str = typer.Option("dpcgan", "--method"),
     noise_multiplier: float = typer.Option(None, "--noise-multiplier"),
     epochs: float = typer.Option(None, "--epochs"),
-    batch_size: int = typer.Option(64, "--batch-size", help="expected batch size B (q = B/N)"),
-    clip_norm: float = typer.Option(1.0, "--clip-norm"),
-    microbatches: int = typer.Option(None, "--microbatches"),
-    d_steps: int = typer.Option(1, "--d-steps", help="discriminator steps per generator step"),
+    batch_size: int = typer.Option(None, "--batch-size", help="expected batch size B (q = B/N)"),
+    clip_norm: float = typer.Option(None, "--clip-norm", help="per-example clipping bound C"),
+    d_steps: int = typer.Option(None, "--d-steps", help="discriminator steps per generator step"),
+    microbatches: int = typer.Option(None, "--microbatches", help="dpcgan: clip microbatch means"),
+    optimizer: str = typer.Option(None, "--optimizer", help="dpwgan: critic optimizer sgd|adam"),
+    clip_decay: float = typer.Option(None, "--clip-decay", help="dpwgan: C multiplier"),
+    clip_decay_every: int = typer.Option(None, "--clip-decay-every", help="dpwgan: steps"),
+    gp_weight: float = typer.Option(None, "--gp-weight", help="dpwgan: gradient penalty"),
     metadata_share: float = typer.Option(0.1, "--metadata-share"),
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
@@ -102,8 +106,16 @@ def fit(
     public = Schema.load(schema_path)
     if target is not None:
         public = _with_target(public, target)
-    options = DPCGANConfig(
-        batch_size=batch_size, clip_norm=clip_norm, microbatches=microbatches, d_steps=d_steps
+    options = method_config(
+        method,
+        batch_size=batch_size,
+        clip_norm=clip_norm,
+        d_steps=d_steps,
+        microbatches=microbatches,
+        optimizer=optimizer,
+        clip_decay=clip_decay,
+        clip_decay_every=clip_decay_every,
+        gp_weight=gp_weight,
     )
     synth = Synthesizer(
         public,
@@ -126,6 +138,21 @@ def fit(
         write_csv(synth.sample(samples), path, overwrite)
         console.print(f"wrote {samples} synthetic rows to {path}")
     print_privacy(synth)
+
+
+def method_config(method: str, **given: object) -> object:
+    """The method's config with the options the user gave; an option of another method is an
+    error, not silently ignored."""
+    if method not in METHODS:
+        raise DpsynthError(f"unknown method '{method}'; available: {sorted(METHODS)}")
+    config_cls = METHODS[method][1]
+    names = {f.name for f in fields(config_cls)}
+    chosen = {k: v for k, v in given.items() if v is not None}
+    foreign = sorted(k for k in chosen if k not in names)
+    if foreign:
+        flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
+        raise DpsynthError(f"{flags} do(es) not apply to method '{method}'")
+    return config_cls(**chosen)
 
 
 def _refuse_existing(path: Path, overwrite: bool) -> None:
