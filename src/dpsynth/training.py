@@ -50,6 +50,8 @@ class TrainingState:
     step: int = 0
     d_loss: float = float("nan")
     g_loss: float = float("nan")
+    d_steps: int = 0  # discriminator steps per generator step now (0: the method's default)
+    d_since_g: int = 0  # discriminator steps since the last generator step
 
 
 def train(
@@ -82,8 +84,11 @@ def _one_step(method, features, labels, sampler, state, generator) -> None:
     stats = method.discriminator_step(features[index], batch_labels, state.step, generator)
     state.d_loss = stats.d_loss
     state.step += 1
-    if state.step % method.config.d_steps == 0:
+    state.d_since_g += 1
+    if state.d_since_g >= (state.d_steps or method.config.d_steps):
         state.g_loss = method.generator_step(generator)
+        state.d_since_g = 0
+        state.d_steps = method.next_d_steps(state.d_steps or method.config.d_steps, generator)
 
 
 def _loss_text(state: TrainingState) -> str:

@@ -126,3 +126,40 @@ def test_poisson_sampler_matches_its_rate():
     for _ in range(400):
         counts[sampler.sample(gen)] += 1
     assert counts.mean().item() == pytest.approx(400 * 0.05, rel=0.03)  # every record alike
+
+
+def test_adaptive_discriminator_steps_grow_when_fakes_pass(cancer, monkeypatch):
+    """Bie et al.'s adaptive n_D: more D steps when D stops telling fakes apart (free)."""
+    frame, schema = cancer
+    encoder = TableEncoder(schema)
+    config = DPCGANConfig(
+        batch_size=32, latent_dim=8, adaptive_d_steps=True, adaptive_increment=5, max_d_steps=12
+    )
+    method = DPCGAN(config, encoder.spans, 2, torch.tensor([0.5, 0.5]), 1.0)
+    gen = make_generator(0)
+    monkeypatch.setattr(method, "fake_detection_rate", lambda g: 0.3)
+    assert method.next_d_steps(1, gen) == 6
+    assert method.next_d_steps(10, gen) == 12
+    monkeypatch.setattr(method, "fake_detection_rate", lambda g: 0.9)
+    assert method.next_d_steps(6, gen) == 6
+    assert 0.0 <= DPCGAN.fake_detection_rate(method, gen) <= 1.0
+
+
+def test_adaptive_steps_keep_the_planned_number_of_private_steps(cancer):
+    import dpsynth
+
+    frame, schema = cancer
+    config = DPCGANConfig(
+        batch_size=64,
+        latent_dim=8,
+        generator_hidden=(16,),
+        discriminator_hidden=(16,),
+        adaptive_d_steps=True,
+        adaptive_threshold=1.01,
+        max_d_steps=7,
+    )  # always grows
+    synth = dpsynth.Synthesizer(
+        schema, epsilon=8.0, noise_multiplier=1.5, seed=0, method_options=config, progress=False
+    ).fit(frame)
+    event = synth.ledger_.entries[-1].event
+    assert event.count == synth.plan_.steps

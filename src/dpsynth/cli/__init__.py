@@ -85,6 +85,10 @@ def fit(
     batch_size: int = typer.Option(None, "--batch-size", help="expected batch size B (q = B/N)"),
     clip_norm: float = typer.Option(None, "--clip-norm", help="per-example clipping bound C"),
     d_steps: int = typer.Option(None, "--d-steps", help="discriminator steps per generator step"),
+    adaptive_d_steps: bool = typer.Option(
+        None, "--adaptive-d-steps/--fixed-d-steps", help="dpcgan: grow n_D (Bie et al.)"
+    ),
+    max_d_steps: int = typer.Option(None, "--max-d-steps", help="cap of adaptive n_D"),
     microbatches: int = typer.Option(None, "--microbatches", help="dpcgan: clip microbatch means"),
     optimizer: str = typer.Option(None, "--optimizer", help="dpwgan: critic optimizer sgd|adam"),
     clip_decay: float = typer.Option(None, "--clip-decay", help="dpwgan: C multiplier"),
@@ -111,6 +115,8 @@ def fit(
         batch_size=batch_size,
         clip_norm=clip_norm,
         d_steps=d_steps,
+        adaptive_d_steps=adaptive_d_steps,
+        max_d_steps=max_d_steps,
         microbatches=microbatches,
         optimizer=optimizer,
         clip_decay=clip_decay,

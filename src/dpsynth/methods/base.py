@@ -37,6 +37,10 @@ def check_common_config(config: Any) -> None:
         raise PrivacyError(f"clip norm C must be > 0 (math.inf for none), got {config.clip_norm}")
     if config.d_steps < 1:
         raise PrivacyError(f"d_steps must be >= 1, got {config.d_steps}")
+    if config.max_d_steps < config.d_steps:
+        raise PrivacyError(
+            f"max_d_steps ({config.max_d_steps}) must be >= d_steps ({config.d_steps})"
+        )
 
 
 class GanMethod:
@@ -127,6 +131,29 @@ class GanMethod:
             param.grad = grad
         self.g_optimizer.step()
         return float(loss.detach())
+
+    def next_d_steps(self, d_steps: int, generator: torch.Generator) -> int:
+        """Discriminator steps before the next generator step (fixed unless adaptive).
+
+        The adaptive rule of Bie, Kamath & Zhang (2023): when the discriminator tells fresh
+        generated rows from real ones no better than ``adaptive_threshold``, it needs more steps,
+        so n_D grows by ``adaptive_increment`` up to ``max_d_steps``. The check uses generated
+        rows only (no record), and the total number of private steps is the plan's whatever
+        n_D is, so it costs no privacy.
+        """
+        c = self.config
+        if not c.adaptive_d_steps or d_steps >= c.max_d_steps:
+            return d_steps
+        if self.fake_detection_rate(generator) >= c.adaptive_threshold:
+            return d_steps
+        return min(c.max_d_steps, d_steps + c.adaptive_increment)
+
+    def fake_detection_rate(self, generator: torch.Generator) -> float:
+        """Share of fresh generated rows the discriminator calls fake (a score below 0)."""
+        with torch.no_grad():
+            rows, labels = self.generate(self.config.batch_size, generator, training=True)
+            scores = self.discriminator(self.d_input(rows, labels))[:, 0]
+        return float((scores < 0).float().mean())
 
     def apply_d_gradients(self, summed: list[torch.Tensor], units: float) -> None:
         """Set the discriminator's gradients to ``summed / units`` and take an optimizer step.

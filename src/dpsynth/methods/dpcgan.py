@@ -40,6 +40,10 @@ class DPCGANConfig:
     clip_norm: float = 1.0
     microbatches: int | None = None
     d_steps: int = 1
+    adaptive_d_steps: bool = False
+    adaptive_threshold: float = 0.6
+    adaptive_increment: int = 5
+    max_d_steps: int = 50
     latent_dim: int = 100
     generator_hidden: tuple[int, ...] = (128,)
     discriminator_hidden: tuple[int, ...] = (128,)

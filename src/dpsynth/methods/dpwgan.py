@@ -43,6 +43,10 @@ class DPWGANConfig:
     clip_decay_every: int = 1000
     gp_weight: float = 10.0
     d_steps: int = 5
+    adaptive_d_steps: bool = False
+    adaptive_threshold: float = 0.6
+    adaptive_increment: int = 5
+    max_d_steps: int = 50
     optimizer: str = "adam"
     d_lr: float = 1e-3
     d_beta1: float = 0.5
@@ -61,6 +65,11 @@ class DPWGANConfig:
             raise PrivacyError(f"clip_decay must be in (0, 1], got {self.clip_decay}")
         if self.clip_decay_every < 1:
             raise PrivacyError(f"clip_decay_every must be >= 1, got {self.clip_decay_every}")
+        if self.adaptive_d_steps:
+            raise PrivacyError(
+                "adaptive_d_steps reads the discriminator as a classifier (Bie et al.); a WGAN "
+                "critic is not one: use dpcgan, or a fixed d_steps"
+            )
         if self.gp_weight < 0:
             raise PrivacyError(f"gp_weight must be >= 0, got {self.gp_weight}")
 
