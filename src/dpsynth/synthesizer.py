@@ -24,7 +24,7 @@ from dpsynth.errors import DataError, PrivacyError
 from dpsynth.methods import METHODS
 from dpsynth.methods.base import GanMethod
 from dpsynth.model_io import read_model, restore, save_model
-from dpsynth.privacy.accounting import PrivacyReport, noise_for_epsilon, steps_for_epsilon
+from dpsynth.privacy.accounting import PrivacyReport, noise_for_target, steps_for_target
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.noise import make_generator
 from dpsynth.schema import Schema
@@ -214,17 +214,26 @@ class Synthesizer:
         batch = self.method_options.batch_size
         if batch > n_records:
             raise PrivacyError(f"batch size {batch} is larger than the {n_records} records")
-        q = batch / n_records
+        method_cls = METHODS[self.method][0]
+        q = method_cls.sample_rate(self.method_options, n_records)
         if not math.isfinite(self.epsilon):
             return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0, self.checkpoint_every)
         delta = self.delta - ledger.extra_delta()
         base = ledger.event()
+
+        def event(sigma: float, steps: int):
+            return method_cls.training_event(self.method_options, q, sigma, steps)
+
         if self.noise_multiplier is None:
             steps = max(1, round((self.epochs or DEFAULT_EPOCHS) / q))
-            sigma = noise_for_epsilon(self.epsilon, delta, q, steps, base_event=base)
+            sigma = noise_for_target(
+                lambda s: event(s, steps), self.epsilon, delta, base_event=base
+            )
         else:
             sigma = self.noise_multiplier
-            steps = steps_for_epsilon(self.epsilon, delta, q, sigma, base_event=base)
+            steps = steps_for_target(
+                lambda n: event(sigma, n), self.epsilon, delta, base_event=base
+            )
         if steps < MIN_STEPS:
             raise PrivacyError(
                 f"the budget epsilon = {self.epsilon:g} allows only {steps} training steps at "
@@ -270,7 +279,7 @@ class Synthesizer:
 
     def _check_spent(self, ledger: PrivacyLedger) -> None:
         """Refuse to release if the run spent more than the target (the plan prevents it)."""
-        spent = ledger.epsilon(self.delta)
+        spent = ledger.report(self.delta).epsilon
         if math.isfinite(self.epsilon) and spent > self.epsilon * (1 + 1e-9):
             raise PrivacyError(
                 f"internal error: the run spent epsilon = {spent:.4f}, more "

@@ -19,7 +19,6 @@ import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from dpsynth.methods.base import GanMethod
-from dpsynth.privacy.sampling import PoissonSampler
 from dpsynth.storage import (
     flatten_state,
     read_json,
@@ -45,7 +44,8 @@ class TrainingPlan:
 
 @dataclass
 class TrainingState:
-    """Where the run is; the history is for display, not for release decisions."""
+    """Where the run is (``step`` counts private steps, the unit of the plan); the losses are
+    for display, not for release decisions."""
 
     step: int = 0
     d_loss: float = float("nan")
@@ -67,28 +67,15 @@ def train(
 ) -> TrainingState:
     """Run the planned steps from ``state.step`` on; return the final state."""
     state = state or TrainingState()
-    sampler = PoissonSampler(features.shape[0], plan.sample_rate)
+    method.prepare(features.shape[0], plan.sample_rate, generator)
     with _progress_bar(progress) as bar:
         task = bar.add_task("training", total=plan.steps, completed=state.step, losses="")
         while state.step < plan.steps:
-            _one_step(method, features, labels, sampler, state, generator)
+            method.train_step(features, labels, state, generator)
             bar.update(task, completed=state.step, losses=_loss_text(state))
             if checkpoint is not None and state.step % plan.checkpoint_every == 0:
                 checkpoint(state)
     return state
-
-
-def _one_step(method, features, labels, sampler, state, generator) -> None:
-    index = sampler.sample(generator)
-    batch_labels = None if labels is None else labels[index]
-    stats = method.discriminator_step(features[index], batch_labels, state.step, generator)
-    state.d_loss = stats.d_loss
-    state.step += 1
-    state.d_since_g += 1
-    if state.d_since_g >= (state.d_steps or method.config.d_steps):
-        state.g_loss = method.generator_step(generator)
-        state.d_since_g = 0
-        state.d_steps = method.next_d_steps(state.d_steps or method.config.d_steps, generator)
 
 
 def _loss_text(state: TrainingState) -> str:

@@ -18,6 +18,7 @@ from dpsynth.data.encoder import Span
 from dpsynth.errors import PrivacyError
 from dpsynth.nets.mlp import Generator, make_discriminator, one_hot
 from dpsynth.privacy.accounting import dpsgd_event
+from dpsynth.privacy.sampling import PoissonSampler
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,23 @@ class GanMethod:
     def is_private(self) -> bool:
         return self.noise_multiplier > 0 and math.isfinite(self.config.clip_norm)
 
+    @staticmethod
+    def sample_rate(config: Any, n_records: int) -> float:
+        """The probability that a given record takes part in one private step: q = B/N."""
+        return config.batch_size / n_records
+
+    @staticmethod
+    def training_event(
+        config: Any, sample_rate: float, noise_multiplier: float, steps: int
+    ) -> dp_accounting.DpEvent:
+        """The DP event of ``steps`` private steps at this noise (used to plan the budget)."""
+        return dpsgd_event(sample_rate, noise_multiplier, steps)
+
     def step_event(self, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
-        """The DP event of ``steps`` Poisson-sampled private steps (non-private: sigma 0/C inf)."""
+        """The DP event of the ``steps`` the run did (non-private when sigma = 0 or C = inf)."""
         if not self.is_private:
             return dp_accounting.NonPrivateDpEvent() if steps else dp_accounting.NoOpDpEvent()
-        return dpsgd_event(sample_rate, self.noise_multiplier, steps)
+        return self.training_event(self.config, sample_rate, self.noise_multiplier, steps)
 
     # -- generated batches -----------------------------------------------------------------
     def sample_labels(self, n: int, generator: torch.Generator) -> torch.Tensor | None:
@@ -110,6 +123,24 @@ class GanMethod:
         return torch.cat([rows, one_hot(labels, self.n_classes, rows.shape[0], rows)], dim=1)
 
     # -- steps ---------------------------------------------------------------------------------
+    def prepare(self, n_records: int, sample_rate: float, generator: torch.Generator) -> None:
+        """Set up sampling before the first step (or after a resume)."""
+        self.sampler = PoissonSampler(n_records, sample_rate)
+
+    def train_step(self, features, labels, state, generator: torch.Generator) -> None:
+        """One private step (a discriminator step on a Poisson sample), and a generator step
+        after every n_D of them. ``state`` is the loop's TrainingState, updated in place."""
+        index = self.sampler.sample(generator)
+        batch_labels = None if labels is None else labels[index]
+        stats = self.discriminator_step(features[index], batch_labels, state.step, generator)
+        state.d_loss = stats.d_loss
+        state.step += 1
+        state.d_since_g += 1
+        if state.d_since_g >= (state.d_steps or self.config.d_steps):
+            state.g_loss = self.generator_step(generator)
+            state.d_since_g = 0
+            state.d_steps = self.next_d_steps(state.d_steps or self.config.d_steps, generator)
+
     def discriminator_step(
         self,
         real_rows: torch.Tensor,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ from dp_accounting.privacy_accountant import (
     PrivacyAccountant,
     UnsupportedEventError,
 )
-from dp_accounting.rdp import RdpAccountant
+from dp_accounting.rdp import RdpAccountant, rdp_privacy_accountant
 
 from dpsynth.errors import PrivacyError
 
@@ -197,11 +198,69 @@ def _pld(interval: float) -> PLDAccountant:
     )
 
 
+def _is_partition_choice(event: dp_accounting.DpEvent) -> bool:
+    """A choice of ONE of K disjoint partitions (GS-WGAN), the only without-replacement
+    sampling dpsynth records. Fixed-size batches of records (sample_size > 1, or one record
+    out of N) are not analysable for add/remove neighbours and stay refused."""
+    return (
+        isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent) and event.sample_size == 1
+    )
+
+
+class MixedRelationRdpAccountant(PrivacyAccountant):
+    """RDP for add/remove-one neighbours that also takes GS-WGAN's partition choice.
+
+    dp-accounting analyses ``SampledWithoutReplacementDpEvent`` only under REPLACE_ONE. dpsynth
+    records it only as ``SampledWithoutReplacementDpEvent(K, 1, .)``: one of K disjoint
+    partitions chosen per step (any other without-replacement event is refused). In
+    GS-WGAN's scheme (each record assigned to one of K subsets independently, one subset
+    queried per step) adding or removing a record changes one subset, and the replace-one
+    subsampling bound holds for that pair too (see ``dpsynth.privacy.gswgan_accounting``). So
+    each top-level part is composed by an RdpAccountant of the relation that analyses it, and
+    the two RDP curves (same orders) are added: RDP composes additively whatever mechanism each
+    curve came from, as long as both hold for the same neighbouring records.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(NeighboringRelation.ADD_OR_REMOVE_ONE)
+        self._add_remove = RdpAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+        self._replace_one = RdpAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
+
+    def _part_accountant(self, event: dp_accounting.DpEvent) -> RdpAccountant:
+        return self._replace_one if _is_partition_choice(event) else self._add_remove
+
+    def _maybe_compose(
+        self, event: dp_accounting.DpEvent, count: int, do_compose: bool
+    ) -> PrivacyAccountant.CompositionErrorDetails | None:
+        if isinstance(event, dp_accounting.ComposedDpEvent):
+            for part in event.events:
+                error = self._maybe_compose(part, count, do_compose)
+                if error is not None:
+                    return error
+            return None
+        if isinstance(event, dp_accounting.SelfComposedDpEvent):
+            return self._maybe_compose(event.event, count * event.count, do_compose)
+        return self._part_accountant(event)._maybe_compose(event, count, do_compose)
+
+    def get_epsilon(self, target_delta: float) -> float:
+        # dp-accounting has no public way to add two accountants' curves; both use the default
+        # orders, so their private _rdp vectors align (dp-accounting is pinned below 0.7).
+        rdp = self._add_remove._rdp + self._replace_one._rdp
+        eps, _ = rdp_privacy_accountant.compute_epsilon(self._add_remove._orders, rdp, target_delta)
+        return eps
+
+
 def make_accountant(accountant: str = "pld") -> PrivacyAccountant:
-    """A fresh, empty dp-accounting accountant: ``"pld"`` (adaptive grid) or ``"rdp"``."""
+    """A fresh, empty accountant: ``"pld"`` (adaptive grid) or ``"rdp"`` (add/remove
+    neighbours, sampling-without-replacement parts included: see MixedRelationRdpAccountant)."""
     if _check_accountant(accountant) == "pld":
         return AdaptivePLDAccountant()
-    return RdpAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+    return MixedRelationRdpAccountant()
+
+
+def reporting_accountant(event: dp_accounting.DpEvent) -> str:
+    """The accountant that reports ε for ``event``: PLD (tighter) when it can analyse it."""
+    return "pld" if make_accountant("pld").supports(event) else "rdp"
 
 
 def _unsupported_part(acc: PrivacyAccountant, event: dp_accounting.DpEvent) -> str:
@@ -294,25 +353,43 @@ def noise_for_epsilon(
     same accountant that reports ε, so training with it never exceeds the target. σ is not
     searched below 0.001 (a target met there returns 0.001).
     """
-    target, d = _check_epsilon(epsilon), validate_delta(delta)
-    q, n, acc = _check_sample_rate(sample_rate), _check_steps(steps), _check_accountant(accountant)
-    base = _check_event(base_event or dp_accounting.NoOpDpEvent(), "base_event")
+    q, n = _check_sample_rate(sample_rate), _check_steps(steps)
     if n == 0:
         raise PrivacyError("steps=0: there is nothing to calibrate; give steps >= 1")
+    return noise_for_target(
+        lambda sigma: dpsgd_event(q, sigma, n), epsilon, delta, accountant, base_event
+    )
+
+
+def noise_for_target(
+    make_event: Callable[[float], dp_accounting.DpEvent],
+    epsilon: float,
+    delta: float,
+    accountant: str | None = None,
+    base_event: dp_accounting.DpEvent | None = None,
+) -> float:
+    """Smallest σ (4 decimals) with ε(base_event ∘ make_event(σ)) ≤ epsilon, for any mechanism.
+
+    ``accountant`` None picks the reporting one (PLD where it applies, else RDP).
+    """
+    target, d = _check_epsilon(epsilon), validate_delta(delta)
+    base = _check_event(base_event or dp_accounting.NoOpDpEvent(), "base_event")
+
+    def event_of(sigma: float) -> dp_accounting.DpEvent:
+        return _with_base(base, make_event(sigma))
+
+    acc = _check_accountant(accountant or reporting_accountant(event_of(1.0)))
     _spent_by_base(base, d, target, acc)
 
-    def make_event(sigma: float) -> dp_accounting.DpEvent:
-        return _with_base(base, dpsgd_event(q, sigma, n))
-
     def gap(sigma: float) -> float:
-        return _epsilon(make_event(sigma), d, acc) - target
+        return _epsilon(event_of(sigma), d, acc) - target
 
     low, high = _bracket_noise(gap, target)
     if low is None:
         return high
     sigma = mechanism_calibration.calibrate_dp_mechanism(
         lambda: make_accountant(acc),
-        make_event,
+        event_of,
         target,
         d,
         bracket_interval=mechanism_calibration.ExplicitBracketInterval(low, high),
@@ -376,17 +453,34 @@ def steps_for_epsilon(
     0 when even one step exceeds the target (always the case for σ = 0). The answer is exact:
     ε(steps) ≤ epsilon < ε(steps + 1) with the given accountant.
     """
-    target, d = _check_epsilon(epsilon), validate_delta(delta)
     q, sigma = _check_sample_rate(sample_rate), _check_noise(noise_multiplier)
-    acc, cap = _check_accountant(accountant), _check_steps(max_steps, "max_steps")
+    return steps_for_target(
+        lambda n: dpsgd_event(q, sigma, n), epsilon, delta, accountant, base_event, max_steps
+    )
+
+
+def steps_for_target(
+    make_event: Callable[[int], dp_accounting.DpEvent],
+    epsilon: float,
+    delta: float,
+    accountant: str | None = None,
+    base_event: dp_accounting.DpEvent | None = None,
+    max_steps: int = 10_000_000,
+) -> int:
+    """Largest n (≤ max_steps) with ε(base_event ∘ make_event(n)) ≤ epsilon, for any mechanism
+    whose ε grows with n. ``accountant`` None picks the reporting one."""
+    target, d = _check_epsilon(epsilon), validate_delta(delta)
+    cap = _check_steps(max_steps, "max_steps")
     base = _check_event(base_event or dp_accounting.NoOpDpEvent(), "base_event")
+
+    def event_of(n: int) -> dp_accounting.DpEvent:
+        return _with_base(base, make_event(int(n)))
+
+    acc = _check_accountant(accountant or reporting_accountant(event_of(1)))
     _spent_by_base(base, d, target, acc)
 
-    def make_event(n: int) -> dp_accounting.DpEvent:
-        return _with_base(base, dpsgd_event(q, sigma, int(n)))
-
     def fits(n: int) -> bool:
-        return _epsilon(make_event(n), d, acc) <= target
+        return _epsilon(event_of(n), d, acc) <= target
 
     if cap == 0 or not fits(1):
         return 0
@@ -398,7 +492,7 @@ def steps_for_epsilon(
     high = min(_STEP_GROWTH * low, cap)
     guess = mechanism_calibration.calibrate_dp_mechanism(
         lambda: make_accountant(acc),
-        make_event,
+        event_of,
         target,
         d,
         bracket_interval=mechanism_calibration.ExplicitBracketInterval(low, high),

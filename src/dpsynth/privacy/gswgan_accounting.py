@@ -60,8 +60,8 @@ history a step's output on the two data sets is (1-q)R + qA versus (1-q)R + qB w
 a common part R (the other K-1 discriminators) and A, B, R all mixtures of Gaussians whose means
 lie in the same ball of per-sample radius C (diameter 2C) — exactly the structure that the
 replace-one subsampling theorem bounds (it needs the base bound between every pair of R's, A's
-and B's components, which clipping gives). A Poisson-subsampled add/remove event would NOT be
-sound here: R need not sit on A, and the three-point configurations (R, A, B pairwise 2C apart)
+and B's components, which clipping gives). A Poisson-subsampled add/remove event is NOT
+justified here: R need not sit on A, and the three-point configurations (R, A, B pairwise 2C apart)
 can have larger Rényi moments than the two-point add/remove pair. Partitions made by cutting a
 shuffled list into equal chunks are fine for replace-one but not for add/remove (one added record
 shifts every later chunk). Hidden discriminator state (training without noise, warm-starts)
@@ -85,6 +85,7 @@ from dp_accounting.rdp import RdpAccountant
 
 from dpsynth.errors import PrivacyError
 from dpsynth.privacy.accounting import (
+    _CALIBRATION_TOL,
     _STEP_GROWTH,
     _bracket_noise,
     _exact_steps,
@@ -276,7 +277,7 @@ def noise_for_gswgan(
         target,
         d,
         bracket_interval=mechanism_calibration.ExplicitBracketInterval(low, high),
-        tol=1e-5,
+        tol=_CALIBRATION_TOL,
     )
     return _round_noise_up(float(sigma), gap)
 
