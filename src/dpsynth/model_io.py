@@ -58,7 +58,7 @@ def manifest(synth: Any) -> dict[str, Any]:
         "label_prior": None
         if synth.label_prior_ is None
         else [float(p) for p in synth.label_prior_],
-        "config": asdict(synth.method_options),
+        "config": asdict(synth.config_),
         "plan": asdict(synth.plan_),
         "privacy": {
             "target_epsilon": _json_float(synth.epsilon),
@@ -136,7 +136,7 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         config.gumbel_tau,
     )
     generator.load_state_dict(weights, strict=True)
-    synth.schema_, synth.encoder_ = schema, encoder
+    synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config
     synth.generator_ = generator.eval()
     synth.ledger_ = PrivacyLedger.from_dict(privacy["ledger"])
     prior = info.get("label_prior")

@@ -86,8 +86,8 @@ class Synthesizer:
     noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
         accountant. With neither, 50 epochs and the noise multiplier that fits the budget.
     metadata_share: fraction of epsilon and delta for DP estimates of undeclared metadata.
-    method_options: the method's config (``DPCGANConfig``, ``DPWGANConfig``): batch size, C,
-        networks, optimizers.
+    method_options: the method's config (``DPCGANConfig``, ``DPWGANConfig``,
+        ``GSWGANConfig``): batch size, C, networks, optimizers.
     seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
     checkpoint_dir, checkpoint_every: where and how often to write a private, resumable
         checkpoint (it holds the discriminator: keep it with the data, never publish it).
@@ -145,6 +145,7 @@ class Synthesizer:
         """
         table = validate_table(data, self.schema, out_of_bounds=self.out_of_bounds)
         self._check_privacy_request(len(table))
+        self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(table))
         setup = self._resumed_setup(len(table)) or self._new_setup(table)
         encoder = TableEncoder(setup.schema)
         features, labels = encoder.transform(table)
@@ -211,18 +212,18 @@ class Synthesizer:
         return MetadataBudget(self.epsilon * self.metadata_share, self.delta * self.metadata_share)
 
     def _plan_budget(self, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:
-        batch = self.method_options.batch_size
+        batch = self.config_.batch_size
         if batch > n_records:
             raise PrivacyError(f"batch size {batch} is larger than the {n_records} records")
         method_cls = METHODS[self.method][0]
-        q = method_cls.sample_rate(self.method_options, n_records)
+        q = method_cls.sample_rate(self.config_, n_records)
         if not math.isfinite(self.epsilon):
             return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0, self.checkpoint_every)
         delta = self.delta - ledger.extra_delta()
         base = ledger.event()
 
         def event(sigma: float, steps: int):
-            return method_cls.training_event(self.method_options, q, sigma, steps)
+            return method_cls.training_event(self.config_, q, sigma, steps)
 
         if self.noise_multiplier is None:
             steps = max(1, round((self.epochs or DEFAULT_EPOCHS) / q))
@@ -244,7 +245,7 @@ class Synthesizer:
 
     def _build_method(self, encoder: TableEncoder, prior, sigma: float) -> GanMethod:
         method_cls, _ = METHODS[self.method]
-        options = self.method_options
+        options = self.config_
         if not math.isfinite(self.epsilon):
             options = type(options)(**{**asdict(options), "clip_norm": math.inf})
         prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)

@@ -93,7 +93,13 @@ def fit(
     optimizer: str = typer.Option(None, "--optimizer", help="dpwgan: critic optimizer sgd|adam"),
     clip_decay: float = typer.Option(None, "--clip-decay", help="dpwgan: C multiplier"),
     clip_decay_every: int = typer.Option(None, "--clip-decay-every", help="dpwgan: steps"),
-    gp_weight: float = typer.Option(None, "--gp-weight", help="dpwgan: gradient penalty"),
+    gp_weight: float = typer.Option(None, "--gp-weight", help="dpwgan/gswgan: gradient penalty"),
+    num_discriminators: int = typer.Option(
+        None, "--num-discriminators", help="gswgan: K disjoint subsets (default N // 64)"
+    ),
+    warm_start_steps: int = typer.Option(
+        None, "--warm-start-steps", help="gswgan: non-private critic steps before training"
+    ),
     metadata_share: float = typer.Option(0.1, "--metadata-share"),
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
@@ -122,6 +128,8 @@ def fit(
         clip_decay=clip_decay,
         clip_decay_every=clip_decay_every,
         gp_weight=gp_weight,
+        num_discriminators=num_discriminators,
+        warm_start_steps=warm_start_steps,
     )
     synth = Synthesizer(
         public,

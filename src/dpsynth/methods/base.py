@@ -86,6 +86,11 @@ class GanMethod:
         return self.noise_multiplier > 0 and math.isfinite(self.config.clip_norm)
 
     @staticmethod
+    def resolve_config(config: Any, n_records: int) -> Any:
+        """The config with anything that depends on the data set's size fixed (public N)."""
+        return config
+
+    @staticmethod
     def sample_rate(config: Any, n_records: int) -> float:
         """The probability that a given record takes part in one private step: q = B/N."""
         return config.batch_size / n_records
