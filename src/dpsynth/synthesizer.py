@@ -157,6 +157,7 @@ class Synthesizer:
             method.step_event(plan.sample_rate, plan.steps),
         )
         self._check_spent(ledger)
+        self.bayesian_ = self._bayesian_result(method, ledger)
         self.schema_, self.encoder_, self.ledger_ = setup.schema, encoder, ledger
         self.label_prior_, self.plan_ = setup.label_prior, plan
         self.generator_ = method.generator.eval()
@@ -277,6 +278,17 @@ class Synthesizer:
             checkpoint=checkpoint,
             progress=self.progress,
         )
+
+    def _bayesian_result(self, method: GanMethod, ledger: PrivacyLedger):
+        """The data-dependent Bayesian bound, when asked for: for the steward's eyes only.
+
+        It is computed from private gradients without noise, so it is never saved in the model
+        folder; it stands NEXT TO the worst-case epsilon, never in its place.
+        """
+        accountant = getattr(method, "bayesian", None)
+        if accountant is None or accountant.steps == 0:
+            return None
+        return accountant.result(self.delta, worst_case_epsilon=ledger.report(self.delta).epsilon)
 
     def _check_spent(self, ledger: PrivacyLedger) -> None:
         """Refuse to release if the run spent more than the target (the plan prevents it)."""

@@ -67,7 +67,7 @@ def train(
 ) -> TrainingState:
     """Run the planned steps from ``state.step`` on; return the final state."""
     state = state or TrainingState()
-    method.prepare(features.shape[0], plan.sample_rate, generator)
+    method.prepare(features.shape[0], plan, generator)
     with _progress_bar(progress) as bar:
         task = bar.add_task("training", total=plan.steps, completed=state.step, losses="")
         while state.step < plan.steps:

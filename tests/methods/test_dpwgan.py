@@ -131,3 +131,34 @@ def test_empty_real_batch_is_a_valid_step(cancer):
     method, x, y = _method(cancer)
     stats = method.discriminator_step(x[:0], y[:0], step=0, generator=make_generator(1))
     assert stats.real_batch_size == 0 and math.isfinite(stats.d_loss)
+
+
+def test_bayesian_bound_is_reported_next_to_dp_and_never_saved(cancer, tmp_path):
+    import dpsynth
+
+    frame, schema = cancer
+    config = DPWGANConfig(
+        batch_size=64,
+        latent_dim=8,
+        generator_hidden=(16,),
+        discriminator_hidden=(16,),
+        bayesian_accounting=True,
+        d_steps=2,
+    )
+    synth = dpsynth.Synthesizer(
+        schema,
+        method="dpwgan",
+        epsilon=8.0,
+        noise_multiplier=1.5,
+        seed=0,
+        progress=False,
+        method_options=config,
+    ).fit(frame)
+    result = synth.bayesian_
+    assert result.steps == synth.plan_.steps
+    assert result.worst_case_epsilon == pytest.approx(synth.privacy_spent().epsilon)
+    assert result.extra_seconds > 0 and 0 < result.confidence < 1
+    assert "NOT a worst-case guarantee" in result.statement()
+    path = synth.save(tmp_path / "m")
+    text = (path / "model.json").read_text()
+    assert f"{result.epsilon}" not in text and "epsilon_mu" not in text

@@ -62,7 +62,7 @@ def test_sanitized_gradients_are_clipped_and_carry_the_ledger_noise(cancer):
 
 def test_records_are_split_into_disjoint_subsets(cancer):
     method = _method(cancer, num_discriminators=5)
-    method.prepare(5000, 0.2, make_generator(0))
+    method.prepare(5000, None, make_generator(0))
     counts = torch.bincount(method.assignment.subset, minlength=5)
     assert counts.sum().item() == 5000  # each record in exactly one subset
     assert counts.min().item() > 900 and counts.max().item() < 1100
@@ -72,7 +72,7 @@ def test_each_step_queries_one_critic_and_leaves_the_others(cancer):
     from dpsynth.training import TrainingState
 
     method = _method(cancer)
-    method.prepare(100, 0.25, make_generator(0))
+    method.prepare(100, None, make_generator(0))
     features = torch.rand(100, method.generator.spans[-1].stop) * 2 - 1
     labels = torch.randint(0, 2, (100,), generator=make_generator(1))
     before = [copy.deepcopy(c.state_dict()) for c in method.critics]

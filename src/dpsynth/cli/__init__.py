@@ -43,6 +43,12 @@ def print_privacy(synth: Synthesizer) -> None:
     console.print(f"[bold]privacy spent[/bold]: {report.summary()}, metadata included")
     for entry in synth.ledger_.entries:
         console.print(f"  ledger: {entry.name}")
+    bayesian = getattr(synth, "bayesian_", None)
+    if bayesian is not None:
+        console.print(
+            f"[bold]Bayesian bound[/bold] (data-dependent, NOT saved in the model folder, "
+            f"cost {bayesian.extra_seconds:.1f} s extra): {bayesian.statement()}"
+        )
 
 
 @app.command()
@@ -94,6 +100,9 @@ def fit(
     clip_decay: float = typer.Option(None, "--clip-decay", help="dpwgan: C multiplier"),
     clip_decay_every: int = typer.Option(None, "--clip-decay-every", help="dpwgan: steps"),
     gp_weight: float = typer.Option(None, "--gp-weight", help="dpwgan/gswgan: gradient penalty"),
+    bayesian: bool = typer.Option(
+        None, "--bayesian/--no-bayesian", help="dpwgan: also print a Bayesian-DP bound"
+    ),
     num_discriminators: int = typer.Option(
         None, "--num-discriminators", help="gswgan: K disjoint subsets (default N // 64)"
     ),
@@ -128,6 +137,7 @@ def fit(
         clip_decay=clip_decay,
         clip_decay_every=clip_decay_every,
         gp_weight=gp_weight,
+        bayesian_accounting=bayesian,
         num_discriminators=num_discriminators,
         warm_start_steps=warm_start_steps,
     )

@@ -128,9 +128,9 @@ class GanMethod:
         return torch.cat([rows, one_hot(labels, self.n_classes, rows.shape[0], rows)], dim=1)
 
     # -- steps ---------------------------------------------------------------------------------
-    def prepare(self, n_records: int, sample_rate: float, generator: torch.Generator) -> None:
+    def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:
         """Set up sampling before the first step (or after a resume)."""
-        self.sampler = PoissonSampler(n_records, sample_rate)
+        self.sampler = PoissonSampler(n_records, plan.sample_rate)
 
     def train_step(self, features, labels, state, generator: torch.Generator) -> None:
         """One private step (a discriminator step on a Poisson sample), and a generator step

@@ -20,15 +20,22 @@ post-processing). n_critic = ``d_steps`` critic steps per generator step.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from dpsynth.errors import PrivacyError
 from dpsynth.methods.base import GanMethod, StepStats, check_common_config
+from dpsynth.privacy.bayesian import MIN_PAIRS, BayesianAccountant, pair_distances
 from dpsynth.privacy.clipping import ClippedGradients, clipped_gradient_sum
 from dpsynth.privacy.noise import add_gaussian_noise
-from dpsynth.privacy.per_example import clipped_sum_of_example_gradients
+from dpsynth.privacy.per_example import (
+    clip_and_sum,
+    flat_example_gradients,
+    per_example_gradients,
+)
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -42,6 +49,8 @@ class DPWGANConfig:
     clip_decay: float = 1.0
     clip_decay_every: int = 1000
     gp_weight: float = 10.0
+    bayesian_accounting: bool = False
+    bayesian_confidence: float = 0.95
     d_steps: int = 5
     adaptive_d_steps: bool = False
     adaptive_threshold: float = 0.6
@@ -78,6 +87,7 @@ class DPWGAN(GanMethod):
     """WGAN-GP with a DP-SGD / DP-Adam critic."""
 
     name = "dpwgan"
+    bayesian: BayesianAccountant | None = None
 
     def make_d_optimizer(self) -> torch.optim.Optimizer:
         c = self.config
@@ -138,9 +148,39 @@ class DPWGAN(GanMethod):
             penalty = (torch.sqrt(slope.square().sum() + 1e-12) - 1.0) ** 2
             return -score + weight * penalty
 
-        return clipped_sum_of_example_gradients(
-            self.discriminator, example_loss, (real_in, hat_in), clip
-        )
+        grads, losses = per_example_gradients(self.discriminator, example_loss, (real_in, hat_in))
+        if self.bayesian is not None:
+            self._observe_bayesian(grads, clip)
+        return clip_and_sum(self.discriminator, grads, losses, clip)
+
+    # -- Bayesian accounting (Triastcyn & Faltings) -------------------------------------------
+    def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:
+        super().prepare(n_records, plan, generator)
+        c = self.config
+        if c.bayesian_accounting and self.is_private and self.bayesian is None:
+            self.bayesian = BayesianAccountant(
+                self.noise_multiplier,
+                plan.sample_rate,
+                c.clip_norm,
+                plan.steps,
+                confidence=c.bayesian_confidence,
+            )
+
+    def _observe_bayesian(self, grads: dict[str, torch.Tensor], clip: float) -> None:
+        """Feed this step's real per-example gradients, in disjoint pairs, to the Bayesian
+        accountant; the time it takes is the extra cost of the Bayesian bound."""
+        started = time.perf_counter()
+        flat = flat_example_gradients(grads)
+        if flat.shape[0] >= 2 * MIN_PAIRS:
+            distances = pair_distances(flat, clip)
+            self.bayesian.observe_step(distances, clip_norm=clip)
+        self.bayesian.add_seconds(time.perf_counter() - started)
+
+    def state_parts(self) -> dict[str, Any]:
+        parts = super().state_parts()
+        if self.bayesian is not None:
+            parts["bayesian"] = self.bayesian
+        return parts
 
     def generator_loss(self, scores: torch.Tensor) -> torch.Tensor:
         """The WGAN generator loss: -E[D(G(z))]."""

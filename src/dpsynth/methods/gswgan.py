@@ -132,7 +132,7 @@ class GSWGAN(GanMethod):
         return gswgan_noise_std(self.noise_multiplier, self.config.clip_norm)
 
     # -- steps -------------------------------------------------------------------------------
-    def prepare(self, n_records: int, sample_rate: float, generator: torch.Generator) -> None:
+    def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:
         """Assign every record to one of K subsets, independently and uniformly."""
         if self.assignment.subset.numel() != n_records:
             k = self.config.num_discriminators

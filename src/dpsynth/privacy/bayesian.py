@@ -302,6 +302,25 @@ class BayesianAccountant:
         self._steps += 1
         self._seconds += seconds
 
+    def add_seconds(self, seconds: float) -> None:
+        """Count time spent on the Bayesian bound outside :meth:`observe_step`."""
+        self._seconds += float(seconds)
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint must keep to resume the accumulation."""
+        return {
+            "cost": torch.as_tensor(self._cost),
+            "steps": self._steps,
+            "min_pairs": self._min_pairs,
+            "seconds": self._seconds,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._cost = state["cost"].numpy().astype(np.float64)
+        self._steps = int(state["steps"])
+        self._min_pairs = int(state["min_pairs"])
+        self._seconds = float(state["seconds"])
+
     def _clip(self, clip_norm: float | None) -> float:
         return self.clip_norm if clip_norm is None else _positive(clip_norm, "clip_norm")
 

@@ -50,6 +50,18 @@ def clipped_sum_of_example_gradients(
     """Sum over examples of each example's gradient clipped to ``clip_norm`` (per parameter,
     in ``module.parameters()`` order; zeros for frozen parameters)."""
     grads, losses = per_example_gradients(module, example_loss, examples)
+    return clip_and_sum(module, grads, losses, clip_norm)
+
+
+def flat_example_gradients(grads: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The per-example gradients as one (n, number of parameters) matrix."""
+    return torch.cat([g.reshape(g.shape[0], -1) for g in grads.values()], dim=1)
+
+
+def clip_and_sum(
+    module: nn.Module, grads: dict[str, torch.Tensor], losses: torch.Tensor, clip_norm: float
+) -> ClippedGradients:
+    """Clip each example's gradient (from :func:`per_example_gradients`) and sum them."""
     n = losses.shape[0]
     squares = [g.reshape(n, -1).square().sum(1) for g in grads.values()]
     norms = torch.stack(squares).sum(0).sqrt() if squares else losses.new_zeros(n)
