@@ -30,6 +30,28 @@ class StepStats:
     clipped_fraction: float
 
 
+@dataclass(frozen=True)
+class GanConfig:
+    """Fields every method has; a method's config subclasses it and may change defaults."""
+
+    batch_size: int = 64
+    clip_norm: float = 1.0
+    d_steps: int = 1
+    adaptive_d_steps: bool = False
+    adaptive_threshold: float = 0.6
+    adaptive_increment: int = 5
+    max_d_steps: int = 50
+    latent_dim: int = 64
+    generator_hidden: tuple[int, ...] = (128,)
+    discriminator_hidden: tuple[int, ...] = (128,)
+    g_lr: float = 2e-4
+    g_beta1: float = 0.5
+    gumbel_tau: float = 0.2
+
+    def validate(self) -> None:
+        check_common_config(self)
+
+
 def check_common_config(config: Any) -> None:
     """Checks every method config shares: batch size, clip norm, steps ratio."""
     if config.batch_size < 1:

@@ -27,32 +27,20 @@ import torch
 from torch.nn import functional as F
 
 from dpsynth.errors import PrivacyError
-from dpsynth.methods.base import GanMethod, StepStats, check_common_config
+from dpsynth.methods.base import GanConfig, GanMethod, StepStats, check_common_config
 from dpsynth.privacy.clipping import clipped_gradient_sum
 from dpsynth.privacy.noise import add_gaussian_noise
 
 
 @dataclass(frozen=True)
-class DPCGANConfig:
+class DPCGANConfig(GanConfig):
     """Hyperparameters of DP-CGAN; defaults follow the paper's "vanilla" settings."""
 
-    batch_size: int = 64
-    clip_norm: float = 1.0
     microbatches: int | None = None
-    d_steps: int = 1
-    adaptive_d_steps: bool = False
-    adaptive_threshold: float = 0.6
-    adaptive_increment: int = 5
-    max_d_steps: int = 50
     latent_dim: int = 100
-    generator_hidden: tuple[int, ...] = (128,)
-    discriminator_hidden: tuple[int, ...] = (128,)
     d_lr_start: float = 0.15
     d_lr_end: float = 0.052
     d_lr_decay_steps: int = 1000
-    g_lr: float = 2e-4
-    g_beta1: float = 0.5
-    gumbel_tau: float = 0.2
 
     def validate(self) -> None:
         check_common_config(self)

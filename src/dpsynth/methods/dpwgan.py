@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from dpsynth.errors import PrivacyError
-from dpsynth.methods.base import GanMethod, StepStats, check_common_config
+from dpsynth.methods.base import GanConfig, GanMethod, StepStats, check_common_config
 from dpsynth.privacy.bayesian import MIN_PAIRS, BayesianAccountant, pair_distances
 from dpsynth.privacy.clipping import ClippedGradients, clipped_gradient_sum
 from dpsynth.privacy.noise import add_gaussian_noise
@@ -41,30 +41,20 @@ OPTIMIZERS = ("sgd", "adam")
 
 
 @dataclass(frozen=True)
-class DPWGANConfig:
+class DPWGANConfig(GanConfig):
     """Hyperparameters of DP-WGAN-GP."""
 
-    batch_size: int = 64
-    clip_norm: float = 1.0
     clip_decay: float = 1.0
     clip_decay_every: int = 1000
     gp_weight: float = 10.0
     bayesian_accounting: bool = False
     bayesian_confidence: float = 0.95
     d_steps: int = 5
-    adaptive_d_steps: bool = False
-    adaptive_threshold: float = 0.6
-    adaptive_increment: int = 5
-    max_d_steps: int = 50
     optimizer: str = "adam"
     d_lr: float = 1e-3
     d_beta1: float = 0.5
-    latent_dim: int = 64
     generator_hidden: tuple[int, ...] = (128, 128)
-    discriminator_hidden: tuple[int, ...] = (128,)
     g_lr: float = 1e-3
-    g_beta1: float = 0.5
-    gumbel_tau: float = 0.2
 
     def validate(self) -> None:
         check_common_config(self)

@@ -18,7 +18,7 @@ The paper's own analysis composes T*B subsampled releases instead and under-coun
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dp_accounting
@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from dpsynth.errors import PrivacyError
-from dpsynth.methods.base import GanMethod, StepStats, check_common_config
+from dpsynth.methods.base import GanConfig, GanMethod, StepStats, check_common_config
 from dpsynth.nets.mlp import make_discriminator
 from dpsynth.privacy.gswgan_accounting import gswgan_event, gswgan_noise_std
 
@@ -34,27 +34,18 @@ RECORDS_PER_SUBSET = 64
 
 
 @dataclass(frozen=True)
-class GSWGANConfig:
+class GSWGANConfig(GanConfig):
     """Hyperparameters of GS-WGAN. ``num_discriminators`` None: N // 64 (set at fit)."""
 
     batch_size: int = 32
-    clip_norm: float = 1.0
     num_discriminators: int | None = None
     d_steps: int = 5
     warm_start_steps: int = 0
     gp_weight: float = 10.0
     d_lr: float = 1e-3
     d_beta1: float = 0.5
-    latent_dim: int = 64
     generator_hidden: tuple[int, ...] = (128, 128)
-    discriminator_hidden: tuple[int, ...] = (128,)
     g_lr: float = 1e-3
-    g_beta1: float = 0.5
-    gumbel_tau: float = 0.2
-    adaptive_d_steps: bool = False
-    adaptive_threshold: float = 0.6
-    adaptive_increment: int = 5
-    max_d_steps: int = 50
 
     def validate(self) -> None:
         check_common_config(self)
@@ -71,7 +62,7 @@ class GSWGANConfig:
         if self.num_discriminators is not None:
             return self
         k = max(2, n_records // RECORDS_PER_SUBSET)
-        return GSWGANConfig(**{**self.__dict__, "num_discriminators": k})
+        return replace(self, num_discriminators=k)
 
 
 class _Assignment:

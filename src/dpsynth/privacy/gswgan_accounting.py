@@ -79,17 +79,14 @@ import numbers
 from typing import Any
 
 import dp_accounting
-from dp_accounting import mechanism_calibration
 from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
 
 from dpsynth.errors import PrivacyError
 from dpsynth.privacy.accounting import (
-    _CALIBRATION_TOL,
-    _STEP_GROWTH,
-    _bracket_noise,
-    _exact_steps,
-    _round_noise_up,
+    _real,
+    noise_for_target,
+    steps_for_target,
     validate_delta,
 )
 
@@ -121,12 +118,6 @@ def _whole(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
-def _real(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise PrivacyError(f"{name}={value!r} is not a number; give a real number")
-    return float(value)
-
-
 def _check_noise(noise_multiplier: Any) -> float:
     sigma = _real(noise_multiplier, "noise_multiplier")
     if not (sigma >= 0.0 and math.isfinite(sigma)):
@@ -135,13 +126,6 @@ def _check_noise(noise_multiplier: Any) -> float:
             "(noise std / (2C)); use 0 only for a non-private baseline"
         )
     return sigma
-
-
-def _check_epsilon(target: Any) -> float:
-    eps = _real(target, "epsilon")
-    if not (eps > 0.0 and math.isfinite(eps)):
-        raise PrivacyError(f"epsilon={target} must be finite and > 0; choose a target such as 1-10")
-    return eps
 
 
 def _check_relation(neighbouring: Any) -> str:
@@ -256,30 +240,13 @@ def noise_for_gswgan(
 
     Calibrated and verified with the accountant that reports ε (RDP, :func:`gswgan_epsilon`).
     """
-    target, d = _check_epsilon(epsilon), validate_delta(delta)
     k, b = _whole(num_discriminators, "num_discriminators", 1), _whole(batch_size, "batch_size", 1)
     n = _whole(steps, "steps", 0)
     if n == 0:
         raise PrivacyError("steps=0: there is nothing to calibrate; give steps >= 1")
-
-    def make_event(sigma: float) -> dp_accounting.DpEvent:
-        return gswgan_event(k, sigma, n, batch_size=b)
-
-    def gap(sigma: float) -> float:
-        return _epsilon(make_event(sigma), d) - target
-
-    low, high = _bracket_noise(gap, target)
-    if low is None:
-        return high
-    sigma = mechanism_calibration.calibrate_dp_mechanism(
-        make_gswgan_accountant,
-        make_event,
-        target,
-        d,
-        bracket_interval=mechanism_calibration.ExplicitBracketInterval(low, high),
-        tol=_CALIBRATION_TOL,
+    return noise_for_target(
+        lambda sigma: gswgan_event(k, sigma, n, batch_size=b), epsilon, delta, "rdp"
     )
-    return _round_noise_up(float(sigma), gap)
 
 
 def steps_for_gswgan(
@@ -296,30 +263,12 @@ def steps_for_gswgan(
     Exact for the reporting accountant: ε(steps) ≤ epsilon < ε(steps + 1); 0 when even one
     step exceeds the target (always the case for σ = 0).
     """
-    target, d = _check_epsilon(epsilon), validate_delta(delta)
     k, b = _whole(num_discriminators, "num_discriminators", 1), _whole(batch_size, "batch_size", 1)
-    sigma, cap = _check_noise(noise_multiplier), _whole(max_steps, "max_steps", 0)
-
-    def make_event(n: int) -> dp_accounting.DpEvent:
-        return gswgan_event(k, sigma, int(n), batch_size=b)
-
-    def fits(n: int) -> bool:
-        return _epsilon(make_event(n), d) <= target
-
-    if cap == 0 or not fits(1):
-        return 0
-    low = 1
-    while low < cap and fits(min(_STEP_GROWTH * low, cap)):
-        low = min(_STEP_GROWTH * low, cap)
-    if low == cap:
-        return cap
-    high = min(_STEP_GROWTH * low, cap)
-    guess = mechanism_calibration.calibrate_dp_mechanism(
-        make_gswgan_accountant,
-        make_event,
-        target,
-        d,
-        bracket_interval=mechanism_calibration.ExplicitBracketInterval(low, high),
-        discrete=True,
+    sigma = _check_noise(noise_multiplier)
+    return steps_for_target(
+        lambda n: gswgan_event(k, sigma, n, batch_size=b),
+        epsilon,
+        delta,
+        "rdp",
+        max_steps=_whole(max_steps, "max_steps", 0),
     )
-    return _exact_steps(int(guess), low, high, fits)
