@@ -1,4 +1,4 @@
-"""DP-CGAN on UCI Thyroid ("ann"): train on synthetic, test on real, next to published figures.
+"""A method (DP-CGAN by default) on UCI Thyroid ("ann"): train on synthetic, test on real.
 
 For each seed: fit ``Synthesizer(method="dpcgan", epsilon=...)`` on ann-train (3,772 rows),
 sample as many rows as the training set, train a classifier (MLP and logistic regression) on
@@ -38,7 +38,7 @@ from sklearn.model_selection import train_test_split
 from dpsynth import Schema, Synthesizer
 from dpsynth.datasets import load_thyroid
 from dpsynth.evaluation.utility import tstr_auroc
-from dpsynth.methods.dpcgan import DPCGANConfig
+from dpsynth.methods import METHODS
 
 CLASSIFIERS = ("mlp", "lr")
 PUBLISHED = [
@@ -59,6 +59,7 @@ def _widths(text: str) -> tuple[int, ...]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-dir", default=None, help="folder holding thyroid/ (see datasets.py)")
+    p.add_argument("--method", default="dpcgan", choices=sorted(METHODS))
     p.add_argument("--epsilon", type=float, default=3.7)
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--seeds", type=int, default=3, help="number of seeds (0, 1, ...)")
@@ -66,12 +67,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="results JSON path (markdown written next to it)")
     p.add_argument("--validation", action="store_true", help="score on a split of ann-train")
     p.add_argument("--tuning-log", default=None, help="JSON lines of validation runs to list")
+    p.add_argument("--notes", default=None, help="markdown file appended to the report")
     p.add_argument("--no-real", action="store_true", help="skip the real-data baseline")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest here)")
     g = p.add_argument_group("training (defaults: DPCGANConfig's, sigma calibrated by epochs)")
     g.add_argument("--noise-multiplier", type=float, default=None)
     g.add_argument("--epochs", type=float, default=None)
     g.add_argument("--batch-size", type=int, default=None)
+    g.add_argument("--clip-decay", type=float, default=None, help="dpwgan")
+    g.add_argument("--clip-decay-every", type=int, default=None, help="dpwgan")
+    g.add_argument("--num-discriminators", type=int, default=None, help="gswgan")
     g.add_argument("--clip-norm", type=float, default=None)
     g.add_argument("--d-steps", type=int, default=None, help="D steps per G step")
     g.add_argument("--latent-dim", type=int, default=None)
@@ -93,11 +98,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def make_config(args: argparse.Namespace) -> DPCGANConfig:
-    """DPCGANConfig defaults, overridden by the options given."""
-    fields = DPCGANConfig.__dataclass_fields__
+def make_config(args: argparse.Namespace):
+    """The method's config defaults, overridden by the options given that apply to it."""
+    config_cls = METHODS[args.method][1]
+    fields = config_cls.__dataclass_fields__
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
-    return DPCGANConfig(**given)
+    return config_cls(**given)
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -136,7 +142,7 @@ def scores(train: pd.DataFrame, test: pd.DataFrame, schema: Schema, seed: int) -
 def run_seed(args, config, train, test, schema, seed: int) -> dict[str, Any]:
     """Fit, sample len(train) rows, score; privacy and time from the fitted synthesizer."""
     synth = Synthesizer(
-        schema, method="dpcgan", epsilon=args.epsilon, delta=args.delta,
+        schema, method=args.method, epsilon=args.epsilon, delta=args.delta,
         noise_multiplier=args.noise_multiplier, epochs=args.epochs,
         metadata_share=args.metadata_share, method_options=config, seed=seed, progress=False,
     )  # fmt: skip
@@ -214,7 +220,8 @@ def markdown(result: dict[str, Any], tuning: list[dict]) -> str:
     s, cfg, m = result["summary"], result["config"], result["machine"]
     run0 = result["runs"][0]
     lines = [
-        "# DP-CGAN on UCI Thyroid (ann): train on synthetic, test on real",
+        f"# {result.get('method', 'dpcgan')} on UCI Thyroid (ann): train on synthetic, test on "
+        "real",
         "",
         f"Command: `{result['command']}`",
         "",
@@ -346,6 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "command": " ".join(["python", *sys.argv]) if argv is None else " ".join(argv),
         "machine": machine(),
         "evaluation_set": eval_name,
+        "method": args.method,
         "n_train": len(train),
         "epsilon": args.epsilon,
         "delta": args.delta,
@@ -361,14 +369,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "published": PUBLISHED,
     }  # fmt: skip
     if args.out:
-        write_results(result, Path(args.out), read_tuning_log(args.tuning_log))
+        notes = Path(args.notes).read_text() if args.notes else ""
+        write_results(result, Path(args.out), read_tuning_log(args.tuning_log), notes)
     return result
 
 
-def write_results(result: dict[str, Any], out: Path, tuning: list[dict]) -> None:
+def write_results(result: dict[str, Any], out: Path, tuning: list[dict], notes: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")
-    out.with_suffix(".md").write_text(markdown(result, tuning))
+    text = markdown(result, tuning) + (f"\n{notes.strip()}\n" if notes.strip() else "")
+    out.with_suffix(".md").write_text(text)
     print(f"wrote {out} and {out.with_suffix('.md')}")
 
 
