@@ -74,6 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--noise-multiplier", type=float, default=None)
     g.add_argument("--epochs", type=float, default=None)
     g.add_argument("--batch-size", type=int, default=None)
+    g.add_argument("--ema-decay", type=float, default=None, help="release a weight average")
     g.add_argument("--clip-decay", type=float, default=None, help="dpwgan")
     g.add_argument("--clip-decay-every", type=int, default=None, help="dpwgan")
     g.add_argument("--num-discriminators", type=int, default=None, help="gswgan")

@@ -160,7 +160,7 @@ class Synthesizer:
         self.bayesian_ = self._bayesian_result(method, ledger)
         self.schema_, self.encoder_, self.ledger_ = setup.schema, encoder, ledger
         self.label_prior_, self.plan_ = setup.label_prior, plan
-        self.generator_ = method.generator.eval()
+        self.generator_ = method.released_generator().eval()
         return self
 
     def _new_setup(self, table: pd.DataFrame) -> RunSetup:
@@ -366,7 +366,7 @@ def torch_generator_init(method: GanMethod, seed: int | None) -> None:
     """Initialise network weights from a run-owned generator (no global RNG)."""
     generator = make_generator(seed)
     with torch.no_grad():
-        for module in (method.generator, method.discriminator):
+        for module in method.trained_networks():
             for param in module.parameters():
                 if param.dim() > 1:
                     bound = 1.0 / math.sqrt(param.shape[1])
@@ -377,6 +377,7 @@ def torch_generator_init(method: GanMethod, seed: int | None) -> None:
                     )
                 else:
                     param.zero_()
+        method.generator_average.load_state_dict(method.generator.state_dict())
 
 
 def _suggest_delta(n_records: int) -> float:

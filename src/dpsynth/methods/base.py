@@ -7,6 +7,7 @@ the generator minimises (``generator_loss``) and which DP event its steps are
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,7 @@ class GanConfig:
     g_lr: float = 2e-4
     g_beta1: float = 0.5
     gumbel_tau: float = 0.2
+    ema_decay: float = 0.0  # > 0: release an exponential moving average of G's weights
 
     def validate(self) -> None:
         check_common_config(self)
@@ -60,6 +62,8 @@ def check_common_config(config: Any) -> None:
         raise PrivacyError(f"clip norm C must be > 0 (math.inf for none), got {config.clip_norm}")
     if config.d_steps < 1:
         raise PrivacyError(f"d_steps must be >= 1, got {config.d_steps}")
+    if not 0.0 <= config.ema_decay < 1.0:
+        raise PrivacyError(f"ema_decay must be in [0, 1), got {config.ema_decay}")
     if config.max_d_steps < config.d_steps:
         raise PrivacyError(
             f"max_d_steps ({config.max_d_steps}) must be >= d_steps ({config.d_steps})"
@@ -95,6 +99,7 @@ class GanMethod:
             data_dim, n_classes, config.discriminator_hidden
         ).to(device)
         self.d_optimizer = self.make_d_optimizer()
+        self.generator_average = copy.deepcopy(self.generator).requires_grad_(False)
         self.g_optimizer = torch.optim.Adam(
             self.generator.parameters(), lr=config.g_lr, betas=(config.g_beta1, 0.999)
         )
@@ -188,7 +193,21 @@ class GanMethod:
         for param, grad in zip(params, torch.autograd.grad(loss, params), strict=True):
             param.grad = grad
         self.g_optimizer.step()
+        self.update_average()
         return float(loss.detach())
+
+    @torch.no_grad()
+    def update_average(self) -> None:
+        """Move the averaged generator towards the current one (post-processing: free)."""
+        decay = self.config.ema_decay
+        for avg, cur in zip(
+            self.generator_average.parameters(), self.generator.parameters(), strict=True
+        ):
+            avg.lerp_(cur, 1.0 - decay)
+
+    def released_generator(self) -> torch.nn.Module:
+        """The generator to release: the weight average when ema_decay > 0."""
+        return self.generator_average if self.config.ema_decay > 0 else self.generator
 
     def next_d_steps(self, d_steps: int, generator: torch.Generator) -> int:
         """Discriminator steps before the next generator step (fixed unless adaptive).
@@ -223,10 +242,15 @@ class GanMethod:
             param.grad = grad / units
         self.d_optimizer.step()
 
+    def trained_networks(self) -> list[torch.nn.Module]:
+        """The networks whose weights training starts from (initialised by the run's seed)."""
+        return [self.generator, self.discriminator]
+
     def state_parts(self) -> dict[str, Any]:
         """Everything a checkpoint must restore (networks and optimizers)."""
         return {
             "generator": self.generator,
+            "generator_average": self.generator_average,
             "discriminator": self.discriminator,
             "g_optimizer": self.g_optimizer,
             "d_optimizer": self.d_optimizer,

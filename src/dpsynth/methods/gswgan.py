@@ -192,6 +192,7 @@ class GSWGAN(GanMethod):
         self.g_optimizer.zero_grad(set_to_none=True)
         rows.backward(sanitized / self.config.batch_size)
         self.g_optimizer.step()
+        self.update_average()
         return float(-scores.mean().detach())
 
     def _sanitize(self, upstream: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -211,6 +212,9 @@ class GSWGAN(GanMethod):
 
     def discriminator_step(self, *args: Any, **kwargs: Any) -> StepStats:  # pragma: no cover
         raise PrivacyError("GS-WGAN's critics train in train_step, on their own subsets")
+
+    def trained_networks(self) -> list[nn.Module]:
+        return [self.generator, *self.critics]
 
     def state_parts(self) -> dict[str, Any]:
         parts = {
