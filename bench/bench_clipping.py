@@ -128,10 +128,14 @@ def dp_vmap_step(model, opt, real, fake, targets, noise_gen) -> None:
     _noisy_update(model, opt, summed, real.shape[0], noise_gen)
 
 
-def _time_ms(fn: Callable[[], None]) -> float:
-    start = time.perf_counter()
+def _time_ms(fn: Callable[[], None]) -> tuple[float, float]:
+    """Wall-clock and process CPU milliseconds of one call.
+
+    CPU time (all threads) is less disturbed than wall time when other jobs share the cores.
+    """
+    wall, cpu = time.perf_counter(), time.process_time()
     fn()
-    return (time.perf_counter() - start) * 1e3
+    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
 
 def _summary(times: list[float]) -> dict[str, float]:
@@ -145,8 +149,14 @@ def _summary(times: list[float]) -> dict[str, float]:
     }
 
 
+def _ratios(figures: dict[str, dict[str, float]], key: str) -> dict[str, float]:
+    """Each step's ``key`` figure divided by the non-private step's."""
+    base = figures["nonprivate"][key]
+    return {f"{name}/nonprivate": fig[key] / base for name, fig in figures.items()}
+
+
 def run(args: argparse.Namespace) -> dict:
-    """Time the three steps and return the figures."""
+    """Time the steps and return the figures."""
     load_before = _load_average()
     data_dim, n_classes, hidden = PRESETS[args.preset]
     in_dim = data_dim + n_classes
@@ -170,22 +180,22 @@ def run(args: argparse.Namespace) -> dict:
     for _ in range(args.warmup):
         for name in timed:
             steps[name]()
-    times: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(args.repeats):
-        for name in times:
-            times[name].append(_time_ms(steps[name]))
-    figures = {name: _summary(t) for name, t in times.items()}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in timed}
+    for r in range(args.repeats):  # interleaved: drift and other jobs hit every step alike
+        for name in timed if r % 2 == 0 else timed[::-1]:  # alternate which step runs first
+            samples[name].append(_time_ms(steps[name]))
+    # Per-round ratios: a step and the non-private step timed moments apart see the same load.
+    paired = {
+        f"{name}/nonprivate": statistics.median(
+            w / base for (w, _), (base, _) in zip(samples[name], samples["nonprivate"], strict=True)
+        )
+        for name in timed
+    }
     if args.vmap_repeats > 0:
         steps["dp_vmap"]()  # warm-up
-        figures["dp_vmap"] = _summary(
-            [_time_ms(steps["dp_vmap"]) for _ in range(args.vmap_repeats)]
-        )
-    base = figures["nonprivate"]["median_ms"]
-    ratios = {f"{name}/nonprivate": f["median_ms"] / base for name, f in figures.items()}
-    min_ratios = {
-        f"{name}/nonprivate": f["min_ms"] / figures["nonprivate"]["min_ms"]
-        for name, f in figures.items()
-    }
+        samples["dp_vmap"] = [_time_ms(steps["dp_vmap"]) for _ in range(args.vmap_repeats)]
+    wall = {name: _summary([w for w, _ in t]) for name, t in samples.items()}
+    cpu = {name: _summary([c for _, c in t]) for name, t in samples.items()}
     return {
         "benchmark": "DP discriminator step, ghost-norm clipping vs non-private",
         "network": f"{in_dim} -> Linear {hidden} -> LeakyReLU(0.2) -> Linear 1",
@@ -195,9 +205,14 @@ def run(args: argparse.Namespace) -> dict:
         "rows_per_step": {"real": args.batch_size, "fake": args.batch_size},
         "repeats": args.repeats,
         "warmup": args.warmup,
-        "figures": figures,
-        "ratios_of_medians": ratios,
-        "ratios_of_minima": min_ratios,
+        "wall": wall,
+        "cpu": cpu,
+        "ratios": {
+            "paired_wall_median": paired,
+            "wall_median": _ratios(wall, "median_ms"),
+            "wall_min": _ratios(wall, "min_ms"),
+            "cpu_median": _ratios(cpu, "median_ms"),
+        },
         "machine": {
             "cpu_count": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
@@ -246,14 +261,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     result = run(args)
-    for name, fig in result["figures"].items():
+    print(f"torch threads {result['machine']['torch_threads']}, {result['network']}")
+    for name in result["wall"]:
+        w, c = result["wall"][name], result["cpu"][name]
         print(
-            f"{name:>11}: median {fig['median_ms']:8.2f} ms  (p25 {fig['p25_ms']:.2f}, "
-            f"p75 {fig['p75_ms']:.2f}, n={fig['n']})"
+            f"{name:>13}: wall median {w['median_ms']:8.2f} ms (p25 {w['p25_ms']:.2f}, "
+            f"p75 {w['p75_ms']:.2f}, min {w['min_ms']:.2f}); cpu median {c['median_ms']:8.2f} ms"
         )
-    for name, ratio in result["ratios_of_medians"].items():
-        by_min = result["ratios_of_minima"][name]
-        print(f"{name:>22}: {ratio:6.2f}x (medians), {by_min:6.2f}x (minima)")
+    for kind, ratios in result["ratios"].items():
+        text = ", ".join(f"{k.split('/')[0]} {v:.2f}x" for k, v in ratios.items() if v != 1.0)
+        print(f"ratio to non-private ({kind}): {text}")
     print(f"load average before/after: {result['machine']['load_average_1min_before_after']}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

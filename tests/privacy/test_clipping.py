@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpsynth.errors import DpsynthError, PrivacyError
+from dpsynth.privacy import clipping
 from dpsynth.privacy.clipping import (
     ClippedGradients,
     UnsupportedLayerError,
@@ -251,10 +252,20 @@ def _group_oracle(model, x, loss, groups, n_groups, clip_norm):
     return norms, total
 
 
+@pytest.fixture(params=["group_sums", "gram"])
+def group_strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run microbatch tests with per-group sums formed explicitly, and with the Gram trick."""
+    if request.param == "gram":
+        monkeypatch.setattr(clipping, "_MAX_GROUP_SUM_NUMBERS", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("arch", ["one_linear_no_bias", "two_linear_leaky", "three_linear_mixed"])
 @pytest.mark.parametrize("clip_norm", [0.02, 0.5, math.inf])
-@pytest.mark.parametrize("n_groups", [3, 15])  # large groups: explicit sums; pairs: Gram trick
-def test_microbatches_match_a_loop_over_groups(arch: str, clip_norm: float, n_groups: int) -> None:
+@pytest.mark.parametrize("n_groups", [3, 15])
+def test_microbatches_match_a_loop_over_groups(
+    arch: str, clip_norm: float, n_groups: int, group_strategy: str
+) -> None:
     model, x, loss = _problem(arch, n=30, dtype=torch.float64)
     gen = torch.Generator().manual_seed(7)
     groups = torch.randint(0, n_groups, (30,), generator=gen)
@@ -267,7 +278,7 @@ def test_microbatches_match_a_loop_over_groups(arch: str, clip_norm: float, n_gr
     torch.testing.assert_close(_flat(result, model), total, rtol=1e-5, atol=1e-10)
 
 
-def test_microbatches_float32() -> None:
+def test_microbatches_float32(group_strategy: str) -> None:
     model, x, loss = _problem("two_linear_leaky", n=24, dtype=torch.float32)
     groups = torch.arange(24) % 4
     norms, total = _group_oracle(model, x, loss, groups, 4, 0.05)
@@ -276,7 +287,7 @@ def test_microbatches_float32() -> None:
     torch.testing.assert_close(_flat(result, model), total, rtol=2e-4, atol=1e-6)
 
 
-def test_empty_groups_contribute_nothing() -> None:
+def test_empty_groups_contribute_nothing(group_strategy: str) -> None:
     model, x, loss = _problem("two_linear_leaky", n=12, dtype=torch.float64)
     groups = torch.tensor([0, 0, 2, 2, 2, 0, 4, 4, 0, 2, 4, 4])  # 1 and 3 empty, 5 declared
     norms, total = _group_oracle(model, x, loss, groups, 6, 0.1)
@@ -287,7 +298,7 @@ def test_empty_groups_contribute_nothing() -> None:
     torch.testing.assert_close(_flat(result, model), total, rtol=1e-8, atol=1e-12)
 
 
-def test_singleton_groups_equal_per_example_clipping() -> None:
+def test_singleton_groups_equal_per_example_clipping(group_strategy: str) -> None:
     model, x, loss = _problem("three_linear_mixed", n=15, dtype=torch.float64)
     per_example = clipped_gradient_sum(model, x, loss, 0.2)
     grouped = clipped_gradient_sum(model, x, loss, 0.2, torch.arange(15).flip(0))
@@ -296,7 +307,7 @@ def test_singleton_groups_equal_per_example_clipping() -> None:
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
-def test_clipped_group_means_are_at_most_c() -> None:
+def test_clipped_group_means_are_at_most_c(group_strategy: str) -> None:
     model, x, loss = _problem("three_linear_mixed", n=40, dtype=torch.float32)
     groups = torch.arange(40) % 5
     result = clipped_gradient_sum(model, x, loss, 0.01, groups)

@@ -92,8 +92,14 @@ class DPCGAN(GanMethod):
             return F.binary_cross_entropy_with_logits(logits[:, 0], targets, reduction="none")
 
         groups = self._microbatch_groups(n_real, batch, generator, inputs.device)
+        m = self.config.microbatches
         clipped = clipped_gradient_sum(
-            self.discriminator, inputs, per_example_loss, self.config.clip_norm, groups
+            self.discriminator,
+            inputs,
+            per_example_loss,
+            self.config.clip_norm,
+            groups,
+            num_groups=None if m is None else 2 * m,
         )
         noisy = add_gaussian_noise(clipped.grads, self.noise_std, generator)
         self.set_d_learning_rate(step)

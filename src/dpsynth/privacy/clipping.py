@@ -13,8 +13,9 @@ and parameter-free, row-wise layers, neither is needed:
   one matrix product per layer, no second backward.
 
 Microbatches (DP-CGAN's ``m < B``) clip the MEAN gradient of each group of examples; the norm of a
-group's summed gradient ``S_b = sum_{i in b} g_i a_i^T`` comes either from forming ``S_b`` (large
-groups) or from Gram matrices, ``||S_b||^2 = sum_{i,j in b} (g_i . g_j)(a_i . a_j)`` (small ones).
+group's summed gradient ``S_b = sum_{i in b} g_i a_i^T`` comes from forming ``S_b`` (one batched
+matrix product, reused for the clipped sum) or, when the ``S_b`` would not fit in memory or cost
+more, from Gram matrices, ``||S_b||^2 = sum_{i,j in b} (g_i . g_j)(a_i . a_j)``.
 
 Privacy-relevant restrictions, all checked (a silent mistake would under-count the norm):
 
@@ -63,6 +64,10 @@ __all__ = [
 # Added to the norm before dividing: keeps C / norm finite for a zero gradient and makes the
 # clipped norm c * norm = C * norm / (norm + eps) strictly below C.
 _NORM_EPS = 1e-12
+
+# Largest number of entries of per-group weight gradients (n_groups x out x in) that microbatch
+# clipping forms explicitly (64 MB in float32); above it, the Gram trick is used.
+_MAX_GROUP_SUM_NUMBERS = 2**24
 
 PerExampleLoss = Callable[[torch.Tensor], torch.Tensor]
 
@@ -320,33 +325,51 @@ def _padded(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return torch.cat([x, x.new_zeros(1, x.shape[1])])[index]
 
 
+def _materialise_group_sums(n: int, layout: _Groups, out_dim: int, in_dim: int) -> bool:
+    """Whether forming each group's weight gradient ``S_b`` beats the Gram trick for a layer.
+
+    Forming ``S_b`` costs ``G k o d`` multiply-adds (``G`` groups padded to ``k`` rows) and the
+    clipped sum then follows from the ``S_b`` for free; the Gram trick costs ``G k^2 (o + d)``
+    plus the ``n o d`` of the weighted matrix product. Memory (``G o d`` numbers) is capped.
+    """
+    n_groups, k = layout.index.shape
+    if n_groups * out_dim * in_dim > _MAX_GROUP_SUM_NUMBERS:
+        return False
+    return n_groups * k * out_dim * in_dim <= n_groups * k * k * (out_dim + in_dim) + (
+        n * out_dim * in_dim
+    )
+
+
 def _group_sq_norms(
     taps: list[_Tap], out_grads: list[torch.Tensor], layout: _Groups
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
     """Squared norm of each group's SUMMED gradient (zero-padded rows add nothing).
 
-    For a Linear layer the group's weight gradient is ``S_b = sum_{i in b} g_i a_i^T``. With
-    ``k`` the largest group size, either form it explicitly (``o * d`` numbers per group) or use
-    the Gram trick ``||S_b||^2 = sum_{i,j in b} (g_i . g_j)(a_i . a_j)`` (``k * (o + d)`` work
-    per example), whichever is cheaper. The bias adds ``||sum_{i in b} g_i||^2``.
+    For a Linear layer the group's weight gradient is ``S_b = sum_{i in b} g_i a_i^T``: either
+    formed explicitly (returned, keyed by tap position, for reuse in the clipped sum) or, see
+    :func:`_materialise_group_sums`, measured with the Gram trick
+    ``||S_b||^2 = sum_{i,j in b} (g_i . g_j)(a_i . a_j)``. The bias adds
+    ``||sum_{i in b} g_i||^2``.
     """
     total = None
-    for tap, g in zip(taps, out_grads, strict=True):
+    group_sums: dict[int, torch.Tensor] = {}
+    n = layout.ids.shape[0]
+    for position, (tap, g) in enumerate(zip(taps, out_grads, strict=True)):
         g_pad = _padded(g, layout.index)
         layer_sq = g_pad.new_zeros(g_pad.shape[0])
         if tap.layer.weight.requires_grad:
             a_pad = _padded(tap.activation, layout.index)
-            k, o, d = a_pad.shape[1], g.shape[1], tap.activation.shape[1]
-            if k * (o + d) < o * d:
+            if _materialise_group_sums(n, layout, g.shape[1], tap.activation.shape[1]):
+                summed = g_pad.mT @ a_pad
+                group_sums[position] = summed
+                layer_sq = layer_sq + torch.linalg.vector_norm(summed, dim=(1, 2)).square()
+            else:
                 gram = (g_pad @ g_pad.mT) * (a_pad @ a_pad.mT)
                 layer_sq = layer_sq + gram.sum((1, 2))
-            else:
-                summed = g_pad.mT @ a_pad
-                layer_sq = layer_sq + torch.linalg.vector_norm(summed, dim=(1, 2)).square()
         if _bias_trains(tap.layer):
             layer_sq = layer_sq + _row_sq_norms(g_pad.sum(1))
         total = layer_sq if total is None else total + layer_sq
-    return total
+    return total, group_sums
 
 
 def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
@@ -375,16 +398,27 @@ def _checked_clip_norm(clip_norm: float) -> float:
 
 @torch.no_grad()
 def _weighted_sums(
-    model: nn.Module, taps: list[_Tap], out_grads: list[torch.Tensor], weights: torch.Tensor
+    model: nn.Module,
+    taps: list[_Tap],
+    out_grads: list[torch.Tensor],
+    weights: torch.Tensor,
+    group_sums: tuple[dict[int, torch.Tensor], torch.Tensor] | None = None,
 ) -> list[torch.Tensor]:
     """``sum_i w_i * grad_i`` for every parameter, one matrix product per Linear layer.
 
     For a Linear layer ``sum_i w_i g_i a_i^T = (w * g)^T a`` and ``sum_i w_i g_i = w @ g``.
+    ``group_sums``, when given, holds per-group weight gradients ``S_b`` already formed for some
+    layers (by tap position) and the per-group weights ``u_b``: those layers use ``sum_b u_b S_b``.
     """
+    formed, group_weights = group_sums if group_sums is not None else ({}, weights)
     sums: dict[int, torch.Tensor] = {}
-    for tap, g in zip(taps, out_grads, strict=True):
+    for position, (tap, g) in enumerate(zip(taps, out_grads, strict=True)):
         weighted = g * weights.to(g.dtype).unsqueeze(1)
-        if tap.layer.weight.requires_grad:
+        if position in formed:
+            summed = formed[position]
+            u = group_weights.to(summed.dtype)
+            sums[id(tap.layer.weight)] = (u @ summed.flatten(1)).view(summed.shape[1:])
+        elif tap.layer.weight.requires_grad:
             sums[id(tap.layer.weight)] = weighted.T @ tap.activation
         if _bias_trains(tap.layer):
             sums[id(tap.layer.bias)] = weighted.sum(0)
@@ -473,18 +507,18 @@ def clipped_gradient_sum(
     n = losses.shape[0]
     if groups is None:
         norms = _per_example_sq_norms(taps, out_grads).sqrt() if taps else losses.new_zeros(n)
-        weights = clip_factors(norms, clip_norm)
+        grads = _weighted_sums(model, taps, out_grads, clip_factors(norms, clip_norm))
     else:
         layout = _group_layout(groups.to(losses.device), n, num_groups)
-        sq = (
-            _group_sq_norms(taps, out_grads, layout)
-            if taps
-            else losses.new_zeros(len(layout.sizes))
-        )
+        if taps:
+            sq, formed = _group_sq_norms(taps, out_grads, layout)
+        else:
+            sq, formed = losses.new_zeros(len(layout.sizes)), {}
         # Clip the MEAN gradient of each group: norm / k, and each member's weight is c_b / k_b.
         # An empty group has no members, norm 0 and contributes nothing.
         sizes = layout.sizes.clamp(min=1).to(losses.dtype)
         norms = sq.clamp(min=0).sqrt() / sizes
-        weights = (clip_factors(norms, clip_norm) / sizes)[layout.ids]
-    grads = _weighted_sums(model, taps, out_grads, weights)
+        group_weights = clip_factors(norms, clip_norm) / sizes
+        weights = group_weights[layout.ids]
+        grads = _weighted_sums(model, taps, out_grads, weights, (formed, group_weights))
     return ClippedGradients(grads=grads, norms=norms.detach(), losses=losses.detach())
