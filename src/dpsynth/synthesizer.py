@@ -24,7 +24,8 @@ from dpsynth.errors import DataError, PrivacyError
 from dpsynth.methods import METHODS
 from dpsynth.methods.base import GanMethod
 from dpsynth.model_io import read_model, restore, save_model
-from dpsynth.privacy.accounting import PrivacyReport, noise_for_target, steps_for_target
+from dpsynth.privacy.accounting import PrivacyReport
+from dpsynth.privacy.calibration import noise_for_target, steps_for_target
 from dpsynth.privacy.ledger import PrivacyLedger
 from dpsynth.privacy.noise import make_generator
 from dpsynth.schema import Schema

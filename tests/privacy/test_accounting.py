@@ -20,11 +20,10 @@ from dpsynth.privacy.accounting import (
     dpsgd_event,
     epsilon,
     format_epsilon,
-    noise_for_epsilon,
     privacy_report,
-    steps_for_epsilon,
     validate_delta,
 )
+from dpsynth.privacy.calibration import noise_for_epsilon, steps_for_epsilon
 
 DELTA = 1e-5
 MNIST = dict(sample_rate=600 / 60_000, noise_multiplier=1.15, steps=24_900)

@@ -11,7 +11,8 @@ import pytest
 from dp_accounting import dp_event
 
 from dpsynth.errors import PrivacyError
-from dpsynth.privacy.accounting import dpsgd_event, epsilon, noise_for_epsilon
+from dpsynth.privacy.accounting import dpsgd_event, epsilon
+from dpsynth.privacy.calibration import noise_for_epsilon
 from dpsynth.privacy.ledger import (
     EVENT_TYPES,
     LedgerEntry,

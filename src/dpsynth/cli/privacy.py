@@ -22,11 +22,10 @@ from dpsynth.privacy.accounting import (
     PrivacyReport,
     dpsgd_event,
     format_epsilon,
-    noise_for_epsilon,
     privacy_report,
-    steps_for_epsilon,
     validate_delta,
 )
+from dpsynth.privacy.calibration import noise_for_epsilon, steps_for_epsilon
 
 __all__ = ["privacy"]
 

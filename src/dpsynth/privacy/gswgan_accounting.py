@@ -83,12 +83,8 @@ from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
 
 from dpsynth.errors import PrivacyError
-from dpsynth.privacy.accounting import (
-    _real,
-    noise_for_target,
-    steps_for_target,
-    validate_delta,
-)
+from dpsynth.privacy.accounting import _real, validate_delta
+from dpsynth.privacy.calibration import noise_for_target, steps_for_target
 
 __all__ = [
     "NEIGHBOURING_RELATIONS",
