@@ -215,6 +215,7 @@ def _as_finite_floats(values: np.ndarray | Sequence[float]) -> np.ndarray:
 
 
 FINE_CDF_TOLERANCE = 0.02
+MERGE_WIDTHS = (1, 2, 4, 8, 16)  # coarse bins merged when no single one stands out
 
 
 def dp_bounds(
@@ -309,15 +310,23 @@ def _coarse_range(
     """Outer edges of the coarse quantile bins, read after zeroing the bins that noise explains,
     and the noisy total count of the bins kept.
 
-    None when no bin stands out from the noise.
+    When no single bin stands out (few records spread over many octaves), groups of 2, 4, 8,
+    16 adjacent bins are tried: summing noisy counts is post-processing (free), the signal
+    grows with the group and the noise only with its square root. None when even that fails.
     """
     noisy = gaussian_histogram(_histogram(values, edges), sigma, rng)
-    signal = noisy > _empty_bin_threshold(sigma, len(noisy), spurious_bin_prob)
-    if not signal.any():
-        return None
-    kept = np.where(signal, noisy, 0.0)
-    low, high = _quantile_bins(kept, quantile)
-    return _widened(edges, low, high), float(kept.sum())
+    for width in MERGE_WIDTHS:
+        group = np.arange(len(noisy)) // width
+        merged = np.bincount(group, weights=noisy)
+        level = math.sqrt(width) * _empty_bin_threshold(sigma, len(merged), spurious_bin_prob)
+        signal = (merged > level)[group]
+        if signal.any():
+            kept = np.where(signal, noisy, 0.0)
+            if kept.sum() <= 0:
+                continue
+            low, high = _quantile_bins(kept, quantile)
+            return _widened(edges, low, high), float(kept.sum())
+    return None
 
 
 def _widened(edges: np.ndarray, low: int, high: int) -> tuple[float, float]:
