@@ -309,14 +309,14 @@ def test_label_prior_is_deterministic_given_the_generator():
 
 def test_few_records_spread_over_octaves_merge_bins_instead_of_giving_up():
     """455 values spread over 8 octaves at σ = 32: single coarse bins rarely stand out (15 of 20
-    draws gave up before merging was added); merged bins do."""
-    gave_up = 0
+    draws gave up before merging was added); merged bins do, mostly covering the data."""
+    gave_up, covered = 0, 0
     for seed in range(20):
         values = 2.0 ** rng(seed).uniform(-10, -2, size=455)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             low, high = dp_bounds(values, 32.0, rng(100 + seed)).value
         gave_up += any("coarse histogram" in str(w.message) for w in caught)
-        if not caught:
-            assert coverage(values, (low, high)) >= 0.9
+        covered += coverage(values, (low, high)) >= 0.85
     assert gave_up <= 3
+    assert covered >= 15

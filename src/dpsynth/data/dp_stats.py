@@ -325,22 +325,23 @@ def _coarse_range(
             if kept.sum() <= 0:
                 continue
             low, high = _quantile_bins(kept, quantile)
-            return _widened(edges, low, high), float(kept.sum())
+            return _widened(edges, low, high, width), float(kept.sum())
     return None
 
 
-def _widened(edges: np.ndarray, low: int, high: int) -> tuple[float, float]:
+def _widened(edges: np.ndarray, low: int, high: int, step: int = 1) -> tuple[float, float]:
     """The coarse range, one octave wider on each side, snapped to 0 when 0 is near.
 
     Zeroing the sparse bins drops the records of every sparse bin, which pulls the quantiles
-    inwards on small data sets (seen: 2/3 of a column outside the range); one extra
-    geometric bin on each side (never across 0) compensates at the price of some resolution.
+    inwards on small data sets (seen: 2/3 of a column outside the range); one extra group of
+    ``step`` geometric bins on each side (never across 0) compensates at the price of some
+    resolution.
     When the range lies on one side of 0 and its inner edge is within an eighth of its outer
     edge, 0 is the inner edge: values spread over many octaves near 0 are then kept as well.
     """
     n_bins = len(edges) - 1
-    lower = 0.0 if edges[low] == 0.0 else float(edges[max(low - 1, 0)])
-    upper = 0.0 if edges[high + 1] == 0.0 else float(edges[min(high + 2, n_bins)])
+    lower = 0.0 if edges[low] == 0.0 else float(edges[max(low - step, 0)])
+    upper = 0.0 if edges[high + 1] == 0.0 else float(edges[min(high + 1 + step, n_bins)])
     if 0.0 < lower <= upper / 8.0:
         lower = 0.0
     elif lower / 8.0 <= upper < 0.0:
