@@ -75,6 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--epochs", type=float, default=None)
     g.add_argument("--batch-size", type=int, default=None)
     g.add_argument("--ema-decay", type=float, default=None, help="release a weight average")
+    p.add_argument(
+        "--balanced-sample",
+        action="store_true",
+        help="sample every class equally (conditional sampling; free)",
+    )
     g.add_argument("--clip-decay", type=float, default=None, help="dpwgan")
     g.add_argument("--clip-decay-every", type=int, default=None, help="dpwgan")
     g.add_argument("--num-discriminators", type=int, default=None, help="gswgan")
@@ -140,6 +145,19 @@ def scores(train: pd.DataFrame, test: pd.DataFrame, schema: Schema, seed: int) -
     return out
 
 
+def draw_synthetic(synth, schema: Schema, n: int, seed: int, balanced: bool) -> pd.DataFrame:
+    """``n`` rows from the label prior, or (``balanced``) n / classes rows of every class:
+    conditional sampling is post-processing, so oversampling rare classes costs nothing."""
+    if not balanced:
+        return synth.sample(n, seed=seed)
+    classes = synth.schema_.label_column.categories
+    parts = [
+        synth.sample(n // len(classes), conditions={schema.label: c}, seed=seed + i)
+        for i, c in enumerate(classes)
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
 def run_seed(args, config, train, test, schema, seed: int) -> dict[str, Any]:
     """Fit, sample len(train) rows, score; privacy and time from the fitted synthesizer."""
     synth = Synthesizer(
@@ -150,7 +168,7 @@ def run_seed(args, config, train, test, schema, seed: int) -> dict[str, Any]:
     start = time.perf_counter()
     synth.fit(train)
     fit_seconds = time.perf_counter() - start
-    synthetic = synth.sample(len(train), seed=10_000 + seed)
+    synthetic = draw_synthetic(synth, schema, len(train), 10_000 + seed, args.balanced_sample)
     report = synth.privacy_spent()
     return {
         "seed": seed,
@@ -363,6 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "metadata_share": args.metadata_share,
         "label_prior": args.label_prior,
         "private_bounds": args.private_bounds,
+        "balanced_sample": args.balanced_sample,
         "seeds": seeds,
         "config": {**asdict(config), "noise_multiplier": args.noise_multiplier,
                    "epochs": args.epochs},
