@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time
@@ -35,6 +33,7 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
+from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
 from dpsynth import Schema, Synthesizer
 from dpsynth.datasets import load_thyroid
 from dpsynth.evaluation.utility import tstr_auroc
@@ -223,17 +222,6 @@ def print_table(summary: dict[str, Any], eval_name: str) -> None:
         f"epsilon PLD {fmt(summary['epsilon_pld'], 3)}, RDP {fmt(summary['epsilon_rdp'], 3)}; "
         f"fit {fmt(summary['fit_seconds'], 1)} s"
     )
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-    }
 
 
 # -- markdown ------------------------------------------------------------------------------------
