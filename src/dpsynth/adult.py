@@ -9,23 +9,24 @@ Preprocessing (the data set's definition, done BEFORE dpsynth sees the records):
 
 1. Rows with a missing value ("?" in workclass, occupation or native-country) are DROPPED, as
    adult.names itself does for its reported error rates ("after removal of unknowns": 30,162
-   training and 15,060 test rows) and as Frigerio et al. do. dpsynth refuses missing values,
-   and imputing them would need the data.
+   training and 15,060 test rows). dpsynth refuses missing values, and imputing them would need
+   statistics of the data.
 2. ``balanced=True`` (default): the majority class "<=50K" is subsampled, without replacement
    and seeded by ``seed``, down to the size of the minority class ">50K", in the training file
-   AND, separately, in the test file; every ">50K" row is kept. This is the "balanced classes"
-   set-up of Frigerio et al. (their accuracies are on a 50/50 test set, where always predicting
-   one class scores 50 %). Balancing the test file as well makes accuracy a meaningful score
-   (it equals balanced accuracy up to sampling noise) and matches the paper's figures; the
-   training and test subsamples use independent random streams derived from ``seed``.
+   AND, separately, in the test file; every ">50K" row is kept. This is our reading of the
+   "balanced classes" set-up of Frigerio et al. 2019. We balance the test file too because on
+   a 50/50 test set accuracy is a meaningful score (a constant guess scores 50 %; accuracy
+   equals balanced accuracy), which is how we read the paper's accuracies, whereas on the
+   natural 76/24 test set a classifier trained on balanced data is scored mostly on the
+   majority class. The two subsamples use independent random streams derived from ``seed``.
    Resulting sizes: 2 x 7,508 = 15,016 training and 2 x 3,700 = 7,400 test rows.
 
 What the privacy guarantee covers. dpsynth's (epsilon, delta) is with respect to the table it
 is given, here the balanced training table, one row per person. The two preprocessing steps
 above read the private file (which rows have a missing value, how many rows are ">50K") and are
-not covered by that guarantee, exactly as in the paper we compare with. They are the
-benchmark's public design, not part of a release pipeline: a data steward who publishes should
-give dpsynth the table as is.
+not covered by that guarantee; a benchmark that compares with published figures needs the
+published set-up. They are the benchmark's design, not part of a release pipeline: a data
+steward who publishes should give dpsynth the table as is.
 
 The schema is public knowledge only (see :func:`adult_schema`): the categories are the lists of
 the UCI code book (adult.names), the label classes are "<=50K" and ">50K", and numeric bounds
