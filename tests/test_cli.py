@@ -206,6 +206,8 @@ def test_fit_with_dpwgan_and_options_of_another_method(files, tmp_path, monkeypa
         "8",
         "--method",
         "dpwgan",
+        "--batch-size",
+        "64",
         "--noise-multiplier",
         "1.5",
         "--seed",

@@ -154,3 +154,19 @@ def test_interrupted_fit_resumes_without_paying_twice(cancer, tmp_path, monkeypa
     assert resumed.sample(30, seed=2).equals(whole.sample(30, seed=2))
     with pytest.raises(PrivacyError, match="records"):
         _fit(frame.iloc[:500], schema, checkpoint_dir=tmp_path / "ckpt", **options)
+
+
+def test_non_private_baseline_reads_metadata_without_noise_and_says_so(cancer):
+    frame, schema = cancer
+    frame = frame.assign(site=np.where(np.arange(len(frame)) % 3 == 0, "north", "south"))
+    blank = Schema(
+        tuple(Column(c.name, c.type) if c.name != "diagnosis" else c for c in schema.columns)
+        + (Column("site", "categorical"),),
+        label="diagnosis",
+        label_prior="dp",
+    )
+    synth = _fit(frame, blank, epsilon=math.inf, noise_multiplier=None, epochs=1)
+    assert synth.privacy_spent().epsilon == math.inf
+    metadata = [e for e in synth.ledger_.entries if e.name.startswith("metadata")]
+    assert metadata and all(isinstance(e.event, dp_accounting.NonPrivateDpEvent) for e in metadata)
+    assert synth.schema_.column("site").categories == ("north", "south")

@@ -210,7 +210,7 @@ class Synthesizer:
 
     def _metadata_budget(self) -> MetadataBudget:
         if not math.isfinite(self.epsilon):
-            return MetadataBudget(epsilon=0.0, delta=0.0)
+            return MetadataBudget(epsilon=0.0, delta=0.0, non_private=True)
         return MetadataBudget(self.epsilon * self.metadata_share, self.delta * self.metadata_share)
 
     def _plan_budget(self, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import dp_accounting
 import numpy as np
 import pandas as pd
 
@@ -27,10 +28,21 @@ from dpsynth.schema import Column, Schema
 
 @dataclass(frozen=True)
 class MetadataBudget:
-    """The part of the budget the metadata may use."""
+    """The part of the budget the metadata may use; ``non_private`` for the baseline (sigma 0)."""
 
     epsilon: float
     delta: float
+    non_private: bool = False
+
+
+class _NonPrivateRecorder:
+    """Records every metadata access as a NonPrivateDpEvent: honest for the sigma = 0 baseline."""
+
+    def __init__(self, ledger: PrivacyLedger) -> None:
+        self.ledger = ledger
+
+    def record(self, name: str, event: object, extra_delta: float = 0.0) -> None:
+        self.ledger.record(f"{name} (non-private)", dp_accounting.NonPrivateDpEvent())
 
 
 def releases_needed(schema: Schema) -> tuple[int, int]:
@@ -61,6 +73,8 @@ def complete_schema(
     gaussian, thresholded = releases_needed(schema)
     if gaussian == 0:
         return schema, _public_prior(schema)
+    if budget.non_private:  # at sigma = 0 every observed category passes any threshold
+        return _complete(table, schema, 0.0, 0.5, ledger, rng)
     if budget.epsilon <= 0 or budget.delta <= 0:
         raise PrivacyError(
             "the schema leaves values to estimate from the data but the metadata budget share "
@@ -68,6 +82,14 @@ def complete_schema(
         )
     sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
     threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
+    return _complete(table, schema, sigma, threshold_delta, ledger, rng)
+
+
+def _complete(table, schema, sigma, threshold_delta, ledger, rng):
+    """Estimate every missing value at noise ``sigma`` (0: the non-private baseline, whose
+    ledger entries are then ``NonPrivateDpEvent``s, so the run reports epsilon = inf)."""
+    if sigma == 0.0:
+        ledger = _NonPrivateRecorder(ledger)
     columns = tuple(
         column
         if column.is_complete
