@@ -7,14 +7,17 @@ score accuracy, balanced accuracy and AUC on the balanced real test table (7,400
 same forest trained on the real training table gives the real baseline.
 
 The issue's plan (used unless ``--epsilons`` is given): ``dpwgan`` without and with clipping
-decay at epsilon = 3 and 7, next to the paper's figures; ``dpcgan`` and ``gswgan`` at 3; every
-other registered method at 3 as well. A method that is not registered is skipped with a note.
+decay at epsilon = 3 and 7, next to the paper's figures, plus ``dpwgan`` at epsilon = inf (the
+same code with sigma = 0 and C = inf, for context); ``dpcgan`` and ``gswgan`` at 3; every other
+registered method at 3 as well. A method that is not registered is skipped with a note.
 The epsilon is the ledger's, metadata included (the DP bounds of fnlwgt and capital-loss; the
 label prior is uniform and free, see ``dpsynth.adult``), reported under PLD and RDP.
 
 Hyperparameters: ``TUNED`` below, chosen on a validation split of the training table
 (``--validation``: 80/20, stratified, seeded; adult.test is not even read), never on the test
-file. ``--set key=value`` overrides a config field for every variant that has it.
+file. ``--set key=value`` overrides a config field for every variant that has it. Validation
+runs append a line each to ``--tuning-log``; the reported run lists that log in its markdown (or,
+without ``--tuning-log``, the tuning rows already stored in the ``--out`` JSON).
 
 Examples::
 
@@ -555,6 +558,14 @@ def read_tuning_log(path: str | None) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+def previous_tuning(out: Path) -> list[dict]:
+    """The tuning rows of an earlier result at ``out`` (kept when no --tuning-log is given)."""
+    try:
+        return list(json.loads(out.read_text()).get("tuning") or [])
+    except (OSError, ValueError):
+        return []
+
+
 def changes(variant: str, args: argparse.Namespace) -> str:
     """The settings that differ from the method's defaults (for the tables)."""
     config, epochs = make_settings(variant, args)
@@ -624,7 +635,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.validation and args.tuning_log:
         append_tuning(cells, args, Path(args.tuning_log))
     if args.out:
-        result["tuning"] = [] if args.validation else read_tuning_log(args.tuning_log)
+        tuning = [] if args.validation else read_tuning_log(args.tuning_log)
+        result["tuning"] = tuning or previous_tuning(Path(args.out))
         write_results(result, Path(args.out), result["tuning"])
     return result
 
