@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpsynth.data.encoder import TableEncoder
+from dpsynth.array_schema import schema_from_dict
+from dpsynth.data.kinds import kind_of
 from dpsynth.errors import ModelFileError, OutputExistsError
 from dpsynth.methods import METHODS
-from dpsynth.nets.mlp import Generator
+from dpsynth.nets.families import build_networks
 from dpsynth.privacy.ledger import PrivacyLedger
-from dpsynth.schema import Schema
 from dpsynth.storage import read_json, read_tensors, write_json, write_tensors
 from dpsynth.training import TrainingPlan
 
@@ -113,7 +113,7 @@ def restore(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -
 
 
 def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
-    schema = Schema.from_dict(info["schema"], allow_review=True)
+    schema = schema_from_dict(info["schema"], allow_review=True)
     method = info["method"]
     if method not in METHODS:
         raise ModelFileError(f"unknown method '{method}' in model.json; known: {sorted(METHODS)}")
@@ -127,14 +127,8 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         method_options=config,
         progress=False,
     )
-    encoder = TableEncoder(schema)
-    generator = Generator(
-        config.latent_dim,
-        encoder.n_classes,
-        encoder.spans,
-        config.generator_hidden,
-        config.gumbel_tau,
-    )
+    encoder = kind_of(schema).encoder(schema)
+    generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
     generator.load_state_dict(weights, strict=True)
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config
     synth.generator_ = generator.eval()

@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpsynth.data.encoder import TableEncoder
-from dpsynth.data.metadata import MetadataBudget, complete_schema
-from dpsynth.data.tables import canonical_text, validate_table
+from dpsynth.array_schema import ArraySchema, schema_from_dict
+from dpsynth.data.arrays import ArrayData
+from dpsynth.data.kinds import kind_of
+from dpsynth.data.metadata import MetadataBudget
+from dpsynth.data.tables import canonical_text
 from dpsynth.errors import DataError, PrivacyError
 from dpsynth.methods import METHODS
 from dpsynth.methods.base import GanMethod
@@ -47,7 +49,7 @@ MIN_STEPS = 100
 class RunSetup:
     """What a run decided before training: completed schema, prior, ledger so far, plan."""
 
-    schema: Schema
+    schema: Schema | ArraySchema
     label_prior: np.ndarray | None
     ledger: PrivacyLedger
     plan: TrainingPlan
@@ -67,7 +69,7 @@ class RunSetup:
     def from_dict(cls, d: dict[str, Any]) -> RunSetup:
         prior = d["label_prior"]
         return cls(
-            Schema.from_dict(d["schema"], allow_review=True),
+            schema_from_dict(d["schema"], allow_review=True),
             None if prior is None else np.asarray(prior, dtype=np.float64),
             PrivacyLedger.from_dict(d["ledger"]),
             TrainingPlan(**d["plan"]),
@@ -76,12 +78,14 @@ class RunSetup:
 
 
 class Synthesizer:
-    """Differentially private synthetic tables.
+    """Differentially private synthetic tables, images and time series.
 
     Parameters
     ----------
-    schema: the public metadata (see :class:`dpsynth.schema.Schema`).
-    method: "dpcgan".
+    schema: the public metadata: a :class:`dpsynth.schema.Schema` (tables, fit on a DataFrame)
+        or an :class:`dpsynth.array_schema.ArraySchema` (images or time series, fit on
+        :class:`dpsynth.data.arrays.ArrayData`).
+    method: "dpcgan", "dpwgan" or "gswgan".
     epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
         the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
     noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
@@ -96,7 +100,7 @@ class Synthesizer:
 
     def __init__(
         self,
-        schema: Schema,
+        schema: Schema | ArraySchema,
         method: str = "dpcgan",
         epsilon: float = 3.0,
         delta: float = 1e-5,
@@ -136,20 +140,21 @@ class Synthesizer:
         self.checkpoint_every = checkpoint_every
 
     # -- fit -----------------------------------------------------------------------------
-    def fit(self, data: pd.DataFrame) -> Synthesizer:
-        """Train on the private table ``data``; returns self.
+    def fit(self, data: pd.DataFrame | ArrayData) -> Synthesizer:
+        """Train on the private ``data`` (a table, or image / time-series records); returns self.
 
         With ``checkpoint_dir``, an interrupted fit called again with the same data resumes:
         metadata estimates and the plan come from the checkpoint (never re-estimated, so never
         paid twice) and training continues from the last checkpointed step with the same random
         state, replaying exactly what the uninterrupted run would have done.
         """
-        table = validate_table(data, self.schema, out_of_bounds=self.out_of_bounds)
-        self._check_privacy_request(len(table))
-        self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(table))
-        setup = self._resumed_setup(len(table)) or self._new_setup(table)
-        encoder = TableEncoder(setup.schema)
-        features, labels = encoder.transform(table)
+        kind = kind_of(self.schema)
+        records = kind.validate(data, self.schema, self.out_of_bounds)
+        self._check_privacy_request(len(records))
+        self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
+        setup = self._resumed_setup(len(records)) or self._new_setup(records)
+        encoder = kind.encoder(setup.schema)
+        features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
         self._train(method, features, labels, setup)
         ledger, plan = setup.ledger, setup.plan
@@ -164,13 +169,15 @@ class Synthesizer:
         self.generator_ = method.released_generator().eval()
         return self
 
-    def _new_setup(self, table: pd.DataFrame) -> RunSetup:
+    def _new_setup(self, records: Any) -> RunSetup:
         """Pay for the metadata, then plan the steps that fit the rest of the budget."""
         ledger = PrivacyLedger()
         rng = np.random.default_rng(self._seed_sequence(0))
-        schema, prior = complete_schema(table, self.schema, self._metadata_budget(), ledger, rng)
-        plan = self._plan_budget(len(table), ledger)
-        return RunSetup(schema, prior, ledger, plan, len(table))
+        schema, prior = kind_of(self.schema).complete(
+            records, self.schema, self._metadata_budget(), ledger, rng
+        )
+        plan = self._plan_budget(len(records), ledger)
+        return RunSetup(schema, prior, ledger, plan, len(records))
 
     def _resumed_setup(self, n_records: int) -> RunSetup | None:
         if not has_checkpoint(self.checkpoint_dir):
@@ -245,13 +252,13 @@ class Synthesizer:
             )
         return TrainingPlan(steps, q, sigma, self.checkpoint_every)
 
-    def _build_method(self, encoder: TableEncoder, prior, sigma: float) -> GanMethod:
+    def _build_method(self, encoder: Any, prior, sigma: float) -> GanMethod:
         method_cls, _ = METHODS[self.method]
         options = self.config_
         if not math.isfinite(self.epsilon):
             options = type(options)(**{**asdict(options), "clip_norm": math.inf})
         prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)
-        return method_cls(options, encoder.spans, encoder.n_classes, prior_t, sigma, self.device)
+        return method_cls(options, encoder.layout, encoder.n_classes, prior_t, sigma, self.device)
 
     def _train(self, method, features, labels, setup: RunSetup) -> None:
         generator = make_generator(self._seed_sequence(1), self.device)
@@ -308,8 +315,10 @@ class Synthesizer:
 
     def sample(
         self, n: int, conditions: dict[str, Any] | None = None, seed: int | None = None
-    ) -> pd.DataFrame:
-        """``n`` synthetic rows with the schema's columns; ``conditions={label: value}``."""
+    ) -> pd.DataFrame | ArrayData:
+        """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
+        for images and time series. ``conditions={label: value}`` fixes the label; without it
+        labels are drawn from the (uniform, declared or DP) label prior."""
         self._require_fitted()
         if n < 1:
             raise DataError(f"the number of rows to sample must be >= 1, got {n}")
@@ -318,33 +327,29 @@ class Synthesizer:
         with torch.no_grad():
             z = self.generator_.sample_latent(n, generator)
             rows = self.generator_(z, labels)
-        table = self.encoder_.inverse_transform(
+        return self.encoder_.inverse_transform(
             rows.cpu().numpy(), None if labels is None else labels.cpu().numpy()
         )
-        return table
 
     def _condition_labels(
         self, n: int, conditions: dict[str, Any], generator
     ) -> torch.Tensor | None:
-        label = self.schema_.label_column
-        unknown = [k for k in conditions if label is None or k != label.name]
+        name, classes = kind_of(self.schema_).label(self.schema_)
+        unknown = [k for k in conditions if name is None or k != name]
         if unknown:
             raise DataError(
-                f"can only condition on the label column ({label.name if label else 'none'}); "
-                f"got {unknown}"
+                f"can only condition on the label ({name or 'this model has none'}); got {unknown}"
             )
-        if label is None:
+        if name is None:
             return None
         if conditions:
-            value = canonical_text(conditions[label.name])
-            if value not in label.categories:
+            value = canonical_text(conditions[name])
+            if value not in classes:
                 raise DataError(
-                    f"condition {label.name}={value!r}: not a class of '{label.name}'; choose "
-                    f"one of {list(label.categories)}"
+                    f"condition {name}={value!r}: not a class of '{name}'; choose one of "
+                    f"{list(classes)}"
                 )
-            return torch.full(
-                (n,), label.categories.index(value), dtype=torch.long, device=self.device
-            )
+            return torch.full((n,), classes.index(value), dtype=torch.long, device=self.device)
         prior = torch.as_tensor(self.label_prior_, dtype=torch.float32, device=self.device)
         return torch.multinomial(prior, n, replacement=True, generator=generator)
 

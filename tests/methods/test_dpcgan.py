@@ -29,7 +29,7 @@ def _method(cancer, clip_norm=1.0, sigma=1.0, microbatches=None, lr=0.1):
         d_lr_end=lr,
         latent_dim=8,
     )
-    method = DPCGAN(config, encoder.spans, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma)
+    method = DPCGAN(config, encoder.layout, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma)
     init = make_generator(7)
     with torch.no_grad():
         for p in list(method.generator.parameters()) + list(method.discriminator.parameters()):
@@ -135,7 +135,7 @@ def test_adaptive_discriminator_steps_grow_when_fakes_pass(cancer, monkeypatch):
     config = DPCGANConfig(
         batch_size=32, latent_dim=8, adaptive_d_steps=True, adaptive_increment=5, max_d_steps=12
     )
-    method = DPCGAN(config, encoder.spans, 2, torch.tensor([0.5, 0.5]), 1.0)
+    method = DPCGAN(config, encoder.layout, 2, torch.tensor([0.5, 0.5]), 1.0)
     gen = make_generator(0)
     monkeypatch.setattr(method, "fake_detection_rate", lambda g: 0.3)
     assert method.next_d_steps(1, gen) == 6

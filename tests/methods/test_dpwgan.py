@@ -30,7 +30,7 @@ def _method(cancer, sigma=1.0, **overrides):
     )
     options.update(overrides)
     method = DPWGAN(
-        DPWGANConfig(**options), encoder.spans, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma
+        DPWGANConfig(**options), encoder.layout, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma
     )
     init = make_generator(7)
     with torch.no_grad():

@@ -25,7 +25,7 @@ def _method(cancer, sigma=1.0, **overrides):
     )
     options.update(overrides)
     return GSWGAN(
-        GSWGANConfig(**options), encoder.spans, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma
+        GSWGANConfig(**options), encoder.layout, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma
     )
 
 

@@ -14,6 +14,16 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from dpsynth.array_schema import ArraySchema, load_schema
+from dpsynth.cli.io import (
+    TABLE,
+    checked_type,
+    default_samples_path,
+    draft,
+    guess_type,
+    read_data,
+    write_samples,
+)
 from dpsynth.cli.privacy import privacy
 from dpsynth.data.tables import draft_schema, read_csv
 from dpsynth.errors import DpsynthError, OutputExistsError
@@ -24,18 +34,14 @@ from dpsynth.synthesizer import Synthesizer, load
 
 app = typer.Typer(
     name="dpsynth",
-    help="Differentially private synthetic data: train a GAN under (epsilon, delta)-DP and "
-    "publish a generator or synthetic rows.",
+    help="Differentially private synthetic data (tables, images, time series): train a GAN "
+    "under (epsilon, delta)-DP and publish a generator or synthetic records.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 app.command("privacy")(privacy)
 console = Console(stderr=True)
-
-
-def write_csv(frame, path: Path, overwrite: bool) -> None:
-    atomic_write(path, lambda p: frame.to_csv(p, index=False), overwrite=overwrite)
 
 
 def print_privacy(synth: Synthesizer) -> None:
@@ -51,11 +57,19 @@ def print_privacy(synth: Synthesizer) -> None:
         )
 
 
+TYPE_HELP = "table | image | timeseries (default: from the schema, or guessed from DATA)"
+LAYOUT_HELP = "time series CSV layout: wide (one row per series) or long (id, time, values)"
+
+
 @app.command()
 def schema(
-    data: Path = typer.Argument(..., help="the private CSV file"),
+    data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
     out: Path = typer.Option(..., "-o", "--out", help="where to write the draft schema (JSON)"),
     target: str = typer.Option(None, "--target", help="the label column"),
+    data_type: str = typer.Option(None, "--type", help=TYPE_HELP),
+    labels: Path = typer.Option(None, "--labels", help="images: idx labels file"),
+    layout: str = typer.Option("wide", "--layout", help=LAYOUT_HELP),
+    id_column: str = typer.Option(None, "--id-column", help="time series: series id column"),
     values: bool = typer.Option(
         True,
         "--values/--no-values",
@@ -64,13 +78,21 @@ def schema(
     ),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
-    """Draft a schema for DATA: column types, and optionally values to review."""
-    draft = draft_schema(read_csv(data), label=target, with_values=values)
-    atomic_write(out, lambda p: p.write_text(draft.to_json() + "\n"), overwrite=overwrite)
+    """Draft a schema for DATA: column types or shape, and optionally values to review."""
+    kind = data_type or guess_type(data)
+    if kind == TABLE:
+        drafted = draft_schema(read_csv(data), label=target, with_values=values)
+    else:
+        records = read_data(
+            kind, data, labels=labels, label=target, layout=layout, id_column=id_column
+        )
+        drafted = draft(kind, records, target)
+        values = bool(drafted.notes)
+    atomic_write(out, lambda p: p.write_text(drafted.to_json() + "\n"), overwrite=overwrite)
     if values:
         console.print(
-            "[bold red]REVIEW NEEDED[/bold red]: bounds and categories in "
-            f"{out} were read from the private file and are not private. Replace them with "
+            "[bold red]REVIEW NEEDED[/bold red]: values in "
+            f"{out} were read from the private data and are not private. Replace them with "
             "public knowledge or null (DP estimate), then delete the 'review' entry."
         )
     else:
@@ -79,10 +101,23 @@ def schema(
 
 @app.command()
 def fit(
-    data: Path = typer.Argument(..., help="the private CSV file"),
+    data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
     schema_path: Path = typer.Option(..., "--schema", help="the public schema (JSON)"),
     out: Path = typer.Option(..., "--out", help="the model folder to write"),
     target: str = typer.Option(None, "--target", help="the label column (overrides the schema)"),
+    data_type: str = typer.Option(None, "--type", help=TYPE_HELP),
+    labels: Path = typer.Option(None, "--labels", help="images: idx labels file"),
+    layout: str = typer.Option("wide", "--layout", help=LAYOUT_HELP),
+    id_column: str = typer.Option(None, "--id-column", help="time series: series id column"),
+    generator_net: str = typer.Option(
+        None, "--generator", help="mlp (tables), conv | resnet (images), lstm (time series)"
+    ),
+    discriminator_net: str = typer.Option(
+        None, "--discriminator", help="mlp (tables, time series), conv (images, time series)"
+    ),
+    discriminator_norm: str = typer.Option(
+        None, "--discriminator-norm", help="none | group (GroupNorm; never BatchNorm)"
+    ),
     epsilon: float = typer.Option(3.0, "--epsilon", help="total budget, metadata included"),
     delta: float = typer.Option(1e-5, "--delta"),
     method: str = typer.Option("dpcgan", "--method"),
@@ -113,7 +148,7 @@ def fit(
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
     checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
-    samples: int = typer.Option(0, "-n", "--samples", help="also write this many rows"),
+    samples: int = typer.Option(0, "-n", "--samples", help="also write this many records"),
     samples_out: Path = typer.Option(None, "--samples-out"),
     overwrite: bool = typer.Option(False, "--overwrite"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
@@ -122,7 +157,8 @@ def fit(
     _refuse_existing(out, overwrite)
     if samples and samples_out is not None:
         _refuse_existing(samples_out, overwrite)
-    public = Schema.load(schema_path)
+    public = load_schema(schema_path)
+    kind = checked_type(data_type, public)
     if target is not None:
         public = _with_target(public, target)
     options = method_config(
@@ -140,6 +176,12 @@ def fit(
         bayesian_accounting=bayesian,
         num_discriminators=num_discriminators,
         warm_start_steps=warm_start_steps,
+        generator_net=generator_net,
+        discriminator_net=discriminator_net,
+        discriminator_norm=discriminator_norm,
+    )
+    records = read_data(
+        kind, data, labels=labels, label=_label_name(public), layout=layout, id_column=id_column
     )
     synth = Synthesizer(
         public,
@@ -154,13 +196,13 @@ def fit(
         seed=seed,
         progress=not quiet,
         checkpoint_dir=checkpoint_dir,
-    ).fit(read_csv(data))
+    ).fit(records)
     synth.save(out, overwrite=overwrite)
     console.print(f"wrote model folder {out}")
     if samples:
-        path = samples_out or out.with_suffix(".csv")
-        write_csv(synth.sample(samples), path, overwrite)
-        console.print(f"wrote {samples} synthetic rows to {path}")
+        path = samples_out or default_samples_path(kind, out)
+        written = write_samples(synth.sample(samples), synth.schema_, path, overwrite)
+        console.print(f"wrote {samples} synthetic records to {', '.join(map(str, written))}")
     print_privacy(synth)
 
 
@@ -184,26 +226,34 @@ def _refuse_existing(path: Path, overwrite: bool) -> None:
         raise OutputExistsError(f"{path} already exists; choose another name or pass --overwrite")
 
 
-def _with_target(public: Schema, target: str) -> Schema:
-    public.column(target)
+def _with_target(public: Schema | ArraySchema, target: str) -> Schema | ArraySchema:
+    if isinstance(public, Schema):
+        public.column(target)
     return replace(public, label=target)
+
+
+def _label_name(public: Schema | ArraySchema) -> str | None:
+    """The label the reader must pick out of a time-series CSV (None for other layouts)."""
+    return public.label if isinstance(public, ArraySchema) else None
 
 
 @app.command()
 def sample(
     model: Path = typer.Argument(..., help="a model folder written by 'dpsynth fit'"),
-    n: int = typer.Option(..., "-n", help="number of rows"),
-    out: Path = typer.Option(..., "-o", "--out", help="CSV file to write"),
+    n: int = typer.Option(..., "-n", help="number of records"),
+    out: Path = typer.Option(
+        ..., "-o", "--out", help="CSV file (tables, time series) or folder (images) to write"
+    ),
     condition: list[str] = typer.Option(None, "--condition", help="LABEL=value"),
     seed: int = typer.Option(None, "--seed"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
-    """Write N synthetic rows from MODEL (no data needed: post-processing is free)."""
+    """Write N synthetic records from MODEL (no data needed: post-processing is free)."""
     _refuse_existing(out, overwrite)
     synth = load(model)
-    rows = synth.sample(n, conditions=_parse_conditions(condition or []), seed=seed)
-    write_csv(rows, out, overwrite)
-    console.print(f"wrote {n} rows to {out}")
+    records = synth.sample(n, conditions=_parse_conditions(condition or []), seed=seed)
+    written = write_samples(records, synth.schema_, out, overwrite)
+    console.print(f"wrote {n} records to {', '.join(map(str, written))}")
 
 
 def _parse_conditions(items: list[str]) -> dict[str, str]:

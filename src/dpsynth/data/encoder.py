@@ -35,6 +35,20 @@ class Span:
         return self.start + self.dim
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What a generator produces: encoded table rows (``spans``, kind "table") or arrays of
+    ``shape`` (kinds "image" and "timeseries")."""
+
+    kind: str
+    spans: tuple[Span, ...] = ()
+    shape: tuple[int, ...] = ()
+
+    @property
+    def data_dim(self) -> int:
+        return self.spans[-1].stop if self.spans else 0
+
+
 class TableEncoder:
     """Maps a validated table (see ``dpsynth.data.tables.validate_table``) to arrays and back."""
 
@@ -61,6 +75,11 @@ class TableEncoder:
             spans.append(span)
             start = span.stop
         return tuple(spans)
+
+    @property
+    def layout(self) -> Layout:
+        """What the generator produces for this table (see ``dpsynth.nets.families``)."""
+        return Layout("table", spans=self.spans)
 
     @property
     def output_dim(self) -> int:

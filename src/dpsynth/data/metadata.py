@@ -20,6 +20,8 @@ import dp_accounting
 import numpy as np
 import pandas as pd
 
+from dpsynth.array_schema import ArraySchema, Channel
+from dpsynth.data.arrays import ArrayData
 from dpsynth.data.dp_stats import dp_bounds, dp_categories, dp_label_prior, noise_multiplier_for
 from dpsynth.errors import PrivacyError
 from dpsynth.privacy.ledger import PrivacyLedger
@@ -152,4 +154,92 @@ def _public_prior(schema: Schema) -> np.ndarray | None:
         return np.full(len(label.categories), 1.0 / len(label.categories))
     if isinstance(schema.label_prior, dict):
         return np.array([schema.label_prior[c] for c in label.categories], dtype=np.float64)
+    raise PrivacyError("the label prior is 'dp' but was not estimated")  # unreachable by design
+
+
+# --------------------------------------------------------------------- images and time series
+
+
+def array_releases_needed(schema: ArraySchema) -> tuple[int, int]:
+    """(Gaussian releases, thresholded releases) to complete an image/time-series schema.
+
+    A channel's range takes two bound estimates (lower from each record's minimum, upper from
+    each record's maximum: one value per record each, so sensitivity 1), each two histograms.
+    """
+    gaussian = 4 * len(schema.incomplete_channels)
+    thresholded = 0
+    if schema.label is not None and schema.classes is None:
+        gaussian, thresholded = gaussian + 1, 1
+    if schema.label is not None and schema.label_prior == "dp":
+        gaussian += 1
+    return gaussian, thresholded
+
+
+def complete_array_schema(
+    data: ArrayData,
+    schema: ArraySchema,
+    budget: MetadataBudget,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> tuple[ArraySchema, np.ndarray | None]:
+    """Fill missing channel ranges and label classes with DP estimates; return the prior.
+
+    ``data`` must have passed ``validate_arrays``. Same budget split as :func:`complete_schema`.
+    """
+    gaussian, thresholded = array_releases_needed(schema)
+    if gaussian == 0:
+        return schema, _public_array_prior(schema)
+    if budget.non_private:
+        sigma, threshold_delta, ledger = 0.0, 0.5, _NonPrivateRecorder(ledger)
+    else:
+        if budget.epsilon <= 0 or budget.delta <= 0:
+            raise PrivacyError(
+                "the schema leaves channel ranges, classes or the label prior to estimate from "
+                "the data but the metadata budget share is 0: give a share > 0 or declare them"
+            )
+        sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
+        threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
+    channels = tuple(
+        channel if channel.is_complete else _estimate_channel(data, i, channel, sigma, ledger, rng)
+        for i, channel in enumerate(schema.channels)
+    )
+    schema = schema.with_channels(channels)
+    if schema.label is not None and schema.classes is None:
+        estimate = dp_categories(data.labels.astype(str), sigma, threshold_delta, rng)
+        ledger.record(
+            f"metadata: classes of '{schema.label}'", estimate.event, estimate.extra_delta
+        )
+        if len(estimate.value) < 2:
+            raise PrivacyError(
+                f"label '{schema.label}': fewer than 2 classes are frequent enough to be released "
+                "under the metadata budget; declare the classes in the schema"
+            )
+        schema = schema.with_classes(tuple(estimate.value))
+    if schema.label is not None and schema.label_prior == "dp":
+        estimate = dp_label_prior(data.labels, schema.classes, sigma, rng)
+        ledger.record(f"metadata: label prior of '{schema.label}'", estimate.event)
+        return schema, np.asarray(estimate.value, dtype=np.float64)
+    return schema, _public_array_prior(schema)
+
+
+def _estimate_channel(data, index, channel, sigma, ledger, rng) -> Channel:
+    """DP range of one channel: a low quantile of per-record minima, a high one of maxima."""
+    plane = data.values[:, index].reshape(len(data), -1)
+    low = dp_bounds(plane.min(axis=1), sigma, rng)
+    ledger.record(f"metadata: lower bound of channel '{channel.name}'", low.event)
+    high = dp_bounds(plane.max(axis=1), sigma, rng)
+    ledger.record(f"metadata: upper bound of channel '{channel.name}'", high.event)
+    lower, upper = low.value[0], high.value[1]
+    if lower >= upper:
+        upper = lower + 1.0
+    return replace(channel, lower=float(lower), upper=float(upper))
+
+
+def _public_array_prior(schema: ArraySchema) -> np.ndarray | None:
+    if schema.label is None:
+        return None
+    if schema.label_prior == "uniform":
+        return np.full(len(schema.classes), 1.0 / len(schema.classes))
+    if isinstance(schema.label_prior, dict):
+        return np.array([schema.label_prior[c] for c in schema.classes], dtype=np.float64)
     raise PrivacyError("the label prior is 'dp' but was not estimated")  # unreachable by design

@@ -15,9 +15,9 @@ from typing import Any
 import dp_accounting
 import torch
 
-from dpsynth.data.encoder import Span
 from dpsynth.errors import PrivacyError
-from dpsynth.nets.mlp import Generator, make_discriminator, one_hot
+from dpsynth.nets.families import Layout, Networks, build_networks
+from dpsynth.nets.mlp import one_hot
 from dpsynth.privacy.accounting import dpsgd_event
 from dpsynth.privacy.sampling import PoissonSampler
 
@@ -49,6 +49,12 @@ class GanConfig:
     g_beta1: float = 0.5
     gumbel_tau: float = 0.2
     ema_decay: float = 0.0  # > 0: release an exponential moving average of G's weights
+    # Network families (dpsynth.nets.families): "auto" picks the data type's default.
+    generator_net: str = "auto"
+    discriminator_net: str = "auto"
+    generator_channels: tuple[int, ...] = (64, 32)
+    discriminator_channels: tuple[int, ...] = (32, 64)
+    discriminator_norm: str = "none"  # "group": GroupNorm (per example, so clipping-safe)
 
     def validate(self) -> None:
         check_common_config(self)
@@ -64,6 +70,11 @@ def check_common_config(config: Any) -> None:
         raise PrivacyError(f"d_steps must be >= 1, got {config.d_steps}")
     if not 0.0 <= config.ema_decay < 1.0:
         raise PrivacyError(f"ema_decay must be in [0, 1), got {config.ema_decay}")
+    if config.discriminator_norm not in ("none", "group"):
+        raise PrivacyError(
+            f"discriminator_norm must be 'none' or 'group', got '{config.discriminator_norm}' "
+            "(BatchNorm mixes examples and is never used under per-example clipping)"
+        )
     if config.max_d_steps < config.d_steps:
         raise PrivacyError(
             f"max_d_steps ({config.max_d_steps}) must be >= d_steps ({config.d_steps})"
@@ -78,7 +89,7 @@ class GanMethod:
     def __init__(
         self,
         config: Any,
-        spans: tuple[Span, ...],
+        layout: Layout,
         n_classes: int,
         label_prior: torch.Tensor | None,
         noise_multiplier: float,
@@ -91,13 +102,9 @@ class GanMethod:
         self.noise_multiplier = float(noise_multiplier)
         self.n_classes = n_classes
         self.label_prior = label_prior
-        data_dim = spans[-1].stop if spans else 0
-        self.generator = Generator(
-            config.latent_dim, n_classes, spans, config.generator_hidden, config.gumbel_tau
-        ).to(device)
-        self.discriminator = make_discriminator(
-            data_dim, n_classes, config.discriminator_hidden
-        ).to(device)
+        self.networks: Networks = build_networks(layout, config, n_classes)
+        self.generator = self.networks.make_generator().to(device)
+        self.discriminator = self.networks.make_discriminator().to(device)
         self.d_optimizer = self.make_d_optimizer()
         self.generator_average = copy.deepcopy(self.generator).requires_grad_(False)
         self.g_optimizer = torch.optim.Adam(
@@ -150,9 +157,14 @@ class GanMethod:
         rows = self.generator(z, labels, generator if training else None)
         return rows, labels
 
+    def condition(self, labels: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+        """One-hot labels (n, K) in ``like``'s dtype; (n, 0) for an unconditional model."""
+        return one_hot(labels, self.n_classes, like.shape[0], like)
+
     def d_input(self, rows: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
-        """The discriminator's input: the encoded row and its one-hot label."""
-        return torch.cat([rows, one_hot(labels, self.n_classes, rows.shape[0], rows)], dim=1)
+        """The discriminator's input: the records with their labels joined in (row-wise
+        concatenation, or constant label channels for convolutional critics)."""
+        return self.networks.d_input(rows, self.condition(labels, rows))
 
     # -- steps ---------------------------------------------------------------------------------
     def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:

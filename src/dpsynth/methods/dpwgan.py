@@ -127,21 +127,25 @@ class DPWGAN(GanMethod):
         if rows.shape[0] == 0:
             zeros = [torch.zeros_like(p) for p in self.discriminator.parameters()]
             return ClippedGradients(zeros, rows.new_zeros(0), rows.new_zeros(0))
-        data_dim = rows.shape[1]
-        real_in = self.d_input(rows, labels)
-        mix = torch.rand(rows.shape[0], 1, generator=generator, device=rows.device)
-        hat_in = self.d_input(mix * rows + (1 - mix) * partners, labels)
-        weight = self.config.gp_weight
+        cond = self.condition(labels, rows)
+        real_in = self.networks.d_input(rows, cond)
+        mix_shape = (rows.shape[0],) + (1,) * (rows.dim() - 1)
+        mix = torch.rand(mix_shape, generator=generator, device=rows.device)
+        hat_rows = mix * rows + (1 - mix) * partners
+        weight, join = self.config.gp_weight, self.networks.d_input
 
-        def example_loss(forward, x_real, x_hat):
+        def example_loss(forward, x_real, x_hat, y):
             score = forward(x_real.unsqueeze(0))[0, 0]
             if weight == 0:
                 return -score
-            slope = torch.func.grad(lambda x: forward(x.unsqueeze(0))[0, 0])(x_hat)[:data_dim]
+            # The penalty's slope is taken with respect to the record, not its label channels.
+            slope = torch.func.grad(lambda x: forward(join(x[None], y[None]))[0, 0])(x_hat)
             penalty = (torch.sqrt(slope.square().sum() + 1e-12) - 1.0) ** 2
             return -score + weight * penalty
 
-        grads, losses = per_example_gradients(self.discriminator, example_loss, (real_in, hat_in))
+        grads, losses = per_example_gradients(
+            self.discriminator, example_loss, (real_in, hat_rows, cond)
+        )
         if self.bayesian is not None:
             self._observe_bayesian(grads, clip)
         return clip_and_sum(self.discriminator, grads, losses, clip)

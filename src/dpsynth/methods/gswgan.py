@@ -27,7 +27,6 @@ from torch import nn
 
 from dpsynth.errors import PrivacyError
 from dpsynth.methods.base import GanConfig, GanMethod, StepStats, check_common_config
-from dpsynth.nets.mlp import make_discriminator
 from dpsynth.privacy.gswgan_accounting import gswgan_event, gswgan_noise_std
 
 RECORDS_PER_SUBSET = 64
@@ -87,11 +86,9 @@ class GSWGAN(GanMethod):
         if config.num_discriminators is None:
             raise PrivacyError("GS-WGAN needs num_discriminators: call config.resolved(N)")
         super().__init__(config, *args, **kwargs)
-        data_dim = self.generator.spans[-1].stop if self.generator.spans else 0
         device = next(self.generator.parameters()).device
         self.critics = nn.ModuleList(
-            make_discriminator(data_dim, self.n_classes, config.discriminator_hidden)
-            for _ in range(config.num_discriminators)
+            self.networks.make_discriminator() for _ in range(config.num_discriminators)
         ).to(device)
         self.critic_optimizers = [
             torch.optim.Adam(c.parameters(), lr=config.d_lr, betas=(config.d_beta1, 0.9))
@@ -165,12 +162,13 @@ class GSWGAN(GanMethod):
                 self.generator.sample_latent(len(pick), generator), real_labels, generator
             )
         critic = self.critics[k]
-        mix = torch.rand(len(pick), 1, generator=generator, device=real.device)
+        mix_shape = (len(pick),) + (1,) * (real.dim() - 1)
+        mix = torch.rand(mix_shape, generator=generator, device=real.device)
         hat = (mix * real + (1 - mix) * fake).requires_grad_(True)
         (slopes,) = torch.autograd.grad(
             critic(self.d_input(hat, real_labels)).sum(), hat, create_graph=True
         )
-        penalty = ((slopes.norm(dim=1) - 1) ** 2).mean()
+        penalty = ((slopes.flatten(1).norm(dim=1) - 1) ** 2).mean()
         loss = (
             critic(self.d_input(fake, real_labels)).mean()
             - critic(self.d_input(real, real_labels)).mean()
@@ -199,8 +197,9 @@ class GSWGAN(GanMethod):
         """Clip each sample's gradient to C, then add N(0, (2 sigma C)^2) to every coordinate."""
         clip = self.config.clip_norm
         if math.isfinite(clip):
-            norms = upstream.norm(dim=1, keepdim=True)
-            upstream = upstream * torch.clamp(clip / (norms + 1e-12), max=1.0)
+            norms = upstream.flatten(1).norm(dim=1)
+            factors = torch.clamp(clip / (norms + 1e-12), max=1.0)
+            upstream = upstream * factors.view(-1, *([1] * (upstream.dim() - 1)))
         std = self.noise_std
         if std == 0.0:
             return upstream
