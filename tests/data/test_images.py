@@ -100,7 +100,10 @@ def test_write_idx_refuses_overwrite_and_bad_dtype(tmp_path):
     [
         (b"\x00\x00", "2 byte.*too short to be an idx file"),
         (b"\x12\x34\x08\x01" + b"\x00" * 8, "does not start with an idx magic number.*12 34 08 01"),
-        (_idx_bytes(0x0A, (2,), b"ab"), "unknown idx data type code 0x0A.*0x08 \\(unsigned byte\\)"),
+        (
+            _idx_bytes(0x0A, (2,), b"ab"),
+            "unknown idx data type code 0x0A.*0x08 \\(unsigned byte\\)",
+        ),
         (bytes([0, 0, 8, 0]), "declares 0 dimensions"),
         (bytes([0, 0, 8, 3]) + b"\x00" * 6, "declares 3 dimensions.*ends after 10 bytes"),
         (_idx_bytes(0x08, (2, 3), b"\x01" * 5), r"dimensions \[2, 3\].*holds 17 bytes.*truncated"),

@@ -13,6 +13,7 @@ user declares a public measurement range) and marks classes read from the data f
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,12 +56,32 @@ def _numbers(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> np.ndar
     """The columns as a (rows, columns) float64 matrix; the first bad cell (row by row) is an
     error that names its row, column and value."""
     text = frame[list(columns)].apply(lambda col: col.str.strip())
-    numbers = text.apply(lambda col: pd.to_numeric(col, errors="coerce")).to_numpy(np.float64)
+    numbers = np.column_stack([_floats(text[c]) for c in columns])
     bad = np.argwhere(~np.isfinite(numbers))
     if bad.size:
         row, col = (int(i) for i in bad[0])
         raise DataError(_bad_number(path, row + 1, columns[col], text.iat[row, col], len(bad)))
     return numbers
+
+
+def _floats(text: pd.Series) -> np.ndarray:
+    """Exact (round-trip) text-to-float conversion; NaN where a cell is not a number.
+
+    pandas' own parser may differ from the written value in the last bit, so a CSV written with
+    full precision would not read back equal.
+    """
+    cells = text.to_numpy(dtype=str)
+    try:
+        return cells.astype(np.float64)
+    except ValueError:
+        return np.fromiter(map(_float_or_nan, cells), dtype=np.float64, count=len(cells))
+
+
+def _float_or_nan(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
 
 
 def _bad_number(path: Path, row: int, column: str, raw: str, count: int) -> str:
@@ -215,7 +236,7 @@ def _time_keys(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     The first row decides: a number there makes the column numeric, otherwise dates are read.
     """
     text = frame[column].str.strip()
-    numbers = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)
+    numbers = _floats(text)
     if np.isfinite(numbers[0]):
         keys, expected = numbers, "a finite number like the first row's"
     else:
