@@ -181,7 +181,13 @@ def fit(
         discriminator_norm=discriminator_norm,
     )
     records = read_data(
-        kind, data, labels=labels, label=_label_name(public), layout=layout, id_column=id_column
+        kind,
+        data,
+        labels=labels,
+        label=_label_name(public),
+        layout=layout,
+        id_column=id_column,
+        channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
     )
     synth = Synthesizer(
         public,

@@ -53,6 +53,7 @@ def read_data(
     layout: str = "wide",
     id_column: str | None = None,
     time_column: str = "time",
+    channels: tuple[str, ...] | None = None,
 ):
     """The private data at ``path`` as a table (DataFrame) or :class:`ArrayData`."""
     if kind == TABLE:
@@ -63,11 +64,16 @@ def read_data(
         return read_images(path, labels)
     from dpsynth.data.series import read_series
 
+    if path.suffix.lower() != ".csv":
+        return read_series(path)
     if layout == "long":
         return read_series(
             path, layout="long", id_column=id_column or "id", time_column=time_column, label=label
         )
-    return read_series(path, label=label, id_column=id_column)
+    several = channels is not None and len(channels) > 1
+    return read_series(
+        path, label=label, id_column=id_column, channels=list(channels) if several else None
+    )
 
 
 def draft(kind: str, data, label: str | None):
@@ -104,8 +110,11 @@ def write_samples(records, schema, out: Path, overwrite: bool) -> list[Path]:
     from dpsynth.data.export import plot_series, write_series_csv
 
     plot = out.with_suffix(".png")
-    write_series_csv(records, out, overwrite=overwrite)
-    plot_series(records, plot, overwrite=overwrite)
+    names = tuple(schema.names)
+    write_series_csv(
+        records, out, overwrite=overwrite, channel_names=names, label=schema.label or "label"
+    )
+    plot_series(records, plot, overwrite=overwrite, channel_names=names)
     return [out, plot]
 
 

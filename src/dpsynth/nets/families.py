@@ -4,14 +4,15 @@ Methods never look at column types or image shapes: they ask a :class:`Networks`
 generator, a fresh discriminator and the discriminator's input for (records, one-hot labels).
 The choice of families per data type:
 
-=============  ==========================  ==============================================
-data type      generators                  discriminators (plain ``nn.Sequential``)
-=============  ==========================  ==============================================
-table          ``mlp`` (span heads)        ``mlp`` (row and one-hot label concatenated)
-image          ``conv`` (DCGAN), ``resnet``  ``conv`` (label as extra constant channels)
-timeseries     ``lstm`` (Frigerio et al.)  ``mlp`` (flattened series + label), ``conv``
-                                           (1-D, label as extra channels)
-=============  ==========================  ==============================================
+=============  ==============================  ==========================================
+data type      generators (first: default)     discriminators (plain ``nn.Sequential``)
+=============  ==============================  ==========================================
+table          ``mlp`` (span heads)            ``mlp`` (row and one-hot label joined)
+image          ``conv`` (DCGAN), ``resnet``     ``conv`` (label as extra constant
+               (GS-WGAN), ``mlp`` (DP-CGAN)     channels), ``mlp`` (flattened + label)
+timeseries     ``lstm`` (Frigerio et al.),     ``mlp`` (flattened series + label),
+               ``mlp``                         ``conv`` (1-D, label as extra channels)
+=============  ==============================  ==========================================
 
 Every discriminator is a plain ``nn.Sequential`` of Linear, Conv, GroupNorm and parameter-free
 layers: the form the fast per-example clipping (``dpsynth.privacy.clipping``) handles, with no
@@ -31,14 +32,14 @@ from dpsynth.data.encoder import Layout
 from dpsynth.errors import PrivacyError
 from dpsynth.nets.conv import ConvGenerator, condition_channels, conv1d_critic, conv_critic
 from dpsynth.nets.conv import flat_condition as _flat_condition
-from dpsynth.nets.lstm import LSTMGenerator, series_mlp_critic
-from dpsynth.nets.mlp import Generator, make_discriminator
+from dpsynth.nets.lstm import LSTMGenerator
+from dpsynth.nets.mlp import FlatGenerator, Generator, flat_mlp_critic, make_discriminator
 from dpsynth.nets.resnet import ResNetGenerator
 
 TABLE, IMAGE, TIMESERIES = "table", "image", "timeseries"
 AUTO = "auto"
-GENERATORS = {TABLE: ("mlp",), IMAGE: ("conv", "resnet"), TIMESERIES: ("lstm",)}
-DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv",), TIMESERIES: ("mlp", "conv")}
+GENERATORS = {TABLE: ("mlp",), IMAGE: ("conv", "resnet", "mlp"), TIMESERIES: ("lstm", "mlp")}
+DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv")}
 
 
 def _row_condition(rows: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
@@ -90,8 +91,10 @@ def build_networks(layout: Layout, config: Any, n_classes: int) -> Networks:
 
 
 def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
-    if name == "mlp":
+    if name == "mlp" and layout.kind == TABLE:
         return Generator(c.latent_dim, n_classes, layout.spans, c.generator_hidden, c.gumbel_tau)
+    if name == "mlp":
+        return FlatGenerator(c.latent_dim, n_classes, layout.shape, c.generator_hidden)
     if name == "conv":
         return ConvGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
     if name == "resnet":
@@ -102,13 +105,11 @@ def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
 def _discriminator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Sequential:
     if layout.kind == TABLE:
         return make_discriminator(layout.data_dim, n_classes, c.discriminator_hidden)
+    if name == "mlp":
+        return flat_mlp_critic(layout.shape, n_classes, c.discriminator_hidden)
     if layout.kind == IMAGE:
         return conv_critic(layout.shape, n_classes, c.discriminator_channels, c.discriminator_norm)
-    if name == "conv":
-        return conv1d_critic(
-            layout.shape, n_classes, c.discriminator_channels, c.discriminator_norm
-        )
-    return series_mlp_critic(layout.shape, n_classes, c.discriminator_hidden)
+    return conv1d_critic(layout.shape, n_classes, c.discriminator_channels, c.discriminator_norm)
 
 
 def _join(kind: str, d_name: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -9,6 +9,7 @@ training) for each categorical column.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -100,3 +101,41 @@ def _softmax_head(
     )
     gumbel = -torch.log((-torch.log(uniform.clamp_min(1e-10))).clamp_min(1e-10))
     return torch.softmax((logits + gumbel) / tau, dim=1)
+
+
+class FlatGenerator(nn.Module):
+    """G(z, y) -> records of any fixed ``shape`` (images, series) from an MLP with a tanh head.
+
+    The DP-CGAN paper's "vanilla" generator for MNIST: latent and one-hot label in, one hidden
+    layer, C*H*W tanh outputs reshaped to (C, H, W).
+    """
+
+    def __init__(
+        self, latent_dim: int, n_classes: int, shape: Sequence[int], hidden: Sequence[int]
+    ) -> None:
+        super().__init__()
+        self.latent_dim = latent_dim
+        self.n_classes = n_classes
+        self.shape = tuple(int(s) for s in shape)
+        self.body = mlp(latent_dim + n_classes, hidden, math.prod(self.shape))
+
+    def forward(
+        self,
+        z: torch.Tensor,
+        labels: torch.Tensor | None,
+        noise_generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        cond = one_hot(labels, self.n_classes, z.shape[0], z)
+        flat = torch.tanh(self.body(torch.cat([z, cond], dim=1)))
+        return flat.view(z.shape[0], *self.shape)
+
+    def sample_latent(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        device = next(self.parameters()).device
+        return torch.randn(n, self.latent_dim, generator=generator, device=device)
+
+
+def flat_mlp_critic(
+    shape: Sequence[int], n_classes: int, hidden: Sequence[int] = (128,)
+) -> nn.Sequential:
+    """MLP critic on flattened records of ``shape`` with the one-hot label appended."""
+    return mlp(math.prod(shape) + n_classes, hidden, 1)

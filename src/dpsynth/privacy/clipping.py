@@ -1,39 +1,43 @@
-"""Fast per-example gradient clipping for MLPs ("ghost norm" clipping).
+"""Fast per-example gradient clipping ("ghost norm" clipping) for MLP and convolutional critics.
 
 DP-SGD needs, at every step, the SUM over examples of each example's gradient clipped to norm C
-(design.md section 2, rule 4). Materialising n per-example gradients costs n times the memory of
-the model and is ~100x slower than a plain backward. For a network made of ``nn.Linear`` layers
-and parameter-free, row-wise layers, neither is needed:
+(design.md section 2, rule 4). Materialising n per-example gradients with autograd costs n
+times the memory of the model and is ~100x slower than a plain backward. For the layers of
+:mod:`dpsynth.privacy.ghost_layers` neither is needed: every parameter's per-example gradient
+is a small function of the layer's input and of the gradient of the loss with respect to the
+layer's output. This module is the engine around them:
 
-* a Linear layer ``z = a W^T + b`` has per-example gradients ``dW_i = g_i a_i^T`` and
-  ``db_i = g_i``, where ``a_i`` is the layer's input row and ``g_i = dL_i/dz_i``. Hence
-  ``||dW_i||^2 + ||db_i||^2 = ||g_i||^2 (||a_i||^2 + 1)`` (the "ghost norm"): one backward to the
-  layer outputs gives every per-example norm without forming a per-example gradient;
-* the clipped sum is ``sum_i c_i dW_i = (c * g)^T a`` and ``sum_i c_i db_i = (c * g).sum(0)``:
-  one matrix product per layer, no second backward.
+1. validate the ``nn.Sequential`` (below: anything the formulas do not cover is rejected);
+2. run it layer by layer, each supported layer through its handler, which records a *tap*
+   (its input, and its output kept in the autograd graph);
+3. ONE backward of the summed loss to the tapped outputs (no parameter gradients): because loss
+   ``i`` depends on example ``i`` only, row ``i`` of that gradient is ``dL_i/dz_i``;
+4. each tap's squared per-example norms (summed over layers) give the clip factors
+   ``c_i = min(1, C / norm_i)``;
+5. each tap's weighted sum ``sum_i c_i grad_i``: one matrix product (or convolution weight
+   gradient) per layer, or a product with per-example gradients already formed in step 4.
 
-Microbatches (DP-CGAN's ``m < B``) clip the MEAN gradient of each group of examples; the norm of a
-group's summed gradient ``S_b = sum_{i in b} g_i a_i^T`` comes from forming ``S_b`` (one batched
-matrix product, reused for the clipped sum) or, when the ``S_b`` would not fit in memory or cost
-more, from Gram matrices, ``||S_b||^2 = sum_{i,j in b} (g_i . g_j)(a_i . a_j)``.
+Microbatches (DP-CGAN's ``m < B``) clip the MEAN gradient of each group of examples; a group is
+a unit whose gradient is the per-example formula applied to its members' stacked positions.
 
 Privacy-relevant restrictions, all checked (a silent mistake would under-count the norm):
 
-* every parameter of the model belongs to an ``nn.Linear`` child (nested ``nn.Sequential``
-  containers are flattened); a child with parameters of any other type (BatchNorm, LayerNorm,
-  Embedding, Conv, ...) is rejected, and so is a parameter registered on the container itself;
-* no parameter is shared between two Linear layers and no Linear layer is used twice (the
-  per-example gradient would then have cross terms the ghost norm misses);
+* every parameter belongs to a supported layer (``nn.Linear``, ``nn.Conv1d``/``nn.Conv2d`` with
+  ``groups=1`` and zeros padding, ``nn.GroupNorm``, ``nn.LayerNorm``, ``DPLSTM``; nested
+  ``nn.Sequential`` containers are flattened); a child with parameters of any other type is
+  rejected, and so is a parameter registered on the container itself;
+* no parameter is shared between layers and no layer is used twice (the per-example gradient
+  would then have cross terms the formulas miss);
 * BatchNorm layers (even without parameters) and parameter-free layers with buffers are rejected:
   batch statistics mix examples, so one example's gradient would depend on the others;
-* Linear layers with parametrizations (``torch.nn.utils.parametrize``), forward hooks or an
-  overridden ``forward``, and Sequential subclasses with their own ``forward``, are rejected: the
-  function trained would not be ``z = a W^T + b`` layer after layer, as the norm formula assumes.
-  (Linear layers are evaluated with ``F.linear`` on the recorded input, so the returned norms and
-  gradients always belong to the same computation.)
+* supported layers with parametrizations (``torch.nn.utils.parametrize``), hooks or an
+  overridden ``forward``, and Sequential subclasses with their own ``forward``, are rejected:
+  the function trained would not be the one the formulas assume. (Supported layers are
+  evaluated functionally, ``F.linear``, ``F.conv2d``, ..., so the returned norms and gradients
+  always belong to the same computation.)
 
 What cannot be checked and is the caller's responsibility: parameter-free layers must act on each
-row separately (all of torch's activations, ``Dropout``, ``Flatten``, ``Identity`` do), and
+example separately (all of torch's activations, ``Dropout``, ``Flatten``, ``Identity`` do), and
 ``per_example_loss`` must return losses where loss ``i`` depends on output row ``i`` only.
 
 Parameters with ``requires_grad=False`` are not trained: they add nothing to the norms and their
@@ -48,10 +52,17 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
-from torch.nn.utils import parametrize
 
 from dpsynth.errors import PrivacyError
+from dpsynth.privacy.ghost_layers import (
+    SUPPORTED,
+    LayerHandler,
+    Tap,
+    TapNorms,
+    UnsupportedLayerError,
+    check_plain_module,
+    handler_for,
+)
 
 __all__ = [
     "ClippedGradients",
@@ -65,15 +76,8 @@ __all__ = [
 # clipped norm c * norm = C * norm / (norm + eps) strictly below C.
 _NORM_EPS = 1e-12
 
-# Largest number of entries of per-group weight gradients (n_groups x out x in) that microbatch
-# clipping forms explicitly (64 MB in float32); above it, the Gram trick is used.
-_MAX_GROUP_SUM_NUMBERS = 2**24
-
 PerExampleLoss = Callable[[torch.Tensor], torch.Tensor]
-
-
-class UnsupportedLayerError(PrivacyError):
-    """The network contains a layer whose per-example gradient norm this module cannot compute."""
+_Layer = tuple[str, nn.Module, LayerHandler | None]
 
 
 @dataclass(frozen=True)
@@ -95,13 +99,67 @@ class ClippedGradients:
 
 
 @dataclass(frozen=True)
-class _Tap:
-    """What the forward pass keeps of one Linear layer with trainable parameters."""
+class Units:
+    """What is clipped: each of ``n`` examples, or microbatches of them (``ids`` given).
 
-    layer: nn.Linear
-    name: str
-    activation: torch.Tensor  # the layer's input a (n x d), detached
-    output: torch.Tensor  # the layer's output z (n x o), still in the autograd graph
+    ``index`` arranges each microbatch's row numbers in a padded (units x k) matrix; ``n`` (a
+    zero row) pads short microbatches.
+    """
+
+    n: int
+    ids: torch.Tensor | None = None  # (n,) microbatch of each example
+    sizes: torch.Tensor | None = None  # (units,) examples in each microbatch
+    index: torch.Tensor | None = None  # (units, k) row numbers, n pads
+
+    @classmethod
+    def of_groups(cls, groups: torch.Tensor, n: int, num_groups: int | None) -> Units:
+        """Check microbatch ids ``groups`` and lay the rows of each microbatch out."""
+        if groups.shape != (n,) or groups.dtype not in (torch.int64, torch.int32):
+            raise ValueError(
+                f"groups must be an integer tensor of shape ({n},), got dtype {groups.dtype} and "
+                f"shape {tuple(groups.shape)}"
+            )
+        low, high = int(groups.min()), int(groups.max())
+        if num_groups is None:
+            num_groups = high + 1
+        if low < 0 or high >= num_groups:
+            raise ValueError(f"group ids must lie in 0..{num_groups - 1}, got {low}..{high}")
+        ids = groups.long()
+        sizes = torch.bincount(ids, minlength=num_groups)
+        order = torch.argsort(ids, stable=True)
+        sorted_ids = ids[order]
+        slot = torch.arange(n, device=ids.device) - (torch.cumsum(sizes, 0) - sizes)[sorted_ids]
+        index = torch.full((num_groups, int(sizes.max())), n, dtype=torch.long, device=ids.device)
+        index[sorted_ids, slot] = order
+        return cls(n, ids, sizes, index)
+
+    @property
+    def count(self) -> int:
+        """Number of units."""
+        return self.n if self.index is None else self.index.shape[0]
+
+    @property
+    def rows_per_unit(self) -> int:
+        """Rows of each unit (padded): 1 per example, the largest group size for microbatches."""
+        return 1 if self.index is None else self.index.shape[1]
+
+    def gather(self, x: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """Rows of units ``start..stop-1`` as (units, k, *row shape), zero rows as padding."""
+        if self.index is None:
+            return x[start:stop].unsqueeze(1)
+        rows = self.index[start:stop]
+        picked = x[rows.clamp(max=self.n - 1)]
+        valid = (rows < self.n).view(*rows.shape, *([1] * (x.dim() - 1)))
+        return torch.where(valid, picked, picked.new_zeros(()))
+
+    def sum_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """Sum of each unit's rows of ``x`` (n, ...) -> (units, ...)."""
+        if self.ids is None:
+            return x
+        return x.new_zeros((self.count, *x.shape[1:])).index_add_(0, self.ids, x)
+
+
+# ---------------------------------------------------------------------------------- validation
 
 
 def _leaf_modules(module: nn.Module, prefix: str) -> Iterator[tuple[str, nn.Module]]:
@@ -120,115 +178,85 @@ def _leaf_modules(module: nn.Module, prefix: str) -> Iterator[tuple[str, nn.Modu
             yield path, child
 
 
-def _check_linear(name: str, layer: nn.Linear) -> None:
-    """Reject Linear layers whose trainable tensors are not plain ``weight`` and ``bias``."""
-    if parametrize.is_parametrized(layer):
-        raise UnsupportedLayerError(
-            f"layer {name!r} ({type(layer).__name__}) has a parametrization (e.g. spectral or "
-            "weight norm); per-example gradient norms of parametrized weights are not supported"
-        )
-    extra = [n for n, _ in layer.named_parameters() if n not in ("weight", "bias")]
-    if extra:
-        raise UnsupportedLayerError(
-            f"layer {name!r} ({type(layer).__name__}) has parameters {extra} besides weight and "
-            "bias; per-example clipping would not see them"
-        )
-    if (
-        type(layer).forward is not nn.Linear.forward
-        or layer._forward_hooks
-        or (layer._forward_pre_hooks)
-    ):
-        raise UnsupportedLayerError(
-            f"layer {name!r} ({type(layer).__name__}) overrides Linear.forward or has forward "
-            "hooks; ghost-norm clipping needs the plain z = a W^T + b"
-        )
-    if any(nn.parameter.is_lazy(p) for p in layer.parameters()):
-        raise UnsupportedLayerError(
-            f"layer {name!r} is an uninitialised lazy layer; run one forward pass first"
-        )
-
-
 def _check_parameter_free(name: str, layer: nn.Module) -> None:
-    """Reject non-Linear layers that have parameters or that may mix examples of a batch."""
-    if any(True for _ in layer.parameters()):
-        raise UnsupportedLayerError(
-            f"layer {name!r} ({type(layer).__name__}) has parameters but is not nn.Linear; "
-            "ghost-norm clipping supports only nn.Linear layers with parameters (use a plain MLP, "
-            "or a per-example clipping that supports this layer)"
-        )
+    """Reject unsupported layers that have parameters or that may mix examples of a batch."""
     if isinstance(layer, nn.modules.batchnorm._BatchNorm) or any(True for _ in layer.buffers()):
         raise UnsupportedLayerError(
             f"layer {name!r} ({type(layer).__name__}) uses batch statistics or buffers; "
-            "BatchNorm mixes examples and breaks per-example privacy (use LayerNorm/GroupNorm "
-            "in networks clipped by other means, or remove the layer)"
+            "BatchNorm mixes examples and breaks per-example privacy (use GroupNorm or "
+            "LayerNorm, or remove the layer)"
+        )
+    if any(True for _ in layer.parameters()):
+        raise UnsupportedLayerError(
+            f"layer {name!r} ({type(layer).__name__}) has parameters but is not a layer type "
+            f"ghost-norm clipping supports ({SUPPORTED}); use those, or a per-example clipping "
+            "that supports this layer"
         )
 
 
-def _validated_layers(model: nn.Sequential) -> list[tuple[str, nn.Module]]:
-    """Flatten ``model`` into ``(name, layer)`` pairs after checking it is supported.
+def _validated_layers(model: nn.Sequential) -> list[_Layer]:
+    """Flatten ``model`` into ``(name, layer, handler)`` triples after checking it is supported.
 
     Raises:
         UnsupportedLayerError: for a layer this module cannot clip exactly, for a parameter not
-            owned by a Linear child, or for a parameter or Linear layer used twice.
+            owned by a supported child, or for a parameter or layer used twice.
     """
     if not isinstance(model, nn.Sequential):
         raise UnsupportedLayerError(
             f"ghost-norm clipping needs an nn.Sequential, got {type(model).__name__}"
         )
-    layers = list(_leaf_modules(model, ""))
-    seen_linear: set[int] = set()
+    layers: list[_Layer] = []
+    seen: set[int] = set()
     covered: dict[int, str] = {}
-    for name, layer in layers:
-        if isinstance(layer, nn.Linear):
-            _check_linear(name, layer)
-            if id(layer) in seen_linear:
-                raise UnsupportedLayerError(
-                    f"layer {name!r} is used more than once in the network; shared layers are not "
-                    "supported"
-                )
-            seen_linear.add(id(layer))
-            for pname, param in layer.named_parameters():
-                if id(param) in covered:
-                    raise UnsupportedLayerError(
-                        f"parameter {name}.{pname} is shared with {covered[id(param)]}; shared "
-                        "parameters are not supported"
-                    )
-                covered[id(param)] = f"{name}.{pname}"
-        else:
+    for name, layer in _leaf_modules(model, ""):
+        handler = handler_for(layer)
+        layers.append((name, layer, handler))
+        if handler is None:
             _check_parameter_free(name, layer)
+            continue
+        check_plain_module(name, layer, handler)
+        handler.check(name, layer)
+        if id(layer) in seen:
+            raise UnsupportedLayerError(
+                f"layer {name!r} is used more than once in the network; shared layers are not "
+                "supported"
+            )
+        seen.add(id(layer))
+        for pname, param in layer.named_parameters():
+            if id(param) in covered:
+                raise UnsupportedLayerError(
+                    f"parameter {name}.{pname} is shared with {covered[id(param)]}; shared "
+                    "parameters are not supported"
+                )
+            covered[id(param)] = f"{name}.{pname}"
     missing = [n for n, p in model.named_parameters() if id(p) not in covered]
     if missing:
         raise UnsupportedLayerError(
-            f"parameters {missing} do not belong to any nn.Linear layer of the Sequential; "
-            "per-example clipping would not see them"
+            f"parameters {missing} do not belong to any supported layer of the Sequential "
+            f"({SUPPORTED}); per-example clipping would not see them"
         )
     return layers
 
 
-def _forward_with_taps(
-    layers: list[tuple[str, nn.Module]], inputs: torch.Tensor
-) -> tuple[torch.Tensor, list[_Tap]]:
-    """Run the layers one by one, keeping input and output of every trainable Linear layer.
+# ------------------------------------------------------------------------ forward and backward
 
-    A Linear layer whose parameters are all frozen is run but not tapped: it contributes nothing
-    to the norms (gradients still flow through it to the layers before).
+
+def _forward_with_taps(
+    layers: list[_Layer], inputs: torch.Tensor
+) -> tuple[torch.Tensor, list[Tap]]:
+    """Run the layers one by one, supported layers through their handlers.
+
+    Taps of layers whose parameters are all frozen are dropped: they contribute nothing to the
+    norms (gradients still flow through them to the layers before).
     """
     hidden = inputs
-    taps: list[_Tap] = []
-    for name, layer in layers:
-        if isinstance(layer, nn.Linear) and any(p.requires_grad for p in layer.parameters()):
-            if hidden.dim() != 2:
-                raise UnsupportedLayerError(
-                    f"layer {name!r} received an input of shape {tuple(hidden.shape)}; ghost-norm "
-                    "clipping supports Linear layers on (batch, features) inputs only (add "
-                    "nn.Flatten before it)"
-                )
-            # F.linear, not layer(): the norm formula is exact for this very computation.
-            output = F.linear(hidden, layer.weight, layer.bias)
-            taps.append(_Tap(layer, name, hidden.detach(), output))
-            hidden = output
-        else:
+    taps: list[Tap] = []
+    for name, layer, handler in layers:
+        if handler is None:
             hidden = layer(hidden)
+        else:
+            hidden, layer_taps = handler.run(name, layer, hidden)
+            taps += [tap for tap in layer_taps if tap.trainable()]
     return hidden, taps
 
 
@@ -246,130 +274,66 @@ def _per_example_losses(
     return losses
 
 
-def _output_gradients(losses: torch.Tensor, taps: list[_Tap]) -> list[torch.Tensor]:
-    """Gradients of the summed loss w.r.t. every tapped layer output, by ONE backward pass.
+def _output_gradients(losses: torch.Tensor, taps: list[Tap]) -> list[list[torch.Tensor]]:
+    """Gradients of the summed loss w.r.t. every tap's outputs, by ONE backward pass.
 
     Because loss ``i`` depends on row ``i`` only, row ``i`` of ``dsum(L)/dz`` is ``dL_i/dz_i``.
-    The backward computes no weight gradients: only the graph down to the tapped outputs.
+    The backward computes no parameter gradients: only the graph down to the tapped outputs.
     """
     if not taps:
         return []
-    return list(
-        torch.autograd.grad(
-            losses.sum(),
-            [tap.output for tap in taps],
-            allow_unused=True,
-            materialize_grads=True,
-        )
+    flat = torch.autograd.grad(
+        losses.sum(),
+        [output for tap in taps for output in tap.outputs],
+        allow_unused=True,
+        materialize_grads=True,
     )
-
-
-def _bias_trains(layer: nn.Linear) -> bool:
-    """Whether ``layer`` has a bias that is trained."""
-    return layer.bias is not None and layer.bias.requires_grad
-
-
-def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
-    """Squared Euclidean norm of each row, without an (n x d) temporary as ``x.square()`` has."""
-    return torch.linalg.vector_norm(x, dim=1).square()
-
-
-def _per_example_sq_norms(taps: list[_Tap], out_grads: list[torch.Tensor]) -> torch.Tensor:
-    """Squared norm of each example's gradient over all trainable parameters: the ghost norm."""
-    total = None
-    for tap, g in zip(taps, out_grads, strict=True):
-        g_sq = _row_sq_norms(g)
-        layer_sq = None
-        if tap.layer.weight.requires_grad:
-            layer_sq = g_sq * _row_sq_norms(tap.activation)
-        if _bias_trains(tap.layer):
-            layer_sq = g_sq if layer_sq is None else layer_sq + g_sq
-        total = layer_sq if total is None else total + layer_sq
-    return total
+    grads, start = [], 0
+    for tap in taps:
+        grads.append(list(flat[start : start + len(tap.outputs)]))
+        start += len(tap.outputs)
+    return grads
 
 
 @dataclass(frozen=True)
-class _Groups:
-    """Microbatch layout: each group's rows as a padded (n_groups x max_size) index matrix."""
+class _Backward:
+    """Everything the one backward pass yields."""
 
-    ids: torch.Tensor  # (n,) group id of each example
-    sizes: torch.Tensor  # (n_groups,) number of examples in each group
-    index: torch.Tensor  # (n_groups, max_size) row numbers; n (a zero row) pads short groups
-
-
-def _group_layout(groups: torch.Tensor, n: int, num_groups: int | None) -> _Groups:
-    """Check ``groups`` and arrange the row numbers of each group in a padded matrix."""
-    if groups.shape != (n,) or groups.dtype not in (torch.int64, torch.int32):
-        raise ValueError(
-            f"groups must be an integer tensor of shape ({n},), got dtype {groups.dtype} and "
-            f"shape {tuple(groups.shape)}"
-        )
-    low, high = int(groups.min()), int(groups.max())
-    if num_groups is None:
-        num_groups = high + 1
-    if low < 0 or high >= num_groups:
-        raise ValueError(f"group ids must lie in 0..{num_groups - 1}, got {low}..{high}")
-    ids = groups.long()
-    sizes = torch.bincount(ids, minlength=num_groups)
-    order = torch.argsort(ids, stable=True)
-    sorted_ids = ids[order]
-    starts = torch.cumsum(sizes, 0) - sizes
-    slot = torch.arange(n, device=ids.device) - starts[sorted_ids]
-    index = torch.full((num_groups, int(sizes.max())), n, dtype=torch.long, device=ids.device)
-    index[sorted_ids, slot] = order
-    return _Groups(ids, sizes, index)
+    taps: list[Tap]
+    grads: list[list[torch.Tensor]]  # per tap, the gradients of its outputs
+    losses: torch.Tensor
 
 
-def _padded(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Rows of ``x`` arranged as (n_groups, max_size, features), zero rows as padding."""
-    return torch.cat([x, x.new_zeros(1, x.shape[1])])[index]
+def _ghost_backward(
+    model: nn.Sequential, inputs: torch.Tensor, per_example_loss: PerExampleLoss
+) -> _Backward:
+    """Validate, run the forward with taps and one backward to the tapped outputs."""
+    layers = _validated_layers(model)
+    if inputs.dim() < 1 or inputs.shape[0] < 1:
+        raise ValueError(f"inputs must hold at least one example, got shape {tuple(inputs.shape)}")
+    with torch.enable_grad():  # the caller may hold torch.no_grad(); we need a graph
+        outputs, taps = _forward_with_taps(layers, inputs)
+        losses = _per_example_losses(outputs, per_example_loss, inputs.shape[0])
+        if taps and not losses.requires_grad:
+            raise ValueError(
+                "the per-example losses do not depend on the model's parameters (did "
+                "per_example_loss detach the outputs?)"
+            )
+        return _Backward(taps, _output_gradients(losses, taps), losses)
 
 
-def _materialise_group_sums(n: int, layout: _Groups, out_dim: int, in_dim: int) -> bool:
-    """Whether forming each group's weight gradient ``S_b`` beats the Gram trick for a layer.
-
-    Forming ``S_b`` costs ``G k o d`` multiply-adds (``G`` groups padded to ``k`` rows) and the
-    clipped sum then follows from the ``S_b`` for free; the Gram trick costs ``G k^2 (o + d)``
-    plus the ``n o d`` of the weighted matrix product. Memory (``G o d`` numbers) is capped.
-    """
-    n_groups, k = layout.index.shape
-    if n_groups * out_dim * in_dim > _MAX_GROUP_SUM_NUMBERS:
-        return False
-    return n_groups * k * out_dim * in_dim <= n_groups * k * k * (out_dim + in_dim) + (
-        n * out_dim * in_dim
-    )
+# ------------------------------------------------------------------------ norms and clipped sums
 
 
-def _group_sq_norms(
-    taps: list[_Tap], out_grads: list[torch.Tensor], layout: _Groups
-) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
-    """Squared norm of each group's SUMMED gradient (zero-padded rows add nothing).
-
-    For a Linear layer the group's weight gradient is ``S_b = sum_{i in b} g_i a_i^T``: either
-    formed explicitly (returned, keyed by tap position, for reuse in the clipped sum) or, see
-    :func:`_materialise_group_sums`, measured with the Gram trick
-    ``||S_b||^2 = sum_{i,j in b} (g_i . g_j)(a_i . a_j)``. The bias adds
-    ``||sum_{i in b} g_i||^2``.
-    """
-    total = None
-    group_sums: dict[int, torch.Tensor] = {}
-    n = layout.ids.shape[0]
-    for position, (tap, g) in enumerate(zip(taps, out_grads, strict=True)):
-        g_pad = _padded(g, layout.index)
-        layer_sq = g_pad.new_zeros(g_pad.shape[0])
-        if tap.layer.weight.requires_grad:
-            a_pad = _padded(tap.activation, layout.index)
-            if _materialise_group_sums(n, layout, g.shape[1], tap.activation.shape[1]):
-                summed = g_pad.mT @ a_pad
-                group_sums[position] = summed
-                layer_sq = layer_sq + torch.linalg.vector_norm(summed, dim=(1, 2)).square()
-            else:
-                gram = (g_pad @ g_pad.mT) * (a_pad @ a_pad.mT)
-                layer_sq = layer_sq + gram.sum((1, 2))
-        if _bias_trains(tap.layer):
-            layer_sq = layer_sq + _row_sq_norms(g_pad.sum(1))
-        total = layer_sq if total is None else total + layer_sq
-    return total, group_sums
+def _unit_norms(backward: _Backward, units: Units) -> tuple[torch.Tensor, list[TapNorms]]:
+    """Norm of each unit's (summed) gradient over all trainable parameters, and each tap's part."""
+    per_tap = [
+        tap.unit_norms(g, units) for tap, g in zip(backward.taps, backward.grads, strict=True)
+    ]
+    if not per_tap:
+        return backward.losses.new_zeros(units.count).detach(), per_tap
+    # The ghost formula sums products of Gram matrices: round-off may dip just below zero.
+    return sum(part.sq for part in per_tap).clamp(min=0).sqrt(), per_tap
 
 
 def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
@@ -399,51 +363,20 @@ def _checked_clip_norm(clip_norm: float) -> float:
 @torch.no_grad()
 def _weighted_sums(
     model: nn.Module,
-    taps: list[_Tap],
-    out_grads: list[torch.Tensor],
-    weights: torch.Tensor,
-    group_sums: tuple[dict[int, torch.Tensor], torch.Tensor] | None = None,
+    backward: _Backward,
+    tap_norms: list[TapNorms],
+    units: Units,
+    unit_weights: torch.Tensor,
 ) -> list[torch.Tensor]:
-    """``sum_i w_i * grad_i`` for every parameter, one matrix product per Linear layer.
-
-    For a Linear layer ``sum_i w_i g_i a_i^T = (w * g)^T a`` and ``sum_i w_i g_i = w @ g``.
-    ``group_sums``, when given, holds per-group weight gradients ``S_b`` already formed for some
-    layers (by tap position) and the per-group weights ``u_b``: those layers use ``sum_b u_b S_b``.
-    """
-    formed, group_weights = group_sums if group_sums is not None else ({}, weights)
+    """``sum_units w_u * grad_u`` for every parameter, in ``model.parameters()`` order."""
+    example_weights = unit_weights if units.ids is None else unit_weights[units.ids]
     sums: dict[int, torch.Tensor] = {}
-    for position, (tap, g) in enumerate(zip(taps, out_grads, strict=True)):
-        weighted = g * weights.to(g.dtype).unsqueeze(1)
-        if position in formed:
-            summed = formed[position]
-            u = group_weights.to(summed.dtype)
-            sums[id(tap.layer.weight)] = (u @ summed.flatten(1)).view(summed.shape[1:])
-        elif tap.layer.weight.requires_grad:
-            sums[id(tap.layer.weight)] = weighted.T @ tap.activation
-        if _bias_trains(tap.layer):
-            sums[id(tap.layer.bias)] = weighted.sum(0)
+    for tap, grads, norms in zip(backward.taps, backward.grads, tap_norms, strict=True):
+        sums.update(tap.weighted_sums(grads, norms, example_weights, unit_weights))
     return [
         sums[id(p)] if id(p) in sums else torch.zeros_like(p, memory_format=torch.preserve_format)
         for p in model.parameters()
     ]
-
-
-def _ghost_backward(
-    model: nn.Sequential, inputs: torch.Tensor, per_example_loss: PerExampleLoss
-) -> tuple[list[_Tap], list[torch.Tensor], torch.Tensor]:
-    """Validate, run the forward with taps and one backward to the Linear outputs."""
-    layers = _validated_layers(model)
-    if inputs.dim() < 1 or inputs.shape[0] < 1:
-        raise ValueError(f"inputs must hold at least one example, got shape {tuple(inputs.shape)}")
-    with torch.enable_grad():  # the caller may hold torch.no_grad(); we need a graph
-        outputs, taps = _forward_with_taps(layers, inputs)
-        losses = _per_example_losses(outputs, per_example_loss, inputs.shape[0])
-        if taps and not losses.requires_grad:
-            raise ValueError(
-                "the per-example losses do not depend on the model's parameters (did "
-                "per_example_loss detach the outputs?)"
-            )
-        return taps, _output_gradients(losses, taps), losses
 
 
 def per_example_gradient_norms(
@@ -452,17 +385,17 @@ def per_example_gradient_norms(
     """Norm of each example's gradient of its loss over the model's trainable parameters.
 
     Args:
-        model: an ``nn.Sequential`` of ``nn.Linear`` and parameter-free row-wise layers.
+        model: an ``nn.Sequential`` of supported layers (see the module docstring) and
+            parameter-free per-example layers.
         inputs: a batch of ``n >= 1`` examples, first dimension the batch.
         per_example_loss: maps the model's output to a tensor of ``n`` losses.
 
     Returns:
         A detached tensor of shape ``(n,)``.
     """
-    taps, out_grads, losses = _ghost_backward(model, inputs, per_example_loss)
-    if not taps:
-        return losses.new_zeros(losses.shape[0]).detach()
-    return _per_example_sq_norms(taps, out_grads).sqrt().detach()
+    backward = _ghost_backward(model, inputs, per_example_loss)
+    norms, _ = _unit_norms(backward, Units(backward.losses.shape[0]))
+    return norms.detach()
 
 
 def clipped_gradient_sum(
@@ -482,8 +415,9 @@ def clipped_gradient_sum(
     fields are neither read nor written.
 
     Args:
-        model: an ``nn.Sequential`` of ``nn.Linear`` and parameter-free row-wise layers
-            (nested Sequentials are flattened); anything else raises.
+        model: an ``nn.Sequential`` of supported layers (``nn.Linear``, ``nn.Conv1d``,
+            ``nn.Conv2d``, ``nn.GroupNorm``, ``nn.LayerNorm``, ``DPLSTM``) and parameter-free
+            per-example layers (nested Sequentials are flattened); anything else raises.
         inputs: a batch of ``n >= 1`` examples, first dimension the batch.
         per_example_loss: maps the model's output ``(n, k)`` to ``n`` losses, loss ``i``
             depending on row ``i`` only (e.g. a torch loss with ``reduction='none'``).
@@ -503,22 +437,19 @@ def clipped_gradient_sum(
         ValueError: malformed ``inputs``, ``groups`` or losses.
     """
     clip_norm = _checked_clip_norm(clip_norm)
-    taps, out_grads, losses = _ghost_backward(model, inputs, per_example_loss)
-    n = losses.shape[0]
+    backward = _ghost_backward(model, inputs, per_example_loss)
+    n, losses = backward.losses.shape[0], backward.losses
     if groups is None:
-        norms = _per_example_sq_norms(taps, out_grads).sqrt() if taps else losses.new_zeros(n)
-        grads = _weighted_sums(model, taps, out_grads, clip_factors(norms, clip_norm))
+        units = Units(n)
+        norms, tap_norms = _unit_norms(backward, units)
+        weights = clip_factors(norms, clip_norm)
     else:
-        layout = _group_layout(groups.to(losses.device), n, num_groups)
-        if taps:
-            sq, formed = _group_sq_norms(taps, out_grads, layout)
-        else:
-            sq, formed = losses.new_zeros(len(layout.sizes)), {}
+        units = Units.of_groups(groups.to(losses.device), n, num_groups)
+        summed_norms, tap_norms = _unit_norms(backward, units)
         # Clip the MEAN gradient of each group: norm / k, and each member's weight is c_b / k_b.
         # An empty group has no members, norm 0 and contributes nothing.
-        sizes = layout.sizes.clamp(min=1).to(losses.dtype)
-        norms = sq.clamp(min=0).sqrt() / sizes
-        group_weights = clip_factors(norms, clip_norm) / sizes
-        weights = group_weights[layout.ids]
-        grads = _weighted_sums(model, taps, out_grads, weights, (formed, group_weights))
+        sizes = units.sizes.clamp(min=1).to(losses.dtype)
+        norms = summed_norms / sizes
+        weights = clip_factors(norms, clip_norm) / sizes
+    grads = _weighted_sums(model, backward, tap_norms, units, weights)
     return ClippedGradients(grads=grads, norms=norms.detach(), losses=losses.detach())

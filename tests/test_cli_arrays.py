@@ -1,0 +1,104 @@
+"""The command line on images and time series, as a user calls it: draft a schema from the
+data, review it, fit, sample with a condition; outputs are PNG/npz/grid and CSV/plot."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from tests.test_cli import run
+
+from dpsynth.array_datasets import load_digits_images, load_italy_power_demand
+from dpsynth.data.arrays import ArrayData
+from dpsynth.data.export import write_images, write_series_csv
+from dpsynth.data.images import read_images
+from dpsynth.data.series import read_wide_csv
+
+pytestmark = pytest.mark.slow
+
+
+def _reviewed(path, **changes):
+    """What a steward does after reading the draft: declare public values, drop the flag."""
+    schema = json.loads(path.read_text())
+    schema.pop("review", None)
+    schema.update(changes)
+    path.write_text(json.dumps(schema))
+
+
+def test_images_from_a_png_folder(tmp_path, monkeypatch, capsys):
+    train, _, _ = load_digits_images()
+    pixels = ArrayData(np.rint(train.values * 255 / 16), train.labels)
+    write_images(pixels, tmp_path / "digits", npz=False, grid=False)
+    folder, schema = tmp_path / "digits" / "images", tmp_path / "schema.json"
+
+    code, out = run(["schema", folder, "-o", schema], monkeypatch, capsys)
+    assert code == 0 and "REVIEW NEEDED" in out
+    drafted = json.loads(schema.read_text())
+    assert drafted["type"] == "image" and drafted["shape"] == [1, 8, 8]
+    assert drafted["channels"][0]["lower"] == 0 and drafted["channels"][0]["upper"] == 255
+    code, out = run(
+        ["fit", folder, "--schema", schema, "--out", tmp_path / "m"], monkeypatch, capsys
+    )
+    assert code == 2 and "review" in out  # a draft is refused until reviewed
+    _reviewed(schema, label_prior="uniform")
+
+    model = tmp_path / "model"
+    args = ["fit", folder, "--schema", schema, "--out", model, "--type", "image"]
+    fast = ["--batch-size", "32", "--epochs", "2.5", "--epsilon", "30", "--delta", "1e-4"]
+    code, out = run([*args, *fast, "--seed", "0", "--quiet"], monkeypatch, capsys)
+    assert code == 0, out
+    assert "privacy spent" in out
+
+    images = tmp_path / "sevens"
+    code, out = run(
+        ["sample", model, "-n", "12", "-o", images, "--condition", "label=7"], monkeypatch, capsys
+    )
+    assert code == 0, out
+    assert (images / "grid.png").is_file() and (images / "images.npz").is_file()
+    again = read_images(images / "images")
+    assert again.values.shape == (12, 1, 8, 8) and set(again.labels) == {"7"}
+
+
+def test_type_must_agree_with_the_schema(tmp_path, monkeypatch, capsys):
+    train, _, schema = load_italy_power_demand()
+    data, schema_path = tmp_path / "series.csv", tmp_path / "schema.json"
+    write_series_csv(train, data, label="class")
+    schema_path.write_text(schema.to_json())
+    code, out = run(
+        ["fit", data, "--schema", schema_path, "--out", tmp_path / "m", "--type", "image"],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 2 and "--type image but the schema describes timeseries data" in out
+
+
+def test_time_series_from_a_wide_csv(tmp_path, monkeypatch, capsys):
+    train, _, _ = load_italy_power_demand()
+    data, schema = tmp_path / "series.csv", tmp_path / "schema.json"
+    write_series_csv(train, data, label="class")
+    code, out = run(
+        ["schema", data, "-o", schema, "--type", "timeseries", "--target", "class"],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 0, out
+    drafted = json.loads(schema.read_text())
+    assert drafted["shape"] == [1, 24] and drafted["channels"][0]["lower"] is None
+    _reviewed(schema, label_prior="uniform")
+
+    model, out_csv = tmp_path / "model", tmp_path / "synthetic.csv"
+    code, out = run(
+        [
+            "fit", data, "--schema", schema, "--out", model, "--method", "dpwgan",
+            "--batch-size", "64", "--epochs", "9", "--epsilon", "30", "--delta", "1e-4",
+            "--seed", "0", "--quiet", "-n", "20", "--samples-out", out_csv,
+        ],
+        monkeypatch,
+        capsys,
+    )  # fmt: skip
+    assert code == 0, out
+    assert "lower bound of channel" in out  # the range was estimated under DP and charged
+    synthetic = read_wide_csv(out_csv, label="class")
+    assert synthetic.values.shape == (20, 1, 24)
+    assert out_csv.with_suffix(".png").is_file()
