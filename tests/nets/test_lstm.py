@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from dpsynth.nets.conv import flat_condition
-from dpsynth.nets.lstm import LSTMGenerator, series_mlp_critic
+from dpsynth.nets.lstm import LSTMGenerator
+from dpsynth.nets.mlp import flat_mlp_critic
 from dpsynth.privacy.noise import make_generator
 
 
@@ -71,8 +72,8 @@ def test_bad_inputs_are_rejected():
 
 
 @pytest.mark.parametrize("shape", [(1, 24), (3, 10)])
-def test_series_mlp_critic_is_plain_and_scores_flat_rows(shape):
-    critic = series_mlp_critic(shape, 2, hidden=(16, 8))
+def test_flat_mlp_critic_is_plain_and_scores_flat_rows(shape):
+    critic = flat_mlp_critic(shape, 2, hidden=(16, 8))
     assert type(critic) is nn.Sequential
     assert all(type(m) in (nn.Linear, nn.LeakyReLU) for m in critic)
     assert critic[0].in_features == shape[0] * shape[1] + 2 and critic[-1].out_features == 1

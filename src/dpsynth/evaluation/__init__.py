@@ -1,4 +1,9 @@
-"""Evaluation of synthetic data: utility (train on synthetic, test on real), fidelity, privacy."""
+"""Evaluation of synthetic data: utility (train on synthetic, test on real).
+
+Tables: the functions below (``dpsynth.evaluation.utility``). Images:
+``dpsynth.evaluation.images`` (``tstr_auroc``, ``tstr_cnn_accuracy``). Time series:
+``dpsynth.evaluation.series`` (``tstr_accuracy``, DTW nearest neighbours and their plot).
+"""
 
 from dpsynth.evaluation.utility import (
     MetricResult,

@@ -41,7 +41,7 @@ from dpsynth.errors import DataError
 from dpsynth.evaluation.utility import (
     MetricResult,
     Predictions,
-    _fit_proba,
+    fit_proba,
     accuracy_scores,
     auroc_scores,
     encode_labels,
@@ -171,7 +171,7 @@ def tstr_auroc(
     flat_train, flat_test = x_train.reshape(len(x_train), -1), x_test.reshape(len(x_test), -1)
     results = {}
     for model in chosen:
-        proba, info = _fit_proba(
+        proba, info = fit_proba(
             _SKLEARN_KIND[model], seed, flat_train, y_train, flat_test, len(names)
         )
         pred = Predictions(names, y_test, proba, {**info, "classifier": model, "seed": seed})

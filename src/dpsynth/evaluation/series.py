@@ -36,7 +36,7 @@ from dpsynth.evaluation.images import (
     encode_array_labels,
     prediction_details,
 )
-from dpsynth.evaluation.utility import MetricResult, Predictions, _fit_proba
+from dpsynth.evaluation.utility import MetricResult, Predictions, fit_proba
 from dpsynth.storage import atomic_write
 
 SERIES_MODELS = ("random_forest", "knn_dtw")
@@ -223,7 +223,7 @@ def tstr_accuracy(
                 x_train.reshape(len(x_train), -1),
                 x_test.reshape(len(x_test), -1),
             )
-            proba, info = _fit_proba("rf", seed, flat_train, y_train, flat_test, len(names))
+            proba, info = fit_proba("rf", seed, flat_train, y_train, flat_test, len(names))
         else:
             proba, info = _knn_dtw_proba(x_train, y_train, x_test, len(names), window), {}
         pred = Predictions(names, y_test, proba, {**info, "classifier": model, "seed": seed})

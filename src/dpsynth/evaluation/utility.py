@@ -167,7 +167,7 @@ def make_classifier(kind: str, seed: int):
     raise ValueError(f"classifier must be one of {CLASSIFIERS}, got {kind!r}")
 
 
-def _fit_proba(
+def fit_proba(
     kind: str, seed: int, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, k: int
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Probabilities over all ``k`` classes; an unseen class gets 0, one seen class gets 1."""
@@ -206,7 +206,7 @@ def predict_test(
     y_train = encode_labels(train, schema.label, classes)
     y_test = encode_labels(test, schema.label, classes)
     x_train, x_test = FeatureEncoder.from_schema(schema, (train, test)).fit_transform(train, test)
-    proba, info = _fit_proba(classifier, seed, x_train, y_train, x_test, len(classes))
+    proba, info = fit_proba(classifier, seed, x_train, y_train, x_test, len(classes))
     missing = [classes[i] for i in range(len(classes)) if i not in set(y_train.tolist())]
     info = {
         **info,

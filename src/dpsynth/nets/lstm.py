@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from dpsynth.nets.conv import check_shape, module_randn
-from dpsynth.nets.mlp import mlp, one_hot
+from dpsynth.nets.mlp import one_hot
 
 
 class LSTMGenerator(nn.Module):
@@ -65,14 +65,3 @@ class LSTMGenerator(nn.Module):
         """(n, length, latent_dim) standard normal noise, one vector per time step, drawn
         from ``generator`` only."""
         return module_randn((n, self.shape[1], self.latent_dim), generator, self)
-
-
-def series_mlp_critic(
-    shape: Sequence[int], n_classes: int, hidden: Sequence[int] = (128,)
-) -> nn.Sequential:
-    """MLP critic D(x, y) on the flat input (n, channels * length + n_classes).
-
-    Build its input with :func:`dpsynth.nets.conv.flat_condition`.
-    """
-    channels, length = check_shape(shape, 1, "series_mlp_critic")
-    return mlp(channels * length + n_classes, hidden, 1)
