@@ -105,15 +105,16 @@ def test_series_fit_sample_save_load(italy, method, config, epochs, tmp_path):
 def test_declared_series_range_costs_nothing_for_metadata(italy):
     train, _, schema = italy
     public = schema.with_channels((Channel("demand", -4.0, 4.0),))
-    config = DPWGANConfig(batch_size=64, **SMALL_SERIES)
-    synth = _fit(public, train, "dpwgan", config, epochs=9)
+    config = DPCGANConfig(batch_size=64, **SMALL_SERIES)
+    synth = _fit(public, train, "dpcgan", config, epochs=9)
     assert len(synth.ledger_.entries) == 1  # the training steps, nothing for metadata
-    assert synth.ledger_.entries[0].name.startswith("dpwgan: ")
+    assert synth.ledger_.entries[0].name.startswith("dpcgan: ")
 
 
 def test_dp_label_prior_is_charged_and_non_private_baseline_says_infinite(digits):
     train, _, schema = digits
-    config = DPCGANConfig(batch_size=32, **SMALL_IMAGE)
+    flat = {"generator_net": "mlp", "discriminator_net": "mlp"}  # fast; conv is tested above
+    config = DPCGANConfig(batch_size=32, **flat, **SMALL_SERIES)
     synth = _fit(schema.with_label_prior("dp"), train, "dpcgan", config, epochs=2.5)
     assert any("label prior" in e.name for e in synth.ledger_.entries)
     assert synth.label_prior_.shape == (10,) and math.isclose(synth.label_prior_.sum(), 1.0)

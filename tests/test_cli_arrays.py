@@ -52,12 +52,24 @@ def test_images_from_a_png_folder(tmp_path, monkeypatch, capsys):
 
     images = tmp_path / "sevens"
     code, out = run(
-        ["sample", model, "-n", "12", "-o", images, "--condition", "label=7"], monkeypatch, capsys
+        ["sample", model, "-n", "12", "-o", images, "--condition", "label=7"],
+        monkeypatch,
+        capsys,
     )
     assert code == 0, out
     assert (images / "grid.png").is_file() and (images / "images.npz").is_file()
     again = read_images(images / "images")
     assert again.values.shape == (12, 1, 8, 8) and set(again.labels) == {"7"}
+
+    arrays_only = tmp_path / "npz-only"
+    code, out = run(
+        ["sample", model, "-n", "5", "-o", arrays_only, "--image-format", "npz"],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 0, out
+    assert (arrays_only / "images.npz").is_file() and not (arrays_only / "images").exists()
+    assert read_images(arrays_only / "images.npz").values.shape == (5, 1, 8, 8)
 
 
 def test_type_must_agree_with_the_schema(tmp_path, monkeypatch, capsys):

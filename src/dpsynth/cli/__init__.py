@@ -251,6 +251,9 @@ def sample(
         ..., "-o", "--out", help="CSV file (tables, time series) or folder (images) to write"
     ),
     condition: list[str] = typer.Option(None, "--condition", help="LABEL=value"),
+    image_format: str = typer.Option(
+        "both", "--image-format", help="images: png (one file each), npz, or both; plus grid.png"
+    ),
     seed: int = typer.Option(None, "--seed"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
@@ -258,7 +261,7 @@ def sample(
     _refuse_existing(out, overwrite)
     synth = load(model)
     records = synth.sample(n, conditions=_parse_conditions(condition or []), seed=seed)
-    written = write_samples(records, synth.schema_, out, overwrite)
+    written = write_samples(records, synth.schema_, out, overwrite, image_format)
     console.print(f"wrote {n} records to {', '.join(map(str, written))}")
 
 

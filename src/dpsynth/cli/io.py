@@ -95,9 +95,14 @@ def to_pixels(data: ArrayData, schema: ArraySchema) -> ArrayData:
     return ArrayData(np.clip(pixels, 0.0, 255.0), data.labels)
 
 
-def write_samples(records, schema, out: Path, overwrite: bool) -> list[Path]:
-    """Write synthetic records: CSV (tables), PNG folder + npz + grid (images), wide CSV and a
-    plot (time series). Returns the paths written."""
+IMAGE_FORMATS = ("both", "png", "npz")
+
+
+def write_samples(
+    records, schema, out: Path, overwrite: bool, image_format: str = "both"
+) -> list[Path]:
+    """Write synthetic records: CSV (tables), PNG files and/or an npz plus a grid image
+    (images), wide CSV and a plot (time series). Returns the paths written."""
     kind = schema_type(schema)
     if kind == TABLE:
         atomic_write(out, lambda p: records.to_csv(p, index=False), overwrite=overwrite)
@@ -105,7 +110,10 @@ def write_samples(records, schema, out: Path, overwrite: bool) -> list[Path]:
     if kind == IMAGE:
         from dpsynth.data.export import write_images
 
-        write_images(to_pixels(records, schema), out, overwrite=overwrite)
+        if image_format not in IMAGE_FORMATS:
+            raise DpsynthError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
+        png, npz = image_format in ("both", "png"), image_format in ("both", "npz")
+        write_images(to_pixels(records, schema), out, png=png, npz=npz, overwrite=overwrite)
         return [out]
     from dpsynth.data.export import plot_series, write_series_csv
 

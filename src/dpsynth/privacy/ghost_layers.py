@@ -27,6 +27,7 @@ pad short groups and add nothing). See :class:`Units`.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ NORM_STRATEGY = "auto"
 # Largest per-unit weight gradients (units x o x d) kept for reuse by the clipped sum.
 MAX_FORMED_BYTES = 2**28
 # Target size of the temporaries of one chunk of units (patches, Gram matrices, gradients).
-CHUNK_BYTES = 2**26
+CHUNK_BYTES = 2**24
 
 
 class UnsupportedLayerError(PrivacyError):
@@ -78,12 +79,13 @@ def _row_sq_norms(x: torch.Tensor) -> torch.Tensor:
 class TapNorms:
     """A tap's squared norm per unit and the per-unit gradients it formed on the way.
 
-    ``formed`` maps ``id(parameter)`` to a (units, *parameter shape) tensor; the clipped sum of
-    such a parameter is then ``unit_weights @ formed``, with no further pass over the data.
+    ``formed`` maps ``id(parameter)`` to (units, *parameter shape) tensors, consecutive chunks
+    of the units; the clipped sum of such a parameter is then ``unit_weights @ formed``, with
+    no further pass over the data.
     """
 
     sq: torch.Tensor
-    formed: dict[int, torch.Tensor]
+    formed: dict[int, list[torch.Tensor]]
 
 
 class Tap(ABC):
@@ -122,12 +124,17 @@ class Tap(ABC):
         """``id(param) -> sum_i w_i grad_i`` for every trainable parameter of the tap."""
         sums = {}
         for param in self.trainable():
-            formed = norms.formed.get(id(param))
-            if formed is None:
+            chunks = norms.formed.get(id(param))
+            if chunks is None:
                 sums[id(param)] = self.param_sum(param, grads, example_weights.to(param.dtype))
-            else:
-                summed = unit_weights.to(formed.dtype) @ formed.flatten(1)
-                sums[id(param)] = summed.view(param.shape)
+                continue
+            total, start = None, 0
+            for chunk in chunks:  # consecutive units
+                w = unit_weights[start : start + chunk.shape[0]].to(chunk.dtype)
+                part = w @ chunk.flatten(1)
+                total = part if total is None else total.add_(part)
+                start += chunk.shape[0]
+            sums[id(param)] = total.view(param.shape)
         return sums
 
 
@@ -174,45 +181,62 @@ class LinearMapTap(Tap):
     def unit_norms(self, grads: Sequence[torch.Tensor], units: Units) -> TapNorms:
         g = self.position_grads(grads)
         sq = g.new_zeros(units.count)
-        formed: dict[int, torch.Tensor] = {}
+        formed: dict[int, list[torch.Tensor]] = {}
         if self.bias is not None:
             per_unit = units.sum_rows(g.sum(1))
             sq += _row_sq_norms(per_unit)
-            formed[id(self.bias)] = per_unit
+            formed[id(self.bias)] = [per_unit]
         if self.weight is not None:
-            weight_sq, weight_formed = self._weight_norms(g, units)
+            weight_sq, weight_formed = self._weight_norms(g, grads, units)
             sq += weight_sq
-            if weight_formed is not None:
+            if weight_formed:
                 formed[id(self.weight)] = weight_formed
         return TapNorms(sq, formed)
 
     def _weight_norms(
-        self, g: torch.Tensor, units: Units
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Squared norms of the units' weight gradients, and those gradients if kept."""
+        self, g: torch.Tensor, grads: Sequence[torch.Tensor], units: Units
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Squared norms of the units' weight gradients, and those gradients (in chunks of
+        units) if they are kept for the clipped sum."""
         positions, o, d = units.rows_per_unit * g.shape[1], g.shape[2], self.in_features
         if positions == 1 and NORM_STRATEGY != "materialise":  # ||g a^T|| = ||g|| ||a||
             a = self.patches(units.gather(self.source, 0, units.count).flatten(0, 1))
-            return _row_sq_norms(units.gather(g, 0, units.count)) * _row_sq_norms(a), None
+            return _row_sq_norms(units.gather(g, 0, units.count)) * _row_sq_norms(a), []
         materialise, keep = _choose(units, g.shape[1], o, d, g.element_size())
-        per_unit = positions * (d + o) + (o * d if materialise else 2 * positions * positions)
+        if materialise:
+            per_unit = self._formed_numbers(positions, o, d)
+        else:
+            per_unit = positions * (d + o + 2 * positions)
         chunk = max(1, CHUNK_BYTES // (per_unit * g.element_size()))
-        count = units.count
-        formed = g.new_empty(count, o, d) if keep else None
-        sq = g.new_empty(count)
-        for start in range(0, count, chunk):
-            stop = min(count, start + chunk)
-            a = self.patches(units.gather(self.source, start, stop).flatten(0, 1))
-            a = a.reshape(stop - start, positions, d)
-            gu = units.gather(g, start, stop).reshape(stop - start, positions, o)
+        sq, formed = g.new_empty(units.count), []
+        for start in range(0, units.count, chunk):
+            stop = min(units.count, start + chunk)
             if materialise:
-                out = formed[start:stop] if formed is not None else None
-                summed = torch.bmm(gu.mT, a, out=out)
+                summed = self._form(g, grads, units, start, stop)
                 sq[start:stop] = torch.linalg.vector_norm(summed, dim=(1, 2)).square()
+                formed += [summed] if keep else []
             else:
+                a = self._unit_patches(units, start, stop)
+                gu = units.gather(g, start, stop).reshape(stop - start, positions, o)
                 gram = torch.bmm(a, a.mT).mul_(torch.bmm(gu, gu.mT))
                 sq[start:stop] = gram.sum((1, 2))
         return sq, formed
+
+    def _unit_patches(self, units: Units, start: int, stop: int) -> torch.Tensor:
+        """(units, k T, d): the stacked patches of each unit's (padded) rows."""
+        a = self.patches(units.gather(self.source, start, stop).flatten(0, 1))
+        return a.reshape(stop - start, -1, self.in_features)
+
+    def _formed_numbers(self, positions: int, o: int, d: int) -> int:
+        """Numbers held per unit while forming its weight gradient (chunk sizing)."""
+        return positions * (d + o) + o * d
+
+    def _form(
+        self, g: torch.Tensor, grads: Sequence[torch.Tensor], units: Units, start: int, stop: int
+    ) -> torch.Tensor:
+        """Weight gradients (units, o, d) of units ``start..stop-1``: ``G_u^T A_u``."""
+        gu = units.gather(g, start, stop).reshape(stop - start, -1, g.shape[2])
+        return torch.bmm(gu.mT, self._unit_patches(units, start, stop))
 
     def param_sum(
         self, param: nn.Parameter, grads: Sequence[torch.Tensor], weights: torch.Tensor
@@ -242,7 +266,12 @@ def _choose(units: Units, positions: int, o: int, d: int, itemsize: int) -> tupl
 
 
 class ConvTap(LinearMapTap):
-    """A Conv1d/Conv2d layer: the weight, flattened to (o x C k), applied at every output pixel."""
+    """A Conv1d/Conv2d layer: the weight, flattened to (o x C k), applied at every output pixel.
+
+    Weight gradients are formed by the convolution's own weight-gradient kernel run as a
+    grouped convolution with one group per example (``groups = m``), and the clipped sum by the
+    same kernel on the weighted output gradients: both faster than unfolding the input.
+    """
 
     def __init__(
         self,
@@ -256,31 +285,59 @@ class ConvTap(LinearMapTap):
         self.kernel, self.stride, self.dilation = layer.kernel_size, layer.stride, layer.dilation
         self.pads = _explicit_padding(layer)
         self.symmetric = all(left == right for left, right in self.pads)
+        self.positions = output[0, 0].numel()  # T, the output pixels
 
-    def _padded(self, rows: torch.Tensor) -> tuple[torch.Tensor, tuple[int, ...]]:
-        """The input rows and the padding left for the convolution routine (asymmetric 'same'
-        padding is applied here)."""
-        if self.symmetric:
+    def _padded(self, rows: torch.Tensor, always: bool = False) -> tuple[torch.Tensor, tuple]:
+        """The input rows and the padding left to the convolution routine (everything is
+        padded here when the padding is asymmetric, 'same' with an even kernel, or ``always``)."""
+        if self.symmetric and not always:
             return rows, tuple(left for left, _ in self.pads)
         flat = [side for pair in reversed(self.pads) for side in pair]
-        return F.pad(rows, flat), (0,) * self.spatial
+        return (F.pad(rows, flat) if any(flat) else rows), (0,) * self.spatial
 
     def patches(self, rows: torch.Tensor) -> torch.Tensor:
-        x, padding = self._padded(rows)
-        kernel, stride, dilation = self.kernel, self.stride, self.dilation
-        if self.spatial == 1:  # F.unfold is 2-D only: a series is a 1-pixel-high image
-            x = x.unsqueeze(2)
-            kernel, stride = (1, *kernel), (1, *stride)
-            dilation, padding = (1, *dilation), (0, *padding)
-        return F.unfold(x, kernel, dilation, padding, stride).mT
+        """(m, T, C k) input patches: strided windows of the padded rows, copied once."""
+        x, _ = self._padded(rows, always=True)
+        for i, (k, s, d) in enumerate(zip(self.kernel, self.stride, self.dilation, strict=True)):
+            x = x.unfold(2 + i, d * (k - 1) + 1, s)  # appends the window as the last dimension
+            x = x[..., ::d] if d > 1 else x
+        # (m, C, *out, *kernel) -> (m, *out, C, *kernel): patches flattened as the weight is.
+        n_sp = self.spatial
+        x = x.permute(0, *range(2, 2 + n_sp), 1, *range(2 + n_sp, 2 + 2 * n_sp))
+        return x.reshape(x.shape[0], -1, self.in_features)
 
     def position_grads(self, grads: Sequence[torch.Tensor]) -> torch.Tensor:
         return grads[0].flatten(2).mT
 
+    def _formed_numbers(self, positions: int, o: int, d: int) -> int:
+        return positions // self.positions * o * d  # inputs and gradients stay views
+
+    def _form(
+        self, g: torch.Tensor, grads: Sequence[torch.Tensor], units: Units, start: int, stop: int
+    ) -> torch.Tensor:
+        rows = units.gather(self.source, start, stop).flatten(0, 1)  # (m, C, *in)
+        out_grads = units.gather(grads[0], start, stop).flatten(0, 1)  # (m, o, *out)
+        (m, c), o = rows.shape[:2], out_grads.shape[1]
+        x, padding = self._padded(rows)
+        per_example = torch.ops.aten.convolution_backward(
+            out_grads.reshape(1, m * o, *out_grads.shape[2:]),
+            x.reshape(1, m * c, *x.shape[2:]),
+            out_grads.new_empty(1).expand(m * o, c, *self.kernel),  # only its shape is read
+            None,
+            self.stride,
+            padding,
+            self.dilation,
+            False,
+            (0,) * self.spatial,
+            m,
+            (False, True, False),
+        )[1]
+        per_unit = per_example.view(stop - start, -1, o, c * math.prod(self.kernel))
+        return per_unit[:, 0] if per_unit.shape[1] == 1 else per_unit.sum(1)
+
     def param_sum(
         self, param: nn.Parameter, grads: Sequence[torch.Tensor], weights: torch.Tensor
     ) -> torch.Tensor:
-        # The convolution's own weight-gradient kernel: faster than unfolding the whole batch.
         g = grads[0] * weights.view(-1, *([1] * (grads[0].dim() - 1)))
         x, padding = self._padded(self.source)
         weight_grad = (
@@ -336,7 +393,7 @@ class AffineTap(Tap):
             formed[id(self.bias)] = self._per_example(g, self.bias)
         formed = {key: units.sum_rows(value) for key, value in formed.items()}
         sq = sum(_row_sq_norms(value) for value in formed.values())
-        return TapNorms(sq, formed)
+        return TapNorms(sq, {key: [value] for key, value in formed.items()})
 
 
 # ------------------------------------------------------------------------------------ handlers
