@@ -26,6 +26,7 @@ from dpsynth.errors import DataError, PrivacyError
 from dpsynth.methods import METHODS
 from dpsynth.methods.base import GanMethod
 from dpsynth.model_io import read_model, restore, save_model
+from dpsynth.nets.init import initialise
 from dpsynth.privacy.accounting import PrivacyReport
 from dpsynth.privacy.calibration import noise_for_target, steps_for_target
 from dpsynth.privacy.ledger import PrivacyLedger
@@ -371,19 +372,9 @@ def load(path: str | Path) -> Synthesizer:
 def torch_generator_init(method: GanMethod, seed: int | None) -> None:
     """Initialise network weights from a run-owned generator (no global RNG)."""
     generator = make_generator(seed)
-    with torch.no_grad():
-        for module in method.trained_networks():
-            for param in module.parameters():
-                if param.dim() > 1:
-                    bound = 1.0 / math.sqrt(param.shape[1])
-                    param.copy_(
-                        torch.empty_like(param, device="cpu").uniform_(
-                            -bound, bound, generator=generator
-                        )
-                    )
-                else:
-                    param.zero_()
-        method.generator_average.load_state_dict(method.generator.state_dict())
+    for module in method.trained_networks():
+        initialise(module, generator)
+    method.generator_average.load_state_dict(method.generator.state_dict())
 
 
 def _suggest_delta(n_records: int) -> float:

@@ -149,14 +149,14 @@ class Units:
             return x[start:stop].unsqueeze(1)
         rows = self.index[start:stop]
         picked = x[rows.clamp(max=self.n - 1)]
-        valid = (rows < self.n).view(*rows.shape, *([1] * (x.dim() - 1)))
-        return torch.where(valid, picked, picked.new_zeros(()))
+        padding = (rows >= self.n).view(*rows.shape, *([1] * (x.dim() - 1)))
+        return picked.masked_fill_(padding, 0)
 
     def sum_rows(self, x: torch.Tensor) -> torch.Tensor:
         """Sum of each unit's rows of ``x`` (n, ...) -> (units, ...)."""
         if self.ids is None:
             return x
-        return x.new_zeros((self.count, *x.shape[1:])).index_add_(0, self.ids, x)
+        return self.gather(x, 0, self.count).sum(1)  # index_add_ is slow on CPU
 
 
 # ---------------------------------------------------------------------------------- validation
