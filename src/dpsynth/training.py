@@ -70,12 +70,20 @@ def train(
     method.prepare(features.shape[0], plan, generator)
     with _progress_bar(progress) as bar:
         task = bar.add_task("training", total=plan.steps, completed=state.step, losses="")
+        log_every = _log_interval(bar, plan.steps) if progress else 0
         while state.step < plan.steps:
             method.train_step(features, labels, state, generator)
             bar.update(task, completed=state.step, losses=_loss_text(state))
+            if log_every and state.step % log_every == 0:
+                bar.console.print(f"step {state.step}/{plan.steps}  {_loss_text(state)}")
             if checkpoint is not None and state.step % plan.checkpoint_every == 0:
                 checkpoint(state)
     return state
+
+
+def _log_interval(bar: Progress, steps: int) -> int:
+    """Without a terminal (batch jobs, logs) the bar is invisible: log every 5% instead."""
+    return 0 if bar.console.is_terminal else max(1, steps // 20)
 
 
 def _loss_text(state: TrainingState) -> str:
