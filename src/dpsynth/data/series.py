@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from dpsynth.data.images import (
 )
 from dpsynth.data.tables import MISSING_TOKENS, canonical_text, read_csv
 from dpsynth.errors import DataError
+from dpsynth.schema import REVIEW_KEY
 
 SERIES_KEYS = ("x", "values", "series")
 LAYOUTS = ("wide", "long")
@@ -429,5 +431,16 @@ def draft_series_schema(
     if len(names) != shape[0]:
         raise DataError(f"{shape[0]} channel(s) but {len(names)} channel name(s): {list(names)}")
     channels = tuple(Channel(str(n)) for n in names)
-    schema = ArraySchema(TIMESERIES, (shape[0], shape[1]), channels)
-    return draft_label(schema, data, label, with_values)
+    schema = draft_label(
+        ArraySchema(TIMESERIES, (shape[0], shape[1]), channels), data, label, with_values
+    )
+    return replace(schema, notes=(_length_note(shape[1]), *schema.notes))
+
+
+def _length_note(length: int) -> str:
+    """Series lengths are data-dependent metadata (design rule 2) unless fixed by the source."""
+    return (
+        f"DRAFT: the series length {length} was READ FROM THE PRIVATE DATA. Keep it only if it "
+        "is public (a fixed sampling plan, e.g. 24 hourly values a day); records of another "
+        f"length are refused. Delete this '{REVIEW_KEY}' entry when done."
+    )
