@@ -170,3 +170,17 @@ def test_non_private_baseline_reads_metadata_without_noise_and_says_so(cancer):
     metadata = [e for e in synth.ledger_.entries if e.name.startswith("metadata")]
     assert metadata and all(isinstance(e.event, dp_accounting.NonPrivateDpEvent) for e in metadata)
     assert synth.schema_.column("site").categories == ("north", "south")
+
+
+def test_outputs_get_the_users_usual_file_mode(tmp_path):
+    import os
+
+    from dpsynth.storage import atomic_write
+
+    path = tmp_path / "out.txt"
+    old = os.umask(0o022)
+    try:
+        atomic_write(path, lambda p: p.write_text("x"), overwrite=False)
+    finally:
+        os.umask(old)
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
