@@ -156,11 +156,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _epsilon_text(result: dict[str, Any]) -> str:
+    """PLD (reported) and RDP; GS-WGAN's event has an RDP bound only (see its accounting)."""
+    if result["epsilon_pld"] is None:
+        return f"eps = {result['epsilon_rdp']:.2f} (RDP; no PLD bound for this event)"
+    return f"eps = {result['epsilon_pld']:.2f} (PLD; RDP {result['epsilon_rdp']:.2f})"
+
+
 def markdown(result: dict[str, Any]) -> str:
     s, r = result["synthetic"], result["real"]
     rows = [
-        f"# {result['dataset']}: {result['method']} at eps = {result['epsilon_pld']:.2f} "
-        f"(PLD; RDP {result['epsilon_rdp']:.2f}), delta = {result['delta']:g}",
+        f"# {result['dataset']}: {result['method']} at {_epsilon_text(result)}, "
+        f"delta = {result['delta']:g}",
         "",
         f"Command: `{result['command']}`",
         "",
