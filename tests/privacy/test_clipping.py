@@ -257,6 +257,9 @@ def group_strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     """Run microbatch tests with per-group sums formed explicitly, and with the Gram trick."""
     if request.param == "gram":
         monkeypatch.setattr(ghost_layers, "NORM_STRATEGY", "ghost")
+    else:  # formed and kept for the clipped sum
+        monkeypatch.setattr(ghost_layers, "NORM_STRATEGY", "materialise")
+        monkeypatch.setattr(ghost_layers, "KEEP_MIN_POSITIONS", 0)
     return request.param
 
 

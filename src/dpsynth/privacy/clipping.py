@@ -143,14 +143,23 @@ class Units:
         """Rows of each unit (padded): 1 per example, the largest group size for microbatches."""
         return 1 if self.index is None else self.index.shape[1]
 
-    def gather(self, x: torch.Tensor, start: int, stop: int) -> torch.Tensor:
-        """Rows of units ``start..stop-1`` as (units, k, *row shape), zero rows as padding."""
+    def gather(
+        self, x: torch.Tensor, start: int, stop: int, zero_padding: bool = True
+    ) -> torch.Tensor:
+        """Rows of units ``start..stop-1`` as (units, k, *row shape).
+
+        Padding rows are zeros, or, with ``zero_padding=False`` (for layer inputs, whose every
+        use is multiplied by the matching output gradient, zero there), copies of a real row:
+        that spares a pass over the larger tensor.
+        """
         if self.index is None:
             return x[start:stop].unsqueeze(1)
         rows = self.index[start:stop]
         picked = x[rows.clamp(max=self.n - 1)]
-        padding = (rows >= self.n).view(*rows.shape, *([1] * (x.dim() - 1)))
-        return picked.masked_fill_(padding, 0)
+        if zero_padding:
+            mask = (rows < self.n).view(*rows.shape, *([1] * (x.dim() - 1)))
+            picked.mul_(mask.to(picked.dtype))
+        return picked
 
     def sum_rows(self, x: torch.Tensor) -> torch.Tensor:
         """Sum of each unit's rows of ``x`` (n, ...) -> (units, ...)."""
@@ -332,8 +341,10 @@ def _unit_norms(backward: _Backward, units: Units) -> tuple[torch.Tensor, list[T
     ]
     if not per_tap:
         return backward.losses.new_zeros(units.count).detach(), per_tap
-    # The ghost formula sums products of Gram matrices: round-off may dip just below zero.
-    return sum(part.sq for part in per_tap).clamp(min=0).sqrt(), per_tap
+    total = per_tap[0].sq
+    for part in per_tap[1:]:
+        total = total + part.sq
+    return total.sqrt(), per_tap
 
 
 def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:

@@ -12,8 +12,9 @@ Two kinds of taps cover every supported layer:
   (positions are output pixels, ``a_t`` the unfolded input patch), the input and recurrent maps
   of :class:`~dpsynth.nets.recurrent.DPLSTM` (positions are time steps). With ``A_i`` (T x d) and
   ``G_i = dL_i/dZ_i`` (T x o), example ``i``'s weight gradient is ``G_i^T A_i``; its squared norm
-  is computed either by forming it (``T o d`` per example; the formed gradients are then reused
-  for the clipped sum when they fit in memory) or by the ghost formula
+  is computed either by forming it (``T o d`` per example, by batched matrix products or, for
+  convolutions, by the convolution's weight-gradient kernel with one group per example; the
+  formed gradients are reused for the clipped sum when that pays) or by the ghost formula
   ``||G^T A||^2 = sum_{t,t'} (a_t . a_t')(g_t . g_t')`` (``T^2 (o + d)``), whichever is cheaper,
   in chunks of examples so that temporaries stay small. The bias gradient is ``sum_t g_t``.
 * :class:`AffineTap`, an element-wise scale and shift of a normalised input
@@ -22,7 +23,7 @@ Two kinds of taps cover every supported layer:
 
 A microbatch (a group of ``k`` examples whose MEAN gradient is clipped) is a unit with ``k T``
 positions: its summed gradient is the same formula on its members' stacked positions (zero rows
-pad short groups and add nothing). See :class:`Units`.
+pad short groups and add nothing). See :class:`dpsynth.privacy.clipping.Units`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # the engine owns the units; taps only call their methods
 
 __all__ = [
     "AffineTap",
+    "ConvTap",
     "LayerHandler",
     "LinearMapTap",
     "Tap",
@@ -57,10 +59,16 @@ __all__ = [
 
 # "auto" picks the cheaper way per layer; "ghost" or "materialise" force one (for tests).
 NORM_STRATEGY = "auto"
-# Largest per-unit weight gradients (units x o x d) kept for reuse by the clipped sum.
-MAX_FORMED_BYTES = 2**28
-# Target size of the temporaries of one chunk of units (patches, Gram matrices, gradients).
-CHUNK_BYTES = 2**24
+# Formed per-unit weight gradients (units x o x d) are kept for the clipped sum, sparing one
+# weight-gradient product of n T o d multiply-adds, only when they fit in MAX_FORMED_BYTES per
+# layer and units span at least KEEP_MIN_POSITIONS positions: on CPU, the page faults of a fresh
+# o x d per unit cost about as much as ~100 positions' worth of that product.
+MAX_FORMED_BYTES = 2**25
+KEEP_MIN_POSITIONS = 100
+# Target size of the temporaries of one chunk of units (patches, Gram matrices, gradients):
+# small enough to be recycled by the allocator, large enough to keep the number of kernel
+# calls (each a parallel region, slow on a busy machine) low. Tuned on the 2-core machine.
+CHUNK_BYTES = 2**22
 
 
 class UnsupportedLayerError(PrivacyError):
@@ -146,8 +154,13 @@ class LinearMapTap(Tap):
     """A weight (o x d) and optional bias applied at T positions: ``z_t = W a_t + b``.
 
     The default source is the stacked inputs (n, T, d) of one or more ``F.linear`` calls;
-    subclasses (convolutions) override :meth:`patches` and :meth:`param_sum`.
+    subclasses (convolutions) override :meth:`patches`, :meth:`_form` and :meth:`param_sum`.
     """
+
+    # Cost of the ghost formula per multiply-add, relative to forming the gradients.
+    ghost_cost = 1.0
+    # Most units whose gradients one call of :meth:`_form` computes (None: CHUNK_BYTES decides).
+    form_units: int | None = None
 
     def __init__(
         self,
@@ -180,17 +193,31 @@ class LinearMapTap(Tap):
     @torch.no_grad()
     def unit_norms(self, grads: Sequence[torch.Tensor], units: Units) -> TapNorms:
         g = self.position_grads(grads)
-        sq = g.new_zeros(units.count)
-        formed: dict[int, list[torch.Tensor]] = {}
+        if units.rows_per_unit * g.shape[1] == 1 and NORM_STRATEGY != "materialise":
+            return self._one_position_norms(g, units)
+        sq, formed = None, {}
         if self.bias is not None:
             per_unit = units.sum_rows(g.sum(1))
-            sq += _row_sq_norms(per_unit)
+            sq = _row_sq_norms(per_unit)
             formed[id(self.bias)] = [per_unit]
         if self.weight is not None:
             weight_sq, weight_formed = self._weight_norms(g, grads, units)
-            sq += weight_sq
+            sq = weight_sq if sq is None else sq.add_(weight_sq)
             if weight_formed:
                 formed[id(self.weight)] = weight_formed
+        return TapNorms(sq, formed)
+
+    def _one_position_norms(self, g: torch.Tensor, units: Units) -> TapNorms:
+        """One position per unit (``nn.Linear`` per example): ``||g a^T|| = ||g|| ||a||``."""
+        g = units.gather(g, 0, units.count).flatten(1)  # (units, o)
+        g_sq = _row_sq_norms(g)
+        sq, formed = None, {}
+        if self.weight is not None:
+            rows = units.gather(self.source, 0, units.count, zero_padding=False)
+            sq = g_sq * _row_sq_norms(self.patches(rows.flatten(0, 1)))
+        if self.bias is not None:
+            sq = g_sq if sq is None else sq.add_(g_sq)
+            formed[id(self.bias)] = [g]
         return TapNorms(sq, formed)
 
     def _weight_norms(
@@ -199,15 +226,14 @@ class LinearMapTap(Tap):
         """Squared norms of the units' weight gradients, and those gradients (in chunks of
         units) if they are kept for the clipped sum."""
         positions, o, d = units.rows_per_unit * g.shape[1], g.shape[2], self.in_features
-        if positions == 1 and NORM_STRATEGY != "materialise":  # ||g a^T|| = ||g|| ||a||
-            a = self.patches(units.gather(self.source, 0, units.count).flatten(0, 1))
-            return _row_sq_norms(units.gather(g, 0, units.count)) * _row_sq_norms(a), []
-        materialise, keep = _choose(units, g.shape[1], o, d, g.element_size())
+        materialise, keep = _choose(units, g.shape[1], o, d, g.element_size(), self.ghost_cost)
         if materialise:
             per_unit = self._formed_numbers(positions, o, d)
         else:
             per_unit = positions * (d + o + 2 * positions)
         chunk = max(1, CHUNK_BYTES // (per_unit * g.element_size()))
+        if materialise and self.form_units is not None:
+            chunk = min(chunk, self.form_units)
         sq, formed = g.new_empty(units.count), []
         for start in range(0, units.count, chunk):
             stop = min(units.count, start + chunk)
@@ -219,12 +245,14 @@ class LinearMapTap(Tap):
                 a = self._unit_patches(units, start, stop)
                 gu = units.gather(g, start, stop).reshape(stop - start, positions, o)
                 gram = torch.bmm(a, a.mT).mul_(torch.bmm(gu, gu.mT))
-                sq[start:stop] = gram.sum((1, 2))
+                # A sum of products of Gram matrices: round-off may dip just below zero.
+                sq[start:stop] = gram.sum((1, 2)).clamp_(min=0)
         return sq, formed
 
     def _unit_patches(self, units: Units, start: int, stop: int) -> torch.Tensor:
         """(units, k T, d): the stacked patches of each unit's (padded) rows."""
-        a = self.patches(units.gather(self.source, start, stop).flatten(0, 1))
+        rows = units.gather(self.source, start, stop, zero_padding=False)
+        a = self.patches(rows.flatten(0, 1))
         return a.reshape(stop - start, -1, self.in_features)
 
     def _formed_numbers(self, positions: int, o: int, d: int) -> int:
@@ -245,23 +273,26 @@ class LinearMapTap(Tap):
         return (g.flatten(0, 1).mT @ self.patches(self.source).flatten(0, 1)).view(param.shape)
 
 
-def _choose(units: Units, positions: int, o: int, d: int, itemsize: int) -> tuple[bool, bool]:
+def _choose(
+    units: Units, positions: int, o: int, d: int, itemsize: int, ghost_cost: float
+) -> tuple[bool, bool]:
     """Whether to form the units' weight gradients, and whether to keep them for the sum.
 
     Forming costs ``U P o d`` multiply-adds for ``U`` units of ``P`` positions, the ghost formula
-    ``U P^2 (o + d)``; the clipped sum costs another ``n T o d`` unless the formed gradients are
-    kept, which they are when they fit in :data:`MAX_FORMED_BYTES`.
+    ``ghost_cost * U P^2 (o + d)`` (the factor weighs its extra copies and slower kernels); the
+    clipped sum costs another ``n T o d`` unless the formed gradients are kept (see
+    :data:`MAX_FORMED_BYTES`).
     """
     count, per_unit = units.count, units.rows_per_unit * positions
-    fits = count * o * d * itemsize <= MAX_FORMED_BYTES
+    fits = count * o * d * itemsize <= MAX_FORMED_BYTES and per_unit >= KEEP_MIN_POSITIONS
     if NORM_STRATEGY != "auto":
         materialise = NORM_STRATEGY == "materialise"
         return materialise, materialise and fits
-    ghost = count * per_unit * per_unit * (o + d)
+    ghost = ghost_cost * count * per_unit * per_unit * (o + d)
     if fits:
         materialise = count * per_unit * o * d <= ghost + units.n * positions * o * d
     else:
-        materialise = o * d <= per_unit * (o + d)
+        materialise = o * d <= ghost_cost * per_unit * (o + d)
     return materialise, materialise and fits
 
 
@@ -272,6 +303,14 @@ class ConvTap(LinearMapTap):
     grouped convolution with one group per example (``groups = m``), and the clipped sum by the
     same kernel on the weighted output gradients: both faster than unfolding the input.
     """
+
+    # The ghost formula first copies the input T-fold into patches, then runs small batched
+    # matrix products: on CPU about half as fast per multiply-add as the convolution kernel.
+    ghost_cost = 2.0
+    # Examples per grouped weight-gradient call. Measured on the 2-core machine (1 and 2
+    # threads): 16 keeps each call's output small enough for the allocator to recycle (fresh
+    # pages cost more than the kernel at batch 128); 32 to 128 gain at most ~5% at batch 1200.
+    form_units = 16
 
     def __init__(
         self,
@@ -315,7 +354,7 @@ class ConvTap(LinearMapTap):
     def _form(
         self, g: torch.Tensor, grads: Sequence[torch.Tensor], units: Units, start: int, stop: int
     ) -> torch.Tensor:
-        rows = units.gather(self.source, start, stop).flatten(0, 1)  # (m, C, *in)
+        rows = units.gather(self.source, start, stop, zero_padding=False).flatten(0, 1)
         out_grads = units.gather(grads[0], start, stop).flatten(0, 1)  # (m, o, *out)
         (m, c), o = rows.shape[:2], out_grads.shape[1]
         x, padding = self._padded(rows)
@@ -398,6 +437,8 @@ class AffineTap(Tap):
 
 # ------------------------------------------------------------------------------------ handlers
 
+_Run = tuple[torch.Tensor, list[Tap]]  # a layer's output and its taps
+
 
 @dataclass(frozen=True)
 class LayerHandler:
@@ -412,7 +453,7 @@ class LayerHandler:
     params: tuple[str, ...]
     methods: tuple[str, ...]
     check: Callable[[str, nn.Module], None]
-    run: Callable[[str, nn.Module, torch.Tensor], tuple[torch.Tensor, list[Tap]]]
+    run: Callable[[str, nn.Module, torch.Tensor], _Run]
 
 
 def check_plain_module(name: str, layer: nn.Module, handler: LayerHandler) -> None:
@@ -461,7 +502,8 @@ def _check_input(name: str, layer: nn.Module, hidden: torch.Tensor, ok: bool, wh
         )
 
 
-def _run_linear(name: str, layer: nn.Linear, hidden: torch.Tensor):
+def _run_linear(name: str, layer: nn.Linear, hidden: torch.Tensor) -> _Run:
+    """``F.linear`` on a (batch, features) input: one position per example."""
     _check_input(name, layer, hidden, hidden.dim() == 2, "(batch, features)")
     # F.linear, not layer(): the norm formula is exact for this very computation.
     output = F.linear(hidden, layer.weight, layer.bias)
@@ -470,6 +512,7 @@ def _run_linear(name: str, layer: nn.Linear, hidden: torch.Tensor):
 
 
 def _check_conv(name: str, layer: nn.Conv1d | nn.Conv2d) -> None:
+    """Grouped convolutions and non-zero padding modes change the patch structure: reject."""
     if layer.groups != 1:
         raise UnsupportedLayerError(
             f"layer {name!r} ({type(layer).__name__}) has groups={layer.groups}; ghost-norm "
@@ -482,7 +525,8 @@ def _check_conv(name: str, layer: nn.Conv1d | nn.Conv2d) -> None:
         )
 
 
-def _run_conv(name: str, layer: nn.Conv1d | nn.Conv2d, hidden: torch.Tensor):
+def _run_conv(name: str, layer: nn.Conv1d | nn.Conv2d, hidden: torch.Tensor) -> _Run:
+    """``F.conv1d``/``F.conv2d`` with the layer's geometry; the input is kept for the tap."""
     spatial = len(layer.kernel_size)
     _check_input(name, layer, hidden, hidden.dim() == spatial + 2, "(batch, channels, *spatial)")
     conv = F.conv1d if spatial == 1 else F.conv2d
@@ -492,7 +536,7 @@ def _run_conv(name: str, layer: nn.Conv1d | nn.Conv2d, hidden: torch.Tensor):
 
 def _affine(
     name: str, layer: nn.Module, normalised: torch.Tensor, broadcast: tuple[int, ...]
-) -> tuple[torch.Tensor, list[Tap]]:
+) -> _Run:
     """Apply the layer's scale and shift to ``normalised`` and tap the result."""
     output = normalised
     if layer.weight is not None:
@@ -503,14 +547,16 @@ def _affine(
     return output, [tap]
 
 
-def _run_group_norm(name: str, layer: nn.GroupNorm, hidden: torch.Tensor):
+def _run_group_norm(name: str, layer: nn.GroupNorm, hidden: torch.Tensor) -> _Run:
+    """Per-example group statistics without affine, then the scale and shift, tapped."""
     _check_input(name, layer, hidden, hidden.dim() >= 2, "(batch, channels, *spatial)")
     normalised = F.group_norm(hidden, layer.num_groups, None, None, layer.eps)
     broadcast = (1, layer.num_channels) + (1,) * (hidden.dim() - 2)
     return _affine(name, layer, normalised, broadcast)
 
 
-def _run_layer_norm(name: str, layer: nn.LayerNorm, hidden: torch.Tensor):
+def _run_layer_norm(name: str, layer: nn.LayerNorm, hidden: torch.Tensor) -> _Run:
+    """Per-example statistics over ``normalized_shape``, then the scale and shift, tapped."""
     shape = tuple(layer.normalized_shape)
     # Without a batch dimension outside normalized_shape, statistics would mix examples.
     _check_input(name, layer, hidden, hidden.dim() > len(shape), f"(batch, ..., *{shape})")
@@ -520,15 +566,17 @@ def _run_layer_norm(name: str, layer: nn.LayerNorm, hidden: torch.Tensor):
 
 
 def _check_dplstm(name: str, layer: DPLSTM) -> None:
+    """The recurrence applies ``ih`` and ``hh`` as plain Linear maps: check they are."""
     for child_name, child in layer.named_children():
-        if type(child) is not nn.Linear or child._forward_hooks or child._forward_pre_hooks:
+        if type(child) is not nn.Linear:
             raise UnsupportedLayerError(
-                f"layer {name!r}: DPLSTM child {child_name!r} must be a plain nn.Linear "
-                "without hooks"
+                f"layer {name!r}: DPLSTM child {child_name!r} must be a plain nn.Linear, got "
+                f"{type(child).__name__}"
             )
+        check_plain_module(f"{name}.{child_name}", child, HANDLERS[0])
 
 
-def _run_dplstm(name: str, layer: DPLSTM, hidden: torch.Tensor):
+def _run_dplstm(name: str, layer: DPLSTM, hidden: torch.Tensor) -> _Run:
     """Run the recurrence with every application of ``ih`` and ``hh`` recorded."""
     _check_input(name, layer, hidden, hidden.dim() == 3, "(batch, channels, length)")
     calls: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {

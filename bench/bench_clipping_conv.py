@@ -1,0 +1,279 @@
+"""Speed of one DP critic step with ghost clipping for convolutional (and LSTM) critics.
+
+The MNIST preset is the DCGAN-like conditional critic of DP-CGAN on 28x28 images, the label
+broadcast as 10 constant channels: Conv2d(11 -> 32, k4 s2 p1) -> LeakyReLU(0.2) -> Conv2d(32 ->
+64, k4 s2 p1) -> GroupNorm(8, 64) -> LeakyReLU(0.2) -> Flatten -> Linear(64*7*7 -> 1). The LSTM
+preset is a series critic, DPLSTM(1 + 2 label channels -> 64) -> Linear(64 -> 1), on series of
+length 24 (ItalyPowerDemand's shape). A step sees B real and B fake records. Timed side by side:
+
+1. ``nonprivate``: forward of the real and the fake records, BCE-with-logits (mean), backward, SGD;
+2. ``dp_ghost``: :func:`dpsynth.privacy.clipping.clipped_gradient_sum` on the 2B concatenated
+   records (per-example losses), Gaussian noise N(0, sigma^2 C^2) added once to the sum, division
+   by the expected batch size, written to ``.grad``, SGD;
+3. ``dp_vmap`` (reference): the same DP step with per-example gradients from
+   ``torch.func.vmap(torch.func.grad(...))``; slow, so timed a few times only.
+
+The non-private and ghost steps are interleaved (alternating which runs first) so that the other
+jobs on the shared machine slow both alike; ``paired`` ratios are medians over rounds of (step
+time / non-private time in the same round).
+
+Example::
+
+    python bench/bench_clipping_conv.py --threads 2 1 --presets mnist lstm --batch-sizes 600 64 \\
+        --out bench/results/clipping_speed_conv.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+from dpsynth.nets.recurrent import DPLSTM
+from dpsynth.privacy.clipping import clipped_gradient_sum
+
+SIGMA = 1.1
+CLIP = 1.0
+LR = 0.05
+N_CLASSES = {"mnist": 10, "lstm": 2}
+
+
+def make_critic(preset: str, seed: int) -> nn.Sequential:
+    """The preset's critic, initialised from a seeded generator (no global RNG)."""
+    if preset == "mnist":
+        model = nn.Sequential(
+            nn.Conv2d(1 + 10, 32, 4, 2, 1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(32, 64, 4, 2, 1),
+            nn.GroupNorm(8, 64),
+            nn.LeakyReLU(0.2),
+            nn.Flatten(),
+            nn.Linear(64 * 7 * 7, 1),
+        )
+    else:
+        model = nn.Sequential(DPLSTM(1 + 2, 64), nn.Linear(64, 1))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            bound = 1.0 / (p[0].numel() if p.dim() > 1 else p.shape[0]) ** 0.5
+            p.copy_((torch.rand(p.shape, generator=gen) * 2 - 1) * bound)
+    return model
+
+
+def make_batch(preset: str, batch: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real-like and fake-like records with the one-hot label as constant extra channels."""
+    gen = torch.Generator().manual_seed(seed)
+    shape = (1, 28, 28) if preset == "mnist" else (1, 24)
+    n_classes = N_CLASSES[preset]
+
+    def records() -> torch.Tensor:
+        x = torch.rand(batch, *shape, generator=gen) * 2 - 1
+        y = F.one_hot(torch.randint(0, n_classes, (batch,), generator=gen), n_classes).float()
+        cond = y.view(batch, n_classes, *([1] * (len(shape) - 1))).expand(-1, -1, *shape[1:])
+        return torch.cat([x, cond], dim=1)
+
+    return records(), records()
+
+
+def nonprivate_step(model, opt, real, fake) -> None:
+    """Plain GAN critic step."""
+    opt.zero_grad(set_to_none=True)
+    real_logits, fake_logits = model(real)[:, 0], model(fake)[:, 0]
+    loss = F.binary_cross_entropy_with_logits(
+        real_logits, torch.ones_like(real_logits)
+    ) + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits))
+    loss.backward()
+    opt.step()
+
+
+def _noisy_update(model, opt, summed, batch: int, noise_gen: torch.Generator) -> None:
+    """Add N(0, sigma^2 C^2) to the clipped sum once, divide by the expected batch, step."""
+    with torch.no_grad():
+        for p, g in zip(model.parameters(), summed, strict=True):
+            noise = torch.randn(g.shape, generator=noise_gen, dtype=g.dtype, device=g.device)
+            p.grad = g.add_(noise, alpha=SIGMA * CLIP).div_(batch)
+    opt.step()
+
+
+def dp_ghost_step(model, opt, real, fake, targets, noise_gen) -> None:
+    """DP step with ghost clipping."""
+
+    def loss(logits: torch.Tensor) -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(logits[:, 0], targets, reduction="none")
+
+    clipped = clipped_gradient_sum(model, torch.cat([real, fake]), loss, CLIP)
+    _noisy_update(model, opt, clipped.grads, real.shape[0], noise_gen)
+
+
+def dp_vmap_step(model, opt, real, fake, targets, noise_gen) -> None:
+    """DP step with per-example gradients materialised by torch.func (the reference)."""
+    inputs = torch.cat([real, fake])
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def one(p, x, t):
+        logit = torch.func.functional_call(model, p, (x.unsqueeze(0),))[0, 0]
+        return F.binary_cross_entropy_with_logits(logit, t)
+
+    grads = torch.func.vmap(torch.func.grad(one), in_dims=(None, 0, 0))(params, inputs, targets)
+    norms = torch.cat([g.reshape(g.shape[0], -1) for g in grads.values()], dim=1).norm(dim=1)
+    factors = torch.clamp(CLIP / (norms + 1e-12), max=1.0)
+    summed = [torch.einsum("n,n...->...", factors, g) for g in grads.values()]
+    _noisy_update(model, opt, summed, real.shape[0], noise_gen)
+
+
+def _time_ms(fn: Callable[[], None]) -> tuple[float, float]:
+    """Wall-clock and process CPU milliseconds of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
+    return {
+        "median_ms": statistics.median(times),
+        "p25_ms": q[0],
+        "p75_ms": q[2],
+        "min_ms": min(times),
+        "n": len(times),
+    }
+
+
+def _paired(samples: dict[str, list[tuple[float, float]]], name: str) -> float:
+    """Median over rounds of the step's wall time over the non-private step's, same round."""
+    pairs = zip(samples[name], samples["nonprivate"], strict=True)
+    return statistics.median(w / base for (w, _), (base, _) in pairs)
+
+
+def time_batch(preset: str, batch: int, args: argparse.Namespace) -> dict:
+    """Time the three steps at one batch size (B real + B fake records)."""
+    real, fake = make_batch(preset, batch, seed=1)
+    targets = torch.cat([torch.ones(batch), torch.zeros(batch)])
+    noise_gen = torch.Generator().manual_seed(2)
+    models = {name: make_critic(preset, seed=0) for name in ("np", "dp", "vm")}
+    opts = {name: torch.optim.SGD(m.parameters(), lr=LR) for name, m in models.items()}
+    steps: dict[str, Callable[[], None]] = {
+        "nonprivate": lambda: nonprivate_step(models["np"], opts["np"], real, fake),
+        "dp_ghost": lambda: dp_ghost_step(models["dp"], opts["dp"], real, fake, targets, noise_gen),
+        "dp_vmap": lambda: dp_vmap_step(models["vm"], opts["vm"], real, fake, targets, noise_gen),
+    }
+    timed = ["nonprivate", "dp_ghost"]
+    for _ in range(args.warmup):
+        for name in timed:
+            steps[name]()
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in timed}
+    for r in range(args.repeats):
+        for name in timed if r % 2 == 0 else timed[::-1]:
+            samples[name].append(_time_ms(steps[name]))
+    paired = {"dp_ghost/nonprivate": _paired(samples, "dp_ghost")}
+    if args.vmap_repeats > 0:
+        steps["dp_vmap"]()  # warm-up
+        samples["dp_vmap"] = [_time_ms(steps["dp_vmap"]) for _ in range(args.vmap_repeats)]
+    wall = {name: _summary([w for w, _ in t]) for name, t in samples.items()}
+    cpu = {name: _summary([c for _, c in t]) for name, t in samples.items()}
+    base_wall, base_cpu = wall["nonprivate"]["median_ms"], cpu["nonprivate"]["median_ms"]
+    return {
+        "rows_per_step": {"real": batch, "fake": batch},
+        "wall": wall,
+        "cpu": cpu,
+        "ratios": {
+            "paired_wall_median": paired,
+            "wall_median": {f"{k}/nonprivate": v["median_ms"] / base_wall for k, v in wall.items()},
+            "cpu_median": {f"{k}/nonprivate": v["median_ms"] / base_cpu for k, v in cpu.items()},
+        },
+    }
+
+
+NETWORKS = {
+    "mnist": "11x28x28 -> Conv2d 32 k4 s2 p1 -> LeakyReLU(0.2) -> Conv2d 64 k4 s2 p1 -> "
+    "GroupNorm(8, 64) -> LeakyReLU(0.2) -> Flatten -> Linear 3136 -> 1",
+    "lstm": "3x24 -> DPLSTM(3 -> 64, last hidden state) -> Linear 64 -> 1",
+}
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Time every preset at every batch size, for each thread count, and return the figures."""
+    load_before = _load_average()
+    runs = {}
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        runs[str(threads)] = {
+            preset: {
+                "network": NETWORKS[preset],
+                "batches": {str(b): time_batch(preset, b, args) for b in args.batch_sizes},
+            }
+            for preset in args.presets
+        }
+    return {
+        "benchmark": "DP critic step, ghost clipping vs non-private vs torch.func vmap",
+        "noise": {"sigma": SIGMA, "clip_norm": CLIP},
+        "repeats": args.repeats,
+        "vmap_repeats": args.vmap_repeats,
+        "warmup": args.warmup,
+        "threads": runs,
+        "machine": {
+            **machine(),
+            "load_average_1min_before_after": [load_before, _load_average()],
+        },
+    }
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def _print(result: dict) -> None:
+    for threads, presets in result["threads"].items():
+        for preset, figures in presets.items():
+            print(f"{threads} thread(s), {preset}: {figures['network']}")
+            for batch, batch_figures in figures["batches"].items():
+                _print_batch(batch, batch_figures)
+
+
+def _print_batch(batch: str, figures: dict) -> None:
+    print(f"  B = {batch} real + {batch} fake")
+    for name, w in figures["wall"].items():
+        c = figures["cpu"][name]
+        print(
+            f"    {name:>10}: wall median {w['median_ms']:9.1f} ms (p25 {w['p25_ms']:.1f}, "
+            f"p75 {w['p75_ms']:.1f}, min {w['min_ms']:.1f}); cpu median {c['median_ms']:9.1f}"
+        )
+    ratios = figures["ratios"]
+    paired = ratios["paired_wall_median"]["dp_ghost/nonprivate"]
+    text = ", ".join(f"{k.split('/')[0]} {v:.2f}x" for k, v in ratios["wall_median"].items())
+    print(f"    ratios (wall medians): {text}; dp_ghost paired {paired:.2f}x")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--presets", nargs="+", choices=sorted(NETWORKS), default=["mnist", "lstm"])
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[600, 64])
+    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--vmap-repeats", type=int, default=3, help="0 skips the vmap step")
+    parser.add_argument(
+        "--threads", type=int, nargs="+", default=[2], help="torch thread counts to time"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    args = parser.parse_args(argv)
+    result = run(args)
+    _print(result)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
