@@ -83,6 +83,7 @@ def test_resnet_generator_and_group_norm_critic(digits):
     [
         ("dpwgan", DPWGANConfig(batch_size=64, **SMALL_SERIES), 9),
         ("dpwgan", DPWGANConfig(batch_size=64, discriminator_net="conv", **SMALL_SERIES), 9),
+        ("dpcgan", DPCGANConfig(batch_size=64, discriminator_net="lstm", **SMALL_SERIES), 9),
         ("dpcgan", DPCGANConfig(batch_size=64, **SMALL_SERIES), 9),
         ("gswgan", GSWGANConfig(batch_size=16, num_discriminators=10, **SMALL_SERIES), 11),
     ],

@@ -11,7 +11,8 @@ table          ``mlp`` (span heads)            ``mlp`` (row and one-hot label jo
 image          ``conv`` (DCGAN), ``resnet``     ``conv`` (label as extra constant
                (GS-WGAN), ``mlp`` (DP-CGAN)     channels), ``mlp`` (flattened + label)
 timeseries     ``lstm`` (Frigerio et al.),     ``mlp`` (flattened series + label),
-               ``mlp``                         ``conv`` (1-D, label as extra channels)
+               ``mlp``                         ``conv`` (1-D, label as extra channels),
+                                               ``lstm`` (DPLSTM: Linear maps per time step)
 =============  ==============================  ==========================================
 
 Every discriminator is a plain ``nn.Sequential`` of Linear, Conv, GroupNorm and parameter-free
@@ -34,12 +35,13 @@ from dpsynth.nets.conv import ConvGenerator, condition_channels, conv1d_critic, 
 from dpsynth.nets.conv import flat_condition as _flat_condition
 from dpsynth.nets.lstm import LSTMGenerator
 from dpsynth.nets.mlp import FlatGenerator, Generator, flat_mlp_critic, make_discriminator
+from dpsynth.nets.recurrent import DPLSTM
 from dpsynth.nets.resnet import ResNetGenerator
 
 TABLE, IMAGE, TIMESERIES = "table", "image", "timeseries"
 AUTO = "auto"
 GENERATORS = {TABLE: ("mlp",), IMAGE: ("conv", "resnet", "mlp"), TIMESERIES: ("lstm", "mlp")}
-DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv")}
+DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv", "lstm")}
 
 
 def _row_condition(rows: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
@@ -107,6 +109,10 @@ def _discriminator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Sequ
         return make_discriminator(layout.data_dim, n_classes, c.discriminator_hidden)
     if name == "mlp":
         return flat_mlp_critic(layout.shape, n_classes, c.discriminator_hidden)
+    if name == "lstm":
+        hidden = c.discriminator_hidden[0]
+        recurrent = DPLSTM(layout.shape[0] + n_classes, hidden)
+        return nn.Sequential(recurrent, nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
     if layout.kind == IMAGE:
         return conv_critic(layout.shape, n_classes, c.discriminator_channels, c.discriminator_norm)
     return conv1d_critic(layout.shape, n_classes, c.discriminator_channels, c.discriminator_norm)
