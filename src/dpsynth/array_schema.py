@@ -12,13 +12,18 @@ budget (``dpsynth.data.array_metadata``); nothing is read from the data for free
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dpsynth.errors import SchemaError
-from dpsynth.schema import REVIEW_KEY, SCHEMA_VERSION
+from dpsynth.schema import (
+    REVIEW_KEY,
+    SCHEMA_VERSION,
+    check_bounds,
+    check_declared_prior,
+    read_schema_json,
+)
 
 IMAGE = "image"
 TIMESERIES = "timeseries"
@@ -39,15 +44,7 @@ class Channel:
         return self.lower is not None and self.upper is not None
 
     def validate(self) -> None:
-        for key in ("lower", "upper"):
-            value = getattr(self, key)
-            if value is not None and not math.isfinite(value):
-                raise SchemaError(f"channel '{self.name}': {key} bound {value} is not finite")
-        if self.is_complete and not self.lower < self.upper:
-            raise SchemaError(
-                f"channel '{self.name}': lower bound {self.lower} must be below upper bound "
-                f"{self.upper}"
-            )
+        check_bounds(f"channel '{self.name}'", self.lower, self.upper)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "lower": self.lower, "upper": self.upper}
@@ -158,13 +155,7 @@ class ArraySchema:
                     f"got '{prior}'"
                 )
             return
-        if self.classes is None or set(prior) != set(self.classes):
-            raise SchemaError(
-                f"label_prior must give a probability for exactly the classes of "
-                f"'{self.label}' ({self.classes}); got {sorted(prior)}"
-            )
-        if any(p < 0 for p in prior.values()) or not math.isclose(sum(prior.values()), 1.0):
-            raise SchemaError("label_prior probabilities must be >= 0 and sum to 1")
+        check_declared_prior(self.label, self.classes, prior)
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -258,15 +249,4 @@ def schema_from_dict(d: dict[str, Any], *, allow_review: bool = False):
 
 def load_schema(path: str | Path):
     """Read a schema file of any data type (table, image, timeseries)."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SchemaError(f"cannot read schema file {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(
-            f"schema file {path} is not valid JSON (line {exc.lineno}: {exc.msg})"
-        ) from None
-    return schema_from_dict(data)
+    return schema_from_dict(read_schema_json(path))

@@ -21,6 +21,43 @@ COLUMN_TYPES = ("continuous", "integer", "categorical")
 REVIEW_KEY = "review"
 
 
+def check_bounds(owner: str, lower: float | None, upper: float | None) -> None:
+    """Bounds are finite (or None: not public) and lower < upper when both are given."""
+    for key, value in (("lower", lower), ("upper", upper)):
+        if value is not None and not math.isfinite(value):
+            raise SchemaError(f"{owner}: {key} bound {value} is not finite")
+    if lower is not None and upper is not None and not lower < upper:
+        raise SchemaError(f"{owner}: lower bound {lower} must be below upper bound {upper}")
+
+
+def check_declared_prior(
+    label: str, classes: tuple[str, ...] | None, prior: dict[str, float]
+) -> None:
+    """A declared label prior gives a probability to exactly the label's classes, summing to 1."""
+    if classes is None or set(prior) != set(classes):
+        raise SchemaError(
+            f"label_prior must give a probability for exactly the classes of "
+            f"'{label}' ({classes}); got {sorted(prior)}"
+        )
+    if any(p < 0 for p in prior.values()) or not math.isclose(sum(prior.values()), 1.0):
+        raise SchemaError("label_prior probabilities must be >= 0 and sum to 1")
+
+
+def read_schema_json(path: str | Path) -> Any:
+    """The parsed JSON of a schema file, with errors that name the file and the line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SchemaError(f"cannot read schema file {path}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(
+            f"schema file {path} is not valid JSON (line {exc.lineno}: {exc.msg})"
+        ) from None
+
+
 @dataclass(frozen=True)
 class Column:
     """One column. ``lower``/``upper`` for numeric columns, ``categories`` for categorical ones.
@@ -56,15 +93,7 @@ class Column:
             raise SchemaError(f"column '{self.name}': categories contain duplicates")
 
     def _validate_bounds(self) -> None:
-        for key in ("lower", "upper"):
-            value = getattr(self, key)
-            if value is not None and not math.isfinite(value):
-                raise SchemaError(f"column '{self.name}': {key} bound {value} is not finite")
-        if self.lower is not None and self.upper is not None and not self.lower < self.upper:
-            raise SchemaError(
-                f"column '{self.name}': lower bound {self.lower} must be below upper bound "
-                f"{self.upper}"
-            )
+        check_bounds(f"column '{self.name}'", self.lower, self.upper)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
@@ -176,13 +205,7 @@ class Schema:
         self._validate_declared_prior(label, prior)
 
     def _validate_declared_prior(self, label: Column, prior: dict[str, float]) -> None:
-        if label.categories is None or set(prior) != set(label.categories):
-            raise SchemaError(
-                f"label_prior must give a probability for exactly the classes of "
-                f"'{label.name}' ({label.categories}); got {sorted(prior)}"
-            )
-        if any(p < 0 for p in prior.values()) or not math.isclose(sum(prior.values()), 1.0):
-            raise SchemaError("label_prior probabilities must be >= 0 and sum to 1")
+        check_declared_prior(label.name, label.categories, prior)
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -222,18 +245,7 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise SchemaError(f"cannot read schema file {path}: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SchemaError(
-                f"schema file {path} is not valid JSON (line {exc.lineno}: {exc.msg})"
-            ) from None
-        return cls.from_dict(data)
+        return cls.from_dict(read_schema_json(path))
 
     def with_columns(self, columns: tuple[Column, ...]) -> Schema:
         return replace(self, columns=columns)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from dpsynth.nets.base import LatentGenerator
 from dpsynth.nets.mlp import one_hot
 
 NORMS = ("group", "none")
@@ -98,7 +99,7 @@ def seed_size(size: int, n_doublings: int) -> int:
     return max(1, math.ceil(size / 2**n_doublings))
 
 
-class ConvGenerator(nn.Module):
+class ConvGenerator(LatentGenerator):
     """DCGAN-style G(z, y) -> image of ``shape`` = (channels, height, width) in [-1, 1].
 
     A Linear layer maps ``z`` + one-hot to ``channels[0]`` maps of ``h0 x w0``; each of the
@@ -115,9 +116,7 @@ class ConvGenerator(nn.Module):
         channels: Sequence[int] = (128, 64),
         norm: str = "group",
     ) -> None:
-        super().__init__()
-        self.latent_dim = latent_dim
-        self.n_classes = n_classes
+        super().__init__(latent_dim, n_classes)
         self.shape = check_shape(shape, 2, "ConvGenerator")
         if not channels:
             raise ValueError("ConvGenerator needs at least one entry in channels")
@@ -141,22 +140,10 @@ class ConvGenerator(nn.Module):
         out = self.body(seed.view(z.shape[0], *self.seed_shape))
         return torch.tanh(center_crop(out, self.shape[1:]))
 
-    def sample_latent(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """(n, latent_dim) standard normal noise drawn from ``generator`` only."""
-        return module_randn((n, self.latent_dim), generator, self)
-
 
 def _norm_act(channels: int, norm: str) -> list[nn.Module]:
     """Optional GroupNorm, then ReLU: the generator's block tail."""
     return ([group_norm(channels)] if norm == "group" else []) + [nn.ReLU()]
-
-
-def module_randn(
-    size: tuple[int, ...], generator: torch.Generator, module: nn.Module
-) -> torch.Tensor:
-    """Standard normal noise on the module's device and dtype, from ``generator`` only."""
-    param = next(module.parameters())
-    return torch.randn(size, generator=generator, device=param.device, dtype=param.dtype)
 
 
 def conv_critic(

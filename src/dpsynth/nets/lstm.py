@@ -14,11 +14,12 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from dpsynth.nets.conv import check_shape, module_randn
+from dpsynth.nets.base import LatentGenerator
+from dpsynth.nets.conv import check_shape
 from dpsynth.nets.mlp import one_hot
 
 
-class LSTMGenerator(nn.Module):
+class LSTMGenerator(LatentGenerator):
     """G(z_1..z_L, y) -> series of ``shape`` = (channels, length) in [-1, 1].
 
     ``nn.LSTM`` (batch first) over the per-step inputs ``[z_t, onehot(y)]``, then a Linear from
@@ -34,12 +35,14 @@ class LSTMGenerator(nn.Module):
         hidden: int = 64,
         layers: int = 1,
     ) -> None:
-        super().__init__()
-        self.latent_dim = latent_dim
-        self.n_classes = n_classes
+        super().__init__(latent_dim, n_classes)
         self.shape = check_shape(shape, 1, "LSTMGenerator")
         self.lstm = nn.LSTM(latent_dim + n_classes, hidden, num_layers=layers, batch_first=True)
         self.head = nn.Linear(hidden, self.shape[0])
+
+    def latent_shape(self, n: int) -> tuple[int, ...]:
+        """Noise at every time step (Frigerio et al.): (n, length, latent_dim)."""
+        return (n, self.shape[1], self.latent_dim)
 
     def forward(
         self,
@@ -60,8 +63,3 @@ class LSTMGenerator(nn.Module):
         cond = one_hot(labels, self.n_classes, n, z).unsqueeze(1).expand(n, length, -1)
         hidden, _ = self.lstm(torch.cat([z, cond], dim=2))
         return torch.tanh(self.head(hidden)).transpose(1, 2).contiguous()
-
-    def sample_latent(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """(n, length, latent_dim) standard normal noise, one vector per time step, drawn
-        from ``generator`` only."""
-        return module_randn((n, self.shape[1], self.latent_dim), generator, self)

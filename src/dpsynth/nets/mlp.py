@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from dpsynth.data.encoder import SOFTMAX, TANH, Span
+from dpsynth.nets.base import LatentGenerator
 
 
 def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, slope: float = 0.2) -> nn.Sequential:
@@ -41,7 +42,7 @@ def make_discriminator(data_dim: int, n_classes: int, hidden: Sequence[int]) -> 
     return mlp(data_dim + n_classes, hidden, 1)
 
 
-class Generator(nn.Module):
+class Generator(LatentGenerator):
     """G(z, y) -> encoded row, with one activation per span."""
 
     def __init__(
@@ -52,9 +53,7 @@ class Generator(nn.Module):
         hidden: Sequence[int] = (128,),
         gumbel_tau: float = 0.2,
     ) -> None:
-        super().__init__()
-        self.latent_dim = latent_dim
-        self.n_classes = n_classes
+        super().__init__(latent_dim, n_classes)
         self.spans = tuple(spans)
         self.gumbel_tau = gumbel_tau
         out_dim = self.spans[-1].stop if self.spans else 0
@@ -86,10 +85,6 @@ class Generator(nn.Module):
                 raise ValueError(f"span '{span.column}': unknown activation {span.activation}")
         return torch.cat(parts, dim=1)
 
-    def sample_latent(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        device = next(self.parameters()).device
-        return torch.randn(n, self.latent_dim, generator=generator, device=device)
-
 
 def _softmax_head(
     logits: torch.Tensor, tau: float, noise_generator: torch.Generator | None
@@ -103,7 +98,7 @@ def _softmax_head(
     return torch.softmax((logits + gumbel) / tau, dim=1)
 
 
-class FlatGenerator(nn.Module):
+class FlatGenerator(LatentGenerator):
     """G(z, y) -> records of any fixed ``shape`` (images, series) from an MLP with a tanh head.
 
     The DP-CGAN paper's "vanilla" generator for MNIST: latent and one-hot label in, one hidden
@@ -113,9 +108,7 @@ class FlatGenerator(nn.Module):
     def __init__(
         self, latent_dim: int, n_classes: int, shape: Sequence[int], hidden: Sequence[int]
     ) -> None:
-        super().__init__()
-        self.latent_dim = latent_dim
-        self.n_classes = n_classes
+        super().__init__(latent_dim, n_classes)
         self.shape = tuple(int(s) for s in shape)
         self.body = mlp(latent_dim + n_classes, hidden, math.prod(self.shape))
 
@@ -128,10 +121,6 @@ class FlatGenerator(nn.Module):
         cond = one_hot(labels, self.n_classes, z.shape[0], z)
         flat = torch.tanh(self.body(torch.cat([z, cond], dim=1)))
         return flat.view(z.shape[0], *self.shape)
-
-    def sample_latent(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        device = next(self.parameters()).device
-        return torch.randn(n, self.latent_dim, generator=generator, device=device)
 
 
 def flat_mlp_critic(

@@ -15,13 +15,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from dpsynth.nets.base import LatentGenerator
 from dpsynth.nets.conv import (
     center_crop,
     check_norm,
     check_shape,
     group_norm,
     latent_with_condition,
-    module_randn,
     seed_size,
 )
 
@@ -49,7 +49,7 @@ class UpBlock(nn.Module):
         return h + self.skip(F.interpolate(x, scale_factor=2, mode="nearest"))
 
 
-class ResNetGenerator(nn.Module):
+class ResNetGenerator(LatentGenerator):
     """Residual G(z, y) -> image of ``shape`` = (channels, height, width) in [-1, 1].
 
     A Linear layer maps ``z`` + one-hot to ``channels[0]`` maps of ``h0 x w0``; ``len(channels)``
@@ -66,9 +66,7 @@ class ResNetGenerator(nn.Module):
         channels: Sequence[int] = (128, 64),
         norm: str = "group",
     ) -> None:
-        super().__init__()
-        self.latent_dim = latent_dim
-        self.n_classes = n_classes
+        super().__init__(latent_dim, n_classes)
         self.shape = check_shape(shape, 2, "ResNetGenerator")
         if not channels:
             raise ValueError("ResNetGenerator needs at least one entry in channels")
@@ -92,7 +90,3 @@ class ResNetGenerator(nn.Module):
         h = self.blocks(seed.view(z.shape[0], *self.seed_shape))
         out = self.out_conv(F.relu(self.out_norm(h)))
         return torch.tanh(center_crop(out, self.shape[1:]))
-
-    def sample_latent(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """(n, latent_dim) standard normal noise drawn from ``generator`` only."""
-        return module_randn((n, self.latent_dim), generator, self)
