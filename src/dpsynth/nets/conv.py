@@ -99,7 +99,31 @@ def seed_size(size: int, n_doublings: int) -> int:
     return max(1, math.ceil(size / 2**n_doublings))
 
 
-class ConvGenerator(LatentGenerator):
+class SeededImageGenerator(LatentGenerator):
+    """The start every image generator shares: ``z`` + one-hot -> ``channels[0]`` maps of
+    ``h0 x w0`` with ``h0 = ceil(H / 2**len(channels))``; and the end: centre crop, tanh."""
+
+    def __init__(
+        self, latent_dim: int, n_classes: int, shape: Sequence[int], channels: Sequence[int]
+    ) -> None:
+        super().__init__(latent_dim, n_classes)
+        name = type(self).__name__
+        self.shape = check_shape(shape, 2, name)
+        if not channels:
+            raise ValueError(f"{name} needs at least one entry in channels")
+        self.seed_shape = (channels[0], *(seed_size(s, len(channels)) for s in self.shape[1:]))
+        self.project = nn.Linear(latent_dim + n_classes, math.prod(self.seed_shape))
+
+    def seed_maps(self, z: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        seed = self.project(latent_with_condition(z, labels, self.n_classes))
+        return seed.view(z.shape[0], *self.seed_shape)
+
+    def finish(self, maps: torch.Tensor) -> torch.Tensor:
+        """Crop the upsampled maps to exactly (H, W) and squash them into [-1, 1]."""
+        return torch.tanh(center_crop(maps, self.shape[1:]))
+
+
+class ConvGenerator(SeededImageGenerator):
     """DCGAN-style G(z, y) -> image of ``shape`` = (channels, height, width) in [-1, 1].
 
     A Linear layer maps ``z`` + one-hot to ``channels[0]`` maps of ``h0 x w0``; each of the
@@ -116,12 +140,7 @@ class ConvGenerator(LatentGenerator):
         channels: Sequence[int] = (128, 64),
         norm: str = "group",
     ) -> None:
-        super().__init__(latent_dim, n_classes)
-        self.shape = check_shape(shape, 2, "ConvGenerator")
-        if not channels:
-            raise ValueError("ConvGenerator needs at least one entry in channels")
-        self.seed_shape = (channels[0], *(seed_size(s, len(channels)) for s in self.shape[1:]))
-        self.project = nn.Linear(latent_dim + n_classes, math.prod(self.seed_shape))
+        super().__init__(latent_dim, n_classes, shape, channels)
         layers: list[nn.Module] = _norm_act(channels[0], check_norm(norm))
         for c_in, c_out in zip(channels[:-1], channels[1:], strict=True):
             layers.append(nn.ConvTranspose2d(c_in, c_out, 4, 2, 1, bias=norm == "none"))
@@ -136,9 +155,7 @@ class ConvGenerator(LatentGenerator):
         noise_generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """Images (n, *shape) in [-1, 1]; ``noise_generator`` is accepted and ignored."""
-        seed = self.project(latent_with_condition(z, labels, self.n_classes))
-        out = self.body(seed.view(z.shape[0], *self.seed_shape))
-        return torch.tanh(center_crop(out, self.shape[1:]))
+        return self.finish(self.body(self.seed_maps(z, labels)))
 
 
 def _norm_act(channels: int, norm: str) -> list[nn.Module]:

@@ -8,21 +8,16 @@ generated sample to the others in its batch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dpsynth.nets.base import LatentGenerator
 from dpsynth.nets.conv import (
-    center_crop,
+    SeededImageGenerator,
     check_norm,
-    check_shape,
     group_norm,
-    latent_with_condition,
-    seed_size,
 )
 
 
@@ -49,7 +44,7 @@ class UpBlock(nn.Module):
         return h + self.skip(F.interpolate(x, scale_factor=2, mode="nearest"))
 
 
-class ResNetGenerator(LatentGenerator):
+class ResNetGenerator(SeededImageGenerator):
     """Residual G(z, y) -> image of ``shape`` = (channels, height, width) in [-1, 1].
 
     A Linear layer maps ``z`` + one-hot to ``channels[0]`` maps of ``h0 x w0``; ``len(channels)``
@@ -66,12 +61,7 @@ class ResNetGenerator(LatentGenerator):
         channels: Sequence[int] = (128, 64),
         norm: str = "group",
     ) -> None:
-        super().__init__(latent_dim, n_classes)
-        self.shape = check_shape(shape, 2, "ResNetGenerator")
-        if not channels:
-            raise ValueError("ResNetGenerator needs at least one entry in channels")
-        self.seed_shape = (channels[0], *(seed_size(s, len(channels)) for s in self.shape[1:]))
-        self.project = nn.Linear(latent_dim + n_classes, math.prod(self.seed_shape))
+        super().__init__(latent_dim, n_classes, shape, channels)
         outs = (*channels[1:], channels[-1])
         self.blocks = nn.Sequential(
             *(UpBlock(c_in, c_out, norm) for c_in, c_out in zip(channels, outs, strict=True))
@@ -86,7 +76,5 @@ class ResNetGenerator(LatentGenerator):
         noise_generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """Images (n, *shape) in [-1, 1]; ``noise_generator`` is accepted and ignored."""
-        seed = self.project(latent_with_condition(z, labels, self.n_classes))
-        h = self.blocks(seed.view(z.shape[0], *self.seed_shape))
-        out = self.out_conv(F.relu(self.out_norm(h)))
-        return torch.tanh(center_crop(out, self.shape[1:]))
+        h = self.blocks(self.seed_maps(z, labels))
+        return self.finish(self.out_conv(F.relu(self.out_norm(h))))
