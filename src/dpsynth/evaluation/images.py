@@ -41,10 +41,10 @@ from dpsynth.errors import DataError
 from dpsynth.evaluation.utility import (
     MetricResult,
     Predictions,
-    fit_proba,
     accuracy_scores,
     auroc_scores,
     encode_labels,
+    fit_proba,
 )
 
 IMAGE_MODELS = ("logistic", "mlp")
