@@ -33,6 +33,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench_common import (  # noqa: E402 (bench/ is on sys.path when run)
+    CLIP,
+    SIGMA,
+    dp_vmap_step,
+    noisy_update,
+    nonprivate_step,
+)
 from dpsynth.privacy.clipping import clipped_gradient_sum
 
 # (data dimension, number of classes, hidden width)
@@ -40,8 +47,6 @@ PRESETS = {
     "mnist": (784, 10, 128),  # 28x28 images, 10 digits: the DP-CGAN MNIST discriminator
     "tabular": (21, 3, 128),  # Thyroid (ann): 21 attributes, 3 classes
 }
-SIGMA = 1.1
-CLIP = 1.0
 LR = 0.1
 
 
@@ -68,27 +73,6 @@ def make_batch(batch: int, data_dim: int, n_classes: int, seed: int):
     return rows(), rows()
 
 
-def nonprivate_step(model, opt, real, fake) -> None:
-    """Plain GAN discriminator step."""
-    opt.zero_grad(set_to_none=True)
-    real_logits = model(real)[:, 0]
-    fake_logits = model(fake)[:, 0]
-    loss = F.binary_cross_entropy_with_logits(
-        real_logits, torch.ones_like(real_logits)
-    ) + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits))
-    loss.backward()
-    opt.step()
-
-
-def _noisy_update(model, opt, summed, batch: int, noise_gen: torch.Generator) -> None:
-    """Add N(0, sigma^2 C^2) to the clipped sum once, divide by the expected batch, step."""
-    with torch.no_grad():
-        for p, g in zip(model.parameters(), summed, strict=True):
-            noise = torch.randn(g.shape, generator=noise_gen, dtype=g.dtype, device=g.device)
-            p.grad = g.add_(noise, alpha=SIGMA * CLIP).div_(batch)
-    opt.step()
-
-
 def dp_ghost_step(model, opt, real, fake, targets, noise_gen, microbatches: int = 0) -> None:
     """DP step with ghost-norm clipping; ``microbatches > 0`` clips the means of m random
     microbatches of the real rows and m of the fake rows (DP-CGAN's m < B) instead."""
@@ -108,24 +92,7 @@ def dp_ghost_step(model, opt, real, fake, targets, noise_gen, microbatches: int 
     clipped = clipped_gradient_sum(
         model, inputs, loss, CLIP, groups, num_groups=2 * microbatches or None
     )
-    _noisy_update(model, opt, clipped.grads, units, noise_gen)
-
-
-def dp_vmap_step(model, opt, real, fake, targets, noise_gen) -> None:
-    """DP step with per-example gradients materialised by torch.func (the reference)."""
-    inputs = torch.cat([real, fake])
-    params = {k: v.detach() for k, v in model.named_parameters()}
-
-    def one(p, x, t):
-        logit = torch.func.functional_call(model, p, (x.unsqueeze(0),))[0, 0]
-        return F.binary_cross_entropy_with_logits(logit, t)
-
-    grads = torch.func.vmap(torch.func.grad(one), in_dims=(None, 0, 0))(params, inputs, targets)
-    flat = [g.reshape(g.shape[0], -1) for g in grads.values()]
-    norms = torch.cat(flat, dim=1).norm(dim=1)
-    factors = torch.clamp(CLIP / (norms + 1e-12), max=1.0)
-    summed = [torch.einsum("n,n...->...", factors, g) for g in grads.values()]
-    _noisy_update(model, opt, summed, real.shape[0], noise_gen)
+    noisy_update(model, opt, clipped.grads, units, noise_gen)
 
 
 def _time_ms(fn: Callable[[], None]) -> tuple[float, float]:
