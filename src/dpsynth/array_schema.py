@@ -22,6 +22,7 @@ from dpsynth.schema import (
     SCHEMA_VERSION,
     check_bounds,
     check_declared_prior,
+    optional_number,
     read_schema_json,
 )
 
@@ -53,21 +54,10 @@ class Channel:
     def from_dict(cls, d: Any) -> Channel:
         if not isinstance(d, dict) or "name" not in d:
             raise SchemaError(f"each channel needs a 'name' (and 'lower', 'upper'); got {d!r}")
-        channel = cls(str(d["name"]), _number(d, "lower"), _number(d, "upper"))
+        lower, upper = (optional_number(d, key, "channel") for key in ("lower", "upper"))
+        channel = cls(str(d["name"]), lower, upper)
         channel.validate()
         return channel
-
-
-def _number(d: dict[str, Any], key: str) -> float | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise SchemaError(
-            f"channel '{d.get('name')}': {key} must be a number or null, got {value!r}"
-        ) from None
 
 
 @dataclass(frozen=True)

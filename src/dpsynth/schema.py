@@ -111,15 +111,16 @@ class Column:
         column = cls(
             name=str(d["name"]),
             type=str(d["type"]),
-            lower=_optional_float(d, "lower"),
-            upper=_optional_float(d, "upper"),
+            lower=optional_number(d, "lower"),
+            upper=optional_number(d, "upper"),
             categories=None if cats is None else tuple(str(c) for c in cats),
         )
         column.validate()
         return column
 
 
-def _optional_float(d: dict[str, Any], key: str) -> float | None:
+def optional_number(d: dict[str, Any], key: str, owner: str = "column") -> float | None:
+    """``d[key]`` as a float, None when absent or null; an error naming the owner otherwise."""
     value = d.get(key)
     if value is None:
         return None
@@ -127,7 +128,7 @@ def _optional_float(d: dict[str, Any], key: str) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         raise SchemaError(
-            f"column '{d.get('name')}': {key} must be a number, got {value!r}"
+            f"{owner} '{d.get('name')}': {key} must be a number or null, got {value!r}"
         ) from None
 
 
