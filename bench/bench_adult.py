@@ -1,17 +1,17 @@
 """UCI Adult, balanced classes (Frigerio et al. 2019): random-forest TSTR for every method.
 
 For each method variant, privacy level and seed: fit ``Synthesizer(method, epsilon)`` on the
-balanced training table (15,016 rows, ``dpsynth.adult.load_adult``), sample as many rows, train
-a random forest (``dpsynth.evaluation.utility``, ``classifier="rf"``) on the synthetic rows and
-score accuracy, balanced accuracy and AUC on the balanced real test table (7,400 rows). The
-same forest trained on the real training table gives the real baseline.
+balanced training table (15,016 rows, ``dpforge.datasets.adult.load_adult``), sample as many
+rows, train a random forest (``dpforge.evaluation.utility``, ``classifier="rf"``) on the
+synthetic rows and score accuracy, balanced accuracy and AUC on the balanced real test table
+(7,400 rows). The same forest trained on the real training table gives the real baseline.
 
 The issue's plan (used unless ``--epsilons`` is given): ``dpwgan`` without and with clipping
 decay at epsilon = 3 and 7, next to the paper's figures, plus ``dpwgan`` at epsilon = inf (the
 same code with sigma = 0 and C = inf, for context); ``dpcgan`` and ``gswgan`` at 3; every other
 registered method at 3 as well. A method that is not registered is skipped with a note.
 The epsilon is the ledger's, metadata included (the DP bounds of fnlwgt and capital-loss; the
-label prior is uniform and free, see ``dpsynth.adult``), reported under PLD and RDP.
+label prior is uniform and free, see ``dpforge.datasets.adult``), reported under PLD and RDP.
 
 Hyperparameters: ``TUNED`` below, chosen on a validation split of the training table
 (``--validation``: 80/20, stratified, seeded; adult.test is not even read), never on the test
@@ -46,10 +46,10 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
-from dpsynth import Schema, Synthesizer
-from dpsynth.adult import ADULT_LABEL, adult_schema, load_adult, load_adult_file
-from dpsynth.evaluation.utility import accuracy_scores, auroc_scores, predict_test
-from dpsynth.methods import METHODS
+from dpforge import Schema, Synthesizer
+from dpforge.datasets.adult import ADULT_LABEL, adult_schema, load_adult, load_adult_file
+from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
+from dpforge.methods import METHODS
 
 ISSUE_METHODS = ("dpwgan", "dpcgan", "gswgan")
 ISSUE_EPSILONS = {"dpwgan": (3.0, 7.0)}  # every other method: 3 only
@@ -99,7 +99,7 @@ def _seeds(text: str) -> list[int]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", default=None, help="folder holding adult/ (see datasets.py)")
+    p.add_argument("--data-dir", default=None, help="folder holding adult/ (see dpforge/datasets/files.py)")
     p.add_argument("--seeds", type=_seeds, default=_seeds("3"), help="a count (3) or a list")
     p.add_argument(
         "--methods", default=None,
@@ -141,7 +141,7 @@ def plan_cells(args: argparse.Namespace) -> tuple[list[tuple[str, float]], list[
         base = name.removesuffix(DECAY)
         if base not in METHODS:
             skipped.append({"method": name, "note": f"'{base}' is not registered in "
-                            f"dpsynth.methods.METHODS ({sorted(METHODS)}); skipped"})  # fmt: skip
+                            f"dpforge.methods.METHODS ({sorted(METHODS)}); skipped"})  # fmt: skip
             continue
         epsilons = args.epsilons or ISSUE_EPSILONS.get(base, (DEFAULT_EPSILON,))
         if not args.epsilons and name == "dpwgan":  # context: the same GAN without privacy
@@ -392,7 +392,7 @@ def markdown(result: dict[str, Any], tuning: list[dict]) -> str:
         f"fit: {data['n_train']} (the training set's size). Seeds: {result['seeds']} (model, "
         "sampling and forest seeds; the balanced subsample is the same for every seed).",
         "- Classifier: scikit-learn RandomForestClassifier(200 trees), features encoded from the "
-        'public schema (`dpsynth.evaluation.utility`, `classifier="rf"`). AUC is the ROC AUC '
+        'public schema (`dpforge.evaluation.utility`, `classifier="rf"`). AUC is the ROC AUC '
         "of the '>50K' probability.",
         "",
         "## Privacy",
@@ -400,9 +400,9 @@ def markdown(result: dict[str, Any], tuning: list[dict]) -> str:
         f"- Target (ε, δ = {result['delta']}), metadata included: the bounds of fnlwgt and "
         f"capital-loss are estimated under DP with a {result['metadata_share']:.0%} share of the "
         "budget; every other bound and every category list is public (UCI code book, census "
-        "extraction rules and CPS top-codes, see `dpsynth.adult.adult_schema`). The label prior "
-        "is uniform and free: the 50/50 split is the benchmark's construction, not a statistic "
-        "of the records.",
+        "extraction rules and CPS top-codes, see `dpforge.datasets.adult.adult_schema`). The label "
+        "prior is uniform and free: the 50/50 split is the benchmark's construction, not a "
+        "statistic of the records.",
         "- The guarantee is with respect to the balanced training table. Dropping rows with "
         "missing values and balancing read the private file and are outside it (the benchmark's "
         "set-up, not a release pipeline).",

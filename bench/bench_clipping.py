@@ -4,7 +4,7 @@ The network is the DP-CGAN MLP discriminator: (data + one-hot label) -> Linear 1
 LeakyReLU(0.2) -> Linear 1; a step sees B real and B fake rows. Three steps are timed:
 
 1. ``nonprivate``: forward of the real and the fake rows, BCE-with-logits (mean), backward, SGD;
-2. ``dp_ghost``: :func:`dpsynth.privacy.clipping.clipped_gradient_sum` on the 2B concatenated rows
+2. ``dp_ghost``: :func:`dpforge.privacy.clipping.clipped_gradient_sum` on the 2B concatenated rows
    (per-example losses), Gaussian noise N(0, sigma^2 C^2) added once to the sum, division by the
    expected batch size, written to ``.grad``, SGD;
 3. ``dp_vmap`` (reference): the same DP step with per-example gradients materialised by
@@ -40,7 +40,7 @@ from bench_common import (  # noqa: E402 (bench/ is on sys.path when run)
     noisy_update,
     nonprivate_step,
 )
-from dpsynth.privacy.clipping import clipped_gradient_sum
+from dpforge.privacy.clipping import clipped_gradient_sum
 
 # (data dimension, number of classes, hidden width)
 PRESETS = {

@@ -7,7 +7,7 @@ preset is a series critic, DPLSTM(1 + 2 label channels -> 64) -> Linear(64 -> 1)
 length 24 (ItalyPowerDemand's shape). A step sees B real and B fake records. Timed side by side:
 
 1. ``nonprivate``: forward of the real and the fake records, BCE-with-logits (mean), backward, SGD;
-2. ``dp_ghost``: :func:`dpsynth.privacy.clipping.clipped_gradient_sum` on the 2B concatenated
+2. ``dp_ghost``: :func:`dpforge.privacy.clipping.clipped_gradient_sum` on the 2B concatenated
    records (per-example losses), Gaussian noise N(0, sigma^2 C^2) added once to the sum, division
    by the expected batch size, written to ``.grad``, SGD;
 3. ``dp_vmap`` (reference): the same DP step with per-example gradients from
@@ -45,8 +45,8 @@ from bench_common import (  # noqa: E402 (bench/ is on sys.path when run)
     noisy_update,
     nonprivate_step,
 )
-from dpsynth.nets.recurrent import DPLSTM
-from dpsynth.privacy.clipping import clipped_gradient_sum
+from dpforge.nets.recurrent import DPLSTM
+from dpforge.privacy.clipping import clipped_gradient_sum
 
 LR = 0.05
 N_CLASSES = {"mnist": 10, "lstm": 2}

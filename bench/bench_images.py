@@ -28,12 +28,12 @@ from typing import Any
 import torch
 
 from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
-from dpsynth import Synthesizer
-from dpsynth.array_datasets import load_idx_dataset
-from dpsynth.data.arrays import ArrayData
-from dpsynth.data.export import write_images
-from dpsynth.evaluation.images import tstr_auroc, tstr_cnn_accuracy
-from dpsynth.methods import METHODS
+from dpforge import Synthesizer
+from dpforge.data.arrays import ArrayData
+from dpforge.data.export import write_images
+from dpforge.datasets.images import load_idx_dataset
+from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
+from dpforge.methods import METHODS
 
 PUBLISHED = {
     "mnist": [

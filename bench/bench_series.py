@@ -3,14 +3,14 @@ synthetic series, test on real ones.
 
 Data: the 1,096 daily curves of 24 hourly values (2 classes: 1 = October-March, 2 = April-
 September) pooled from the UCR train/test files and split 70/30, stratified and seeded
-(``dpsynth.array_datasets.load_italy_power_demand``): 767 training, 329 test series. Public:
+(``dpforge.datasets.series.load_italy_power_demand``): 767 training, 329 test series. Public:
 the length 24 and the two classes; the channel's value range is NOT public, ``fit`` estimates it
 under DP and charges it to the same (epsilon, delta) as training; the label prior is uniform
 (free).
 
 For each seed: fit ``Synthesizer(method=..., epsilon=...)`` on the training series, sample as
 many series as the training set (labels from the prior), and score on the real test series two
-classifiers trained on the synthetic series (``dpsynth.evaluation.series.tstr_accuracy``: a
+classifiers trained on the synthetic series (``dpforge.evaluation.series.tstr_accuracy``: a
 random forest on the raw values and 1-nearest-neighbour by DTW): accuracy and balanced accuracy.
 The same classifiers trained on the real training series give the real-data reference. The
 non-private baseline of the same code path (epsilon = inf, sigma = 0, C = inf, the same number
@@ -57,13 +57,13 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
-from dpsynth import Synthesizer
-from dpsynth.array_datasets import load_italy_power_demand
-from dpsynth.array_schema import ArraySchema
-from dpsynth.data.arrays import ArrayData
-from dpsynth.evaluation.series import SERIES_MODELS, nearest_by_dtw, plot_nearest, tstr_accuracy
-from dpsynth.methods import METHODS
-from dpsynth.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES
+from dpforge import Synthesizer
+from dpforge.data.arrays import ArrayData
+from dpforge.datasets.series import load_italy_power_demand
+from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, plot_nearest, tstr_accuracy
+from dpforge.methods import METHODS
+from dpforge.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES
+from dpforge.schema.array import ArraySchema
 
 METRICS = ("accuracy", "balanced_accuracy")
 VALIDATION_SEED = 12345  # the split of the training part used by --validation
@@ -390,7 +390,7 @@ def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> str:
         f"{m['python']}, torch {m['torch']} ({m['torch_threads']} thread(s)); shared with "
         "another benchmark running at the same time, so wall times are pessimistic.",
         "",
-        f"Code: dpsynth at commit {result['git']['commit']}"
+        f"Code: dpforge at commit {result['git']['commit']}"
         + (
             f" with uncommitted changes in {', '.join(result['git']['src_modified'])}"
             if result["git"]["src_modified"]

@@ -6,7 +6,7 @@ the synthetic rows and score one-vs-rest MACRO AuROC on ann-test (3,428 rows); t
 classifiers trained on the real ann-train give the real baseline. The privacy figures are the
 ledger's: metadata included (the label prior is estimated from DP noisy class counts, charged to
 the same budget; the bounds [0, 1] and the binary categories are public, see
-``dpsynth.datasets.thyroid_schema``).
+``dpforge.datasets.thyroid.thyroid_schema``).
 
 ``--validation`` is for tuning: it splits ann-train 80/20 (stratified, seeded), fits on the 80 %
 and scores on the 20 %; ann-test is not read. Hyperparameters for the reported run are chosen
@@ -34,10 +34,10 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
-from dpsynth import Schema, Synthesizer
-from dpsynth.datasets import load_thyroid
-from dpsynth.evaluation.utility import tstr_auroc
-from dpsynth.methods import METHODS
+from dpforge import Schema, Synthesizer
+from dpforge.datasets.thyroid import load_thyroid
+from dpforge.evaluation.utility import tstr_auroc
+from dpforge.methods import METHODS
 
 CLASSIFIERS = ("mlp", "lr")
 PUBLISHED = [
@@ -57,7 +57,7 @@ def _widths(text: str) -> tuple[int, ...]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", default=None, help="folder holding thyroid/ (see datasets.py)")
+    p.add_argument("--data-dir", default=None, help="folder holding thyroid/ (see dpforge/datasets/files.py)")
     p.add_argument("--method", default="dpcgan", choices=sorted(METHODS))
     p.add_argument("--epsilon", type=float, default=3.7)
     p.add_argument("--delta", type=float, default=1e-5)

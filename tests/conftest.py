@@ -8,7 +8,7 @@ import pytest
 import torch
 from sklearn.datasets import load_breast_cancer
 
-from dpsynth.schema import Column, Schema
+from dpforge.schema.table import Column, Schema
 
 # Tiny networks run faster on one thread, and CI has two cores shared with pytest itself.
 torch.set_num_threads(1)

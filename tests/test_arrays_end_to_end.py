@@ -12,14 +12,15 @@ import math
 import numpy as np
 import pytest
 
-from dpsynth.array_datasets import load_digits_images, load_italy_power_demand
-from dpsynth.array_schema import Channel
-from dpsynth.data.arrays import ArrayData
-from dpsynth.errors import DataError, PrivacyError
-from dpsynth.methods.dpcgan import DPCGANConfig
-from dpsynth.methods.dpwgan import DPWGANConfig
-from dpsynth.methods.gswgan import GSWGANConfig
-from dpsynth.synthesizer import Synthesizer, load
+from dpforge.data.arrays import ArrayData
+from dpforge.datasets.images import load_digits_images
+from dpforge.datasets.series import load_italy_power_demand
+from dpforge.errors import DataError, PrivacyError
+from dpforge.methods.dpcgan import DPCGANConfig
+from dpforge.methods.dpwgan import DPWGANConfig
+from dpforge.methods.gswgan import GSWGANConfig
+from dpforge.schema.array import Channel
+from dpforge.synthesizer import Synthesizer, load
 
 pytestmark = pytest.mark.slow
 

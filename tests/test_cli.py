@@ -9,14 +9,14 @@ import sys
 import pandas as pd
 import pytest
 
-from dpsynth.cli import main
+from dpforge.cli import main
 
 FAST = ["--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0", "--quiet"]
 
 
 def run(args, monkeypatch, capsys) -> tuple[int, str]:
     """Call the console script's entry point; return (exit code, stderr + stdout)."""
-    monkeypatch.setattr(sys, "argv", ["dpsynth", *map(str, args)])
+    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
     code = 0
     try:
         main()
@@ -178,7 +178,7 @@ def test_console_script_exit_code_without_traceback(tmp_path):
         [
             sys.executable,
             "-c",
-            "from dpsynth.cli import main; main()",
+            "from dpforge.cli import main; main()",
             "fit",
             str(missing),
             "--schema",

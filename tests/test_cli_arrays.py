@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from tests.test_cli import run
 
-from dpsynth.array_datasets import load_digits_images, load_italy_power_demand
-from dpsynth.data.arrays import ArrayData
-from dpsynth.data.export import write_images, write_series_csv
-from dpsynth.data.images import read_images
-from dpsynth.data.series import read_wide_csv
+from dpforge.data.arrays import ArrayData
+from dpforge.data.export import write_images, write_series_csv
+from dpforge.data.images import read_images
+from dpforge.data.series import read_wide_csv
+from dpforge.datasets.images import load_digits_images
+from dpforge.datasets.series import load_italy_power_demand
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""``dpsynth privacy``: the calculator's three modes, JSON output and refused combinations."""
+"""``dpforge privacy``: the calculator's three modes, JSON output and refused combinations."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from dpsynth.cli.privacy import privacy
-from dpsynth.errors import PrivacyError
-from dpsynth.privacy.accounting import dpsgd_event, epsilon
+from dpforge.cli.privacy import privacy
+from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import dpsgd_event, epsilon
 
 MNIST = ["-n", "60000", "--batch-size", "600"]
 THYROID = ["--dataset-size", "3772", "-b", "32"]
@@ -22,7 +22,7 @@ def _app() -> typer.Typer:
 
     @app.callback()
     def main() -> None:  # a callback keeps "privacy" a subcommand, as in the real app
-        """dpsynth (test)."""
+        """dpforge (test)."""
 
     return app
 

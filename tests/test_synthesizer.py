@@ -9,10 +9,10 @@ import dp_accounting
 import numpy as np
 import pytest
 
-import dpsynth
-from dpsynth.errors import DataError, OutputExistsError, PrivacyError
-from dpsynth.methods.dpcgan import DPCGANConfig
-from dpsynth.schema import Column, Schema
+import dpforge
+from dpforge.errors import DataError, OutputExistsError, PrivacyError
+from dpforge.methods.dpcgan import DPCGANConfig
+from dpforge.schema.table import Column, Schema
 
 FAST = DPCGANConfig(
     batch_size=64, latent_dim=16, generator_hidden=(32,), discriminator_hidden=(32,)
@@ -24,7 +24,7 @@ def _fit(frame, schema, **kwargs):
         epsilon=8.0, delta=1e-5, noise_multiplier=1.5, method_options=FAST, seed=0, progress=False
     )
     options.update(kwargs)
-    return dpsynth.Synthesizer(schema, **options).fit(frame)
+    return dpforge.Synthesizer(schema, **options).fit(frame)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_samples_have_the_schema_columns_and_types(fitted, cancer):
 def test_save_load_gives_the_same_generator(fitted, tmp_path):
     path = fitted.save(tmp_path / "model")
     assert sorted(p.name for p in path.iterdir()) == ["generator.safetensors", "model.json"]
-    loaded = dpsynth.load(path)
+    loaded = dpforge.load(path)
     assert loaded.sample(20, seed=5).equals(fitted.sample(20, seed=5))
     assert loaded.privacy_spent().epsilon_pld == pytest.approx(fitted.privacy_spent().epsilon_pld)
     with pytest.raises(OutputExistsError):
@@ -126,7 +126,7 @@ def test_impossible_privacy_requests_are_refused(cancer, kwargs, pattern):
 
 def test_interrupted_fit_resumes_without_paying_twice(cancer, tmp_path, monkeypatch):
     """Resuming replays exactly the uninterrupted run: same ledger, same generator."""
-    import dpsynth.synthesizer as synth_module
+    import dpforge.synthesizer as synth_module
 
     frame, schema = cancer
     options = dict(epsilon=4.0, noise_multiplier=2.0, checkpoint_every=50)
@@ -175,7 +175,7 @@ def test_non_private_baseline_reads_metadata_without_noise_and_says_so(cancer):
 def test_outputs_get_the_users_usual_file_mode(tmp_path):
     import os
 
-    from dpsynth.storage import atomic_write
+    from dpforge.storage import atomic_write
 
     path = tmp_path / "out.txt"
     old = os.umask(0o022)

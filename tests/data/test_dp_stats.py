@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from dpsynth.data.dp_stats import (
+from dpforge.data.dp_stats import (
     DpEstimate,
     DpNoiseWarning,
     dp_bounds,
@@ -22,11 +22,11 @@ from dpsynth.data.dp_stats import (
     gaussian_histogram,
     noise_multiplier_for,
 )
-from dpsynth.errors import DataError, PrivacyError
+from dpforge.errors import DataError, PrivacyError
 
 DATA_DIR = Path(
     os.environ.get(
-        "DPSYNTH_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
+        "DPFORGE_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
     )
 )
 ADULT = DATA_DIR / "adult" / "adult.data"
@@ -35,7 +35,7 @@ ADULT = DATA_DIR / "adult" / "adult.data"
 @pytest.fixture(scope="module")
 def adult() -> pd.DataFrame:
     if not ADULT.exists():
-        pytest.skip(f"{ADULT} not found (set DPSYNTH_DATA_DIR)")
+        pytest.skip(f"{ADULT} not found (set DPFORGE_DATA_DIR)")
     return pd.read_csv(ADULT, skipinitialspace=True)
 
 

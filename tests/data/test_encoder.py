@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.data.encoder import SOFTMAX, TANH, TableEncoder
-from dpsynth.data.tables import validate_table
-from dpsynth.errors import SchemaError
-from dpsynth.schema import Column, Schema
+from dpforge.data.encoder import SOFTMAX, TANH, TableEncoder
+from dpforge.data.tables import validate_table
+from dpforge.errors import SchemaError
+from dpforge.schema.table import Column, Schema
 
 
 def _schema() -> Schema:

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import dpsynth.data.export as export
-from dpsynth.data.arrays import ArrayData
-from dpsynth.data.export import image_grid, plot_series, write_images, write_series_csv
-from dpsynth.data.images import read_image_folder, read_images, read_npz_images
-from dpsynth.data.series import read_long_csv, read_wide_csv
-from dpsynth.errors import DataError, OutputExistsError
+import dpforge.data.export as export
+from dpforge.data.arrays import ArrayData
+from dpforge.data.export import image_grid, plot_series, write_images, write_series_csv
+from dpforge.data.images import read_image_folder, read_images, read_npz_images
+from dpforge.data.series import read_long_csv, read_wide_csv
+from dpforge.errors import DataError, OutputExistsError
 
 
 def _images(n: int, channels: int, labels: list[str] | None = None) -> ArrayData:

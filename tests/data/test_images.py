@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dpsynth.array_schema import ArraySchema
-from dpsynth.data.arrays import ArrayData
-from dpsynth.data.images import (
+from dpforge.data.arrays import ArrayData
+from dpforge.data.images import (
     draft_image_schema,
     read_idx,
     read_idx_images,
@@ -22,7 +21,8 @@ from dpsynth.data.images import (
     read_npz_images,
     write_idx,
 )
-from dpsynth.errors import DataError, OutputExistsError, SchemaError
+from dpforge.errors import DataError, OutputExistsError, SchemaError
+from dpforge.schema.array import ArraySchema
 
 MNIST = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "mnist"
 

@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpsynth.data.arrays import ArrayData
-from dpsynth.data.series import (
+from dpforge.data.arrays import ArrayData
+from dpforge.data.series import (
     draft_series_schema,
     read_long_csv,
     read_series,
     read_series_array,
     read_wide_csv,
 )
-from dpsynth.errors import DataError
+from dpforge.errors import DataError
 
 
 def _write(tmp_path: Path, text: str, name: str = "s.csv") -> Path:

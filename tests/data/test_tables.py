@@ -3,9 +3,9 @@
 import pandas as pd
 import pytest
 
-from dpsynth.data.tables import draft_schema, read_csv, validate_table
-from dpsynth.errors import DataError, SchemaError
-from dpsynth.schema import Column, Schema
+from dpforge.data.tables import draft_schema, read_csv, validate_table
+from dpforge.errors import DataError, SchemaError
+from dpforge.schema.table import Column, Schema
 
 SCHEMA = Schema(
     columns=(

@@ -14,10 +14,10 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from dpsynth.data.arrays import ArrayData
-from dpsynth.errors import DataError
-from dpsynth.evaluation.images import tstr_auroc, tstr_cnn_accuracy
-from dpsynth.evaluation.utility import MetricResult
+from dpforge.data.arrays import ArrayData
+from dpforge.errors import DataError
+from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
+from dpforge.evaluation.utility import MetricResult
 
 CLASSES = tuple(str(d) for d in range(10))
 CNN_EPOCHS = 8

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dpsynth.data.arrays import ArrayData
-from dpsynth.errors import DataError, OutputExistsError
-from dpsynth.evaluation import series
-from dpsynth.evaluation.series import dtw_distance, nearest_by_dtw, plot_nearest, tstr_accuracy
+from dpforge.data.arrays import ArrayData
+from dpforge.errors import DataError, OutputExistsError
+from dpforge.evaluation import series
+from dpforge.evaluation.series import dtw_distance, nearest_by_dtw, plot_nearest, tstr_accuracy
 
 CLASSES = ("sine", "square", "saw")
 LENGTH = 48

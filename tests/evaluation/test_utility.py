@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.datasets import load_thyroid
-from dpsynth.errors import DataError, SchemaError
-from dpsynth.evaluation.utility import (
+from dpforge.datasets.thyroid import load_thyroid
+from dpforge.errors import DataError, SchemaError
+from dpforge.evaluation.utility import (
     FeatureEncoder,
     MetricResult,
     predict_test,
@@ -19,7 +19,7 @@ from dpsynth.evaluation.utility import (
     tstr_balanced_accuracy,
     tstr_vs_real,
 )
-from dpsynth.schema import Column, Schema
+from dpforge.schema.table import Column, Schema
 
 CLASSES = ("a", "b", "c")
 

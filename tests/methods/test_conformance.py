@@ -11,10 +11,10 @@ import dp_accounting
 import pytest
 from safetensors import safe_open
 
-import dpsynth
-from dpsynth.datasets import load_thyroid
-from dpsynth.errors import DataError
-from dpsynth.methods import METHODS
+import dpforge
+from dpforge.datasets.thyroid import load_thyroid
+from dpforge.errors import DataError
+from dpforge.methods import METHODS
 
 SMALL = {
     "dpcgan": dict(
@@ -54,7 +54,7 @@ def fitted(request, thyroid):
     method = request.param
     train, _, schema = thyroid
     config = METHODS[method][1](**SMALL[method])
-    synth = dpsynth.Synthesizer(
+    synth = dpforge.Synthesizer(
         schema,
         method=method,
         epsilon=EPSILON[method],
@@ -110,6 +110,6 @@ def test_saved_model_holds_only_the_generator(fitted, tmp_path):
     with safe_open(str(path / "generator.safetensors"), "pt") as f:
         generator_keys = set(f.keys())  # noqa: SIM118 (not a dict)
     assert generator_keys == set(synth.generator_.state_dict())
-    loaded = dpsynth.load(path)
+    loaded = dpforge.load(path)
     assert loaded.method == method
     assert loaded.sample(10, seed=3).equals(synth.sample(10, seed=3))

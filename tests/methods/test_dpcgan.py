@@ -10,11 +10,11 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from dpsynth.data.encoder import TableEncoder
-from dpsynth.data.tables import validate_table
-from dpsynth.methods.dpcgan import DPCGAN, DPCGANConfig
-from dpsynth.privacy.noise import make_generator
-from dpsynth.privacy.sampling import PoissonSampler
+from dpforge.data.encoder import TableEncoder
+from dpforge.data.tables import validate_table
+from dpforge.methods.dpcgan import DPCGAN, DPCGANConfig
+from dpforge.privacy.noise import make_generator
+from dpforge.privacy.sampling import PoissonSampler
 
 
 def _method(cancer, clip_norm=1.0, sigma=1.0, microbatches=None, lr=0.1):
@@ -146,7 +146,7 @@ def test_adaptive_discriminator_steps_grow_when_fakes_pass(cancer, monkeypatch):
 
 
 def test_adaptive_steps_keep_the_planned_number_of_private_steps(cancer):
-    import dpsynth
+    import dpforge
 
     frame, schema = cancer
     config = DPCGANConfig(
@@ -158,7 +158,7 @@ def test_adaptive_steps_keep_the_planned_number_of_private_steps(cancer):
         adaptive_threshold=1.01,
         max_d_steps=7,
     )  # always grows
-    synth = dpsynth.Synthesizer(
+    synth = dpforge.Synthesizer(
         schema, epsilon=8.0, noise_multiplier=1.5, seed=0, method_options=config, progress=False
     ).fit(frame)
     event = synth.ledger_.entries[-1].event

@@ -8,12 +8,12 @@ import math
 import pytest
 import torch
 
-from dpsynth.data.encoder import TableEncoder
-from dpsynth.data.tables import validate_table
-from dpsynth.methods.dpwgan import DPWGAN, DPWGANConfig
-from dpsynth.privacy.noise import make_generator
-from dpsynth.privacy.per_example import clipped_sum_of_example_gradients
-from dpsynth.privacy.sampling import PoissonSampler
+from dpforge.data.encoder import TableEncoder
+from dpforge.data.tables import validate_table
+from dpforge.methods.dpwgan import DPWGAN, DPWGANConfig
+from dpforge.privacy.noise import make_generator
+from dpforge.privacy.per_example import clipped_sum_of_example_gradients
+from dpforge.privacy.sampling import PoissonSampler
 
 
 def _method(cancer, sigma=1.0, **overrides):
@@ -134,7 +134,7 @@ def test_empty_real_batch_is_a_valid_step(cancer):
 
 
 def test_bayesian_bound_is_reported_next_to_dp_and_never_saved(cancer, tmp_path):
-    import dpsynth
+    import dpforge
 
     frame, schema = cancer
     config = DPWGANConfig(
@@ -145,7 +145,7 @@ def test_bayesian_bound_is_reported_next_to_dp_and_never_saved(cancer, tmp_path)
         bayesian_accounting=True,
         d_steps=2,
     )
-    synth = dpsynth.Synthesizer(
+    synth = dpforge.Synthesizer(
         schema,
         method="dpwgan",
         epsilon=8.0,

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from dpsynth.data.encoder import TableEncoder
-from dpsynth.methods.gswgan import GSWGAN, GSWGANConfig
-from dpsynth.privacy.noise import make_generator
+from dpforge.data.encoder import TableEncoder
+from dpforge.methods.gswgan import GSWGAN, GSWGANConfig
+from dpforge.privacy.noise import make_generator
 
 
 def _method(cancer, sigma=1.0, **overrides):
@@ -69,7 +69,7 @@ def test_records_are_split_into_disjoint_subsets(cancer):
 
 
 def test_each_step_queries_one_critic_and_leaves_the_others(cancer):
-    from dpsynth.training import TrainingState
+    from dpforge.training import TrainingState
 
     method = _method(cancer)
     method.prepare(100, None, make_generator(0))
@@ -86,10 +86,10 @@ def test_each_step_queries_one_critic_and_leaves_the_others(cancer):
 
 
 def test_critics_are_never_in_a_release(cancer):
-    import dpsynth
+    import dpforge
 
     frame, schema = cancer
-    synth = dpsynth.Synthesizer(
+    synth = dpforge.Synthesizer(
         schema,
         method="gswgan",
         epsilon=8.0,

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from dpsynth.nets.conv import (
+from dpforge.nets.conv import (
     ConvGenerator,
     center_crop,
     condition_channels,
@@ -19,7 +19,7 @@ from dpsynth.nets.conv import (
     flat_condition,
     group_norm,
 )
-from dpsynth.privacy.noise import make_generator
+from dpforge.privacy.noise import make_generator
 
 IMAGE_SHAPES = [(1, 28, 28), (1, 8, 8), (3, 32, 32), (1, 5, 7), (2, 1, 1)]
 SERIES_SHAPES = [(1, 24), (3, 24), (2, 3), (1, 1)]

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from dpsynth.nets.conv import ConvGenerator, conv_critic
-from dpsynth.nets.init import initialise
-from dpsynth.nets.lstm import LSTMGenerator
+from dpforge.nets.conv import ConvGenerator, conv_critic
+from dpforge.nets.init import initialise
+from dpforge.nets.lstm import LSTMGenerator
 
 
 def _seeded(seed: int) -> torch.Generator:

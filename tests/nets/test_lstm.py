@@ -4,10 +4,10 @@ import pytest
 import torch
 from torch import nn
 
-from dpsynth.nets.conv import flat_condition
-from dpsynth.nets.lstm import LSTMGenerator
-from dpsynth.nets.mlp import flat_mlp_critic
-from dpsynth.privacy.noise import make_generator
+from dpforge.nets.conv import flat_condition
+from dpforge.nets.lstm import LSTMGenerator
+from dpforge.nets.mlp import flat_mlp_critic
+from dpforge.privacy.noise import make_generator
 
 
 def labels_for(n: int, n_classes: int) -> torch.Tensor | None:

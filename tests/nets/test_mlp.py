@@ -2,9 +2,9 @@
 
 import torch
 
-from dpsynth.data.encoder import SOFTMAX, TANH, Span
-from dpsynth.nets.mlp import Generator, make_discriminator
-from dpsynth.privacy.noise import make_generator
+from dpforge.data.encoder import SOFTMAX, TANH, Span
+from dpforge.nets.mlp import Generator, make_discriminator
+from dpforge.privacy.noise import make_generator
 
 SPANS = (Span("x", 0, 1, TANH), Span("c", 1, 3, SOFTMAX), Span("d", 4, 2, SOFTMAX))
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from dpsynth.nets.recurrent import DPLSTM
+from dpforge.nets.recurrent import DPLSTM
 
 
 def _copy_from(ref: nn.LSTM, ours: DPLSTM) -> None:

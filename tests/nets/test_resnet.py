@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from dpsynth.nets.conv import condition_channels, conv_critic
-from dpsynth.nets.resnet import ResNetGenerator, UpBlock
-from dpsynth.privacy.noise import make_generator
+from dpforge.nets.conv import condition_channels, conv_critic
+from dpforge.nets.resnet import ResNetGenerator, UpBlock
+from dpforge.privacy.noise import make_generator
 
 SMALL = (8, 4)
 

@@ -13,8 +13,8 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import PLDAccountant
 
-from dpsynth.errors import PrivacyError
-from dpsynth.privacy.accounting import (
+from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import (
     AdaptivePLDAccountant,
     PrivacyReport,
     dpsgd_event,
@@ -23,7 +23,7 @@ from dpsynth.privacy.accounting import (
     privacy_report,
     validate_delta,
 )
-from dpsynth.privacy.calibration import noise_for_epsilon, steps_for_epsilon
+from dpforge.privacy.calibration import noise_for_epsilon, steps_for_epsilon
 
 DELTA = 1e-5
 MNIST = dict(sample_rate=600 / 60_000, noise_multiplier=1.15, steps=24_900)

@@ -14,8 +14,8 @@ from dp_accounting.rdp.rdp_privacy_accountant import (
     _compute_rdp_poisson_subsampled_gaussian as dp_accounting_rdp,
 )
 
-from dpsynth.errors import PrivacyError
-from dpsynth.privacy.bayesian import (
+from dpforge.errors import PrivacyError
+from dpforge.privacy.bayesian import (
     BayesianAccountant,
     BayesianPrivacyResult,
     pair_distances,

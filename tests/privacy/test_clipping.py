@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dpsynth.errors import DpsynthError, PrivacyError
-from dpsynth.privacy import ghost_layers
-from dpsynth.privacy.clipping import (
+from dpforge.errors import DpforgeError, PrivacyError
+from dpforge.privacy import ghost_layers
+from dpforge.privacy.clipping import (
     ClippedGradients,
     UnsupportedLayerError,
     clip_factors,
@@ -358,7 +358,7 @@ def test_rejects_layers_it_cannot_clip(layer: nn.Module, match: str) -> None:
     _, x, loss = _problem("one_linear", n=4, dtype=torch.float64)
     with pytest.raises(UnsupportedLayerError, match=match) as info:
         clipped_gradient_sum(model, x, loss, 1.0)
-    assert isinstance(info.value, DpsynthError) and isinstance(info.value, ValueError)
+    assert isinstance(info.value, DpforgeError) and isinstance(info.value, ValueError)
 
 
 def test_rejects_embedding() -> None:

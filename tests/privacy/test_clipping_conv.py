@@ -1,6 +1,6 @@
 """Ghost clipping of convolutional, normalised and recurrent critics against the torch.func oracle.
 
-The oracle (:func:`dpsynth.privacy.per_example.clipped_sum_of_example_gradients`) materialises
+The oracle (:func:`dpforge.privacy.per_example.clipped_sum_of_example_gradients`) materialises
 every example's gradient with ``vmap(grad(...))`` over ``functional_call``, independently of the
 taps under test. Each network is checked with the engine's automatic choice per layer, and with
 the ghost formula and the materialised per-example gradients forced, including chunked runs.
@@ -16,16 +16,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dpsynth.nets.recurrent import DPLSTM
-from dpsynth.privacy import ghost_layers
-from dpsynth.privacy.clipping import (
+from dpforge.nets.recurrent import DPLSTM
+from dpforge.privacy import ghost_layers
+from dpforge.privacy.clipping import (
     ClippedGradients,
     UnsupportedLayerError,
     clip_factors,
     clipped_gradient_sum,
     per_example_gradient_norms,
 )
-from dpsynth.privacy.per_example import clipped_sum_of_example_gradients, per_example_gradients
+from dpforge.privacy.per_example import clipped_sum_of_example_gradients, per_example_gradients
 
 Loss = Callable[[torch.Tensor], torch.Tensor]
 RTOL = 1e-6

@@ -13,8 +13,8 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
-from dpsynth.errors import PrivacyError
-from dpsynth.privacy.gswgan_accounting import (
+from dpforge.errors import PrivacyError
+from dpforge.privacy.gswgan_accounting import (
     gswgan_epsilon,
     gswgan_event,
     gswgan_noise_std,
@@ -23,7 +23,7 @@ from dpsynth.privacy.gswgan_accounting import (
     noise_for_gswgan,
     steps_for_gswgan,
 )
-from dpsynth.privacy.ledger import PrivacyLedger, event_from_dict, event_to_dict
+from dpforge.privacy.ledger import PrivacyLedger, event_from_dict, event_to_dict
 
 DELTA = 1e-5
 PAPER = dict(num_discriminators=1000, noise_multiplier=1.07, steps=20_000, batch_size=32)

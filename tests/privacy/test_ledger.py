@@ -10,10 +10,10 @@ import dp_accounting
 import pytest
 from dp_accounting import dp_event
 
-from dpsynth.errors import PrivacyError
-from dpsynth.privacy.accounting import dpsgd_event, epsilon
-from dpsynth.privacy.calibration import noise_for_epsilon
-from dpsynth.privacy.ledger import (
+from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import dpsgd_event, epsilon
+from dpforge.privacy.calibration import noise_for_epsilon
+from dpforge.privacy.ledger import (
     EVENT_TYPES,
     LedgerEntry,
     PrivacyLedger,
@@ -165,7 +165,7 @@ def test_event_round_trip(event: dp_accounting.DpEvent) -> None:
 def test_ledger_json_round_trip_gives_the_same_epsilon() -> None:
     ledger = _ledger()
     data = _json_round_trip(ledger.to_dict())
-    assert data["format"] == "dpsynth.privacy_ledger" and data["version"] == 1
+    assert data["format"] == "dpforge.privacy_ledger" and data["version"] == 1
     loaded = PrivacyLedger.from_dict(data)
     assert loaded.entries == ledger.entries
     assert loaded.epsilon(DELTA) == ledger.epsilon(DELTA)
@@ -253,7 +253,7 @@ def test_from_dict_rejects_deep_nesting() -> None:
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
-        (lambda d: d.update(format="pickle"), "is not a dpsynth.privacy_ledger dict"),
+        (lambda d: d.update(format="pickle"), "is not a dpforge.privacy_ledger dict"),
         (lambda d: d.update(version=2), "version 2 is not supported"),
         (lambda d: d.update(entries={}), "no 'entries' list"),
         (lambda d: d["entries"][0].pop("extra_delta"), "needs exactly 'name', 'event'"),
@@ -271,7 +271,7 @@ def test_from_dict_rejects_bad_ledgers(mutate, fragment: str) -> None:
 
 
 def test_from_dict_rejects_non_dict() -> None:
-    with pytest.raises(PrivacyError, match="is not a dpsynth.privacy_ledger dict"):
+    with pytest.raises(PrivacyError, match="is not a dpforge.privacy_ledger dict"):
         PrivacyLedger.from_dict([1, 2])
 
 

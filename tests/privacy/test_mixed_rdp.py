@@ -4,9 +4,9 @@ import dp_accounting
 import pytest
 from dp_accounting.rdp import RdpAccountant
 
-from dpsynth.errors import PrivacyError
-from dpsynth.privacy.accounting import dpsgd_event, epsilon, privacy_report
-from dpsynth.privacy.gswgan_accounting import gswgan_epsilon, gswgan_event
+from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import dpsgd_event, epsilon, privacy_report
+from dpforge.privacy.gswgan_accounting import gswgan_epsilon, gswgan_event
 
 
 def test_equals_plain_rdp_on_add_remove_events():

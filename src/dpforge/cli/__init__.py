@@ -1,0 +1,303 @@
+"""The ``dpforge`` command line: a thin layer over the Python API.
+
+Every user error is a :class:`dpforge.errors.DpforgeError`; :func:`main` prints its message on
+one line and exits with status 2, without a traceback and without a partial output file.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import fields, replace
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from dpforge.cli.io import (
+    TABLE,
+    checked_type,
+    default_samples_path,
+    draft,
+    guess_type,
+    read_data,
+    write_samples,
+)
+from dpforge.cli.privacy import privacy
+from dpforge.data.tables import draft_schema, read_csv
+from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.methods import METHODS
+from dpforge.schema.array import ArraySchema, load_schema
+from dpforge.schema.table import Schema
+from dpforge.storage import atomic_write
+from dpforge.synthesizer import Synthesizer, load
+
+app = typer.Typer(
+    name="dpforge",
+    help="Differentially private synthetic data (tables, images, time series): train a GAN "
+    "under (epsilon, delta)-DP and publish a generator or synthetic records.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("privacy")(privacy)
+console = Console(stderr=True)
+
+
+def print_privacy(synth: Synthesizer) -> None:
+    report = synth.privacy_spent()
+    console.print(f"[bold]privacy spent[/bold]: {report.summary()}, metadata included")
+    for entry in synth.ledger_.entries:
+        console.print(f"  ledger: {entry.name}")
+    bayesian = getattr(synth, "bayesian_", None)
+    if bayesian is not None:
+        console.print(
+            f"[bold]Bayesian bound[/bold] (data-dependent, NOT saved in the model folder, "
+            f"cost {bayesian.extra_seconds:.1f} s extra): {bayesian.statement()}"
+        )
+
+
+TYPE_HELP = "table | image | timeseries (default: from the schema, or guessed from DATA)"
+LAYOUT_HELP = "time series CSV layout: wide (one row per series) or long (id, time, values)"
+
+
+@app.command()
+def schema(
+    data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
+    out: Path = typer.Option(..., "-o", "--out", help="where to write the draft schema (JSON)"),
+    target: str = typer.Option(None, "--target", help="the label column"),
+    data_type: str = typer.Option(None, "--type", help=TYPE_HELP),
+    labels: Path = typer.Option(None, "--labels", help="images: idx labels file"),
+    layout: str = typer.Option("wide", "--layout", help=LAYOUT_HELP),
+    id_column: str = typer.Option(None, "--id-column", help="time series: series id column"),
+    values: bool = typer.Option(
+        True,
+        "--values/--no-values",
+        help="copy bounds and categories from the file (NOT private: review them) or leave "
+        "them null (estimated under DP during fit)",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """Draft a schema for DATA: column types or shape, and optionally values to review."""
+    kind = data_type or guess_type(data)
+    if kind == TABLE:
+        drafted = draft_schema(read_csv(data), label=target, with_values=values)
+    else:
+        records = read_data(
+            kind, data, labels=labels, label=target, layout=layout, id_column=id_column
+        )
+        drafted = draft(kind, records, target)
+        values = bool(drafted.notes)
+    atomic_write(out, lambda p: p.write_text(drafted.to_json() + "\n"), overwrite=overwrite)
+    if values:
+        console.print(
+            "[bold red]REVIEW NEEDED[/bold red]: values in "
+            f"{out} were read from the private data and are not private. Replace them with "
+            "public knowledge or null (DP estimate), then delete the 'review' entry."
+        )
+    else:
+        console.print(f"wrote {out}: check the column types; null values are estimated under DP")
+
+
+@app.command()
+def fit(
+    data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
+    schema_path: Path = typer.Option(..., "--schema", help="the public schema (JSON)"),
+    out: Path = typer.Option(..., "--out", help="the model folder to write"),
+    target: str = typer.Option(None, "--target", help="the label column (overrides the schema)"),
+    data_type: str = typer.Option(None, "--type", help=TYPE_HELP),
+    labels: Path = typer.Option(None, "--labels", help="images: idx labels file"),
+    layout: str = typer.Option("wide", "--layout", help=LAYOUT_HELP),
+    id_column: str = typer.Option(None, "--id-column", help="time series: series id column"),
+    generator_net: str = typer.Option(
+        None, "--generator", help="mlp (tables), conv | resnet (images), lstm (time series)"
+    ),
+    discriminator_net: str = typer.Option(
+        None, "--discriminator", help="mlp (tables, time series), conv (images, time series)"
+    ),
+    discriminator_norm: str = typer.Option(
+        None, "--discriminator-norm", help="none | group (GroupNorm; never BatchNorm)"
+    ),
+    epsilon: float = typer.Option(3.0, "--epsilon", help="total budget, metadata included"),
+    delta: float = typer.Option(1e-5, "--delta"),
+    method: str = typer.Option("dpcgan", "--method"),
+    noise_multiplier: float = typer.Option(None, "--noise-multiplier"),
+    epochs: float = typer.Option(None, "--epochs"),
+    batch_size: int = typer.Option(None, "--batch-size", help="expected batch size B (q = B/N)"),
+    clip_norm: float = typer.Option(None, "--clip-norm", help="per-example clipping bound C"),
+    d_steps: int = typer.Option(None, "--d-steps", help="discriminator steps per generator step"),
+    adaptive_d_steps: bool = typer.Option(
+        None, "--adaptive-d-steps/--fixed-d-steps", help="dpcgan: grow n_D (Bie et al.)"
+    ),
+    max_d_steps: int = typer.Option(None, "--max-d-steps", help="cap of adaptive n_D"),
+    microbatches: int = typer.Option(None, "--microbatches", help="dpcgan: clip microbatch means"),
+    optimizer: str = typer.Option(None, "--optimizer", help="dpwgan: critic optimizer sgd|adam"),
+    clip_decay: float = typer.Option(None, "--clip-decay", help="dpwgan: C multiplier"),
+    clip_decay_every: int = typer.Option(None, "--clip-decay-every", help="dpwgan: steps"),
+    gp_weight: float = typer.Option(None, "--gp-weight", help="dpwgan/gswgan: gradient penalty"),
+    bayesian: bool = typer.Option(
+        None, "--bayesian/--no-bayesian", help="dpwgan: also print a Bayesian-DP bound"
+    ),
+    num_discriminators: int = typer.Option(
+        None, "--num-discriminators", help="gswgan: K disjoint subsets (default N // 64)"
+    ),
+    warm_start_steps: int = typer.Option(
+        None, "--warm-start-steps", help="gswgan: non-private critic steps before training"
+    ),
+    metadata_share: float = typer.Option(0.1, "--metadata-share"),
+    clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
+    seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
+    checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
+    samples: int = typer.Option(0, "-n", "--samples", help="also write this many records"),
+    samples_out: Path = typer.Option(None, "--samples-out"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+) -> None:
+    """Train a private synthesizer on DATA and write the model folder OUT."""
+    _refuse_existing(out, overwrite)
+    if samples and samples_out is not None:
+        _refuse_existing(samples_out, overwrite)
+    public = load_schema(schema_path)
+    kind = checked_type(data_type, public)
+    if target is not None:
+        public = _with_target(public, target)
+    options = method_config(
+        method,
+        batch_size=batch_size,
+        clip_norm=clip_norm,
+        d_steps=d_steps,
+        adaptive_d_steps=adaptive_d_steps,
+        max_d_steps=max_d_steps,
+        microbatches=microbatches,
+        optimizer=optimizer,
+        clip_decay=clip_decay,
+        clip_decay_every=clip_decay_every,
+        gp_weight=gp_weight,
+        bayesian_accounting=bayesian,
+        num_discriminators=num_discriminators,
+        warm_start_steps=warm_start_steps,
+        generator_net=generator_net,
+        discriminator_net=discriminator_net,
+        discriminator_norm=discriminator_norm,
+    )
+    records = read_data(
+        kind,
+        data,
+        labels=labels,
+        label=_label_name(public),
+        layout=layout,
+        id_column=id_column,
+        channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
+    )
+    synth = Synthesizer(
+        public,
+        method=method,
+        epsilon=epsilon,
+        delta=delta,
+        noise_multiplier=noise_multiplier,
+        epochs=epochs,
+        metadata_share=metadata_share,
+        method_options=options,
+        out_of_bounds="clip" if clip_out_of_bounds else "error",
+        seed=seed,
+        progress=not quiet,
+        checkpoint_dir=checkpoint_dir,
+    ).fit(records)
+    synth.save(out, overwrite=overwrite)
+    console.print(f"wrote model folder {out}")
+    if samples:
+        path = samples_out or default_samples_path(kind, out)
+        written = write_samples(synth.sample(samples), synth.schema_, path, overwrite)
+        console.print(f"wrote {samples} synthetic records to {', '.join(map(str, written))}")
+    print_privacy(synth)
+
+
+def method_config(method: str, **given: object) -> object:
+    """The method's config with the options the user gave; an option of another method is an
+    error, not silently ignored."""
+    if method not in METHODS:
+        raise DpforgeError(f"unknown method '{method}'; available: {sorted(METHODS)}")
+    config_cls = METHODS[method][1]
+    names = {f.name for f in fields(config_cls)}
+    chosen = {k: v for k, v in given.items() if v is not None}
+    foreign = sorted(k for k in chosen if k not in names)
+    if foreign:
+        flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
+        raise DpforgeError(f"{flags} do(es) not apply to method '{method}'")
+    return config_cls(**chosen)
+
+
+def _refuse_existing(path: Path, overwrite: bool) -> None:
+    if path.exists() and not overwrite:
+        raise OutputExistsError(f"{path} already exists; choose another name or pass --overwrite")
+
+
+def _with_target(public: Schema | ArraySchema, target: str) -> Schema | ArraySchema:
+    if isinstance(public, Schema):
+        public.column(target)
+    return replace(public, label=target)
+
+
+def _label_name(public: Schema | ArraySchema) -> str | None:
+    """The label the reader must pick out of a time-series CSV (None for other layouts)."""
+    return public.label if isinstance(public, ArraySchema) else None
+
+
+@app.command()
+def sample(
+    model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
+    n: int = typer.Option(..., "-n", help="number of records"),
+    out: Path = typer.Option(
+        ..., "-o", "--out", help="CSV file (tables, time series) or folder (images) to write"
+    ),
+    condition: list[str] = typer.Option(None, "--condition", help="LABEL=value"),
+    image_format: str = typer.Option(
+        "both", "--image-format", help="images: png (one file each), npz, or both; plus grid.png"
+    ),
+    seed: int = typer.Option(None, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """Write N synthetic records from MODEL (no data needed: post-processing is free)."""
+    _refuse_existing(out, overwrite)
+    synth = load(model)
+    records = synth.sample(n, conditions=_parse_conditions(condition or []), seed=seed)
+    written = write_samples(records, synth.schema_, out, overwrite, image_format)
+    console.print(f"wrote {n} records to {', '.join(map(str, written))}")
+
+
+def _parse_conditions(items: list[str]) -> dict[str, str]:
+    conditions = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise DpforgeError(f"--condition {item!r}: write it as LABEL=value")
+        conditions[name.strip()] = value.strip()
+    return conditions
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("dpforge-demo"), "--out", help="folder for model and CSV"),
+    epsilon: float = typer.Option(3.0, "--epsilon"),
+    delta: float = typer.Option(1e-5, "--delta"),
+    seed: int = typer.Option(None, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """Train DP-CGAN on scikit-learn's breast-cancer records and check its utility."""
+    from dpforge.cli.demo import run_demo
+
+    _refuse_existing(out, overwrite)
+    run_demo(out, epsilon, delta, seed, console)
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit status 2."""
+    warnings.simplefilter("default")
+    try:
+        app()  # click handles usage errors itself (message and exit status 2)
+    except DpforgeError as exc:
+        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        console.print("interrupted; no output was written (--checkpoint-dir makes runs resumable)")
+        sys.exit(130)

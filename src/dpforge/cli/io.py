@@ -1,0 +1,130 @@
+"""Reading private data and writing synthetic output for each data type (tables, images,
+time series), so that the commands stay thin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dpforge.data.arrays import ArrayData
+from dpforge.data.tables import read_csv
+from dpforge.errors import DpforgeError
+from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
+from dpforge.schema.table import Schema
+from dpforge.storage import atomic_write
+
+TABLE = "table"
+DATA_TYPES = (TABLE, IMAGE, TIMESERIES)
+IMAGE_SUFFIXES = (".npz", ".gz", ".idx", "-ubyte", ".idx3-ubyte")
+
+
+def schema_type(schema: Schema | ArraySchema) -> str:
+    return schema.kind if isinstance(schema, ArraySchema) else TABLE
+
+
+def guess_type(path: Path) -> str:
+    """The data type a path most likely holds: a folder or .npz/idx file of images, or a table."""
+    name = path.name.lower()
+    if path.is_dir() or name.endswith(IMAGE_SUFFIXES) or "ubyte" in name:
+        return IMAGE
+    return TABLE
+
+
+def checked_type(requested: str | None, schema: Schema | ArraySchema) -> str:
+    """The schema's data type; ``--type``, when given, must agree with it."""
+    actual = schema_type(schema)
+    if requested is not None and requested not in DATA_TYPES:
+        raise DpforgeError(f"--type {requested!r}: choose one of {list(DATA_TYPES)}")
+    if requested is not None and requested != actual:
+        raise DpforgeError(
+            f"--type {requested} but the schema describes {actual} data: use a {requested} "
+            "schema (dpforge schema --type ...) or drop --type"
+        )
+    return actual
+
+
+def read_data(
+    kind: str,
+    path: Path,
+    *,
+    labels: Path | None = None,
+    label: str | None = None,
+    layout: str = "wide",
+    id_column: str | None = None,
+    time_column: str = "time",
+    channels: tuple[str, ...] | None = None,
+):
+    """The private data at ``path`` as a table (DataFrame) or :class:`ArrayData`."""
+    if kind == TABLE:
+        return read_csv(path)
+    if kind == IMAGE:
+        from dpforge.data.images import read_images
+
+        return read_images(path, labels)
+    from dpforge.data.series import read_series
+
+    if path.suffix.lower() != ".csv":
+        return read_series(path)
+    if layout == "long":
+        return read_series(
+            path, layout="long", id_column=id_column or "id", time_column=time_column, label=label
+        )
+    several = channels is not None and len(channels) > 1
+    return read_series(
+        path, label=label, id_column=id_column, channels=list(channels) if several else None
+    )
+
+
+def draft(kind: str, data, label: str | None):
+    """A draft schema of ``kind`` for ``data`` (values read from the data are flagged)."""
+    if kind == IMAGE:
+        from dpforge.data.images import draft_image_schema
+
+        return draft_image_schema(data, label=label or "label")
+    from dpforge.data.series import draft_series_schema
+
+    return draft_series_schema(data, label=label or "label")
+
+
+def to_pixels(data: ArrayData, schema: ArraySchema) -> ArrayData:
+    """Images in the 0..255 range of PNG files, from the schema's public channel ranges."""
+    lower = np.array([c.lower for c in schema.channels]).reshape(-1, 1, 1)
+    upper = np.array([c.upper for c in schema.channels]).reshape(-1, 1, 1)
+    pixels = (np.asarray(data.values, dtype=np.float64) - lower) / (upper - lower) * 255.0
+    return ArrayData(np.clip(pixels, 0.0, 255.0), data.labels)
+
+
+IMAGE_FORMATS = ("both", "png", "npz")
+
+
+def write_samples(
+    records, schema, out: Path, overwrite: bool, image_format: str = "both"
+) -> list[Path]:
+    """Write synthetic records: CSV (tables), PNG files and/or an npz plus a grid image
+    (images), wide CSV and a plot (time series). Returns the paths written."""
+    kind = schema_type(schema)
+    if kind == TABLE:
+        atomic_write(out, lambda p: records.to_csv(p, index=False), overwrite=overwrite)
+        return [out]
+    if kind == IMAGE:
+        from dpforge.data.export import write_images
+
+        if image_format not in IMAGE_FORMATS:
+            raise DpforgeError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
+        png, npz = image_format in ("both", "png"), image_format in ("both", "npz")
+        write_images(to_pixels(records, schema), out, png=png, npz=npz, overwrite=overwrite)
+        return [out]
+    from dpforge.data.export import plot_series, write_series_csv
+
+    plot = out.with_suffix(".png")
+    names = tuple(schema.names)
+    write_series_csv(
+        records, out, overwrite=overwrite, channel_names=names, label=schema.label or "label"
+    )
+    plot_series(records, plot, overwrite=overwrite, channel_names=names)
+    return [out, plot]
+
+
+def default_samples_path(kind: str, model: Path) -> Path:
+    return model.with_suffix(".csv") if kind != IMAGE else model.with_name(model.name + "-images")

@@ -1,0 +1,124 @@
+"""Image and time-series records in memory, checked against their public schema.
+
+:class:`ArrayData` is what the readers (``dpforge.data.images``, ``dpforge.data.series``)
+return and what ``Synthesizer.fit`` / ``sample`` take and give for these data types: one array
+of records of a fixed shape and, optionally, one label (as text) per record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpforge.errors import DataError
+from dpforge.schema.array import ArraySchema
+
+
+@dataclass(frozen=True)
+class ArrayData:
+    """``values``: (n, *shape) numbers; ``labels``: (n,) class names as text, or None."""
+
+    values: np.ndarray
+    labels: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.values, np.ndarray) or self.values.ndim < 2:
+            raise DataError("values must be a numpy array of records, first dimension the records")
+        if self.labels is not None and len(self.labels) != len(self.values):
+            raise DataError(
+                f"{len(self.values)} records but {len(self.labels)} labels: give one label "
+                "per record"
+            )
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of one record."""
+        return tuple(self.values.shape[1:])
+
+
+def _text_labels(labels: np.ndarray) -> np.ndarray:
+    """Labels as canonical text (1, 1.0 and '1' are the class '1')."""
+    from dpforge.data.tables import canonical_text
+
+    return np.asarray([canonical_text(v) for v in labels], dtype=object)
+
+
+def _check_shape(data: ArrayData, schema: ArraySchema) -> None:
+    if data.shape != tuple(schema.shape):
+        layout = "(channels, height, width)" if schema.kind == "image" else "(channels, length)"
+        raise DataError(
+            f"the records have shape {list(data.shape)} but the schema's {schema.kind} shape "
+            f"{layout} is {list(schema.shape)}: fix the schema's 'shape' or the data"
+        )
+
+
+def _check_finite(values: np.ndarray) -> None:
+    bad = np.argwhere(~np.isfinite(values))
+    if len(bad):
+        record, channel, *position = (int(i) for i in bad[0])
+        raise DataError(
+            f"record {record + 1}, channel {channel + 1}, position {position}: value "
+            f"{values[tuple(bad[0])]!r} is not a finite number ({len(bad)} such values); "
+            "remove or repair these records"
+        )
+
+
+def _check_channel_bounds(values: np.ndarray, schema: ArraySchema, out_of_bounds: str) -> None:
+    for index, channel in enumerate(schema.channels):
+        if not channel.is_complete or out_of_bounds == "clip":
+            continue
+        plane = values[:, index]
+        outside = np.argwhere((plane < channel.lower) | (plane > channel.upper))
+        if len(outside):
+            record, *position = (int(i) for i in outside[0])
+            raise DataError(
+                f"record {record + 1}, channel '{channel.name}', position {position}: value "
+                f"{plane[tuple(outside[0])]:g} is outside the public range [{channel.lower:g}, "
+                f"{channel.upper:g}] ({len(outside)} such values); widen the range in the "
+                "schema or pass out_of_bounds='clip' (--clip-out-of-bounds)"
+            )
+
+
+def _check_labels(labels: np.ndarray | None, schema: ArraySchema) -> np.ndarray | None:
+    if schema.label is None:
+        return None
+    if labels is None:
+        raise DataError(
+            f"the schema has the label '{schema.label}' but the data have no labels: give "
+            'labelled data or set "label": null in the schema'
+        )
+    text = _text_labels(labels)
+    if schema.classes is not None:
+        known = set(schema.classes)
+        unknown = [i for i, v in enumerate(text) if v not in known]
+        if unknown:
+            raise DataError(
+                f"record {unknown[0] + 1}: label {text[unknown[0]]!r} is not one of the classes "
+                f"{list(schema.classes)} of '{schema.label}' ({len(unknown)} such records); add "
+                "the class to the schema or remove these records"
+            )
+    return text
+
+
+def validate_arrays(
+    data: ArrayData, schema: ArraySchema, out_of_bounds: str = "error"
+) -> ArrayData:
+    """Check records against the schema; return them as float64 with text labels.
+
+    Refuses (DataError naming record, channel, position and value): a shape other than the
+    schema's, non-finite values, values outside a declared channel range (unless
+    ``out_of_bounds="clip"``: the encoder then clips them), labels missing or outside the classes.
+    """
+    if out_of_bounds not in ("error", "clip"):
+        raise DataError(f"out_of_bounds must be 'error' or 'clip', got {out_of_bounds!r}")
+    if len(data) == 0:
+        raise DataError("the data hold no records")
+    _check_shape(data, schema)
+    values = np.asarray(data.values, dtype=np.float64)
+    _check_finite(values)
+    _check_channel_bounds(values, schema, out_of_bounds)
+    return ArrayData(values, _check_labels(data.labels, schema))

@@ -1,0 +1,167 @@
+"""Encode a checked table into the generator's space and back, using public metadata only.
+
+Continuous and integer columns are scaled by their public bounds to [-1, 1] (a tanh head);
+each categorical column becomes a one-hot block (its own softmax head). The encoder describes
+these heads as :class:`Span` objects so that networks never need to know column types.
+The label column is not part of the features: it is the condition, returned as class indices.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpforge.errors import SchemaError
+from dpforge.schema.table import Column, Schema
+
+TANH = "tanh"
+SOFTMAX = "softmax"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A block of the generator's output: ``dim`` units from ``start`` with one activation."""
+
+    column: str
+    start: int
+    dim: int
+    activation: str
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.dim
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a generator produces: encoded table rows (``spans``, kind "table") or arrays of
+    ``shape`` (kinds "image" and "timeseries")."""
+
+    kind: str
+    spans: tuple[Span, ...] = ()
+    shape: tuple[int, ...] = ()
+
+    @property
+    def data_dim(self) -> int:
+        return self.spans[-1].stop if self.spans else 0
+
+
+class TableEncoder:
+    """Maps a validated table (see ``dpforge.data.tables.validate_table``) to arrays and back."""
+
+    def __init__(self, schema: Schema) -> None:
+        incomplete = [c.name for c in schema.incomplete_columns]
+        if incomplete:
+            raise SchemaError(
+                f"columns {incomplete} have no public bounds/categories yet; estimate them "
+                "with DP first (dpforge.data.metadata) or declare them in the schema"
+            )
+        self.schema = schema
+        self.spans = self._make_spans(schema.feature_columns)
+        label = schema.label_column
+        self.label_classes: tuple[str, ...] = () if label is None else label.categories
+
+    @staticmethod
+    def _make_spans(columns: tuple[Column, ...]) -> tuple[Span, ...]:
+        spans, start = [], 0
+        for column in columns:
+            if column.is_numeric:
+                span = Span(column.name, start, 1, TANH)
+            else:
+                span = Span(column.name, start, len(column.categories), SOFTMAX)
+            spans.append(span)
+            start = span.stop
+        return tuple(spans)
+
+    @property
+    def layout(self) -> Layout:
+        """What the generator produces for this table (see ``dpforge.nets.families``)."""
+        return Layout("table", spans=self.spans)
+
+    @property
+    def output_dim(self) -> int:
+        return self.spans[-1].stop if self.spans else 0
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.label_classes)
+
+    # -- forward ---------------------------------------------------------------------------
+    def transform(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
+        """Features in float64 (n, output_dim) and label indices (n,) or None."""
+        features = np.zeros((len(table), self.output_dim), dtype=np.float64)
+        clipped: dict[str, int] = {}
+        for span in self.spans:
+            column = self.schema.column(span.column)
+            values = table[column.name].to_numpy()
+            if column.is_numeric:
+                features[:, span.start], n_clipped = _scale(values.astype(np.float64), column)
+                if n_clipped:
+                    clipped[column.name] = n_clipped
+            else:
+                features[:, span.start : span.stop] = _one_hot(values, column.categories, column)
+        if clipped:
+            warnings.warn(
+                "values outside the bounds were clipped to them: "
+                + ", ".join(f"'{k}': {v}" for k, v in clipped.items()),
+                stacklevel=2,
+            )
+        return features, self._labels(table)
+
+    def _labels(self, table: pd.DataFrame) -> np.ndarray | None:
+        label = self.schema.label_column
+        if label is None:
+            return None
+        return _indices(table[label.name].to_numpy(), label.categories, label)
+
+    # -- inverse ---------------------------------------------------------------------------
+    def inverse_transform(self, features: np.ndarray, labels: np.ndarray | None) -> pd.DataFrame:
+        """Decode generator outputs (any real values) into a table of the schema's columns."""
+        features = np.asarray(features, dtype=np.float64)
+        decoded: dict[str, object] = {}
+        for span in self.spans:
+            column = self.schema.column(span.column)
+            block = features[:, span.start : span.stop]
+            if column.is_numeric:
+                decoded[column.name] = _unscale(block[:, 0], column)
+            else:
+                decoded[column.name] = np.asarray(column.categories, dtype=object)[
+                    block.argmax(axis=1)
+                ]
+        label = self.schema.label_column
+        if label is not None:
+            decoded[label.name] = np.asarray(label.categories, dtype=object)[labels]
+        return pd.DataFrame(decoded, columns=self.schema.names)
+
+
+def _scale(values: np.ndarray, column: Column) -> tuple[np.ndarray, int]:
+    n_clipped = int(np.count_nonzero((values < column.lower) | (values > column.upper)))
+    values = np.clip(values, column.lower, column.upper)
+    return 2.0 * (values - column.lower) / (column.upper - column.lower) - 1.0, n_clipped
+
+
+def _unscale(scaled: np.ndarray, column: Column) -> np.ndarray:
+    scaled = np.clip(scaled, -1.0, 1.0)
+    values = column.lower + (scaled + 1.0) / 2.0 * (column.upper - column.lower)
+    if column.type == "integer":
+        return np.clip(np.rint(values), column.lower, column.upper).astype(np.int64)
+    return values
+
+
+def _indices(values: np.ndarray, categories: tuple[str, ...], column: Column) -> np.ndarray:
+    lookup = {c: i for i, c in enumerate(categories)}
+    try:
+        return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
+    except KeyError as exc:
+        raise SchemaError(
+            f"column '{column.name}': category {exc.args[0]!r} is not in the schema"
+        ) from None
+
+
+def _one_hot(values: np.ndarray, categories: tuple[str, ...], column: Column) -> np.ndarray:
+    out = np.zeros((len(values), len(categories)), dtype=np.float64)
+    out[np.arange(len(values)), _indices(values, categories, column)] = 1.0
+    return out

@@ -1,0 +1,245 @@
+"""Complete a schema under differential privacy: the values the user did not declare public.
+
+Bounds of numeric columns, categories of categorical columns and the label prior are data-
+dependent: reading them from the data for free would leak (design.md section 2, rule 2). Each
+missing value is estimated by a DP mechanism from ``dpforge.data.dp_stats``, and its event is
+recorded in the run's ledger, so it is charged to the same (epsilon, delta) budget as training.
+
+Budget split: the metadata get ``share`` of epsilon and of delta. Half of the metadata delta is
+the accountant's; the other half pays the release probability of the thresholded category
+histograms (their ``extra_delta``). All Gaussian releases share one noise multiplier calibrated
+with the PLD accountant so that their composition costs at most
+(share * epsilon, share * delta / 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+
+from dpforge.data.arrays import ArrayData
+from dpforge.data.dp_stats import dp_bounds, dp_categories, dp_label_prior, noise_multiplier_for
+from dpforge.errors import PrivacyError
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.schema.array import ArraySchema, Channel
+from dpforge.schema.table import Column, Schema
+
+
+@dataclass(frozen=True)
+class MetadataBudget:
+    """The part of the budget the metadata may use; ``non_private`` for the baseline (sigma 0)."""
+
+    epsilon: float
+    delta: float
+    non_private: bool = False
+
+
+class _NonPrivateRecorder:
+    """Records every metadata access as a NonPrivateDpEvent: honest for the sigma = 0 baseline."""
+
+    def __init__(self, ledger: PrivacyLedger) -> None:
+        self.ledger = ledger
+
+    def record(self, name: str, event: object, extra_delta: float = 0.0) -> None:
+        self.ledger.record(f"{name} (non-private)", dp_accounting.NonPrivateDpEvent())
+
+
+def releases_needed(schema: Schema) -> tuple[int, int]:
+    """(Gaussian histogram releases, thresholded category releases) the schema needs."""
+    gaussian, thresholded = 0, 0
+    for column in schema.incomplete_columns:
+        if column.is_numeric:
+            gaussian += 2  # a coarse and a fine histogram per column (see dp_bounds)
+        else:
+            gaussian += 1
+            thresholded += 1
+    if schema.label is not None and schema.label_prior == "dp":
+        gaussian += 1
+    return gaussian, thresholded
+
+
+def complete_schema(
+    table: pd.DataFrame,
+    schema: Schema,
+    budget: MetadataBudget,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> tuple[Schema, np.ndarray | None]:
+    """Fill the schema's missing values with DP estimates; return it and the label prior.
+
+    The label prior is uniform or user-given (free) unless the schema asks for "dp".
+    """
+    gaussian, thresholded = releases_needed(schema)
+    if gaussian == 0:
+        return schema, _public_prior(schema)
+    if budget.non_private:  # at sigma = 0 every observed category passes any threshold
+        return _complete(table, schema, 0.0, 0.5, ledger, rng)
+    if budget.epsilon <= 0 or budget.delta <= 0:
+        raise PrivacyError(
+            "the schema leaves values to estimate from the data but the metadata budget share "
+            "is 0: give a share > 0, or declare bounds, categories and the label prior"
+        )
+    sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
+    threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
+    return _complete(table, schema, sigma, threshold_delta, ledger, rng)
+
+
+def _complete(table, schema, sigma, threshold_delta, ledger, rng):
+    """Estimate every missing value at noise ``sigma`` (0: the non-private baseline, whose
+    ledger entries are then ``NonPrivateDpEvent``s, so the run reports epsilon = inf)."""
+    if sigma == 0.0:
+        ledger = _NonPrivateRecorder(ledger)
+    columns = tuple(
+        column
+        if column.is_complete
+        else _estimate_column(
+            table[column.name].to_numpy(), column, sigma, threshold_delta, ledger, rng
+        )
+        for column in schema.columns
+    )
+    schema = schema.with_columns(columns)
+    prior = _dp_prior(table, schema, sigma, ledger, rng) if schema.label_prior == "dp" else None
+    return schema, prior if prior is not None else _public_prior(schema)
+
+
+def _estimate_column(
+    values: np.ndarray,
+    column: Column,
+    sigma: float,
+    threshold_delta: float,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> Column:
+    if column.is_numeric:
+        estimate = dp_bounds(values.astype(np.float64), sigma, rng)
+        ledger.record(f"metadata: bounds of '{column.name}'", estimate.event, estimate.extra_delta)
+        lower, upper = estimate.value
+        if column.type == "integer":
+            lower, upper = float(np.floor(lower)), float(np.ceil(upper))
+        if lower >= upper:
+            upper = lower + 1.0
+        return replace(column, lower=lower, upper=upper)
+    estimate = dp_categories(values.astype(str), sigma, threshold_delta, rng)
+    ledger.record(f"metadata: categories of '{column.name}'", estimate.event, estimate.extra_delta)
+    categories = tuple(estimate.value)
+    if not categories:
+        raise PrivacyError(
+            f"column '{column.name}': no category is frequent enough to be released under the "
+            "metadata budget; declare the categories in the schema or raise the budget share"
+        )
+    return replace(column, categories=categories)
+
+
+def _dp_prior(
+    table: pd.DataFrame,
+    schema: Schema,
+    sigma: float,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    label = schema.label_column
+    estimate = dp_label_prior(table[label.name].to_numpy(), label.categories, sigma, rng)
+    ledger.record(f"metadata: label prior of '{label.name}'", estimate.event, estimate.extra_delta)
+    return np.asarray(estimate.value, dtype=np.float64)
+
+
+def _public_prior(schema: Schema) -> np.ndarray | None:
+    label = schema.label_column
+    if label is None:
+        return None
+    if schema.label_prior == "uniform":
+        return np.full(len(label.categories), 1.0 / len(label.categories))
+    if isinstance(schema.label_prior, dict):
+        return np.array([schema.label_prior[c] for c in label.categories], dtype=np.float64)
+    raise PrivacyError("the label prior is 'dp' but was not estimated")  # unreachable by design
+
+
+# --------------------------------------------------------------------- images and time series
+
+
+def array_releases_needed(schema: ArraySchema) -> tuple[int, int]:
+    """(Gaussian releases, thresholded releases) to complete an image/time-series schema.
+
+    A channel's range takes two bound estimates (lower from each record's minimum, upper from
+    each record's maximum: one value per record each, so sensitivity 1), each two histograms.
+    """
+    gaussian = 4 * len(schema.incomplete_channels)
+    thresholded = 0
+    if schema.label is not None and schema.classes is None:
+        gaussian, thresholded = gaussian + 1, 1
+    if schema.label is not None and schema.label_prior == "dp":
+        gaussian += 1
+    return gaussian, thresholded
+
+
+def complete_array_schema(
+    data: ArrayData,
+    schema: ArraySchema,
+    budget: MetadataBudget,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> tuple[ArraySchema, np.ndarray | None]:
+    """Fill missing channel ranges and label classes with DP estimates; return the prior.
+
+    ``data`` must have passed ``validate_arrays``. Same budget split as :func:`complete_schema`.
+    """
+    gaussian, thresholded = array_releases_needed(schema)
+    if gaussian == 0:
+        return schema, _public_array_prior(schema)
+    if budget.non_private:
+        sigma, threshold_delta, ledger = 0.0, 0.5, _NonPrivateRecorder(ledger)
+    else:
+        if budget.epsilon <= 0 or budget.delta <= 0:
+            raise PrivacyError(
+                "the schema leaves channel ranges, classes or the label prior to estimate from "
+                "the data but the metadata budget share is 0: give a share > 0 or declare them"
+            )
+        sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
+        threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
+    channels = tuple(
+        channel if channel.is_complete else _estimate_channel(data, i, channel, sigma, ledger, rng)
+        for i, channel in enumerate(schema.channels)
+    )
+    schema = schema.with_channels(channels)
+    if schema.label is not None and schema.classes is None:
+        estimate = dp_categories(data.labels.astype(str), sigma, threshold_delta, rng)
+        ledger.record(
+            f"metadata: classes of '{schema.label}'", estimate.event, estimate.extra_delta
+        )
+        if len(estimate.value) < 2:
+            raise PrivacyError(
+                f"label '{schema.label}': fewer than 2 classes are frequent enough to be released "
+                "under the metadata budget; declare the classes in the schema"
+            )
+        schema = schema.with_classes(tuple(estimate.value))
+    if schema.label is not None and schema.label_prior == "dp":
+        estimate = dp_label_prior(data.labels, schema.classes, sigma, rng)
+        ledger.record(f"metadata: label prior of '{schema.label}'", estimate.event)
+        return schema, np.asarray(estimate.value, dtype=np.float64)
+    return schema, _public_array_prior(schema)
+
+
+def _estimate_channel(data, index, channel, sigma, ledger, rng) -> Channel:
+    """DP range of one channel: a low quantile of per-record minima, a high one of maxima."""
+    plane = data.values[:, index].reshape(len(data), -1)
+    low = dp_bounds(plane.min(axis=1), sigma, rng)
+    ledger.record(f"metadata: lower bound of channel '{channel.name}'", low.event)
+    high = dp_bounds(plane.max(axis=1), sigma, rng)
+    ledger.record(f"metadata: upper bound of channel '{channel.name}'", high.event)
+    lower, upper = low.value[0], high.value[1]
+    if lower >= upper:
+        upper = lower + 1.0
+    return replace(channel, lower=float(lower), upper=float(upper))
+
+
+def _public_array_prior(schema: ArraySchema) -> np.ndarray | None:
+    if schema.label is None:
+        return None
+    if schema.label_prior == "uniform":
+        return np.full(len(schema.classes), 1.0 / len(schema.classes))
+    if isinstance(schema.label_prior, dict):
+        return np.array([schema.label_prior[c] for c in schema.classes], dtype=np.float64)
+    raise PrivacyError("the label prior is 'dp' but was not estimated")  # unreachable by design

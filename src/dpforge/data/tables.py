@@ -1,0 +1,239 @@
+"""Reading a private table and checking it against the schema, with errors a person can act on.
+
+Every message names the column, the row (1-based, header not counted), the value and what to
+do. Nothing here computes statistics that leave this module: checks only accept or refuse.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpforge.errors import DataError
+from dpforge.schema.table import REVIEW_KEY, Column, Schema
+
+MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
+MAX_CATEGORICAL_LEVELS_FOR_NUMBERS = 10
+
+
+def read_csv(path: str | Path) -> pd.DataFrame:
+    """Read a CSV file as text, so that every value can be checked and reported as written."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file {path} does not exist")
+    try:
+        frame = pd.read_csv(
+            path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=True
+        )
+    except pd.errors.EmptyDataError:
+        raise DataError(f"data file {path} is empty: it needs a header line and rows") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"data file {path} is not a readable CSV file: {exc}") from None
+    if frame.empty:
+        raise DataError(f"data file {path} has a header but no rows")
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
+
+
+def canonical_text(value: object) -> str:
+    """The text of a categorical value: 1.0 and '1' are the same category '1'."""
+    if (
+        isinstance(value, float | np.floating)
+        and math.isfinite(value)
+        and float(value).is_integer()
+    ):
+        return str(int(value))
+    return str(value).strip()
+
+
+def _is_missing(value: object, column: Column) -> bool:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    text = str(value).strip()
+    declared = column.categories is not None and text in column.categories
+    return text.lower() in MISSING_TOKENS and not declared
+
+
+def _raise_missing(column: Column, row: int, value: object) -> None:
+    raise DataError(
+        f"column '{column.name}', row {row}: missing value {str(value)!r}; dpforge cannot "
+        "train on missing values: remove or fill such rows"
+        + (
+            ", or declare this marker as a category in the schema"
+            if column.type == "categorical"
+            else ""
+        )
+    )
+
+
+def check_columns(frame: pd.DataFrame, schema: Schema) -> None:
+    """The file's columns must be exactly the schema's."""
+    if frame.shape[0] == 0:
+        raise DataError("the data have no rows")
+    missing = [n for n in schema.names if n not in frame.columns]
+    extra = [str(c) for c in frame.columns if c not in schema.names]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"columns in the schema but not in the data: {missing}")
+        if extra:
+            parts.append(f"columns in the data but not in the schema: {extra}")
+        raise DataError(
+            "the schema does not match the data (" + "; ".join(parts) + "); draft a schema "
+            "for this file with 'dpforge schema' or fix the column names"
+        )
+
+
+def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np.ndarray:
+    values = np.empty(len(series), dtype=np.float64)
+    for row, raw in enumerate(series.tolist(), start=1):
+        if _is_missing(raw, column):
+            _raise_missing(column, row, raw)
+        try:
+            number = float(raw)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"column '{column.name}', row {row}: {str(raw)!r} is not a number; the "
+                f"schema declares '{column.name}' {column.type}: fix the value or make the "
+                "column categorical"
+            ) from None
+        if not math.isfinite(number):
+            raise DataError(
+                f"column '{column.name}', row {row}: value {raw!r} is not finite; replace it "
+                "or remove the row"
+            )
+        if column.type == "integer" and not number.is_integer():
+            raise DataError(
+                f"column '{column.name}', row {row}: {raw!r} is not a whole number; make the "
+                "column 'continuous' in the schema or fix the value"
+            )
+        values[row - 1] = number
+    _check_bounds(values, column, out_of_bounds)
+    return values
+
+
+def _check_bounds(values: np.ndarray, column: Column, out_of_bounds: str) -> None:
+    if out_of_bounds != "error" or not column.is_complete:
+        return
+    outside = np.flatnonzero((values < column.lower) | (values > column.upper))
+    if outside.size:
+        row = int(outside[0]) + 1
+        raise DataError(
+            f"column '{column.name}', row {row}: value {values[row - 1]:g} is outside the "
+            f"declared bounds [{column.lower:g}, {column.upper:g}] ({outside.size} value(s) "
+            "in all); widen the bounds in the schema, or clip such values to the bounds "
+            "(--clip-out-of-bounds)"
+        )
+
+
+def _categorical_column(series: pd.Series, column: Column) -> np.ndarray:
+    texts = np.empty(len(series), dtype=object)
+    allowed = None if column.categories is None else set(column.categories)
+    for row, raw in enumerate(series.tolist(), start=1):
+        if _is_missing(raw, column):
+            _raise_missing(column, row, raw)
+        text = canonical_text(raw)
+        if allowed is not None and text not in allowed:
+            raise DataError(
+                f"column '{column.name}', row {row}: unknown category {text!r}; the schema "
+                f"allows {sorted(allowed)}: add it to the schema's categories or fix the row"
+            )
+        texts[row - 1] = text
+    return texts
+
+
+def validate_table(
+    frame: pd.DataFrame, schema: Schema, *, out_of_bounds: str = "error"
+) -> pd.DataFrame:
+    """Return a typed copy of ``frame`` (floats and strings) after checking every value.
+
+    ``out_of_bounds`` is "error" (default: a value outside declared bounds is a mistake in the
+    schema or the data) or "clip" (the encoder clips it to the bounds and warns).
+    """
+    if out_of_bounds not in ("error", "clip"):
+        raise ValueError(f"out_of_bounds must be 'error' or 'clip', got {out_of_bounds!r}")
+    check_columns(frame, schema)
+    clean = {}
+    for column in schema.columns:
+        series = frame[column.name]
+        if column.is_numeric:
+            clean[column.name] = _numeric_column(series, column, out_of_bounds)
+        else:
+            clean[column.name] = _categorical_column(series, column)
+    table = pd.DataFrame(clean, columns=schema.names)
+    _check_label(table, schema)
+    return table
+
+
+def _check_label(table: pd.DataFrame, schema: Schema) -> None:
+    if schema.label is None:
+        return
+    classes = pd.unique(table[schema.label])
+    if len(classes) < 2:
+        raise DataError(
+            f"label column '{schema.label}' holds a single class ({classes[0]!r}) in all "
+            f"{len(table)} rows; a conditional model needs at least two classes: choose "
+            "another --target or none"
+        )
+
+
+# -- drafting a schema -----------------------------------------------------------------------
+DRAFT_WARNING = (
+    "DRAFT: the bounds and categories below were READ FROM THE PRIVATE FILE and are NOT "
+    "differentially private. Replace each with public knowledge (a code book, a measurement "
+    "range), or set it to null so that dpforge estimates it under DP and charges the budget. "
+    f"Delete this '{REVIEW_KEY}' entry when done: dpforge refuses a schema that still has it."
+)
+
+
+def _looks_numeric(series: pd.Series) -> bool:
+    present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
+    try:
+        [float(v) for v in present]
+    except (TypeError, ValueError):
+        return False
+    return bool(present)
+
+
+def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
+    present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
+    if _looks_numeric(series):
+        numbers = np.array([float(v) for v in present])
+        whole = bool(np.all(np.mod(numbers, 1) == 0))
+        levels = len(np.unique(numbers))
+        if whole and levels <= MAX_CATEGORICAL_LEVELS_FOR_NUMBERS and len(numbers) >= 5 * levels:
+            cats = sorted({canonical_text(float(v)) for v in present}, key=float)
+            return Column(name, "categorical", categories=tuple(cats) if with_values else None)
+        lower, upper = (float(numbers.min()), float(numbers.max())) if with_values else (None,) * 2
+        if lower is not None and lower == upper:
+            upper = lower + 1.0
+        return Column(name, "integer" if whole else "continuous", lower=lower, upper=upper)
+    cats = tuple(sorted({canonical_text(v) for v in present})) if with_values else None
+    return Column(name, "categorical", categories=cats)
+
+
+def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: bool = True) -> Schema:
+    """Draft a schema from a private file: types always, values only when asked.
+
+    The values are read without any privacy protection, so the draft carries a review note that
+    makes ``fit`` refuse it until a person has replaced them (see DRAFT_WARNING).
+    """
+    if frame.empty:
+        raise DataError("the data have no rows to draft a schema from")
+    if label is not None and label not in frame.columns:
+        raise DataError(f"--target '{label}' is not a column of the file: {list(frame.columns)}")
+    columns = []
+    for name in frame.columns:
+        column = _draft_column(str(name), frame[name], with_values)
+        if name == label and column.type != "categorical":
+            cats = sorted({canonical_text(v) for v in frame[name]}) if with_values else None
+            column = Column(
+                str(name), "categorical", categories=None if cats is None else tuple(cats)
+            )
+        columns.append(column)
+    notes = (DRAFT_WARNING,) if with_values else ()
+    prior = "dp" if label is not None else "uniform"
+    return Schema(columns=tuple(columns), label=label, label_prior=prior, notes=notes)

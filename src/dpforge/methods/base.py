@@ -1,0 +1,269 @@
+"""What every private GAN method shares: networks, label prior, generated batches.
+
+A method subclass says only where the privacy barrier sits (its ``discriminator_step``), what
+the generator minimises (``generator_loss``) and which DP event its steps are
+(``step_event``). Training-loop plumbing lives in ``dpforge.training``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import dp_accounting
+import torch
+
+from dpforge.errors import PrivacyError
+from dpforge.nets.families import Layout, Networks, build_networks
+from dpforge.nets.mlp import one_hot
+from dpforge.privacy.accounting import dpsgd_event
+from dpforge.privacy.sampling import PoissonSampler
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """What one discriminator step did (for progress display and tests)."""
+
+    d_loss: float
+    real_batch_size: int
+    clipped_fraction: float
+
+
+@dataclass(frozen=True)
+class GanConfig:
+    """Fields every method has; a method's config subclasses it and may change defaults."""
+
+    batch_size: int = 64
+    clip_norm: float = 1.0
+    d_steps: int = 1
+    adaptive_d_steps: bool = False
+    adaptive_threshold: float = 0.6
+    adaptive_increment: int = 5
+    max_d_steps: int = 50
+    latent_dim: int = 64
+    generator_hidden: tuple[int, ...] = (128,)
+    discriminator_hidden: tuple[int, ...] = (128,)
+    g_lr: float = 2e-4
+    g_beta1: float = 0.5
+    gumbel_tau: float = 0.2
+    ema_decay: float = 0.0  # > 0: release an exponential moving average of G's weights
+    # Network families (dpforge.nets.families): "auto" picks the data type's default.
+    generator_net: str = "auto"
+    discriminator_net: str = "auto"
+    generator_channels: tuple[int, ...] = (64, 32)
+    discriminator_channels: tuple[int, ...] = (32, 64)
+    discriminator_norm: str = "none"  # "group": GroupNorm (per example, so clipping-safe)
+
+    def validate(self) -> None:
+        check_common_config(self)
+
+
+def check_common_config(config: Any) -> None:
+    """Checks every method config shares: batch size, clip norm, steps ratio."""
+    if config.batch_size < 1:
+        raise PrivacyError(f"batch size must be >= 1, got {config.batch_size}")
+    if not config.clip_norm > 0:
+        raise PrivacyError(f"clip norm C must be > 0 (math.inf for none), got {config.clip_norm}")
+    if config.d_steps < 1:
+        raise PrivacyError(f"d_steps must be >= 1, got {config.d_steps}")
+    if not 0.0 <= config.ema_decay < 1.0:
+        raise PrivacyError(f"ema_decay must be in [0, 1), got {config.ema_decay}")
+    if config.discriminator_norm not in ("none", "group"):
+        raise PrivacyError(
+            f"discriminator_norm must be 'none' or 'group', got '{config.discriminator_norm}' "
+            "(BatchNorm mixes examples and is never used under per-example clipping)"
+        )
+    if config.max_d_steps < config.d_steps:
+        raise PrivacyError(
+            f"max_d_steps ({config.max_d_steps}) must be >= d_steps ({config.d_steps})"
+        )
+
+
+class GanMethod:
+    """Generator, discriminator and their optimizers; the private step is the subclass's."""
+
+    name = "gan"
+
+    def __init__(
+        self,
+        config: Any,
+        layout: Layout,
+        n_classes: int,
+        label_prior: torch.Tensor | None,
+        noise_multiplier: float,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        config.validate()
+        if noise_multiplier < 0:
+            raise PrivacyError(f"noise multiplier must be >= 0, got {noise_multiplier}")
+        self.config = config
+        self.noise_multiplier = float(noise_multiplier)
+        self.n_classes = n_classes
+        self.label_prior = label_prior
+        self.networks: Networks = build_networks(layout, config, n_classes)
+        self.generator = self.networks.make_generator().to(device)
+        self.discriminator = self.networks.make_discriminator().to(device)
+        self.d_optimizer = self.make_d_optimizer()
+        self.generator_average = copy.deepcopy(self.generator).requires_grad_(False)
+        self.g_optimizer = torch.optim.Adam(
+            self.generator.parameters(), lr=config.g_lr, betas=(config.g_beta1, 0.999)
+        )
+
+    def make_d_optimizer(self) -> torch.optim.Optimizer:
+        raise NotImplementedError
+
+    # -- privacy --------------------------------------------------------------------------
+    @property
+    def is_private(self) -> bool:
+        return self.noise_multiplier > 0 and math.isfinite(self.config.clip_norm)
+
+    @staticmethod
+    def resolve_config(config: Any, n_records: int) -> Any:
+        """The config with anything that depends on the data set's size fixed (public N)."""
+        return config
+
+    @staticmethod
+    def sample_rate(config: Any, n_records: int) -> float:
+        """The probability that a given record takes part in one private step: q = B/N."""
+        return config.batch_size / n_records
+
+    @staticmethod
+    def training_event(
+        config: Any, sample_rate: float, noise_multiplier: float, steps: int
+    ) -> dp_accounting.DpEvent:
+        """The DP event of ``steps`` private steps at this noise (used to plan the budget)."""
+        return dpsgd_event(sample_rate, noise_multiplier, steps)
+
+    def step_event(self, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
+        """The DP event of the ``steps`` the run did (non-private when sigma = 0 or C = inf)."""
+        if not self.is_private:
+            return dp_accounting.NonPrivateDpEvent() if steps else dp_accounting.NoOpDpEvent()
+        return self.training_event(self.config, sample_rate, self.noise_multiplier, steps)
+
+    # -- generated batches -----------------------------------------------------------------
+    def sample_labels(self, n: int, generator: torch.Generator) -> torch.Tensor | None:
+        """Labels for generated rows, drawn from the (public or DP) label prior."""
+        if self.n_classes == 0:
+            return None
+        if n == 0:
+            return torch.zeros(0, dtype=torch.long, device=self.label_prior.device)
+        return torch.multinomial(self.label_prior, n, replacement=True, generator=generator)
+
+    def generate(self, n: int, generator: torch.Generator, *, training: bool):
+        labels = self.sample_labels(n, generator)
+        z = self.generator.sample_latent(n, generator)
+        rows = self.generator(z, labels, generator if training else None)
+        return rows, labels
+
+    def condition(self, labels: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+        """One-hot labels (n, K) in ``like``'s dtype; (n, 0) for an unconditional model."""
+        return one_hot(labels, self.n_classes, like.shape[0], like)
+
+    def d_input(self, rows: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        """The discriminator's input: the records with their labels joined in (row-wise
+        concatenation, or constant label channels for convolutional critics)."""
+        return self.networks.d_input(rows, self.condition(labels, rows))
+
+    # -- steps ---------------------------------------------------------------------------------
+    def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:
+        """Set up sampling before the first step (or after a resume)."""
+        self.sampler = PoissonSampler(n_records, plan.sample_rate)
+
+    def train_step(self, features, labels, state, generator: torch.Generator) -> None:
+        """One private step (a discriminator step on a Poisson sample), and a generator step
+        after every n_D of them. ``state`` is the loop's TrainingState, updated in place."""
+        index = self.sampler.sample(generator)
+        batch_labels = None if labels is None else labels[index]
+        stats = self.discriminator_step(features[index], batch_labels, state.step, generator)
+        state.d_loss = stats.d_loss
+        state.step += 1
+        state.d_since_g += 1
+        if state.d_since_g >= (state.d_steps or self.config.d_steps):
+            state.g_loss = self.generator_step(generator)
+            state.d_since_g = 0
+            state.d_steps = self.next_d_steps(state.d_steps or self.config.d_steps, generator)
+
+    def discriminator_step(
+        self,
+        real_rows: torch.Tensor,
+        real_labels: torch.Tensor | None,
+        step: int,
+        generator: torch.Generator,
+    ) -> StepStats:
+        raise NotImplementedError
+
+    def generator_loss(self, logits: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def generator_step(self, generator: torch.Generator) -> float:
+        """One Adam step of G against the current (privately trained) discriminator."""
+        rows, labels = self.generate(self.config.batch_size, generator, training=True)
+        loss = self.generator_loss(self.discriminator(self.d_input(rows, labels))[:, 0])
+        params = list(self.generator.parameters())
+        for param, grad in zip(params, torch.autograd.grad(loss, params), strict=True):
+            param.grad = grad
+        self.g_optimizer.step()
+        self.update_average()
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def update_average(self) -> None:
+        """Move the averaged generator towards the current one (post-processing: free)."""
+        decay = self.config.ema_decay
+        for avg, cur in zip(
+            self.generator_average.parameters(), self.generator.parameters(), strict=True
+        ):
+            avg.lerp_(cur, 1.0 - decay)
+
+    def released_generator(self) -> torch.nn.Module:
+        """The generator to release: the weight average when ema_decay > 0."""
+        return self.generator_average if self.config.ema_decay > 0 else self.generator
+
+    def next_d_steps(self, d_steps: int, generator: torch.Generator) -> int:
+        """Discriminator steps before the next generator step (fixed unless adaptive).
+
+        The adaptive rule of Bie, Kamath & Zhang (2023): when the discriminator tells fresh
+        generated rows from real ones no better than ``adaptive_threshold``, it needs more steps,
+        so n_D grows by ``adaptive_increment`` up to ``max_d_steps``. The check uses generated
+        rows only (no record), and the total number of private steps is the plan's whatever
+        n_D is, so it costs no privacy.
+        """
+        c = self.config
+        if not c.adaptive_d_steps or d_steps >= c.max_d_steps:
+            return d_steps
+        if self.fake_detection_rate(generator) >= c.adaptive_threshold:
+            return d_steps
+        return min(c.max_d_steps, d_steps + c.adaptive_increment)
+
+    def fake_detection_rate(self, generator: torch.Generator) -> float:
+        """Share of fresh generated rows the discriminator calls fake (a score below 0)."""
+        with torch.no_grad():
+            rows, labels = self.generate(self.config.batch_size, generator, training=True)
+            scores = self.discriminator(self.d_input(rows, labels))[:, 0]
+        return float((scores < 0).float().mean())
+
+    def apply_d_gradients(self, summed: list[torch.Tensor], units: float) -> None:
+        """Set the discriminator's gradients to ``summed / units`` and take an optimizer step.
+
+        ``units`` is a public constant (the expected batch size): dividing by the realised
+        batch size would make the step depend on the data outside the clipped sum.
+        """
+        for param, grad in zip(self.discriminator.parameters(), summed, strict=True):
+            param.grad = grad / units
+        self.d_optimizer.step()
+
+    def trained_networks(self) -> list[torch.nn.Module]:
+        """The networks whose weights training starts from (initialised by the run's seed)."""
+        return [self.generator, self.discriminator]
+
+    def state_parts(self) -> dict[str, Any]:
+        """Everything a checkpoint must restore (networks and optimizers)."""
+        return {
+            "generator": self.generator,
+            "generator_average": self.generator_average,
+            "discriminator": self.discriminator,
+            "g_optimizer": self.g_optimizer,
+            "d_optimizer": self.d_optimizer,
+        }

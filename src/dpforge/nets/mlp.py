@@ -1,0 +1,130 @@
+"""Conditional MLP generator and discriminator (the DP-CGAN "vanilla" networks).
+
+The discriminator is a plain ``nn.Sequential`` of Linear layers and parameter-free activations:
+that is the form the fast per-example clipping understands, and it has no BatchNorm (which
+would mix examples and break per-example clipping). The generator's output heads are built
+from the encoder's spans: tanh for continuous columns, a softmax (or Gumbel-softmax, while
+training) for each categorical column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from dpforge.data.encoder import SOFTMAX, TANH, Span
+from dpforge.nets.base import LatentGenerator
+
+
+def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, slope: float = 0.2) -> nn.Sequential:
+    """Linear -> LeakyReLU blocks, then a final Linear layer."""
+    layers: list[nn.Module] = []
+    for width in hidden:
+        layers += [nn.Linear(in_dim, width), nn.LeakyReLU(slope)]
+        in_dim = width
+    layers.append(nn.Linear(in_dim, out_dim))
+    return nn.Sequential(*layers)
+
+
+def one_hot(labels: torch.Tensor | None, n_classes: int, n_rows: int, like: torch.Tensor):
+    """One-hot condition vectors; an empty (n_rows, 0) tensor for unconditional models."""
+    if n_classes == 0 or labels is None:
+        return like.new_zeros((n_rows, 0))
+    return F.one_hot(labels, n_classes).to(like.dtype)
+
+
+def make_discriminator(data_dim: int, n_classes: int, hidden: Sequence[int]) -> nn.Sequential:
+    """D(x, y): the input is the encoded row concatenated with the one-hot label."""
+    return mlp(data_dim + n_classes, hidden, 1)
+
+
+class Generator(LatentGenerator):
+    """G(z, y) -> encoded row, with one activation per span."""
+
+    def __init__(
+        self,
+        latent_dim: int,
+        n_classes: int,
+        spans: Sequence[Span],
+        hidden: Sequence[int] = (128,),
+        gumbel_tau: float = 0.2,
+    ) -> None:
+        super().__init__(latent_dim, n_classes)
+        self.spans = tuple(spans)
+        self.gumbel_tau = gumbel_tau
+        out_dim = self.spans[-1].stop if self.spans else 0
+        self.body = mlp(latent_dim + n_classes, hidden, out_dim)
+
+    def forward(
+        self,
+        z: torch.Tensor,
+        labels: torch.Tensor | None,
+        noise_generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """With ``noise_generator`` the categorical heads are Gumbel-softmax samples (training);
+        without it they are plain softmax probabilities."""
+        cond = one_hot(labels, self.n_classes, z.shape[0], z)
+        raw = self.body(torch.cat([z, cond], dim=1))
+        return self.apply_heads(raw, noise_generator)
+
+    def apply_heads(
+        self, raw: torch.Tensor, noise_generator: torch.Generator | None
+    ) -> torch.Tensor:
+        parts = []
+        for span in self.spans:
+            block = raw[:, span.start : span.stop]
+            if span.activation == TANH:
+                parts.append(torch.tanh(block))
+            elif span.activation == SOFTMAX:
+                parts.append(_softmax_head(block, self.gumbel_tau, noise_generator))
+            else:
+                raise ValueError(f"span '{span.column}': unknown activation {span.activation}")
+        return torch.cat(parts, dim=1)
+
+
+def _softmax_head(
+    logits: torch.Tensor, tau: float, noise_generator: torch.Generator | None
+) -> torch.Tensor:
+    if noise_generator is None:
+        return torch.softmax(logits, dim=1)
+    uniform = torch.rand(
+        logits.shape, generator=noise_generator, device=logits.device, dtype=logits.dtype
+    )
+    gumbel = -torch.log((-torch.log(uniform.clamp_min(1e-10))).clamp_min(1e-10))
+    return torch.softmax((logits + gumbel) / tau, dim=1)
+
+
+class FlatGenerator(LatentGenerator):
+    """G(z, y) -> records of any fixed ``shape`` (images, series) from an MLP with a tanh head.
+
+    The DP-CGAN paper's "vanilla" generator for MNIST: latent and one-hot label in, one hidden
+    layer, C*H*W tanh outputs reshaped to (C, H, W).
+    """
+
+    def __init__(
+        self, latent_dim: int, n_classes: int, shape: Sequence[int], hidden: Sequence[int]
+    ) -> None:
+        super().__init__(latent_dim, n_classes)
+        self.shape = tuple(int(s) for s in shape)
+        self.body = mlp(latent_dim + n_classes, hidden, math.prod(self.shape))
+
+    def forward(
+        self,
+        z: torch.Tensor,
+        labels: torch.Tensor | None,
+        noise_generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        cond = one_hot(labels, self.n_classes, z.shape[0], z)
+        flat = torch.tanh(self.body(torch.cat([z, cond], dim=1)))
+        return flat.view(z.shape[0], *self.shape)
+
+
+def flat_mlp_critic(
+    shape: Sequence[int], n_classes: int, hidden: Sequence[int] = (128,)
+) -> nn.Sequential:
+    """MLP critic on flattened records of ``shape`` with the one-hot label appended."""
+    return mlp(math.prod(shape) + n_classes, hidden, 1)

@@ -1,0 +1,228 @@
+"""Calibration: the noise multiplier or the number of steps that fits a target epsilon.
+
+Every function verifies its answer with the accountant that reports epsilon, so a run planned
+with it never exceeds its target. ``*_for_target`` take any mechanism as a function from the
+free parameter to its DpEvent; ``*_for_epsilon`` are the DP-SGD (Poisson-sampled Gaussian)
+cases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import dp_accounting
+from dp_accounting import mechanism_calibration
+
+from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import (
+    _check_accountant,
+    _check_epsilon,
+    _check_event,
+    _check_noise,
+    _check_sample_rate,
+    _check_steps,
+    _epsilon,
+    dpsgd_event,
+    make_accountant,
+    reporting_accountant,
+    validate_delta,
+)
+
+__all__ = ["noise_for_epsilon", "noise_for_target", "steps_for_epsilon", "steps_for_target"]
+
+NOISE_DECIMALS = 4  # calibrated σ is rounded UP to this many decimals (printable as is)
+_MIN_NOISE = 0.001  # calibration does not search below this σ
+_MAX_NOISE = 2.0**20  # ... nor above this one
+_CALIBRATION_TOL = 0.5 * 10.0**-NOISE_DECIMALS
+_STEP_GROWTH = 8  # the step search brackets the answer in [n, 8n] before calibrating
+
+
+def _with_base(base: dp_accounting.DpEvent, event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+    if isinstance(base, dp_accounting.NoOpDpEvent):
+        return event
+    return dp_accounting.ComposedDpEvent([base, event])
+
+
+def _spent_by_base(base: dp_accounting.DpEvent, delta: float, target: float, acc: str) -> float:
+    """ε of the base event; PrivacyError when it alone reaches the target."""
+    spent = _epsilon(base, delta, acc)
+    if spent >= target:
+        raise PrivacyError(
+            f"epsilon={target} is already spent by the recorded events (epsilon={spent:.4g}); "
+            "raise the target or spend less on metadata"
+        )
+    return spent
+
+
+def noise_for_epsilon(
+    epsilon: float,
+    delta: float,
+    sample_rate: float,
+    steps: int,
+    accountant: str = "pld",
+    base_event: dp_accounting.DpEvent | None = None,
+) -> float:
+    """Smallest σ (rounded up to 4 decimals) with ε(base_event ∘ DP-SGD(q, σ, steps)) ≤ epsilon.
+
+    ``base_event`` is what the run has already spent (metadata). The result is verified with the
+    same accountant that reports ε, so training with it never exceeds the target. σ is not
+    searched below 0.001 (a target met there returns 0.001).
+    """
+    q, n = _check_sample_rate(sample_rate), _check_steps(steps)
+    if n == 0:
+        raise PrivacyError("steps=0: there is nothing to calibrate; give steps >= 1")
+    return noise_for_target(
+        lambda sigma: dpsgd_event(q, sigma, n), epsilon, delta, accountant, base_event
+    )
+
+
+def noise_for_target(
+    make_event: Callable[[float], dp_accounting.DpEvent],
+    epsilon: float,
+    delta: float,
+    accountant: str | None = None,
+    base_event: dp_accounting.DpEvent | None = None,
+) -> float:
+    """Smallest σ (4 decimals) with ε(base_event ∘ make_event(σ)) ≤ epsilon, for any mechanism.
+
+    ``accountant`` None picks the reporting one (PLD where it applies, else RDP).
+    """
+    target, d = _check_epsilon(epsilon), validate_delta(delta)
+    base = _check_event(base_event or dp_accounting.NoOpDpEvent(), "base_event")
+
+    def event_of(sigma: float) -> dp_accounting.DpEvent:
+        return _with_base(base, make_event(sigma))
+
+    acc = _check_accountant(accountant or reporting_accountant(event_of(1.0)))
+    _spent_by_base(base, d, target, acc)
+
+    def gap(sigma: float) -> float:
+        return _epsilon(event_of(sigma), d, acc) - target
+
+    low, high = _bracket_noise(gap, target)
+    if low is None:
+        return high
+    sigma = mechanism_calibration.calibrate_dp_mechanism(
+        lambda: make_accountant(acc),
+        event_of,
+        target,
+        d,
+        bracket_interval=mechanism_calibration.ExplicitBracketInterval(low, high),
+        tol=_CALIBRATION_TOL,
+    )
+    return _round_noise_up(float(sigma), gap)
+
+
+def _bracket_noise(gap: Any, target: float) -> tuple[float | None, float]:
+    """(low, high) with gap(low) > 0 ≥ gap(high), found by doubling from σ = 1.
+
+    ``low`` is None when even the smallest searched σ meets the target.
+    """
+    sigma = 1.0
+    if gap(sigma) <= 0.0:
+        while sigma > _MIN_NOISE:
+            lower = max(sigma / 2.0, _MIN_NOISE)
+            if gap(lower) > 0.0:
+                return lower, sigma
+            sigma = lower
+        return None, _MIN_NOISE
+    while sigma < _MAX_NOISE:
+        if gap(2.0 * sigma) <= 0.0:
+            return sigma, 2.0 * sigma
+        sigma *= 2.0
+    raise PrivacyError(
+        f"epsilon={target} cannot be reached with any noise_multiplier up to {_MAX_NOISE:g}; "
+        "raise the target, or use fewer steps or a smaller sample rate"
+    )
+
+
+def _round_noise_up(sigma: float, gap: Any) -> float:
+    """The smallest σ on the 10⁻⁴ grid near ``sigma`` that meets the target (gap ≤ 0).
+
+    Checked with the reporting accountant, so the printed σ is exactly the σ that meets ε.
+    """
+    scale = 10**NOISE_DECIMALS
+    rounded = math.ceil(sigma * scale - 1e-9) / scale
+    for _ in range(100):
+        if gap(rounded) <= 0.0:
+            break
+        rounded = round(rounded + 1.0 / scale, NOISE_DECIMALS)
+    else:
+        raise RuntimeError(f"noise calibration did not meet its target near sigma={sigma}")
+    while rounded - 1.0 / scale >= _MIN_NOISE and gap(rounded - 1.0 / scale) <= 0.0:
+        rounded = round(rounded - 1.0 / scale, NOISE_DECIMALS)
+    return rounded
+
+
+def steps_for_epsilon(
+    epsilon: float,
+    delta: float,
+    sample_rate: float,
+    noise_multiplier: float,
+    accountant: str = "pld",
+    base_event: dp_accounting.DpEvent | None = None,
+    max_steps: int = 10_000_000,
+) -> int:
+    """Largest step count (≤ max_steps) with ε(base_event ∘ DP-SGD(q, σ, steps)) ≤ epsilon.
+
+    0 when even one step exceeds the target (always the case for σ = 0). The answer is exact:
+    ε(steps) ≤ epsilon < ε(steps + 1) with the given accountant.
+    """
+    q, sigma = _check_sample_rate(sample_rate), _check_noise(noise_multiplier)
+    return steps_for_target(
+        lambda n: dpsgd_event(q, sigma, n), epsilon, delta, accountant, base_event, max_steps
+    )
+
+
+def steps_for_target(
+    make_event: Callable[[int], dp_accounting.DpEvent],
+    epsilon: float,
+    delta: float,
+    accountant: str | None = None,
+    base_event: dp_accounting.DpEvent | None = None,
+    max_steps: int = 10_000_000,
+) -> int:
+    """Largest n (≤ max_steps) with ε(base_event ∘ make_event(n)) ≤ epsilon, for any mechanism
+    whose ε grows with n. ``accountant`` None picks the reporting one."""
+    target, d = _check_epsilon(epsilon), validate_delta(delta)
+    cap = _check_steps(max_steps, "max_steps")
+    base = _check_event(base_event or dp_accounting.NoOpDpEvent(), "base_event")
+
+    def event_of(n: int) -> dp_accounting.DpEvent:
+        return _with_base(base, make_event(int(n)))
+
+    acc = _check_accountant(accountant or reporting_accountant(event_of(1)))
+    _spent_by_base(base, d, target, acc)
+
+    def fits(n: int) -> bool:
+        return _epsilon(event_of(n), d, acc) <= target
+
+    if cap == 0 or not fits(1):
+        return 0
+    low = 1
+    while low < cap and fits(min(_STEP_GROWTH * low, cap)):
+        low = min(_STEP_GROWTH * low, cap)
+    if low == cap:
+        return cap
+    high = min(_STEP_GROWTH * low, cap)
+    guess = mechanism_calibration.calibrate_dp_mechanism(
+        lambda: make_accountant(acc),
+        event_of,
+        target,
+        d,
+        bracket_interval=mechanism_calibration.ExplicitBracketInterval(low, high),
+        discrete=True,
+    )
+    return _exact_steps(int(guess), low, high, fits)
+
+
+def _exact_steps(guess: int, low: int, high: int, fits: Any) -> int:
+    """Move ``guess`` (within a step or two of the answer) to the exact largest fitting count."""
+    n = min(max(guess, low), high - 1)
+    while not fits(n):
+        n -= 1
+    while n + 1 < high and fits(n + 1):
+        n += 1
+    return n

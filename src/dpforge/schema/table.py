@@ -1,0 +1,255 @@
+"""The public side of a data set: column types, bounds, categories, label and label prior.
+
+A schema is what dpforge may use without paying privacy: everything in it must be public
+knowledge (a code book, a questionnaire, a measurement range). Values that are not known in
+advance are left as ``null`` and are then estimated under differential privacy during ``fit``,
+charged to the same budget and recorded in the ledger (see ``dpforge.data.metadata``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from dpforge.errors import SchemaError
+
+SCHEMA_VERSION = 1
+COLUMN_TYPES = ("continuous", "integer", "categorical")
+REVIEW_KEY = "review"
+
+
+def check_bounds(owner: str, lower: float | None, upper: float | None) -> None:
+    """Bounds are finite (or None: not public) and lower < upper when both are given."""
+    for key, value in (("lower", lower), ("upper", upper)):
+        if value is not None and not math.isfinite(value):
+            raise SchemaError(f"{owner}: {key} bound {value} is not finite")
+    if lower is not None and upper is not None and not lower < upper:
+        raise SchemaError(f"{owner}: lower bound {lower} must be below upper bound {upper}")
+
+
+def check_declared_prior(
+    label: str, classes: tuple[str, ...] | None, prior: dict[str, float]
+) -> None:
+    """A declared label prior gives a probability to exactly the label's classes, summing to 1."""
+    if classes is None or set(prior) != set(classes):
+        raise SchemaError(
+            f"label_prior must give a probability for exactly the classes of "
+            f"'{label}' ({classes}); got {sorted(prior)}"
+        )
+    if any(p < 0 for p in prior.values()) or not math.isclose(sum(prior.values()), 1.0):
+        raise SchemaError("label_prior probabilities must be >= 0 and sum to 1")
+
+
+def read_schema_json(path: str | Path) -> Any:
+    """The parsed JSON of a schema file, with errors that name the file and the line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SchemaError(f"cannot read schema file {path}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(
+            f"schema file {path} is not valid JSON (line {exc.lineno}: {exc.msg})"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column. ``lower``/``upper`` for numeric columns, ``categories`` for categorical ones.
+
+    ``None`` means "not public: estimate it under DP during fit".
+    """
+
+    name: str
+    type: str
+    lower: float | None = None
+    upper: float | None = None
+    categories: tuple[str, ...] | None = None
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type in ("continuous", "integer")
+
+    @property
+    def is_complete(self) -> bool:
+        """True when no value of this column must still be estimated from the data."""
+        if self.is_numeric:
+            return self.lower is not None and self.upper is not None
+        return self.categories is not None
+
+    def validate(self) -> None:
+        if self.type not in COLUMN_TYPES:
+            raise SchemaError(
+                f"column '{self.name}': unknown type '{self.type}'; use one of {COLUMN_TYPES}"
+            )
+        if self.is_numeric:
+            self._validate_bounds()
+        elif self.categories is not None and len(set(self.categories)) != len(self.categories):
+            raise SchemaError(f"column '{self.name}': categories contain duplicates")
+
+    def _validate_bounds(self) -> None:
+        check_bounds(f"column '{self.name}'", self.lower, self.upper)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.is_numeric:
+            out["lower"], out["upper"] = self.lower, self.upper
+        else:
+            out["categories"] = None if self.categories is None else list(self.categories)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Column:
+        if not isinstance(d, dict) or "name" not in d or "type" not in d:
+            raise SchemaError(f"each column needs a 'name' and a 'type'; got {d!r}")
+        cats = d.get("categories")
+        column = cls(
+            name=str(d["name"]),
+            type=str(d["type"]),
+            lower=optional_number(d, "lower"),
+            upper=optional_number(d, "upper"),
+            categories=None if cats is None else tuple(str(c) for c in cats),
+        )
+        column.validate()
+        return column
+
+
+def optional_number(d: dict[str, Any], key: str, owner: str = "column") -> float | None:
+    """``d[key]`` as a float, None when absent or null; an error naming the owner otherwise."""
+    value = d.get(key)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SchemaError(
+            f"{owner} '{d.get('name')}': {key} must be a number or null, got {value!r}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Columns of a table, the label column and the label prior.
+
+    ``label_prior`` is ``"uniform"`` (free), ``"dp"`` (noisy class counts, charged to the
+    budget) or a mapping class -> probability declared by the user (free).
+    """
+
+    columns: tuple[Column, ...]
+    label: str | None = None
+    label_prior: str | dict[str, float] = "uniform"
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise SchemaError(f"the schema has no column '{name}'; its columns are {self.names}")
+
+    @property
+    def label_column(self) -> Column | None:
+        return None if self.label is None else self.column(self.label)
+
+    @property
+    def feature_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.name != self.label)
+
+    @property
+    def incomplete_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if not c.is_complete)
+
+    # -- validation ------------------------------------------------------------------------
+    def validate(self) -> None:
+        if not self.columns:
+            raise SchemaError("the schema lists no columns")
+        names = self.names
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise SchemaError(f"the schema names these columns twice: {duplicates}")
+        for c in self.columns:
+            c.validate()
+        if self.label is not None:
+            self._validate_label()
+
+    def _validate_label(self) -> None:
+        label = self.column(self.label)
+        if label.type != "categorical":
+            raise SchemaError(
+                f"label column '{self.label}' must be categorical (type '{label.type}' given)"
+            )
+        if label.categories is not None and len(label.categories) < 2:
+            raise SchemaError(
+                f"label column '{self.label}' has {len(label.categories)} class(es); a "
+                "conditional model needs at least 2"
+            )
+        prior = self.label_prior
+        if isinstance(prior, str):
+            if prior not in ("uniform", "dp"):
+                raise SchemaError(
+                    f"label_prior must be 'uniform', 'dp' or a mapping class -> probability; "
+                    f"got '{prior}'"
+                )
+            return
+        self._validate_declared_prior(label, prior)
+
+    def _validate_declared_prior(self, label: Column, prior: dict[str, float]) -> None:
+        check_declared_prior(label.name, label.categories, prior)
+
+    # -- JSON ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": SCHEMA_VERSION,
+            "type": "table",
+            "label": self.label,
+            "label_prior": self.label_prior,
+            "columns": [c.to_dict() for c in self.columns],
+        }
+        if self.notes:
+            out[REVIEW_KEY] = list(self.notes)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, allow_review: bool = False) -> Schema:
+        if not isinstance(d, dict) or not isinstance(d.get("columns"), list):
+            raise SchemaError("a schema is a JSON object with a 'columns' list")
+        if d.get(REVIEW_KEY) and not allow_review:
+            raise SchemaError(
+                "this schema is a draft whose values were read from the private file; review "
+                f"them, replace them with public knowledge or null, then delete the "
+                f"'{REVIEW_KEY}' entry"
+            )
+        prior = d.get("label_prior", "uniform")
+        if isinstance(prior, dict):
+            prior = {str(k): float(v) for k, v in prior.items()}
+        return cls(
+            columns=tuple(Column.from_dict(c) for c in d["columns"]),
+            label=d.get("label"),
+            label_prior=prior,
+            notes=tuple(d.get(REVIEW_KEY) or ()),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Schema:
+        return cls.from_dict(read_schema_json(path))
+
+    def with_columns(self, columns: tuple[Column, ...]) -> Schema:
+        return replace(self, columns=columns)
+
+    def with_label_prior(self, prior: str | dict[str, float]) -> Schema:
+        return replace(self, label_prior=prior)

@@ -1,0 +1,381 @@
+"""The facade: ``Synthesizer(schema, method=..., epsilon=..., ...).fit(data)``, then sample/save.
+
+``fit`` runs the whole private pipeline in order, each step in its own module: check the data
+(``data.tables``), estimate undeclared metadata under DP (``data.metadata``), encode
+(``data.encoder``), plan the number of steps that fits the budget (``privacy.accounting``),
+train (``training``), and record every DP event in one ledger (``privacy.ledger``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpforge.data.arrays import ArrayData
+from dpforge.data.kinds import kind_of
+from dpforge.data.metadata import MetadataBudget
+from dpforge.data.tables import canonical_text
+from dpforge.errors import DataError, PrivacyError
+from dpforge.methods import METHODS
+from dpforge.methods.base import GanMethod
+from dpforge.model_io import read_model, restore, save_model
+from dpforge.nets.init import initialise
+from dpforge.privacy.accounting import PrivacyReport
+from dpforge.privacy.calibration import noise_for_target, steps_for_target
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.noise import make_generator
+from dpforge.schema.array import ArraySchema, schema_from_dict
+from dpforge.schema.table import Schema
+from dpforge.training import (
+    TrainingPlan,
+    TrainingState,
+    has_checkpoint,
+    load_checkpoint,
+    read_checkpoint_info,
+    save_checkpoint,
+    train,
+)
+
+DEFAULT_EPOCHS = 50.0
+MIN_STEPS = 100
+
+
+@dataclass
+class RunSetup:
+    """What a run decided before training: completed schema, prior, ledger so far, plan."""
+
+    schema: Schema | ArraySchema
+    label_prior: np.ndarray | None
+    ledger: PrivacyLedger
+    plan: TrainingPlan
+    n_records: int
+
+    def to_dict(self) -> dict[str, Any]:
+        prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
+        return {
+            "schema": self.schema.to_dict(),
+            "label_prior": prior,
+            "ledger": self.ledger.to_dict(),
+            "plan": asdict(self.plan),
+            "n_records": self.n_records,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSetup:
+        prior = d["label_prior"]
+        return cls(
+            schema_from_dict(d["schema"], allow_review=True),
+            None if prior is None else np.asarray(prior, dtype=np.float64),
+            PrivacyLedger.from_dict(d["ledger"]),
+            TrainingPlan(**d["plan"]),
+            int(d["n_records"]),
+        )
+
+
+class Synthesizer:
+    """Differentially private synthetic tables, images and time series.
+
+    Parameters
+    ----------
+    schema: the public metadata: a :class:`dpforge.schema.table.Schema` (tables, fit on a DataFrame)
+        or an :class:`dpforge.schema.array.ArraySchema` (images or time series, fit on
+        :class:`dpforge.data.arrays.ArrayData`).
+    method: "dpcgan", "dpwgan" or "gswgan".
+    epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
+        the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
+    noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
+        accountant. With neither, 50 epochs and the noise multiplier that fits the budget.
+    metadata_share: fraction of epsilon and delta for DP estimates of undeclared metadata.
+    method_options: the method's config (``DPCGANConfig``, ``DPWGANConfig``,
+        ``GSWGANConfig``): batch size, C, networks, optimizers.
+    seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
+    checkpoint_dir, checkpoint_every: where and how often to write a private, resumable
+        checkpoint (it holds the discriminator: keep it with the data, never publish it).
+    """
+
+    def __init__(
+        self,
+        schema: Schema | ArraySchema,
+        method: str = "dpcgan",
+        epsilon: float = 3.0,
+        delta: float = 1e-5,
+        *,
+        noise_multiplier: float | None = None,
+        epochs: float | None = None,
+        metadata_share: float = 0.1,
+        method_options: Any = None,
+        out_of_bounds: str = "error",
+        seed: int | None = None,
+        device: str = "cpu",
+        progress: bool = True,
+        checkpoint_dir: str | Path | None = None,
+        checkpoint_every: int = 500,
+    ) -> None:
+        if method not in METHODS:
+            raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
+        self.schema = schema
+        self.method = method
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.epochs = epochs
+        self.metadata_share = metadata_share
+        config_cls = METHODS[method][1]
+        if method_options is not None and not isinstance(method_options, config_cls):
+            raise PrivacyError(
+                f"method '{method}' takes a {config_cls.__name__}, got "
+                f"{type(method_options).__name__}"
+            )
+        self.method_options = method_options or config_cls()
+        self.out_of_bounds = out_of_bounds
+        self.seed = seed
+        self.device = device
+        self.progress = progress
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+        self.checkpoint_every = checkpoint_every
+
+    # -- fit -----------------------------------------------------------------------------
+    def fit(self, data: pd.DataFrame | ArrayData) -> Synthesizer:
+        """Train on the private ``data`` (a table, or image / time-series records); returns self.
+
+        With ``checkpoint_dir``, an interrupted fit called again with the same data resumes:
+        metadata estimates and the plan come from the checkpoint (never re-estimated, so never
+        paid twice) and training continues from the last checkpointed step with the same random
+        state, replaying exactly what the uninterrupted run would have done.
+        """
+        kind = kind_of(self.schema)
+        records = kind.validate(data, self.schema, self.out_of_bounds)
+        self._check_privacy_request(len(records))
+        self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
+        setup = self._resumed_setup(len(records)) or self._new_setup(records)
+        encoder = kind.encoder(setup.schema)
+        features, labels = encoder.transform(records)
+        method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
+        self._train(method, features, labels, setup)
+        ledger, plan = setup.ledger, setup.plan
+        ledger.record(
+            f"{self.method}: {plan.steps} discriminator steps",
+            method.step_event(plan.sample_rate, plan.steps),
+        )
+        self._check_spent(ledger)
+        self.bayesian_ = self._bayesian_result(method, ledger)
+        self.schema_, self.encoder_, self.ledger_ = setup.schema, encoder, ledger
+        self.label_prior_, self.plan_ = setup.label_prior, plan
+        self.generator_ = method.released_generator().eval()
+        return self
+
+    def _new_setup(self, records: Any) -> RunSetup:
+        """Pay for the metadata, then plan the steps that fit the rest of the budget."""
+        ledger = PrivacyLedger()
+        rng = np.random.default_rng(self._seed_sequence(0))
+        schema, prior = kind_of(self.schema).complete(
+            records, self.schema, self._metadata_budget(), ledger, rng
+        )
+        plan = self._plan_budget(len(records), ledger)
+        return RunSetup(schema, prior, ledger, plan, len(records))
+
+    def _resumed_setup(self, n_records: int) -> RunSetup | None:
+        if not has_checkpoint(self.checkpoint_dir):
+            return None
+        setup = RunSetup.from_dict(read_checkpoint_info(self.checkpoint_dir)["setup"])
+        if setup.n_records != n_records:
+            raise PrivacyError(
+                f"the checkpoint in {self.checkpoint_dir} was made on {setup.n_records} records, "
+                f"not {n_records}: use another --checkpoint-dir or delete it"
+            )
+        return setup
+
+    def _seed_sequence(self, stream: int) -> int | None:
+        return None if self.seed is None else self.seed * 1000 + stream
+
+    def _check_privacy_request(self, n_records: int) -> None:
+        if self.epsilon is None or not self.epsilon > 0:
+            raise PrivacyError(f"epsilon must be > 0 (math.inf for no privacy), got {self.epsilon}")
+        if not 0 < self.delta < 1:
+            raise PrivacyError(f"delta must be in (0, 1), got {self.delta}")
+        if self.delta >= 1.0 / n_records and math.isfinite(self.epsilon):
+            raise PrivacyError(
+                f"delta = {self.delta:g} is not below 1/N = {1 / n_records:.3g} for N = "
+                f"{n_records} records: such a delta allows publishing a whole record; choose "
+                f"delta well below 1/N (e.g. {_suggest_delta(n_records):g})"
+            )
+        if not 0 <= self.metadata_share < 1:
+            raise PrivacyError(f"metadata_share must be in [0, 1), got {self.metadata_share}")
+        if (
+            self.noise_multiplier is not None
+            and self.epochs is not None
+            and math.isfinite(self.epsilon)
+        ):
+            raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
+        if not math.isfinite(self.epsilon) and self.epochs is None:
+            raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
+
+    def _metadata_budget(self) -> MetadataBudget:
+        if not math.isfinite(self.epsilon):
+            return MetadataBudget(epsilon=0.0, delta=0.0, non_private=True)
+        return MetadataBudget(self.epsilon * self.metadata_share, self.delta * self.metadata_share)
+
+    def _plan_budget(self, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:
+        batch = self.config_.batch_size
+        if batch > n_records:
+            raise PrivacyError(f"batch size {batch} is larger than the {n_records} records")
+        method_cls = METHODS[self.method][0]
+        q = method_cls.sample_rate(self.config_, n_records)
+        if not math.isfinite(self.epsilon):
+            return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0, self.checkpoint_every)
+        delta = self.delta - ledger.extra_delta()
+        base = ledger.event()
+
+        def event(sigma: float, steps: int):
+            return method_cls.training_event(self.config_, q, sigma, steps)
+
+        if self.noise_multiplier is None:
+            steps = max(1, round((self.epochs or DEFAULT_EPOCHS) / q))
+            sigma = noise_for_target(
+                lambda s: event(s, steps), self.epsilon, delta, base_event=base
+            )
+        else:
+            sigma = self.noise_multiplier
+            steps = steps_for_target(
+                lambda n: event(sigma, n), self.epsilon, delta, base_event=base
+            )
+        if steps < MIN_STEPS:
+            raise PrivacyError(
+                f"the budget epsilon = {self.epsilon:g} allows only {steps} training steps at "
+                f"noise multiplier {sigma:.3g} (at least {MIN_STEPS} are needed to learn "
+                "anything): raise epsilon, lower the noise multiplier or the batch size"
+            )
+        return TrainingPlan(steps, q, sigma, self.checkpoint_every)
+
+    def _build_method(self, encoder: Any, prior, sigma: float) -> GanMethod:
+        method_cls, _ = METHODS[self.method]
+        options = self.config_
+        if not math.isfinite(self.epsilon):
+            options = type(options)(**{**asdict(options), "clip_norm": math.inf})
+        prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)
+        return method_cls(options, encoder.layout, encoder.n_classes, prior_t, sigma, self.device)
+
+    def _train(self, method, features, labels, setup: RunSetup) -> None:
+        generator = make_generator(self._seed_sequence(1), self.device)
+        torch_generator_init(method, self._seed_sequence(2))
+        x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
+        y = None if labels is None else torch.as_tensor(labels, device=self.device)
+        state, checkpoint = TrainingState(), None
+        if self.checkpoint_dir is not None:
+            folder, run_info = self.checkpoint_dir, {"setup": setup.to_dict()}
+            if has_checkpoint(folder):
+                state, _ = load_checkpoint(folder, method, generator)
+            else:
+                save_checkpoint(folder, method, state, generator, run_info)
+
+            def checkpoint(s: TrainingState) -> None:
+                save_checkpoint(folder, method, s, generator, run_info)
+
+        train(
+            method,
+            x,
+            y,
+            setup.plan,
+            generator,
+            state=state,
+            checkpoint=checkpoint,
+            progress=self.progress,
+        )
+
+    def _bayesian_result(self, method: GanMethod, ledger: PrivacyLedger):
+        """The data-dependent Bayesian bound, when asked for: for the steward's eyes only.
+
+        It is computed from private gradients without noise, so it is never saved in the model
+        folder; it stands NEXT TO the worst-case epsilon, never in its place.
+        """
+        accountant = getattr(method, "bayesian", None)
+        if accountant is None or accountant.steps == 0:
+            return None
+        return accountant.result(self.delta, worst_case_epsilon=ledger.report(self.delta).epsilon)
+
+    def _check_spent(self, ledger: PrivacyLedger) -> None:
+        """Refuse to release if the run spent more than the target (the plan prevents it)."""
+        spent = ledger.report(self.delta).epsilon
+        if math.isfinite(self.epsilon) and spent > self.epsilon * (1 + 1e-9):
+            raise PrivacyError(
+                f"internal error: the run spent epsilon = {spent:.4f}, more "
+                f"than the target {self.epsilon}; nothing is released"
+            )
+
+    # -- use -------------------------------------------------------------------------------------
+    def privacy_spent(self) -> PrivacyReport:
+        """epsilon under PLD (reported) and RDP, from the ledger of what the run actually did."""
+        self._require_fitted()
+        return self.ledger_.report(self.delta)
+
+    def sample(
+        self, n: int, conditions: dict[str, Any] | None = None, seed: int | None = None
+    ) -> pd.DataFrame | ArrayData:
+        """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
+        for images and time series. ``conditions={label: value}`` fixes the label; without it
+        labels are drawn from the (uniform, declared or DP) label prior."""
+        self._require_fitted()
+        if n < 1:
+            raise DataError(f"the number of rows to sample must be >= 1, got {n}")
+        generator = make_generator(seed, self.device)
+        labels = self._condition_labels(n, conditions or {}, generator)
+        with torch.no_grad():
+            z = self.generator_.sample_latent(n, generator)
+            rows = self.generator_(z, labels)
+        return self.encoder_.inverse_transform(
+            rows.cpu().numpy(), None if labels is None else labels.cpu().numpy()
+        )
+
+    def _condition_labels(
+        self, n: int, conditions: dict[str, Any], generator
+    ) -> torch.Tensor | None:
+        name, classes = kind_of(self.schema_).label(self.schema_)
+        unknown = [k for k in conditions if name is None or k != name]
+        if unknown:
+            raise DataError(
+                f"can only condition on the label ({name or 'this model has none'}); got {unknown}"
+            )
+        if name is None:
+            return None
+        if conditions:
+            value = canonical_text(conditions[name])
+            if value not in classes:
+                raise DataError(
+                    f"condition {name}={value!r}: not a class of '{name}'; choose one of "
+                    f"{list(classes)}"
+                )
+            return torch.full((n,), classes.index(value), dtype=torch.long, device=self.device)
+        prior = torch.as_tensor(self.label_prior_, dtype=torch.float32, device=self.device)
+        return torch.multinomial(prior, n, replacement=True, generator=generator)
+
+    def _require_fitted(self) -> None:
+        if not hasattr(self, "generator_"):
+            raise DataError("this synthesizer is not fitted: call fit(data) or dpforge.load(path)")
+
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write the model folder: generator weights (safetensors) and public JSON only."""
+        self._require_fitted()
+        return save_model(self, Path(path), overwrite=overwrite)
+
+
+def load(path: str | Path) -> Synthesizer:
+    """Load a model folder written by :meth:`Synthesizer.save`; the result samples, not trains."""
+    return restore(Synthesizer, *read_model(path))
+
+
+def torch_generator_init(method: GanMethod, seed: int | None) -> None:
+    """Initialise network weights from a run-owned generator (no global RNG)."""
+    generator = make_generator(seed)
+    for module in method.trained_networks():
+        initialise(module, generator)
+    method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def _suggest_delta(n_records: int) -> float:
+    return 10.0 ** math.floor(math.log10(1.0 / (10 * n_records)))

@@ -1,0 +1,147 @@
+"""The training loop: a fixed number of steps planned before training, progress, checkpoints.
+
+The loop holds no DP logic: the method says what one private step is; the plan (number of
+discriminator steps, sampling rate) was fitted to the budget by the accountant before the first
+step, and the loop never runs more. A checkpoint stores the step reached together with the
+networks, optimizers and random state, so an interrupted run resumes where it stopped and the
+budget is never spent twice. Checkpoints hold the discriminator and are private working files,
+never a release: keep them where the data are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from dpforge.methods.base import GanMethod
+from dpforge.storage import (
+    flatten_state,
+    read_json,
+    read_tensors,
+    unflatten_state,
+    write_json,
+    write_tensors,
+)
+
+CHECKPOINT_STATE = "checkpoint.safetensors"
+CHECKPOINT_INFO = "checkpoint.json"
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What the accountant allowed: ``steps`` discriminator steps at sampling rate q."""
+
+    steps: int
+    sample_rate: float
+    noise_multiplier: float
+    checkpoint_every: int = 500
+
+
+@dataclass
+class TrainingState:
+    """Where the run is (``step`` counts private steps, the unit of the plan); the losses are
+    for display, not for release decisions."""
+
+    step: int = 0
+    d_loss: float = float("nan")
+    g_loss: float = float("nan")
+    d_steps: int = 0  # discriminator steps per generator step now (0: the method's default)
+    d_since_g: int = 0  # discriminator steps since the last generator step
+
+
+def train(
+    method: GanMethod,
+    features: torch.Tensor,
+    labels: torch.Tensor | None,
+    plan: TrainingPlan,
+    generator: torch.Generator,
+    *,
+    state: TrainingState | None = None,
+    checkpoint: Callable[[TrainingState], None] | None = None,
+    progress: bool = True,
+) -> TrainingState:
+    """Run the planned steps from ``state.step`` on; return the final state."""
+    state = state or TrainingState()
+    method.prepare(features.shape[0], plan, generator)
+    with _progress_bar(progress) as bar:
+        task = bar.add_task("training", total=plan.steps, completed=state.step, losses="")
+        log_every = _log_interval(bar, plan.steps) if progress else 0
+        while state.step < plan.steps:
+            method.train_step(features, labels, state, generator)
+            bar.update(task, completed=state.step, losses=_loss_text(state))
+            if log_every and state.step % log_every == 0:
+                bar.console.print(f"step {state.step}/{plan.steps}  {_loss_text(state)}")
+            if checkpoint is not None and state.step % plan.checkpoint_every == 0:
+                checkpoint(state)
+    return state
+
+
+def _log_interval(bar: Progress, steps: int) -> int:
+    """Without a terminal (batch jobs, logs) the bar is invisible: log every 5% instead."""
+    return 0 if bar.console.is_terminal else max(1, steps // 20)
+
+
+def _loss_text(state: TrainingState) -> str:
+    return f"D {state.d_loss:.3f}  G {state.g_loss:.3f}"
+
+
+def _progress_bar(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[losses]}"),
+        TimeRemainingColumn(),
+        disable=not enabled,
+        transient=False,
+    )
+
+
+# -- checkpoints --------------------------------------------------------------------------------
+def save_checkpoint(
+    folder: Path,
+    method: GanMethod,
+    state: TrainingState,
+    generator: torch.Generator,
+    run_info: dict[str, Any],
+) -> None:
+    """Write networks, optimizers, random state and step; ``run_info`` is the run's plan."""
+    tensors: dict[str, torch.Tensor] = {}
+    skeleton = {
+        name: flatten_state(name, obj.state_dict(), tensors)
+        for name, obj in _stateful_parts(method).items()
+    }
+    tensors["rng"] = generator.get_state()
+    folder.mkdir(parents=True, exist_ok=True)
+    write_tensors(folder / CHECKPOINT_STATE, tensors)
+    write_json(folder / CHECKPOINT_INFO, {"state": asdict(state), "skeleton": skeleton, **run_info})
+
+
+def load_checkpoint(
+    folder: Path, method: GanMethod, generator: torch.Generator
+) -> tuple[TrainingState, dict[str, Any]]:
+    """Restore what :func:`save_checkpoint` wrote; returns the state and the run info."""
+    info = read_checkpoint_info(folder)
+    tensors = read_tensors(folder / CHECKPOINT_STATE)
+    for name, obj in _stateful_parts(method).items():
+        obj.load_state_dict(unflatten_state(info["skeleton"][name], tensors))
+    generator.set_state(tensors["rng"])
+    return TrainingState(**info["state"]), info
+
+
+def read_checkpoint_info(folder: Path) -> dict[str, Any]:
+    """The JSON half of a checkpoint (step, plan and whatever the run stored with it)."""
+    return read_json(Path(folder) / CHECKPOINT_INFO)
+
+
+def has_checkpoint(folder: Path | None) -> bool:
+    return folder is not None and (Path(folder) / CHECKPOINT_INFO).is_file()
+
+
+def _stateful_parts(method: GanMethod) -> dict[str, Any]:
+    return method.state_parts()
