@@ -109,3 +109,13 @@ def test_critics_are_never_in_a_release(cancer):
     }
     assert synth.privacy_spent().epsilon_pld is None  # PLD cannot analyse it: RDP reported
     assert synth.privacy_spent().epsilon <= 8.0
+
+
+def test_sanitized_gradients_never_exceed_c_in_float32(cancer):
+    """Issue 13.8: float32 norms and factors let clipped norms reach 1.0000001 C."""
+    method = _method(cancer, sigma=0.0, clip_norm=0.3)
+    gen = make_generator(0)
+    scales = torch.exp(torch.randn(20000, 1, generator=gen) * 3)
+    upstream = torch.randn(20000, 7, generator=gen) * scales
+    clean = method._sanitize(upstream, make_generator(1))
+    assert (clean.double().norm(dim=1) <= 0.3).all()

@@ -453,3 +453,35 @@ def test_rejects_custom_forward_and_hooks() -> None:
     hooked.register_forward_pre_hook(lambda module, args: (args[0] * 3,))
     with pytest.raises(UnsupportedLayerError, match="hooks"):
         clipped_gradient_sum(nn.Sequential(hooked), torch.zeros(2, 4), lambda o: o[:, 0], 1.0)
+
+
+# ------------------------------------------------------------------- float32 edges (issue 13.8)
+
+
+def test_clip_factors_never_let_a_float32_norm_exceed_c() -> None:
+    """Norms and factors in float32 used to give clipped norms of up to 1.0000002 C."""
+    gen = torch.Generator().manual_seed(0)
+    scales = torch.exp(torch.randn(20000, 1, generator=gen) * 3)
+    x = torch.randn(20000, 300, generator=gen) * scales
+    for clip in (1.0, 0.3, 7.0):
+        clipped = x * clip_factors(x.norm(dim=1), clip).unsqueeze(1)
+        assert (clipped.double().norm(dim=1) <= clip).all()
+
+
+@pytest.mark.parametrize("path", ["ghost", "torch.func"])
+def test_one_clipped_example_never_exceeds_c(path: str) -> None:
+    """The clipped gradient of a single example, as summed, has norm <= C (not C (1 + ulp))."""
+    from dpforge.privacy.per_example import clipped_sum_of_example_gradients
+
+    model = _init_(nn.Sequential(nn.Linear(50, 1)), 3, torch.float32)
+    x = torch.randn(150, 50, generator=torch.Generator().manual_seed(1)) * 10
+
+    def example_loss(forward, row):
+        return forward(row[None])[0, 0]
+
+    for row in x:
+        if path == "ghost":
+            result = clipped_gradient_sum(model, row[None], lambda o: o[:, 0], 0.7)
+        else:
+            result = clipped_sum_of_example_gradients(model, example_loss, (row[None],), 0.7)
+        assert torch.cat([g.flatten() for g in result.grads]).double().norm() <= 0.7

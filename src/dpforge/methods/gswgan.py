@@ -27,6 +27,7 @@ from torch import nn
 
 from dpforge.errors import PrivacyError
 from dpforge.methods.base import GanConfig, GanMethod, StepStats, check_common_config
+from dpforge.privacy.clipping import clip_factors
 from dpforge.privacy.gswgan_accounting import gswgan_event, gswgan_noise_std
 
 RECORDS_PER_SUBSET = 64
@@ -197,8 +198,9 @@ class GSWGAN(GanMethod):
         """Clip each sample's gradient to C, then add N(0, (2 sigma C)^2) to every coordinate."""
         clip = self.config.clip_norm
         if math.isfinite(clip):
-            norms = upstream.flatten(1).norm(dim=1)
-            factors = torch.clamp(clip / (norms + 1e-12), max=1.0)
+            # Norms summed in float64; the factors' margin is that of upstream's dtype.
+            norms = upstream.flatten(1).double().norm(dim=1).to(upstream.dtype)
+            factors = clip_factors(norms, clip)
             upstream = upstream * factors.view(-1, *([1] * (upstream.dim() - 1)))
         std = self.noise_std
         if std == 0.0:

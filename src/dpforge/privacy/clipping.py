@@ -76,6 +76,13 @@ __all__ = [
 # Added to the norm before dividing: keeps C / norm finite for a zero gradient and makes the
 # clipped norm c * norm = C * norm / (norm + eps) strictly below C.
 _NORM_EPS = 1e-12
+# Relative margin of the clip factors, in units of the gradients' machine epsilon: a norm
+# computed in float32 and a factor rounded back to float32 can each be off by a few units in the
+# last place, which let clipped norms reach 1.0000002 C. Factors are computed in float64 and aim
+# at C (1 - 16 eps) (float32: 1.9e-6 below C; float64: 3.6e-15), so that the clipped gradient,
+# as stored, has norm <= C. Clipping a little below C only lowers the sensitivity: the noise std
+# stays sigma C and the accounting is unchanged.
+CLIP_MARGIN_ULPS = 16
 
 PerExampleLoss = Callable[[torch.Tensor], torch.Tensor]
 _Layer = tuple[str, nn.Module, LayerHandler | None]
@@ -272,21 +279,26 @@ def _unit_norms(backward: _Backward, units: Units) -> tuple[torch.Tensor, list[T
     ]
     if not per_tap:
         return backward.losses.new_zeros(units.count).detach(), per_tap
-    total = per_tap[0].sq
+    # Summed in float64: the per-layer parts are exact enough; their sum must not round down.
+    total = per_tap[0].sq.double()
     for part in per_tap[1:]:
-        total = total + part.sq
-    return total.sqrt(), per_tap
+        total = total + part.sq.double()
+    return total.sqrt().to(per_tap[0].sq.dtype), per_tap
 
 
 def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
-    """Factors ``c = min(1, C / (norm + 1e-12))`` that bring each norm to at most ``C``.
+    """Factors ``c = min(1, C (1 - 16 eps) / (norm + 1e-12))`` that bring each norm below C.
 
-    ``c * norm < C`` always (the small constant keeps it strict and handles zero norms), and
+    ``eps`` is the machine epsilon of ``norms``' dtype. Computed in float64 and returned in
+    ``norms``' dtype: ``c * g`` has norm <= C even after round-off of the norm, of the factor
+    and of the product (see ``CLIP_MARGIN_ULPS``); the small constant handles zero norms.
     ``clip_norm = math.inf`` gives factors of exactly 1.
     """
     if math.isinf(clip_norm):
         return torch.ones_like(norms)
-    return torch.clamp(clip_norm / (norms + _NORM_EPS), max=1.0)
+    target = clip_norm * (1.0 - CLIP_MARGIN_ULPS * torch.finfo(norms.dtype).eps)
+    factors = torch.clamp(target / (norms.double() + _NORM_EPS), max=1.0)
+    return factors.to(norms.dtype)
 
 
 def _checked_clip_norm(clip_norm: float) -> float:

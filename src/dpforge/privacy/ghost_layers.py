@@ -241,9 +241,12 @@ class LinearMapTap(Tap):
             else:
                 a = self._unit_patches(units, start, stop)
                 gu = units.gather(g, start, stop).reshape(stop - start, positions, o)
+                # A sum of products of Gram matrices, whose terms may cancel: in float32 the
+                # round-off can be far above the clip margin, so the sum is formed in float64
+                # (it may still dip just below zero).
+                a, gu = a.double(), gu.double()
                 gram = torch.bmm(a, a.mT).mul_(torch.bmm(gu, gu.mT))
-                # A sum of products of Gram matrices: round-off may dip just below zero.
-                sq[start:stop] = gram.sum((1, 2)).clamp_(min=0)
+                sq[start:stop] = gram.sum((1, 2)).clamp_(min=0).to(sq.dtype)
         return sq, formed
 
     def _unit_patches(self, units: Units, start: int, stop: int) -> torch.Tensor:

@@ -58,13 +58,20 @@ def flat_example_gradients(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.cat([g.reshape(g.shape[0], -1) for g in grads.values()], dim=1)
 
 
+def _example_norms(grads: dict[str, torch.Tensor], losses: torch.Tensor) -> torch.Tensor:
+    """Each example's gradient norm, summed in float64 (clipping must not see it too small)."""
+    n = losses.shape[0]
+    if not grads:
+        return losses.new_zeros(n)
+    squares = [g.reshape(n, -1).double().square().sum(1) for g in grads.values()]
+    return torch.stack(squares).sum(0).sqrt().to(next(iter(grads.values())).dtype)
+
+
 def clip_and_sum(
     module: nn.Module, grads: dict[str, torch.Tensor], losses: torch.Tensor, clip_norm: float
 ) -> ClippedGradients:
     """Clip each example's gradient (from :func:`per_example_gradients`) and sum them."""
-    n = losses.shape[0]
-    squares = [g.reshape(n, -1).square().sum(1) for g in grads.values()]
-    norms = torch.stack(squares).sum(0).sqrt() if squares else losses.new_zeros(n)
+    norms = _example_norms(grads, losses)
     factors = clip_factors(norms, clip_norm)
     sums = []
     for name, param in module.named_parameters():

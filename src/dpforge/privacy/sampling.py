@@ -28,6 +28,12 @@ class PoissonSampler:
         return self.n_records * self.sample_rate
 
     def sample(self, generator: torch.Generator) -> torch.Tensor:
-        """Indices of one batch (possibly empty), each record kept with probability q."""
-        keep = torch.rand(self.n_records, generator=generator, device=generator.device)
+        """Indices of one batch (possibly empty), each record kept with probability q.
+
+        The uniforms are float64: a float32 uniform takes 2^24 values, so ``u < q`` would keep a
+        record with probability ceil(q 2^24) / 2^24, above q (by 1.7e-4 relative at q = 1e-4).
+        """
+        keep = torch.rand(
+            self.n_records, generator=generator, device=generator.device, dtype=torch.float64
+        )
         return torch.nonzero(keep < self.sample_rate, as_tuple=False).flatten()
