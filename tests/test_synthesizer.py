@@ -184,3 +184,15 @@ def test_outputs_get_the_users_usual_file_mode(tmp_path):
     finally:
         os.umask(old)
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_fit_refuses_an_unreviewed_draft_schema(cancer):
+    """Issue 13.2: a draft's values were read from the data; the Python API refuses it too."""
+    from dpforge.data.tables import draft_schema
+    from dpforge.errors import SchemaError
+
+    frame, _ = cancer
+    draft = draft_schema(frame, label="diagnosis", with_values=True)
+    assert draft.notes
+    with pytest.raises(SchemaError, match="draft"):
+        _fit(frame, draft)

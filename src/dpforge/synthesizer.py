@@ -31,7 +31,7 @@ from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.schema.array import ArraySchema, schema_from_dict
-from dpforge.schema.table import Schema
+from dpforge.schema.table import Schema, refuse_draft
 from dpforge.training import (
     TrainingPlan,
     TrainingState,
@@ -149,6 +149,7 @@ class Synthesizer:
         paid twice) and training continues from the last checkpointed step with the same random
         state, replaying exactly what the uninterrupted run would have done.
         """
+        refuse_draft(self.schema)
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
         self._check_privacy_request(len(records))

@@ -21,6 +21,21 @@ COLUMN_TYPES = ("continuous", "integer", "categorical")
 REVIEW_KEY = "review"
 
 
+def refuse_draft(schema: Any) -> None:
+    """Refuse a schema (table or array) that still carries the review flags of a draft.
+
+    A draft's bounds, categories or classes were read from the private data without any
+    protection; training on them would release them with no ledger entry. Every entry that can
+    start a fit calls this, not only the JSON reader.
+    """
+    if getattr(schema, "notes", ()):
+        raise SchemaError(
+            "this schema is a draft whose values were read from the private data and still "
+            f"carries its '{REVIEW_KEY}' note; review the values, replace them with public "
+            "knowledge or null (estimated under DP), then remove the note (notes=())"
+        )
+
+
 def check_bounds(owner: str, lower: float | None, upper: float | None) -> None:
     """Bounds are finite (or None: not public) and lower < upper when both are given."""
     for key, value in (("lower", lower), ("upper", upper)):
