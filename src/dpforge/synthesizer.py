@@ -9,7 +9,7 @@ train (``training``), and record every DP event in one ledger (``privacy.ledger`
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from dpforge.data.arrays import ArrayData
+from dpforge.data.encoder import TableEncoder
 from dpforge.data.kinds import kind_of
 from dpforge.data.metadata import MetadataBudget
 from dpforge.data.tables import canonical_text
@@ -30,8 +31,24 @@ from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.resume import (
+    DATA_KEY,
+    SETTINGS_KEY,
+    check_resume,
+    data_fingerprint,
+    flat_settings,
+)
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema, refuse_draft
+from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
+from dpforge.statistics.marginals import (
+    MeasuredMarginal,
+    default_marginals,
+    measure_marginals,
+    measurement_event,
+    noise_for_marginals,
+    one_hot_blocks,
+)
 from dpforge.training import (
     TrainingPlan,
     TrainingState,
@@ -55,6 +72,7 @@ class RunSetup:
     ledger: PrivacyLedger
     plan: TrainingPlan
     n_records: int
+    marginals: tuple[MeasuredMarginal, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
@@ -64,6 +82,7 @@ class RunSetup:
             "ledger": self.ledger.to_dict(),
             "plan": asdict(self.plan),
             "n_records": self.n_records,
+            "marginals": [m.to_dict() for m in self.marginals],
         }
 
     @classmethod
@@ -75,6 +94,7 @@ class RunSetup:
             PrivacyLedger.from_dict(d["ledger"]),
             TrainingPlan(**d["plan"]),
             int(d["n_records"]),
+            tuple(MeasuredMarginal.from_dict(m) for m in d.get("marginals", [])),
         )
 
 
@@ -86,12 +106,20 @@ class Synthesizer:
     schema: the public metadata: a :class:`dpforge.schema.table.Schema` (tables, fit on a DataFrame)
         or an :class:`dpforge.schema.array.ArraySchema` (images or time series, fit on
         :class:`dpforge.data.arrays.ArrayData`).
-    method: "dpcgan", "dpwgan" or "gswgan".
+    method: "dpcgan", "dpwgan" or "gswgan": the private discriminator that trains (or, with
+        anchoring, refines) the generator.
     epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
         the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
     noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
         accountant. With neither, 50 epochs and the noise multiplier that fits the budget.
     metadata_share: fraction of epsilon and delta for DP estimates of undeclared metadata.
+    anchor: marginal anchoring for tables (:class:`dpforge.statistics.anchor.AnchorConfig`):
+        1-way marginals and label x column marginals measured once with the Gaussian mechanism
+        (charged to the budget) and matched by the generator, numeric columns on public cells.
+        "auto" (default) anchors tables and not images or series; None turns it off (the
+        discriminator alone, numeric columns scaled to [-1, 1]). ``AnchorConfig.share`` is the
+        part of the budget after the metadata that the marginals get; 1.0 (default) trains on
+        the marginals alone, without discriminator steps.
     method_options: the method's config (``DPCGANConfig``, ``DPWGANConfig``,
         ``GSWGANConfig``): batch size, C, networks, optimizers.
     seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
@@ -116,6 +144,7 @@ class Synthesizer:
         progress: bool = True,
         checkpoint_dir: str | Path | None = None,
         checkpoint_every: int = 500,
+        anchor: AnchorConfig | str | None = "auto",
     ) -> None:
         if method not in METHODS:
             raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
@@ -139,6 +168,7 @@ class Synthesizer:
         self.progress = progress
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_every = checkpoint_every
+        self.anchor = anchor
 
     # -- fit -----------------------------------------------------------------------------
     def fit(self, data: pd.DataFrame | ArrayData) -> Synthesizer:
@@ -152,18 +182,22 @@ class Synthesizer:
         refuse_draft(self.schema)
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
+        self.anchor_ = resolve_anchor(self.anchor, self.schema)
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
         setup = self._resumed_setup(len(records)) or self._new_setup(records)
-        encoder = kind.encoder(setup.schema)
+        encoder = self._encoder(setup.schema)
         features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
-        self._train(method, features, labels, setup)
+        self._anchor_generator(method, encoder, setup)
+        if setup.plan.steps:
+            self._train(method, features, labels, setup)
         ledger, plan = setup.ledger, setup.plan
-        ledger.record(
-            f"{self.method}: {plan.steps} discriminator steps",
-            method.step_event(plan.sample_rate, plan.steps),
-        )
+        if plan.steps:
+            ledger.record(
+                f"{self.method}: {plan.steps} discriminator steps",
+                method.step_event(plan.sample_rate, plan.steps),
+            )
         self._check_spent(ledger)
         self.bayesian_ = self._bayesian_result(method, ledger)
         self.schema_, self.encoder_, self.ledger_ = setup.schema, encoder, ledger
@@ -178,19 +212,100 @@ class Synthesizer:
         schema, prior = kind_of(self.schema).complete(
             records, self.schema, self._metadata_budget(), ledger, rng
         )
-        plan = self._plan_budget(len(records), ledger)
-        return RunSetup(schema, prior, ledger, plan, len(records))
+        marginals = self._measure_marginals(records, schema, ledger, rng)
+        if self.anchor_ is not None and self.anchor_.share >= 1.0:
+            q = METHODS[self.method][0].sample_rate(self.config_, len(records))
+            plan = TrainingPlan(0, q, 0.0, self.checkpoint_every)
+        else:
+            plan = self._plan_budget(len(records), ledger)
+        return RunSetup(schema, prior, ledger, plan, len(records), marginals)
+
+    def _encoder(self, schema: Schema | ArraySchema) -> Any:
+        if self.anchor_ is None:
+            return kind_of(schema).encoder(schema)
+        return TableEncoder(schema, n_bins=self.anchor_.n_bins)
+
+    def _measure_marginals(self, records, schema, ledger: PrivacyLedger, rng):
+        """Measure the anchoring marginals (one Gaussian release, charged to the ledger)."""
+        if self.anchor_ is None or self.anchor_.share == 0:
+            return ()
+        encoder = self._encoder(schema)
+        features, labels = encoder.transform(records)
+        label = schema.label_column
+        label_name = None if label is None else label.name
+        blocks = one_hot_blocks(features, encoder.spans, labels, label_name, encoder.n_classes)
+        chosen = default_marginals(encoder.spans, label_name)
+        sigma = self._marginal_noise(ledger)
+        measured = measure_marginals(blocks, chosen, sigma, rng)
+        ledger.record(
+            f"anchor: {len(chosen)} marginals (Gaussian, sensitivity sqrt({len(chosen)}))",
+            measurement_event(sigma),
+        )
+        return tuple(measured)
+
+    def _marginal_noise(self, ledger: PrivacyLedger) -> float:
+        """Noise that brings the ledger to its share of epsilon (all of it for marginals only)."""
+        if not math.isfinite(self.epsilon):
+            return 0.0
+        spent_share = self.metadata_share + (1 - self.metadata_share) * self.anchor_.share
+        target = self.epsilon * min(1.0, spent_share)
+        delta = self.delta * min(1.0, spent_share) - ledger.extra_delta()
+        return noise_for_marginals(target, delta, ledger.event())
+
+    def _anchor_generator(self, method: GanMethod, encoder: Any, setup: RunSetup) -> None:
+        """Train the generator on the measured marginals (free), unless resuming a GAN run."""
+        if not setup.marginals:
+            return
+        prior = None
+        if setup.label_prior is not None:
+            prior = torch.as_tensor(setup.label_prior, dtype=torch.float32)
+        label = setup.schema.label_column
+        loss = AnchorLoss(setup.marginals, encoder.spans, label and label.name, prior)
+        method.anchor = (loss, self.anchor_.weight)
+        if setup.plan.steps and has_checkpoint(self.checkpoint_dir):
+            return  # the checkpoint holds the anchored generator
+        torch_generator_init(method, self._seed_sequence(2))
+        rng = make_generator(self._seed_sequence(3), self.device)
+        self.anchor_loss_ = train_anchor(
+            method.generator, loss, encoder.n_classes, self.anchor_, rng
+        )
+        method.generator_average.load_state_dict(method.generator.state_dict())
 
     def _resumed_setup(self, n_records: int) -> RunSetup | None:
+        """The checkpoint's setup, if there is one and it was made with this run's settings."""
         if not has_checkpoint(self.checkpoint_dir):
             return None
-        setup = RunSetup.from_dict(read_checkpoint_info(self.checkpoint_dir)["setup"])
+        info = read_checkpoint_info(self.checkpoint_dir)
+        setup = RunSetup.from_dict(info["setup"])
         if setup.n_records != n_records:
             raise PrivacyError(
                 f"the checkpoint in {self.checkpoint_dir} was made on {setup.n_records} records, "
                 f"not {n_records}: use another --checkpoint-dir or delete it"
             )
+        stored = info.get(SETTINGS_KEY) or {}
+        options = {k: v for k, v in stored.items() if k != DATA_KEY}
+        check_resume(options, self._privacy_settings(n_records), self.checkpoint_dir)
         return setup
+
+    def _privacy_settings(self, n_records: int) -> dict[str, Any]:
+        """Every setting that fixes this run's accounting, as its checkpoint stores them."""
+        anchor = getattr(self, "anchor_", None)
+        return flat_settings(
+            {
+                "method": self.method,
+                "epsilon": self.epsilon,
+                "delta": self.delta,
+                "noise_multiplier": self.noise_multiplier,
+                "epochs": self.epochs,
+                "metadata_share": self.metadata_share,
+                "out_of_bounds": self.out_of_bounds,
+                "n_records": n_records,
+                "sample_rate": METHODS[self.method][0].sample_rate(self.config_, n_records),
+                "method_options": asdict(self.config_),
+                "anchor": asdict(anchor) if is_dataclass(anchor) else anchor,
+                "schema": self.schema.to_dict(),
+            }
+        )
 
     def _seed_sequence(self, stream: int) -> int | None:
         return None if self.seed is None else self.seed * 1000 + stream
@@ -214,7 +329,15 @@ class Synthesizer:
             and math.isfinite(self.epsilon)
         ):
             raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
-        if not math.isfinite(self.epsilon) and self.epochs is None:
+        marginals_only = self.anchor_ is not None and self.anchor_.share >= 1.0
+        if marginals_only and (self.noise_multiplier is not None or self.epochs is not None):
+            raise PrivacyError(
+                "noise_multiplier and epochs set the discriminator's steps, but this run "
+                "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
+                "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
+                "discriminator alone, or between 0 and 1 to refine with it"
+            )
+        if not math.isfinite(self.epsilon) and self.epochs is None and not marginals_only:
             raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
 
     def _metadata_budget(self) -> MetadataBudget:
@@ -264,13 +387,18 @@ class Synthesizer:
 
     def _train(self, method, features, labels, setup: RunSetup) -> None:
         generator = make_generator(self._seed_sequence(1), self.device)
-        torch_generator_init(method, self._seed_sequence(2))
+        if not setup.marginals:
+            torch_generator_init(method, self._seed_sequence(2))
         x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
         y = None if labels is None else torch.as_tensor(labels, device=self.device)
         state, checkpoint = TrainingState(), None
         if self.checkpoint_dir is not None:
-            folder, run_info = self.checkpoint_dir, {"setup": setup.to_dict()}
+            settings = self._privacy_settings(setup.n_records)
+            settings[DATA_KEY] = data_fingerprint(features, labels)
+            folder = self.checkpoint_dir
+            run_info = {"setup": setup.to_dict(), SETTINGS_KEY: settings}
             if has_checkpoint(folder):
+                check_resume(read_checkpoint_info(folder).get(SETTINGS_KEY), settings, folder)
                 state, _ = load_checkpoint(folder, method, generator)
             else:
                 save_checkpoint(folder, method, state, generator, run_info)
@@ -329,8 +457,11 @@ class Synthesizer:
         with torch.no_grad():
             z = self.generator_.sample_latent(n, generator)
             rows = self.generator_(z, labels)
+        decode_rng = None
+        if getattr(self.encoder_, "n_bins", None) is not None:
+            decode_rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
         return self.encoder_.inverse_transform(
-            rows.cpu().numpy(), None if labels is None else labels.cpu().numpy()
+            rows.cpu().numpy(), None if labels is None else labels.cpu().numpy(), decode_rng
         )
 
     def _condition_labels(
@@ -376,6 +507,23 @@ def torch_generator_init(method: GanMethod, seed: int | None) -> None:
     for module in method.trained_networks():
         initialise(module, generator)
     method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def resolve_anchor(anchor: AnchorConfig | str | None, schema: Any) -> AnchorConfig | None:
+    """The anchoring of this run: "auto" anchors tables (not images or series)."""
+    if anchor == "auto":
+        return AnchorConfig() if isinstance(schema, Schema) else None
+    if anchor is None:
+        return None
+    if not isinstance(anchor, AnchorConfig):
+        raise PrivacyError(f"anchor must be 'auto', None or an AnchorConfig, got {anchor!r}")
+    if not isinstance(schema, Schema):
+        raise PrivacyError("marginal anchoring is for tables; use anchor=None for arrays")
+    try:
+        anchor.validate()
+    except ValueError as exc:
+        raise PrivacyError(str(exc)) from None
+    return anchor
 
 
 def _suggest_delta(n_records: int) -> float:
