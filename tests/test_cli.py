@@ -11,7 +11,9 @@ import pytest
 
 from dpforge.cli import main
 
-FAST = ["--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0", "--quiet"]
+# The discriminator path (no marginal anchoring), at a fixed noise multiplier.
+FAST = ["--anchor-share", "0", "--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0"]
+FAST += ["--quiet"]
 
 
 def run(args, monkeypatch, capsys) -> tuple[int, str]:
@@ -210,6 +212,8 @@ def test_fit_with_dpwgan_and_options_of_another_method(files, tmp_path, monkeypa
         "64",
         "--noise-multiplier",
         "1.5",
+        "--anchor-share",
+        "0",
         "--seed",
         "0",
         "--quiet",
@@ -224,3 +228,21 @@ def test_fit_with_dpwgan_and_options_of_another_method(files, tmp_path, monkeypa
     assert manifest["method"] == "dpwgan" and manifest["config"]["clip_decay"] == 0.9
     code, out = run([*args, "--out", tmp_path / "x", "--microbatches", "4"], monkeypatch, capsys)
     assert "--microbatches do(es) not apply to method 'dpwgan'" in _one_line_error(code, out)
+
+
+def test_default_fit_of_a_table_anchors_on_measured_marginals(files, tmp_path, monkeypatch, capsys):
+    data, schema_path = files
+    model = tmp_path / "model"
+    args = ["fit", data, "--schema", schema_path, "--epsilon", "3", "--out", model, "--seed", "0"]
+    code, out = run([*args, "--quiet"], monkeypatch, capsys)
+    assert code == 0, out
+    manifest = json.loads((model / "model.json").read_text())
+    names = [e["name"] for e in manifest["privacy"]["ledger"]["entries"]]
+    assert any(n.startswith("anchor:") for n in names)
+    assert not any("discriminator steps" in n for n in names)  # marginals only by default
+    assert manifest["encoding"]["n_bins"] == 64
+    assert manifest["privacy"]["report"]["epsilon"] <= 3.0
+    code, out = run(
+        [*args, "--out", tmp_path / "m2", "--noise-multiplier", "1.5"], monkeypatch, capsys
+    )
+    assert "anchor=None" in _one_line_error(code, out) or "anchor" in out

@@ -21,7 +21,13 @@ FAST = DPCGANConfig(
 
 def _fit(frame, schema, **kwargs):
     options = dict(
-        epsilon=8.0, delta=1e-5, noise_multiplier=1.5, method_options=FAST, seed=0, progress=False
+        epsilon=8.0,
+        delta=1e-5,
+        noise_multiplier=1.5,
+        method_options=FAST,
+        seed=0,
+        progress=False,
+        anchor=None,
     )
     options.update(kwargs)
     return dpforge.Synthesizer(schema, **options).fit(frame)

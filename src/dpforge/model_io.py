@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dpforge.data.encoder import TableEncoder
 from dpforge.data.kinds import kind_of
 from dpforge.errors import ModelFileError, OutputExistsError
 from dpforge.methods import METHODS
@@ -59,6 +60,7 @@ def manifest(synth: Any) -> dict[str, Any]:
         if synth.label_prior_ is None
         else [float(p) for p in synth.label_prior_],
         "config": asdict(synth.config_),
+        "encoding": {"n_bins": getattr(synth.encoder_, "n_bins", None)},
         "plan": asdict(synth.plan_),
         "privacy": {
             "target_epsilon": _json_float(synth.epsilon),
@@ -127,7 +129,11 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         method_options=config,
         progress=False,
     )
-    encoder = kind_of(schema).encoder(schema)
+    n_bins = (info.get("encoding") or {}).get("n_bins")
+    if n_bins is None:
+        encoder = kind_of(schema).encoder(schema)
+    else:
+        encoder = TableEncoder(schema, n_bins=int(n_bins))
     generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
     generator.load_state_dict(weights, strict=True)
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config

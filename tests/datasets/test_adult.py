@@ -193,7 +193,7 @@ def test_a_short_private_fit_on_adult_charges_the_undeclared_bounds(adult_balanc
     config = DPCGANConfig(batch_size=60)
     synth = Synthesizer(
         schema, method="dpcgan", epsilon=3.0, epochs=6.0, method_options=config, seed=0,
-        progress=False,
+        progress=False, anchor=None,
     )  # fmt: skip
     with warnings.catch_warnings():  # the DP bounds may cut a few extreme values
         warnings.filterwarnings("ignore", message="values outside the bounds were clipped")

@@ -57,6 +57,7 @@ def fitted(request, thyroid):
     synth = dpforge.Synthesizer(
         schema,
         method=method,
+        anchor=None,
         epsilon=EPSILON[method],
         delta=1e-5,
         noise_multiplier=SIGMA[method],

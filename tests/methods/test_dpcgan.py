@@ -159,7 +159,13 @@ def test_adaptive_steps_keep_the_planned_number_of_private_steps(cancer):
         max_d_steps=7,
     )  # always grows
     synth = dpforge.Synthesizer(
-        schema, epsilon=8.0, noise_multiplier=1.5, seed=0, method_options=config, progress=False
+        schema,
+        epsilon=8.0,
+        noise_multiplier=1.5,
+        seed=0,
+        method_options=config,
+        progress=False,
+        anchor=None,
     ).fit(frame)
     event = synth.ledger_.entries[-1].event
     assert event.count == synth.plan_.steps

@@ -148,6 +148,7 @@ def test_bayesian_bound_is_reported_next_to_dp_and_never_saved(cancer, tmp_path)
     synth = dpforge.Synthesizer(
         schema,
         method="dpwgan",
+        anchor=None,
         epsilon=8.0,
         noise_multiplier=1.5,
         seed=0,

@@ -29,6 +29,7 @@ from dpforge.errors import DpforgeError, OutputExistsError
 from dpforge.methods import METHODS
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
+from dpforge.statistics.anchor import AnchorConfig
 from dpforge.storage import atomic_write
 from dpforge.synthesizer import Synthesizer, load
 
@@ -144,7 +145,21 @@ def fit(
     warm_start_steps: int = typer.Option(
         None, "--warm-start-steps", help="gswgan: non-private critic steps before training"
     ),
+    critic_training: str = typer.Option(
+        None,
+        "--critic-training",
+        help="gswgan: frozen (critics fixed after the warm start) | all (every critic, every step)",
+    ),
     metadata_share: float = typer.Option(0.1, "--metadata-share"),
+    anchor_share: float = typer.Option(
+        None,
+        "--anchor-share",
+        help="tables: budget share (after metadata) of the measured marginals the generator "
+        "matches; 1 (default) = marginals only, 0 = discriminator only, between = both",
+    ),
+    anchor_bins: int = typer.Option(
+        None, "--anchor-bins", help="tables, anchored: public cells per numeric column (64)"
+    ),
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
     checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
@@ -176,6 +191,7 @@ def fit(
         bayesian_accounting=bayesian,
         num_discriminators=num_discriminators,
         warm_start_steps=warm_start_steps,
+        critic_training=critic_training,
         generator_net=generator_net,
         discriminator_net=discriminator_net,
         discriminator_norm=discriminator_norm,
@@ -202,6 +218,7 @@ def fit(
         seed=seed,
         progress=not quiet,
         checkpoint_dir=checkpoint_dir,
+        anchor=anchor_option(public, anchor_share, anchor_bins),
     ).fit(records)
     synth.save(out, overwrite=overwrite)
     console.print(f"wrote model folder {out}")
@@ -210,6 +227,28 @@ def fit(
         written = write_samples(synth.sample(samples), synth.schema_, path, overwrite)
         console.print(f"wrote {samples} synthetic records to {', '.join(map(str, written))}")
     print_privacy(synth)
+
+
+def anchor_option(
+    schema: Schema | ArraySchema, share: float | None, bins: int | None
+) -> AnchorConfig | str | None:
+    """--anchor-share / --anchor-bins as the Synthesizer's ``anchor`` argument."""
+    if isinstance(schema, ArraySchema):
+        if share is not None or bins is not None:
+            raise DpforgeError("--anchor-share and --anchor-bins apply to tables only")
+        return None
+    if share == 0:
+        return None
+    defaults = AnchorConfig()
+    config = AnchorConfig(
+        share=defaults.share if share is None else share,
+        n_bins=defaults.n_bins if bins is None else bins,
+    )
+    try:
+        config.validate()
+    except ValueError as exc:
+        raise DpforgeError(str(exc).replace("anchor share", "--anchor-share")) from None
+    return config
 
 
 def method_config(method: str, **given: object) -> object:

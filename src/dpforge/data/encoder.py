@@ -1,7 +1,9 @@
 """Encode a checked table into the generator's space and back, using public metadata only.
 
-Continuous and integer columns are scaled by their public bounds to [-1, 1] (a tanh head);
-each categorical column becomes a one-hot block (its own softmax head). The encoder describes
+Continuous and integer columns are scaled by their public bounds to [-1, 1] (a tanh head), or,
+with ``n_bins``, become a one-hot block over public cells (:mod:`dpforge.statistics.bins`; a
+softmax head whose marginals can be measured and matched); each categorical column becomes a
+one-hot block (its own softmax head). The encoder describes
 these heads as :class:`Span` objects so that networks never need to know column types.
 The label column is not part of the features: it is the condition, returned as class indices.
 """
@@ -16,6 +18,7 @@ import pandas as pd
 
 from dpforge.errors import SchemaError
 from dpforge.schema.table import Column, Schema
+from dpforge.statistics.bins import NumericBins, numeric_bins
 
 TANH = "tanh"
 SOFTMAX = "softmax"
@@ -52,7 +55,7 @@ class Layout:
 class TableEncoder:
     """Maps a validated table (see ``dpforge.data.tables.validate_table``) to arrays and back."""
 
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: Schema, n_bins: int | None = None) -> None:
         incomplete = [c.name for c in schema.incomplete_columns]
         if incomplete:
             raise SchemaError(
@@ -60,15 +63,23 @@ class TableEncoder:
                 "with DP first (dpforge.data.metadata) or declare them in the schema"
             )
         self.schema = schema
-        self.spans = self._make_spans(schema.feature_columns)
+        self.n_bins = n_bins
+        self.bins = {
+            c.name: numeric_bins(c, n_bins)
+            for c in schema.feature_columns
+            if c.is_numeric and n_bins is not None
+        }
+        self.spans = self._make_spans(schema.feature_columns, self.bins)
         label = schema.label_column
         self.label_classes: tuple[str, ...] = () if label is None else label.categories
 
     @staticmethod
-    def _make_spans(columns: tuple[Column, ...]) -> tuple[Span, ...]:
+    def _make_spans(columns: tuple[Column, ...], bins: dict[str, NumericBins]) -> tuple[Span, ...]:
         spans, start = [], 0
         for column in columns:
-            if column.is_numeric:
+            if column.name in bins:
+                span = Span(column.name, start, bins[column.name].size, SOFTMAX)
+            elif column.is_numeric:
                 span = Span(column.name, start, 1, TANH)
             else:
                 span = Span(column.name, start, len(column.categories), SOFTMAX)
@@ -97,7 +108,10 @@ class TableEncoder:
         for span in self.spans:
             column = self.schema.column(span.column)
             values = table[column.name].to_numpy()
-            if column.is_numeric:
+            if column.name in self.bins:
+                cells = self.bins[column.name].assign(values.astype(np.float64))
+                features[np.arange(len(table)), span.start + cells] = 1.0
+            elif column.is_numeric:
                 features[:, span.start], n_clipped = _scale(values.astype(np.float64), column)
                 if n_clipped:
                     clipped[column.name] = n_clipped
@@ -118,23 +132,51 @@ class TableEncoder:
         return _indices(table[label.name].to_numpy(), label.categories, label)
 
     # -- inverse ---------------------------------------------------------------------------
-    def inverse_transform(self, features: np.ndarray, labels: np.ndarray | None) -> pd.DataFrame:
-        """Decode generator outputs (any real values) into a table of the schema's columns."""
+    def inverse_transform(
+        self,
+        features: np.ndarray,
+        labels: np.ndarray | None,
+        rng: np.random.Generator | None = None,
+    ) -> pd.DataFrame:
+        """Decode generator outputs (any real values) into a table of the schema's columns.
+
+        Softmax blocks give a category (or numeric cell) per row: drawn from the row's
+        probabilities with ``rng``, else the most probable one. A numeric cell becomes a value
+        drawn inside it (``rng``, else a fixed public generator).
+        """
         features = np.asarray(features, dtype=np.float64)
         decoded: dict[str, object] = {}
         for span in self.spans:
             column = self.schema.column(span.column)
             block = features[:, span.start : span.stop]
-            if column.is_numeric:
+            if column.name in self.bins:
+                cells = _pick(block, rng)
+                decoded[column.name] = self.bins[column.name].decode(
+                    cells, rng or np.random.default_rng(0)
+                )
+            elif column.is_numeric:
                 decoded[column.name] = _unscale(block[:, 0], column)
             else:
                 decoded[column.name] = np.asarray(column.categories, dtype=object)[
-                    block.argmax(axis=1)
+                    _pick(block, rng)
                 ]
         label = self.schema.label_column
         if label is not None:
             decoded[label.name] = np.asarray(label.categories, dtype=object)[labels]
         return pd.DataFrame(decoded, columns=self.schema.names)
+
+
+def _pick(block: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+    """Per row, a draw from the (renormalised, non-negative) probabilities, or the argmax."""
+    if rng is None:
+        return block.argmax(axis=1)
+    probs = np.clip(block, 0.0, None)
+    cumulative = np.cumsum(probs, axis=1)
+    totals = cumulative[:, -1:]
+    draws = rng.random((block.shape[0], 1)) * totals
+    picked = (cumulative <= draws).sum(axis=1)
+    picked = np.minimum(picked, block.shape[1] - 1)
+    return np.where(totals[:, 0] > 0, picked, block.argmax(axis=1))
 
 
 def _scale(values: np.ndarray, column: Column) -> tuple[np.ndarray, int]:

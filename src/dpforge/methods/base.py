@@ -85,6 +85,9 @@ class GanMethod:
     """Generator, discriminator and their optimizers; the private step is the subclass's."""
 
     name = "gan"
+    # (AnchorLoss, weight) when the generator also matches measured marginals (set by the
+    # Synthesizer; post-processing of a DP release, so it adds no privacy cost).
+    anchor: tuple[Any, float] | None = None
 
     def __init__(
         self,
@@ -201,12 +204,24 @@ class GanMethod:
         """One Adam step of G against the current (privately trained) discriminator."""
         rows, labels = self.generate(self.config.batch_size, generator, training=True)
         loss = self.generator_loss(self.discriminator(self.d_input(rows, labels))[:, 0])
+        if self.anchor is not None:
+            loss = loss + self.anchor_loss(generator)
         params = list(self.generator.parameters())
         for param, grad in zip(params, torch.autograd.grad(loss, params), strict=True):
             param.grad = grad
         self.g_optimizer.step()
         self.update_average()
         return float(loss.detach())
+
+    def anchor_loss(self, generator: torch.Generator) -> torch.Tensor:
+        """The weighted marginal-anchor loss of a fresh, label-stratified generated batch."""
+        anchor, weight = self.anchor
+        n = self.config.batch_size
+        labels = None
+        if self.n_classes:
+            labels = torch.arange(n, device=self.label_prior.device) % self.n_classes
+        z = self.generator.sample_latent(n, generator)
+        return weight * anchor(self.generator(z, labels), labels)
 
     @torch.no_grad()
     def update_average(self) -> None:

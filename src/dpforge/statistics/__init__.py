@@ -1,0 +1,10 @@
+"""Measured statistics that anchor a generator (design.md section 1, "statistics anchoring").
+
+* :mod:`~dpforge.statistics.bins`: public cells for numeric columns (a rule of the bounds);
+* :mod:`~dpforge.statistics.marginals`: which marginals, and their Gaussian measurement with
+  the dp-accounting event that goes into the run's ledger;
+* :mod:`~dpforge.statistics.projection`: the free post-processing of the noisy counts
+  (non-negative, summing to the public total);
+* :mod:`~dpforge.statistics.anchor`: the differentiable loss that pulls the generator's soft
+  outputs towards the measured marginals, and the anchor training phase.
+"""

@@ -1,0 +1,103 @@
+"""Public bins for numeric columns: a rule of the schema's bounds alone, never of the data.
+
+Marginal measurements, the binned encoding of the generator and the fidelity metrics all need a
+numeric column cut into cells. The cells come only from public quantities (the column's declared
+or DP-estimated bounds, its type and a requested number of bins), so using them costs nothing:
+
+* an integer column with at most ``n_bins`` possible values gets one cell per value;
+* otherwise the two bounds are cells of their own (values clipped to a bound, zero-inflated
+  amounts such as capital gains, top codes) and the open interval between them is cut into
+  ``n_bins - 2`` cells: uniform in the value, or uniform in ``log(1 + value)`` when the
+  bounds are non-negative and ``1 + upper`` is at least 100 times ``1 + lower`` (amounts,
+  weights), so that small values keep their resolution.
+
+A cell decodes to a value drawn uniformly inside it (integers: a whole number inside it), from a
+generator the caller owns.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpforge.schema.table import Column
+
+__all__ = ["NumericBins", "numeric_bins"]
+
+LOG_SCALE_RATIO = 100.0
+
+
+@dataclass(frozen=True)
+class NumericBins:
+    """Cells of one numeric column: ``edges`` of the interior cells, and point cells at the
+    bounds when ``point_ends`` (otherwise every cell is one integer value, ``values``)."""
+
+    column: str
+    lower: float
+    upper: float
+    integer: bool
+    edges: np.ndarray  # interior cell edges (len = interior cells + 1); empty for value cells
+    values: np.ndarray  # one value per cell for small integer domains; empty otherwise
+
+    @property
+    def size(self) -> int:
+        """Number of cells."""
+        if self.values.size:
+            return int(self.values.size)
+        return int(self.edges.size - 1) + 2
+
+    def assign(self, x: np.ndarray) -> np.ndarray:
+        """The cell index of each value (values outside the bounds go to the bound's cell)."""
+        x = np.clip(np.asarray(x, dtype=np.float64), self.lower, self.upper)
+        if self.values.size:
+            return np.rint(x - self.lower).astype(np.int64)
+        inner = np.searchsorted(self.edges, x, side="right").clip(1, self.edges.size - 1)
+        cells = inner.astype(np.int64)  # interior cells are 1 .. size - 2
+        cells[x <= self.lower] = 0
+        cells[x >= self.upper] = self.size - 1
+        return cells
+
+    def decode(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A value inside each cell: the bound for a point cell, uniform inside an interval."""
+        cells = np.asarray(cells, dtype=np.int64)
+        if self.values.size:
+            return self.values[cells].astype(np.int64 if self.integer else np.float64)
+        out = np.empty(cells.shape, dtype=np.float64)
+        out[cells == 0] = self.lower
+        out[cells == self.size - 1] = self.upper
+        inner = (cells > 0) & (cells < self.size - 1)
+        lo, hi = self.edges[cells[inner] - 1], self.edges[cells[inner]]
+        if self.integer:
+            lo_int = np.maximum(np.floor(lo) + 1, self.lower + 1)
+            hi_int = np.maximum(np.minimum(np.floor(hi), self.upper - 1), lo_int)
+            out[inner] = lo_int + np.floor(rng.random(lo.size) * (hi_int - lo_int + 1))
+            return out.astype(np.int64)
+        out[inner] = lo + rng.random(lo.size) * (hi - lo)
+        return out
+
+
+def numeric_bins(column: Column, n_bins: int) -> NumericBins:
+    """The public cells of ``column`` (bounds must be known: declared or DP-estimated)."""
+    if column.lower is None or column.upper is None:
+        raise ValueError(f"column '{column.name}' has no bounds yet; complete the schema first")
+    if n_bins < 3:
+        raise ValueError(f"n_bins must be >= 3, got {n_bins}")
+    lower, upper = float(column.lower), float(column.upper)
+    integer = column.type == "integer"
+    empty = np.zeros(0)
+    if integer and upper - lower + 1 <= n_bins:
+        values = np.arange(math.ceil(lower), math.floor(upper) + 1, dtype=np.float64)
+        return NumericBins(column.name, lower, upper, True, empty, values)
+    edges = _interior_edges(lower, upper, n_bins - 2)
+    return NumericBins(column.name, lower, upper, integer, edges, empty)
+
+
+def _interior_edges(lower: float, upper: float, cells: int) -> np.ndarray:
+    """``cells + 1`` edges from ``lower`` to ``upper``, log-spaced for wide ranges."""
+    if lower >= 0 and (1.0 + upper) / (1.0 + lower) >= LOG_SCALE_RATIO:
+        edges = np.expm1(np.linspace(math.log1p(lower), math.log1p(upper), cells + 1))
+        edges[0], edges[-1] = lower, upper
+        return edges
+    return np.linspace(lower, upper, cells + 1)

@@ -1,0 +1,132 @@
+"""Which marginals to measure, and their Gaussian measurement with its dp-accounting event.
+
+A marginal is the histogram of one column, or the joint histogram of two (the label may be one
+of them), on the encoder's cells: categories, or the public numeric cells of
+:mod:`dpforge.statistics.bins`. The counts are read from the encoded records, whose spans are
+one-hot blocks, so the count table of ``(a, b)`` is ``block_a.T @ block_b``.
+
+Privacy. Neighbouring tables differ by one record (added or removed). A record adds exactly one
+to one cell of every marginal, so the vector of ``k`` marginals has L2 sensitivity ``sqrt(k)``;
+adding ``N(0, (sigma * sqrt(k))^2)`` to every cell is the Gaussian mechanism with noise
+multiplier ``sigma``: one ``GaussianDpEvent(sigma)`` in the ledger, whatever ``k`` is. Noise
+comes from the numpy generator the run owns; like the rest of the ecosystem the analysis assumes
+ideal Gaussian noise (numpy's floating-point sampler approximates it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import dp_accounting
+import numpy as np
+
+from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.privacy.calibration import noise_for_target
+from dpforge.statistics.projection import project_to_simplex
+
+__all__ = [
+    "MeasuredMarginal",
+    "default_marginals",
+    "measure_marginals",
+    "measurement_event",
+    "noise_for_marginals",
+    "one_hot_blocks",
+]
+
+
+@dataclass(frozen=True)
+class MeasuredMarginal:
+    """The noisy counts of one marginal over ``columns`` (flattened, C order, of ``shape``)."""
+
+    columns: tuple[str, ...]
+    shape: tuple[int, ...]
+    noisy_counts: np.ndarray
+    total: float  # the public number of records the counts are projected to
+
+    def distribution(self) -> np.ndarray:
+        """The projected, normalised histogram (free post-processing), of ``shape``."""
+        return project_to_simplex(self.noisy_counts, self.total).reshape(self.shape) / self.total
+
+    def to_dict(self) -> dict:
+        return {
+            "columns": list(self.columns),
+            "shape": list(self.shape),
+            "noisy_counts": [float(v) for v in self.noisy_counts],
+            "total": float(self.total),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MeasuredMarginal:
+        counts = np.asarray(d["noisy_counts"], dtype=np.float64)
+        return cls(
+            tuple(d["columns"]), tuple(int(s) for s in d["shape"]), counts, float(d["total"])
+        )
+
+
+def one_hot_blocks(
+    features: np.ndarray,
+    spans: Sequence[Span],
+    labels: np.ndarray | None,
+    label_name: str | None,
+    n_classes: int,
+) -> dict[str, np.ndarray]:
+    """Each categorical (or binned) column's one-hot block, and the label's, by column name."""
+    blocks = {s.column: features[:, s.start : s.stop] for s in spans if s.activation == SOFTMAX}
+    if label_name is not None and labels is not None:
+        blocks[label_name] = np.eye(n_classes)[labels]
+    return blocks
+
+
+def default_marginals(spans: Sequence[Span], label_name: str | None) -> list[tuple[str, ...]]:
+    """The public rule: every column's 1-way marginal and, with a label, label x each column.
+
+    Numeric columns take part only when binned (a softmax span over public cells).
+    """
+    columns = [s.column for s in spans if s.activation == SOFTMAX]
+    marginals: list[tuple[str, ...]] = [(c,) for c in columns]
+    if label_name is not None:
+        marginals += [(label_name, c) for c in columns]
+    return marginals
+
+
+def true_counts(blocks: Mapping[str, np.ndarray], columns: tuple[str, ...]) -> np.ndarray:
+    """The exact (private) count table of ``columns``; never released without noise."""
+    if len(columns) == 1:
+        return blocks[columns[0]].sum(axis=0)
+    if len(columns) == 2:
+        return blocks[columns[0]].T @ blocks[columns[1]]
+    raise ValueError(f"marginals of 1 or 2 columns are supported, got {columns}")
+
+
+def measure_marginals(
+    blocks: Mapping[str, np.ndarray],
+    marginals: Sequence[tuple[str, ...]],
+    noise_multiplier: float,
+    rng: np.random.Generator,
+) -> list[MeasuredMarginal]:
+    """All ``marginals`` released at once: noise std ``noise_multiplier * sqrt(k)`` per cell."""
+    if not marginals:
+        return []
+    if noise_multiplier < 0:
+        raise ValueError(f"noise multiplier must be >= 0, got {noise_multiplier}")
+    std = noise_multiplier * np.sqrt(len(marginals))
+    total = float(next(iter(blocks.values())).shape[0])
+    measured = []
+    for columns in marginals:
+        counts = true_counts(blocks, columns)
+        noisy = counts.ravel() + rng.normal(0.0, std, counts.size) if std > 0 else counts.ravel()
+        measured.append(MeasuredMarginal(columns, counts.shape, noisy.astype(np.float64), total))
+    return measured
+
+
+def measurement_event(noise_multiplier: float) -> dp_accounting.DpEvent:
+    """The ledger event of one :func:`measure_marginals` call (see the module docstring)."""
+    if noise_multiplier == 0:
+        return dp_accounting.NonPrivateDpEvent()
+    return dp_accounting.GaussianDpEvent(noise_multiplier)
+
+
+def noise_for_marginals(epsilon: float, delta: float, base_event: dp_accounting.DpEvent) -> float:
+    """The smallest noise multiplier with epsilon(base_event then one measurement) <= epsilon."""
+    return noise_for_target(dp_accounting.GaussianDpEvent, epsilon, delta, base_event=base_event)
