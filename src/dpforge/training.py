@@ -10,6 +10,7 @@ never a release: keep them where the data are.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,10 +19,12 @@ from typing import Any
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from dpforge.errors import ModelFileError
 from dpforge.methods.base import GanMethod
 from dpforge.storage import (
     flatten_state,
     read_json,
+    read_tensor_metadata,
     read_tensors,
     unflatten_state,
     write_json,
@@ -30,6 +33,7 @@ from dpforge.storage import (
 
 CHECKPOINT_STATE = "checkpoint.safetensors"
 CHECKPOINT_INFO = "checkpoint.json"
+INFO_METADATA = "dpforge_checkpoint"  # the JSON info, inside the tensors file
 
 
 @dataclass(frozen=True)
@@ -110,24 +114,37 @@ def save_checkpoint(
     generator: torch.Generator,
     run_info: dict[str, Any],
 ) -> None:
-    """Write networks, optimizers, random state and step; ``run_info`` is the run's plan."""
+    """Write networks, optimizers, random state and step; ``run_info`` is the run's plan.
+
+    One atomic unit: the step and everything else :func:`load_checkpoint` needs are stored
+    inside the tensors file, so a kill between two writes can never pair networks trained for
+    more steps with a smaller step count (which would let the ledger count fewer steps than
+    ran). The JSON file is a readable copy, and marks the folder as holding a checkpoint.
+    """
     tensors: dict[str, torch.Tensor] = {}
     skeleton = {
         name: flatten_state(name, obj.state_dict(), tensors)
         for name, obj in _stateful_parts(method).items()
     }
     tensors["rng"] = generator.get_state()
+    info = {"state": asdict(state), "skeleton": skeleton, **run_info}
     folder.mkdir(parents=True, exist_ok=True)
-    write_tensors(folder / CHECKPOINT_STATE, tensors)
-    write_json(folder / CHECKPOINT_INFO, {"state": asdict(state), "skeleton": skeleton, **run_info})
+    write_tensors(folder / CHECKPOINT_STATE, tensors, metadata={INFO_METADATA: json.dumps(info)})
+    write_json(folder / CHECKPOINT_INFO, info)
 
 
 def load_checkpoint(
     folder: Path, method: GanMethod, generator: torch.Generator
 ) -> tuple[TrainingState, dict[str, Any]]:
     """Restore what :func:`save_checkpoint` wrote; returns the state and the run info."""
-    info = read_checkpoint_info(folder)
     tensors = read_tensors(folder / CHECKPOINT_STATE)
+    stored = read_tensor_metadata(folder / CHECKPOINT_STATE).get(INFO_METADATA)
+    if stored is None:
+        raise ModelFileError(
+            f"{folder / CHECKPOINT_STATE} holds no step and plan (an older dpforge wrote it); "
+            "delete the checkpoint and start the run again"
+        )
+    info = json.loads(stored)
     for name, obj in _stateful_parts(method).items():
         obj.load_state_dict(unflatten_state(info["skeleton"][name], tensors))
     generator.set_state(tensors["rng"])

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dpforge.data.encoder import TableEncoder
+from dpforge.errors import PrivacyError
 from dpforge.methods.gswgan import GSWGAN, GSWGANConfig
 from dpforge.privacy.noise import make_generator
 
@@ -68,21 +69,48 @@ def test_records_are_split_into_disjoint_subsets(cancer):
     assert counts.min().item() > 900 and counts.max().item() < 1100
 
 
-def test_each_step_queries_one_critic_and_leaves_the_others(cancer):
+def _changed_critics(method, steps, seed=2):
+    """Which critics a few private steps changed (after the warm start of step 0)."""
     from dpforge.training import TrainingState
 
-    method = _method(cancer)
     method.prepare(100, None, make_generator(0))
     features = torch.rand(100, method.generator.spans[-1].stop) * 2 - 1
     labels = torch.randint(0, 2, (100,), generator=make_generator(1))
+    state, gen = TrainingState(), make_generator(seed)
+    method.train_step(features, labels, state, gen)  # warm start, then the first private step
     before = [copy.deepcopy(c.state_dict()) for c in method.critics]
-    state = TrainingState()
-    method.train_step(features, labels, state, make_generator(2))
-    changed = [
+    for _ in range(steps):
+        method.train_step(features, labels, state, gen)
+    assert state.step == steps + 1
+    return [
         any(not torch.equal(v, c.state_dict()[k]) for k, v in b.items())
         for b, c in zip(before, method.critics, strict=True)
     ]
-    assert sum(changed) == 1 and state.step == 1
+
+
+def test_private_steps_leave_frozen_critics_as_the_warm_start_made_them(cancer):
+    """Issue 13.3: a critic trained only when picked made the picks hidden state."""
+    method = _method(cancer, warm_start_steps=2)
+    assert method.config.critic_training == "frozen"
+    assert _changed_critics(method, steps=3) == [False] * 4
+
+
+def test_critics_that_keep_training_all_train_at_every_step(cancer):
+    method = _method(cancer, warm_start_steps=2, critic_training="all", d_steps=1)
+    for _ in range(3):
+        assert _changed_critics(copy.deepcopy(method), steps=1) == [True] * 4
+
+
+def test_warm_start_trains_every_critic_and_frozen_needs_one(cancer):
+    method = _method(cancer, warm_start_steps=2)
+    initial = [copy.deepcopy(c.state_dict()) for c in method.critics]
+    _changed_critics(method, steps=0)
+    for b, c in zip(initial, method.critics, strict=True):
+        assert any(not torch.equal(v, c.state_dict()[k]) for k, v in b.items())
+    with pytest.raises(PrivacyError, match="warm_start_steps"):
+        GSWGANConfig(warm_start_steps=0).validate()
+    with pytest.raises(PrivacyError, match="critic_training"):
+        GSWGANConfig(critic_training="picked").validate()
 
 
 def test_critics_are_never_in_a_release(cancer):
@@ -92,6 +120,7 @@ def test_critics_are_never_in_a_release(cancer):
     synth = dpforge.Synthesizer(
         schema,
         method="gswgan",
+        anchor=None,
         epsilon=8.0,
         epochs=5,
         seed=0,

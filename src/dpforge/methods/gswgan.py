@@ -4,10 +4,22 @@ Where the privacy barrier sits: the gradient of the generator loss with respect 
 generated sample, dL_G/dG(z). The records are assigned to K disjoint subsets (each record to a
 subset drawn independently and uniformly, which makes adding or removing a record change one
 subset), one WGAN-GP critic each. Critics train WITHOUT noise on their own subset and are never
-released. Every private step picks one critic uniformly at random, trains it for n_critic
-steps, then generates B samples; each sample's upstream gradient is clipped to C and Gaussian
-noise of std 2 sigma C (sensitivity 2C: a changed critic can turn a clipped gradient into its
-opposite) is added, and only this sanitized gradient is back-propagated through G.
+released. Every private step picks one critic uniformly at random, generates B samples; each
+sample's upstream gradient through the picked critic is clipped to C and Gaussian noise of std
+2 sigma C (sensitivity 2C: a changed critic can turn a clipped gradient into its opposite) is
+added, and only this sanitized gradient is back-propagated through G.
+
+How critics train (``critic_training``), so that the pick of a critic is independent of
+everything and each critic depends on its own subset only (the argument is in
+``dpforge.privacy.gswgan_accounting``):
+
+* ``"frozen"`` (default): every critic trains ``warm_start_steps`` steps on its own subset
+  before the first private step, against the initial generator (which depends on no record),
+  and is frozen afterwards: a fixed function of its subset and its own random draws.
+* ``"all"``: after the warm start, EVERY critic takes ``d_steps`` steps on its own subset at
+  every private step, whichever critic the step picks: K times the critic work of the paper's
+  code, which trains only the picked critic. That made the critics' weights depend on the
+  hidden history of picks, which the subsampling argument does not cover (issue 13.3).
 
 One step is ``SampledWithoutReplacementDpEvent(K, 1, SelfComposed(Gaussian(sigma), B))``: the
 B sanitized gradients share one subset choice, so they are composed inside the subsampling.
@@ -31,6 +43,7 @@ from dpforge.privacy.clipping import clip_factors
 from dpforge.privacy.gswgan_accounting import gswgan_event, gswgan_noise_std
 
 RECORDS_PER_SUBSET = 64
+CRITIC_TRAINING = ("frozen", "all")
 
 
 @dataclass(frozen=True)
@@ -39,8 +52,9 @@ class GSWGANConfig(GanConfig):
 
     batch_size: int = 32
     num_discriminators: int | None = None
-    d_steps: int = 5
-    warm_start_steps: int = 0
+    critic_training: str = "frozen"  # "frozen" after the warm start, or "all" every step
+    d_steps: int = 5  # with critic_training="all": steps of every critic per generator step
+    warm_start_steps: int = 200
     gp_weight: float = 10.0
     d_lr: float = 1e-3
     d_beta1: float = 0.5
@@ -55,6 +69,15 @@ class GSWGANConfig(GanConfig):
             raise PrivacyError("adaptive_d_steps does not apply to gswgan")
         if self.warm_start_steps < 0:
             raise PrivacyError(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
+        if self.critic_training not in CRITIC_TRAINING:
+            raise PrivacyError(
+                f"critic_training must be one of {CRITIC_TRAINING}, got '{self.critic_training}'"
+            )
+        if self.critic_training == "frozen" and self.warm_start_steps == 0:
+            raise PrivacyError(
+                "critic_training='frozen' needs warm_start_steps >= 1: frozen untrained critics "
+                "teach the generator nothing"
+            )
 
     def resolved(self, n_records: int) -> GSWGANConfig:
         """The config with K fixed for a data set of ``n_records`` (K is public: it depends on
@@ -134,22 +157,37 @@ class GSWGAN(GanMethod):
         return config.resolved(n_records)
 
     def train_step(self, features, labels, state, generator: torch.Generator) -> None:
-        """Pick a critic, train it on its subset (no noise), then one sanitized G step."""
+        """One sanitized G step through a critic picked uniformly at random.
+
+        Critics never train depending on the pick: before the first step all of them train on
+        their own subsets (the warm start); afterwards they are frozen, or (``"all"``) every
+        one of them trains ``d_steps`` steps before the pick.
+        """
         if state.step == 0 and self.config.warm_start_steps:
-            self._warm_start(features, labels, generator)
+            self._train_every_critic(features, labels, self.config.warm_start_steps, generator)
+        if self.config.critic_training == "all":
+            state.d_loss = self._train_every_critic(
+                features, labels, self.config.d_steps, generator
+            )
         k = int(torch.randint(0, len(self.critics), (1,), generator=generator))
-        rows = torch.nonzero(self.assignment.subset == k).flatten()
-        for _ in range(self.config.d_steps):
-            state.d_loss = self._critic_step(k, features, labels, rows, generator)
         state.g_loss = self._sanitized_generator_step(k, generator)
         state.step += 1
 
-    def _warm_start(self, features, labels, generator) -> None:
-        """Train every critic on its subset before the first step (never released: free)."""
+    def _train_every_critic(self, features, labels, steps: int, generator) -> float:
+        """``steps`` non-private steps of EVERY critic on its own subset; the mean last loss.
+
+        No critic's update depends on which critic a private step picks (nor on any subset but
+        its own), which the subsampling argument needs; nothing of it is released.
+        """
+        losses = []
         for k in range(len(self.critics)):
             rows = torch.nonzero(self.assignment.subset == k).flatten()
-            for _ in range(self.config.warm_start_steps):
-                self._critic_step(k, features, labels, rows, generator)
+            loss = math.nan
+            for _ in range(steps):
+                loss = self._critic_step(k, features, labels, rows, generator)
+            losses.append(loss)
+        finite = [x for x in losses if math.isfinite(x)]
+        return sum(finite) / len(finite) if finite else math.nan
 
     def _critic_step(self, k: int, features, labels, rows, generator) -> float:
         """A plain (non-private) WGAN-GP step of critic k on a batch of its own subset."""

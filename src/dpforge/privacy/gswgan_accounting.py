@@ -64,12 +64,45 @@ and B's components, which clipping gives). A Poisson-subsampled add/remove event
 justified here: R need not sit on A, and the three-point configurations (R, A, B pairwise 2C apart)
 can have larger Rényi moments than the two-point add/remove pair. Partitions made by cutting a
 shuffled list into equal chunks are fine for replace-one but not for add/remove (one added record
-shifts every later chunk). Hidden discriminator state (training without noise, warm-starts)
-does not matter: discriminators are never released, and conditioned on their internal
-randomness each step is a function of the data and the released history.
+shifts every later chunk).
 
 Hence ``neighbouring="add_remove"`` and ``"replace_one"`` give the same ε; both names are
 accepted so that callers state which relation they rely on.
+
+Why the subsampling argument holds for the critics as ``dpforge.methods.gswgan`` trains them
+---------------------------------------------------------------------------------------------
+The argument above needs, at every step t and conditioned on the released history
+y_<t = (y_1, ..., y_{t-1}), that the output be the mixture (1/K) Σ_k M_k(D_k; y_<t), where
+the pick k is uniform and independent of everything else and component k depends on the data
+only through subset D_k. Then adding or removing a record, which changes one subset D_j,
+changes one component of the mixture, and the step is the subsampled event above; T steps
+compose adaptively because each step's analysis holds for every history.
+
+That is false when a critic trains only in the steps that pick it (the paper's code, and
+dpforge before issue 13): critic k's weights then depend on how often, and when, k was picked,
+a hidden history that relates to the released gradients differently with and without a record,
+so the steps are not the same mixture on both data sets. The bound a reviewer could confirm for
+that code, revealing the picks, was ε ≈ 101 where 10 was claimed (K = 1000, σ = 2.871,
+T = 20,000, B = 32).
+
+dpforge makes the condition hold by construction (``GSWGANConfig.critic_training``):
+
+* ``"frozen"`` (default): before the first private step every critic trains on its own subset
+  D_k (no noise; the generated rows it sees come from the initial generator, which depends on no
+  record, or only on statistics already released and charged) and is frozen afterwards. Critic
+  k is then a fixed function f_k(D_k, ρ_k) of its subset and its own random draws ρ_k. At step t
+  the generator G_t is a function of y_<t (and of randomness independent of the data), the pick
+  is a fresh uniform draw, and M_k(D_k; y_<t) = the B clipped, noised per-sample gradients of
+  G_t's samples through f_k.
+* ``"all"``: after the warm start, every critic takes the same number of steps on its own
+  subset at every step, before and independently of the pick. Critic k at step t is then a
+  function of D_k, its own draws and G_1, ..., G_t, i.e. of D_k and y_<t: again a component
+  that depends on D_k alone given the released history. It costs K times the critic work of
+  training only the picked critic.
+
+The critics themselves are never released (they stay in the private checkpoint). As everywhere
+in dpforge, random draws are analysed as ideal independent randomness (the generators are
+seeded from the OS for releases).
 """
 
 from __future__ import annotations
