@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from dpforge.errors import ModelFileError, OutputExistsError
@@ -58,9 +59,16 @@ def read_json(path: Path) -> dict[str, Any]:
         raise ModelFileError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
 
 
-def write_tensors(path: Path, tensors: dict[str, torch.Tensor], *, overwrite: bool = True) -> None:
+def write_tensors(
+    path: Path,
+    tensors: dict[str, torch.Tensor],
+    *,
+    overwrite: bool = True,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Write ``tensors`` (and text ``metadata`` in the same file) atomically as safetensors."""
     cpu = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    atomic_write(path, lambda p: save_file(cpu, str(p)), overwrite=overwrite)
+    atomic_write(path, lambda p: save_file(cpu, str(p), metadata=metadata), overwrite=overwrite)
 
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
@@ -68,6 +76,17 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise ModelFileError(f"{path} is missing: this is not a complete dpforge folder")
     try:
         return load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error types for corrupt files
+        raise ModelFileError(f"{path} is not a valid safetensors file: {exc}") from None
+
+
+def read_tensor_metadata(path: Path) -> dict[str, str]:
+    """The text metadata stored with the tensors of a safetensors file ({} if none)."""
+    if not Path(path).is_file():
+        raise ModelFileError(f"{path} is missing: this is not a complete dpforge folder")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return dict(handle.metadata() or {})
     except Exception as exc:  # safetensors raises its own error types for corrupt files
         raise ModelFileError(f"{path} is not a valid safetensors file: {exc}") from None
 
