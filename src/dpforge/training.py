@@ -49,7 +49,8 @@ class TrainingPlan:
 @dataclass
 class TrainingState:
     """Where the run is (``step`` counts private steps, the unit of the plan); the losses are
-    for display, not for release decisions."""
+    for tests, not for release decisions, and only the generator's is ever shown (see
+    ``_loss_text``)."""
 
     step: int = 0
     d_loss: float = float("nan")
@@ -77,9 +78,9 @@ def train(
         log_every = _log_interval(bar, plan.steps) if progress else 0
         while state.step < plan.steps:
             method.train_step(features, labels, state, generator)
-            bar.update(task, completed=state.step, losses=_loss_text(state))
+            bar.update(task, completed=state.step, losses=_loss_text(state, method))
             if log_every and state.step % log_every == 0:
-                bar.console.print(f"step {state.step}/{plan.steps}  {_loss_text(state)}")
+                bar.console.print(f"step {state.step}/{plan.steps}  {_loss_text(state, method)}")
             if checkpoint is not None and state.step % plan.checkpoint_every == 0:
                 checkpoint(state)
     return state
@@ -90,8 +91,18 @@ def _log_interval(bar: Progress, steps: int) -> int:
     return 0 if bar.console.is_terminal else max(1, steps // 20)
 
 
-def _loss_text(state: TrainingState) -> str:
-    return f"D {state.d_loss:.3f}  G {state.g_loss:.3f}"
+def _loss_text(state: TrainingState, method: GanMethod) -> str:
+    """The losses progress may show: only post-processing of released quantities.
+
+    Console output and logs are outputs too (design.md section 2, rule 8). The discriminator's
+    loss is computed on real records (DP-SGD methods) or by critics trained without noise
+    (GS-WGAN), so it is never shown; the generator's loss only where the method says it is
+    post-processing (``GanMethod.g_loss_is_public``: its loss against the privately trained
+    discriminator on generated rows). ``state`` keeps both for tests.
+    """
+    if not method.g_loss_is_public or state.g_loss != state.g_loss:  # NaN: no G step yet
+        return ""
+    return f"G {state.g_loss:.3f}"
 
 
 def _progress_bar(enabled: bool) -> Progress:

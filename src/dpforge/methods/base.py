@@ -85,6 +85,9 @@ class GanMethod:
     """Generator, discriminator and their optimizers; the private step is the subclass's."""
 
     name = "gan"
+    # The generator's loss is post-processing (generated rows through the privately trained
+    # discriminator) and may be shown in progress output; never the discriminator's.
+    g_loss_is_public = True
     # (AnchorLoss, weight) when the generator also matches measured marginals (set by the
     # Synthesizer; post-processing of a DP release, so it adds no privacy cost).
     anchor: tuple[Any, float] | None = None

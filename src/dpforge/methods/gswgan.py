@@ -105,6 +105,7 @@ class GSWGAN(GanMethod):
     """K non-private critics; the generator learns through sanitized sample gradients."""
 
     name = "gswgan"
+    g_loss_is_public = False  # it is the score of a critic trained without noise
 
     def __init__(self, config: GSWGANConfig, *args: Any, **kwargs: Any) -> None:
         if config.num_discriminators is None:
