@@ -202,3 +202,28 @@ def test_fit_refuses_an_unreviewed_draft_schema(cancer):
     assert draft.notes
     with pytest.raises(SchemaError, match="draft"):
         _fit(frame, draft)
+
+
+def test_clipping_is_announced_the_same_way_whatever_the_records(cancer):
+    """Issue 13.4: the count of clipped values (3 for 'mean area' in the demo) was printed."""
+    import warnings
+
+    frame, schema = cancer
+    narrow = Schema(
+        tuple(
+            Column(c.name, c.type, lower=c.lower, upper=c.lower + 1.0)
+            if c.name == "mean_area"
+            else c
+            for c in schema.columns
+        ),
+        label="diagnosis",
+    )
+    messages = []
+    for public in (schema, narrow):  # no value clipped; most values of 'mean_area' clipped
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _fit(frame, public, out_of_bounds="clip", epsilon=2.0, noise_multiplier=None)
+        messages.append(sorted({str(w.message) for w in caught}))
+    assert messages[0] == messages[1]
+    assert any("clipped" in m for m in messages[0])
+    assert not any("mean_area" in m or re.search(r"\d", m) for m in messages[0])

@@ -9,6 +9,7 @@ train (``training``), and record every DP event in one ledger (``privacy.ledger`
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import torch
 
 from dpforge.data.arrays import ArrayData
 from dpforge.data.encoder import TableEncoder
-from dpforge.data.kinds import kind_of
+from dpforge.data.kinds import CLIP_NOTE, kind_of
 from dpforge.data.metadata import MetadataBudget
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError, PrivacyError
@@ -182,6 +183,8 @@ class Synthesizer:
         refuse_draft(self.schema)
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
+        if kind.may_clip(self.schema, self.out_of_bounds):
+            warnings.warn(CLIP_NOTE, stacklevel=2)  # public settings only, never a count
         self.anchor_ = resolve_anchor(self.anchor, self.schema)
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))

@@ -10,7 +10,6 @@ The label column is not part of the features: it is the condition, returned as c
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,7 +103,6 @@ class TableEncoder:
     def transform(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
         """Features in float64 (n, output_dim) and label indices (n,) or None."""
         features = np.zeros((len(table), self.output_dim), dtype=np.float64)
-        clipped: dict[str, int] = {}
         for span in self.spans:
             column = self.schema.column(span.column)
             values = table[column.name].to_numpy()
@@ -112,17 +110,9 @@ class TableEncoder:
                 cells = self.bins[column.name].assign(values.astype(np.float64))
                 features[np.arange(len(table)), span.start + cells] = 1.0
             elif column.is_numeric:
-                features[:, span.start], n_clipped = _scale(values.astype(np.float64), column)
-                if n_clipped:
-                    clipped[column.name] = n_clipped
+                features[:, span.start] = _scale(values.astype(np.float64), column)
             else:
                 features[:, span.start : span.stop] = _one_hot(values, column.categories, column)
-        if clipped:
-            warnings.warn(
-                "values outside the bounds were clipped to them: "
-                + ", ".join(f"'{k}': {v}" for k, v in clipped.items()),
-                stacklevel=2,
-            )
         return features, self._labels(table)
 
     def _labels(self, table: pd.DataFrame) -> np.ndarray | None:
@@ -179,10 +169,15 @@ def _pick(block: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
     return np.where(totals[:, 0] > 0, picked, block.argmax(axis=1))
 
 
-def _scale(values: np.ndarray, column: Column) -> tuple[np.ndarray, int]:
-    n_clipped = int(np.count_nonzero((values < column.lower) | (values > column.upper)))
+def _scale(values: np.ndarray, column: Column) -> np.ndarray:
+    """Values clipped to the public bounds, scaled to [-1, 1].
+
+    Nothing is reported about the clipping: how many values, or which columns, had values
+    outside the bounds depends on the private records (issue 13.4). The synthesizer says once,
+    from public settings only, that values outside the bounds are clipped.
+    """
     values = np.clip(values, column.lower, column.upper)
-    return 2.0 * (values - column.lower) / (column.upper - column.lower) - 1.0, n_clipped
+    return 2.0 * (values - column.lower) / (column.upper - column.lower) - 1.0
 
 
 def _unscale(scaled: np.ndarray, column: Column) -> np.ndarray:

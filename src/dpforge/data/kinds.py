@@ -22,6 +22,11 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 
+CLIP_NOTE = (
+    "values outside the bounds (declared, or estimated under DP) are clipped to them; how many "
+    "values, and in which columns, is not reported: it depends on the private records"
+)
+
 
 class TableKind:
     """Tables: a pandas DataFrame checked against a column :class:`Schema`."""
@@ -40,6 +45,15 @@ class TableKind:
     @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
         return complete_schema(data, schema, budget, ledger, rng)
+
+    @staticmethod
+    def may_clip(schema: Schema, out_of_bounds: str) -> bool:
+        """Whether the encoder may clip values, decided from public settings only: some numeric
+        column has DP-estimated bounds, or values outside declared bounds are to be clipped."""
+        numeric = [c for c in schema.feature_columns if c.is_numeric]
+        return bool(numeric) and (
+            out_of_bounds == "clip" or any(not c.is_complete for c in numeric)
+        )
 
     @staticmethod
     def encoder(schema: Schema) -> TableEncoder:
@@ -70,6 +84,11 @@ class ArrayKind:
     @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
         return complete_array_schema(data, schema, budget, ledger, rng)
+
+    @staticmethod
+    def may_clip(schema: ArraySchema, out_of_bounds: str) -> bool:
+        """Whether the encoder may clip values, decided from public settings only."""
+        return out_of_bounds == "clip" or any(not c.is_complete for c in schema.channels)
 
     @staticmethod
     def encoder(schema: ArraySchema) -> ArrayEncoder:
