@@ -189,6 +189,9 @@ class Synthesizer:
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
         setup = self._resumed_setup(len(records)) or self._new_setup(records)
+        # Records of categories or classes the DP threshold did not release are dropped; N,
+        # which set q and the plan, stays the number of records read (see keep_released_rows).
+        records = kind.released(records, setup.schema)
         encoder = self._encoder(setup.schema)
         features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
@@ -215,7 +218,8 @@ class Synthesizer:
         schema, prior = kind_of(self.schema).complete(
             records, self.schema, self._metadata_budget(), ledger, rng
         )
-        marginals = self._measure_marginals(records, schema, ledger, rng)
+        released = kind_of(self.schema).released(records, schema)
+        marginals = self._measure_marginals(released, schema, ledger, rng)
         if self.anchor_ is not None and self.anchor_.share >= 1.0:
             q = METHODS[self.method][0].sample_rate(self.config_, len(records))
             plan = TrainingPlan(0, q, 0.0, self.checkpoint_every)

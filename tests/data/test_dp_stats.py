@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -291,9 +292,10 @@ def test_label_prior_under_huge_noise_is_still_a_distribution():
         assert np.all(prior > 0) and prior.sum() == pytest.approx(1.0)
 
 
-def test_label_prior_rejects_unknown_and_missing_labels():
-    with pytest.raises(DataError):
-        dp_label_prior(["a", "z"], ["a", "b"], 1.0, rng())
+def test_label_prior_rejects_missing_labels_and_repeated_classes():
+    # A label outside the classes (a class the DP threshold dropped) is not counted, and is no
+    # longer an error that quotes how many there are (issue 13.6).
+    assert dp_label_prior(["a", "z"], ["a", "b"], 1.0, rng()).value.shape == (2,)
     with pytest.raises(DataError):
         dp_label_prior(["a", None], ["a", "b"], 1.0, rng())
     with pytest.raises(ValueError):
@@ -320,3 +322,15 @@ def test_few_records_spread_over_octaves_merge_bins_instead_of_giving_up():
         covered += coverage(values, (low, high)) >= 0.85
     assert gave_up <= 3
     assert covered >= 15
+
+
+def test_label_prior_ignores_labels_of_classes_that_were_not_released():
+    """Issue 13.6: a class dropped by the DP threshold was reported with its exact count."""
+    labels = ["a"] * 60 + ["b"] * 20 + ["rare"] * 45
+    estimate = dp_label_prior(labels, ["a", "b"], 0.0, np.random.default_rng(0))
+    floor = 0.01 / 2
+    expected = (1 - 2 * floor) * np.array([0.75, 0.25]) + floor
+    np.testing.assert_allclose(estimate.value, expected)
+    with pytest.raises(DataError, match="missing labels") as caught:
+        dp_label_prior(["a", None, "b"], ["a", "b"], 1.0, np.random.default_rng(0))
+    assert not re.search(r"\d", str(caught.value))

@@ -15,3 +15,8 @@ def test_sampler_compares_float64_uniforms_with_q():
     drawn = sampler.sample(make_generator(7))
     uniforms = torch.rand(200_000, generator=make_generator(7), dtype=torch.float64)
     assert torch.equal(drawn, torch.nonzero(uniforms < q).flatten())
+
+
+def test_no_records_left_gives_empty_batches():
+    """Every record may be dropped (all of its categories unreleased): no failure, no count."""
+    assert PoissonSampler(0, 0.1).sample(make_generator(0)).numel() == 0

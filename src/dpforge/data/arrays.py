@@ -104,6 +104,21 @@ def _check_labels(labels: np.ndarray | None, schema: ArraySchema) -> np.ndarray 
     return text
 
 
+def keep_released_records(data: ArrayData, schema: ArraySchema) -> ArrayData:
+    """The records whose label is one of the completed schema's classes.
+
+    Classes estimated under DP leave out rare ones; their records are dropped before training,
+    by a rule applied to each record on its own (see ``dpforge.data.tables.keep_released_rows``
+    for why this keeps the guarantee and why N stays the number of records read). Nothing is
+    reported about how many were dropped.
+    """
+    if schema.label is None or data.labels is None or schema.classes is None:
+        return data
+    known = set(schema.classes)
+    keep = np.fromiter((v in known for v in data.labels), dtype=bool, count=len(data))
+    return data if keep.all() else ArrayData(data.values[keep], data.labels[keep])
+
+
 def validate_arrays(
     data: ArrayData, schema: ArraySchema, out_of_bounds: str = "error"
 ) -> ArrayData:

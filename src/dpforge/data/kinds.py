@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.array_encoder import ArrayEncoder
-from dpforge.data.arrays import ArrayData, validate_arrays
+from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.metadata import MetadataBudget, complete_array_schema, complete_schema
-from dpforge.data.tables import validate_table
+from dpforge.data.tables import keep_released_rows, validate_table
 from dpforge.errors import DataError
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema
@@ -45,6 +45,11 @@ class TableKind:
     @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
         return complete_schema(data, schema, budget, ledger, rng)
+
+    @staticmethod
+    def released(data: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+        """The rows whose categories were all released (see ``keep_released_rows``)."""
+        return keep_released_rows(data, schema)
 
     @staticmethod
     def may_clip(schema: Schema, out_of_bounds: str) -> bool:
@@ -84,6 +89,11 @@ class ArrayKind:
     @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
         return complete_array_schema(data, schema, budget, ledger, rng)
+
+    @staticmethod
+    def released(data: ArrayData, schema: ArraySchema) -> ArrayData:
+        """The records whose class was released (see ``keep_released_records``)."""
+        return keep_released_records(data, schema)
 
     @staticmethod
     def may_clip(schema: ArraySchema, out_of_bounds: str) -> bool:

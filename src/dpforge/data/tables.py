@@ -168,6 +168,25 @@ def validate_table(
     return table
 
 
+def keep_released_rows(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """The rows whose every categorical value is one of the completed schema's categories.
+
+    Categories (and classes) estimated under DP leave out rare values: the threshold exists to
+    hide them, so a row holding one is dropped before training (issues 13.5 and 13.6) rather
+    than failing the fit or being quoted in an error. The rule looks at each row on its own,
+    given the released lists, so adding or removing a record adds or removes at most one
+    training row and every later DP step keeps its guarantee. The number of records N that
+    sets the sampling rate and the plan stays the declared one (all rows read); nothing is
+    reported about how many rows were dropped. Declared categories drop nothing:
+    ``validate_table`` refused values outside them.
+    """
+    keep = np.ones(len(table), dtype=bool)
+    for column in schema.columns:
+        if not column.is_numeric and column.categories is not None:
+            keep &= table[column.name].isin(column.categories).to_numpy()
+    return table if keep.all() else table[keep].reset_index(drop=True)
+
+
 def _check_label(table: pd.DataFrame, schema: Schema) -> None:
     if schema.label is None:
         return

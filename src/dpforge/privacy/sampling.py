@@ -16,7 +16,7 @@ class PoissonSampler:
     """Draws index batches of a data set of ``n_records`` with sampling rate ``sample_rate``."""
 
     def __init__(self, n_records: int, sample_rate: float) -> None:
-        if n_records < 1:
+        if n_records < 0:  # 0 is allowed: every batch is then empty
             raise PrivacyError(f"cannot sample from {n_records} records")
         if not 0.0 < sample_rate <= 1.0:
             raise PrivacyError(f"the sampling rate must be in (0, 1], got {sample_rate}")
