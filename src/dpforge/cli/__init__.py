@@ -6,6 +6,7 @@ one line and exits with status 2, without a traceback and without a partial outp
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import warnings
 from dataclasses import fields, replace
@@ -25,7 +26,7 @@ from dpforge.cli.io import (
 )
 from dpforge.cli.privacy import privacy
 from dpforge.data.tables import draft_schema, read_csv
-from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.errors import DpforgeError, OutputExistsError, redact_from_now
 from dpforge.methods import METHODS
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
@@ -43,6 +44,20 @@ app = typer.Typer(
 )
 app.command("privacy")(privacy)
 console = Console(stderr=True)
+
+
+@app.callback()
+def options(
+    redact_errors: bool = typer.Option(
+        False,
+        "--redact-errors",
+        help="error messages show <private> instead of row numbers, values and counts read "
+        "from the private data (for logs shared with others; also DPFORGE_REDACT_ERRORS=1)",
+    ),
+) -> None:
+    """Options for every command (given before the command's name)."""
+    if redact_errors:
+        redact_from_now()
 
 
 def print_privacy(synth: Synthesizer) -> None:
@@ -333,7 +348,8 @@ def main() -> None:
     """Entry point: user errors become one line on stderr and exit status 2."""
     warnings.simplefilter("default")
     try:
-        app()  # click handles usage errors itself (message and exit status 2)
+        # A copied context: --redact-errors lasts as long as this command.
+        contextvars.copy_context().run(app)  # click handles usage errors (status 2)
     except DpforgeError as exc:
         console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -11,7 +11,7 @@ import numpy as np
 
 from dpforge.data.arrays import ArrayData
 from dpforge.data.encoder import Layout
-from dpforge.errors import SchemaError
+from dpforge.errors import SchemaError, private
 from dpforge.schema.array import ArraySchema
 
 
@@ -52,7 +52,7 @@ class ArrayEncoder:
             return np.fromiter((lookup[v] for v in labels), dtype=np.int64, count=len(labels))
         except KeyError as exc:
             raise SchemaError(
-                f"label {exc.args[0]!r} is not a class of '{self.schema.label}'"
+                f"label {private(exc.args[0], 'r')} is not a class of '{self.schema.label}'"
             ) from None
 
     def inverse_transform(self, features: np.ndarray, labels: np.ndarray | None) -> ArrayData:

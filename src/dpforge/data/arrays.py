@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpforge.errors import DataError
+from dpforge.errors import DataError, private
 from dpforge.schema.array import ArraySchema
 
 
@@ -61,8 +61,9 @@ def _check_finite(values: np.ndarray) -> None:
     if len(bad):
         record, channel, *position = (int(i) for i in bad[0])
         raise DataError(
-            f"record {record + 1}, channel {channel + 1}, position {position}: value "
-            f"{values[tuple(bad[0])]!r} is not a finite number ({len(bad)} such values); "
+            f"record {private(record + 1)}, channel {channel + 1}, position {position}: value "
+            f"{private(values[tuple(bad[0])], 'r')} is not a finite number "
+            f"({private(len(bad))} such values); "
             "remove or repair these records"
         )
 
@@ -76,9 +77,10 @@ def _check_channel_bounds(values: np.ndarray, schema: ArraySchema, out_of_bounds
         if len(outside):
             record, *position = (int(i) for i in outside[0])
             raise DataError(
-                f"record {record + 1}, channel '{channel.name}', position {position}: value "
-                f"{plane[tuple(outside[0])]:g} is outside the public range [{channel.lower:g}, "
-                f"{channel.upper:g}] ({len(outside)} such values); widen the range in the "
+                f"record {private(record + 1)}, channel '{channel.name}', position {position}: "
+                f"value {private(plane[tuple(outside[0])], 'g')} is outside the public range "
+                f"[{channel.lower:g}, {channel.upper:g}] ({private(len(outside))} such values); "
+                "widen the range in the "
                 "schema or pass out_of_bounds='clip' (--clip-out-of-bounds)"
             )
 
@@ -97,8 +99,9 @@ def _check_labels(labels: np.ndarray | None, schema: ArraySchema) -> np.ndarray 
         unknown = [i for i, v in enumerate(text) if v not in known]
         if unknown:
             raise DataError(
-                f"record {unknown[0] + 1}: label {text[unknown[0]]!r} is not one of the classes "
-                f"{list(schema.classes)} of '{schema.label}' ({len(unknown)} such records); add "
+                f"record {private(unknown[0] + 1)}: label {private(text[unknown[0]], 'r')} is "
+                f"not one of the classes {list(schema.classes)} of '{schema.label}' "
+                f"({private(len(unknown))} such records); add "
                 "the class to the schema or remove these records"
             )
     return text

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpforge.errors import SchemaError
+from dpforge.errors import SchemaError, private
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.bins import NumericBins, numeric_bins
 
@@ -194,7 +194,7 @@ def _indices(values: np.ndarray, categories: tuple[str, ...], column: Column) ->
         return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
     except KeyError as exc:
         raise SchemaError(
-            f"column '{column.name}': category {exc.args[0]!r} is not in the schema"
+            f"column '{column.name}': category {private(exc.args[0], 'r')} is not in the schema"
         ) from None
 
 

@@ -27,7 +27,7 @@ from PIL import Image, UnidentifiedImageError
 
 from dpforge.data.arrays import ArrayData
 from dpforge.data.tables import MISSING_TOKENS, canonical_text
-from dpforge.errors import DataError
+from dpforge.errors import DataError, private
 from dpforge.schema.array import ArraySchema, Channel, image_schema
 from dpforge.schema.table import REVIEW_KEY
 from dpforge.storage import atomic_write
@@ -147,7 +147,8 @@ def labels_as_text(labels: np.ndarray, n: int, where: str) -> np.ndarray:
     for record, text in enumerate(texts, start=1):
         if text.lower() in MISSING_TOKENS:
             raise DataError(
-                f"{where}: record {record} (index {record - 1}) has no label ({text!r}); "
+                f"{where}: record {private(record)} (index {private(record - 1)}) has no label "
+                f"({private(text, 'r')}); "
                 "give every record a label or read the data without labels"
             )
     return np.asarray(texts, dtype=object)
@@ -374,8 +375,10 @@ def _pixel_values(values: np.ndarray, where: str) -> np.ndarray:
         record = int(bad[0])
         value = values[record][~np.isfinite(values[record])][0]
         raise DataError(
-            f"{where}: record {record + 1} (index {record}) holds the value {value}; every "
-            f"pixel must be a finite number ({bad.size} record(s) in all): fix or remove them"
+            f"{where}: record {private(record + 1)} (index {private(record)}) holds the value "
+            f"{private(value)}; every "
+            f"pixel must be a finite number ({private(bad.size)} record(s) in all): fix or "
+            "remove them"
         )
     return values
 
@@ -567,7 +570,8 @@ def draft_label(
     classes = sorted_classes(data.labels) if with_values else None
     if classes is not None and len(classes) < 2:
         raise DataError(
-            f"every record has the label {classes[0]!r}; a conditional model needs at least "
+            f"every record has the label {private(classes[0], 'r')}; a conditional model needs "
+            "at least "
             "two classes: draft the schema without a label (label=None)"
         )
     notes = (ARRAY_DRAFT_WARNING,) if classes is not None else ()

@@ -32,7 +32,7 @@ from dpforge.data.images import (
     require_file,
 )
 from dpforge.data.tables import MISSING_TOKENS, canonical_text, read_csv
-from dpforge.errors import DataError
+from dpforge.errors import DataError, private
 from dpforge.schema.array import TIMESERIES, ArraySchema, Channel
 from dpforge.schema.table import REVIEW_KEY
 
@@ -87,18 +87,19 @@ def _float_or_nan(cell: str) -> float:
 
 
 def _bad_number(path: Path, row: int, column: str, raw: str, count: int) -> str:
-    where = f"{path}, row {row}, column '{column}'"
+    where = f"{path}, row {private(row)}, column '{column}'"
+    shown = private(raw, "r")
     if raw.lower() in MISSING_TOKENS:
-        problem = f"missing value {raw!r}"
+        problem = f"missing value {shown}"
     else:
         try:
             float(raw)
-            problem = f"value {raw!r} is not finite"
+            problem = f"value {shown} is not finite"
         except ValueError:
-            problem = f"{raw!r} is not a number"
+            problem = f"{shown} is not a number"
     return (
-        f"{where}: {problem}; every value of a series must be a finite number ({count} bad "
-        "value(s) in all): fix them or remove the series"
+        f"{where}: {problem}; every value of a series must be a finite number "
+        f"({private(count)} bad value(s) in all): fix them or remove the series"
     )
 
 
@@ -108,7 +109,8 @@ def _texts(frame: pd.DataFrame, column: str, path: Path, role: str) -> np.ndarra
     for row, text in enumerate(texts, start=1):
         if text.lower() in MISSING_TOKENS:
             raise DataError(
-                f"{path}, row {row}, column '{column}': missing {role} {text!r}; give every "
+                f"{path}, row {private(row)}, column '{column}': missing {role} "
+                f"{private(text, 'r')}; give every "
                 f"row a {role} or remove the row"
             )
     return np.asarray(texts, dtype=object)
@@ -152,8 +154,9 @@ def _check_unique_ids(ids: np.ndarray, path: Path, column: str) -> None:
     for row, series_id in enumerate(ids.tolist(), start=1):
         if series_id in seen:
             raise DataError(
-                f"{path}, column '{column}': series id {series_id!r} appears in rows "
-                f"{seen[series_id]} and {row}; a wide file has one row per series (is this a "
+                f"{path}, column '{column}': series id {private(series_id, 'r')} appears in "
+                f"rows {private(seen[series_id])} and {private(row)}; a wide file has one row "
+                "per series (is this a "
                 "long file with one row per time point? read it with layout='long')"
             )
         seen[series_id] = row
@@ -247,7 +250,8 @@ def _time_keys(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     if bad.size:
         row = int(bad[0]) + 1
         raise DataError(
-            f"{path}, row {row}, column '{column}': time {text.iat[row - 1]!r} is not "
+            f"{path}, row {private(row)}, column '{column}': time "
+            f"{private(text.iat[row - 1], 'r')} is not "
             f"{expected}: fix the value"
         )
     return keys
@@ -270,8 +274,9 @@ def _series_rows(codes: np.ndarray, times: np.ndarray, names: list[str], path: P
     if differ.size:
         s = int(differ[0])
         raise DataError(
-            f"{path}: series {names[s]!r} has {counts[s]} time point(s) but series "
-            f"{names[0]!r}, the first in the file, has {counts[0]}: all series must have the "
+            f"{path}: series {private(names[s], 'r')} has {private(counts[s])} time point(s) "
+            f"but series {private(names[0], 'r')}, the first in the file, has "
+            f"{private(counts[0])}: all series must have the "
             "same length; resample them or remove the series"
         )
     order = np.lexsort((times, codes))
@@ -287,16 +292,19 @@ def _check_time_points(
         s, j = (int(i) for i in repeats[0])
         rows = (int(grid[s, j]) + 1, int(grid[s, j + 1]) + 1)
         raise DataError(
-            f"{path}: series {names[s]!r} has time point {raw[grid[s, j]]!r} twice (rows "
-            f"{rows[0]} and {rows[1]}): each series needs one row per time point"
+            f"{path}: series {private(names[s], 'r')} has time point "
+            f"{private(raw[grid[s, j]], 'r')} twice (rows {private(rows[0])} and "
+            f"{private(rows[1])}): each series needs one row per time point"
         )
     differ = np.argwhere(keys != keys[0])
     if differ.size:
         s, j = (int(i) for i in differ[0])
         raise DataError(
-            f"{path}: series {names[s]!r} has time point {raw[grid[s, j]]!r} (row "
-            f"{int(grid[s, j]) + 1}) where series {names[0]!r}, the first in the file, has "
-            f"{raw[grid[0, j]]!r}: all series must share the same time points; resample "
+            f"{path}: series {private(names[s], 'r')} has time point "
+            f"{private(raw[grid[s, j]], 'r')} (row {private(int(grid[s, j]) + 1)}) where "
+            f"series {private(names[0], 'r')}, the first in the file, has "
+            f"{private(raw[grid[0, j]], 'r')}: all series must share the same time points; "
+            "resample "
             "them or remove the series"
         )
 
@@ -309,9 +317,10 @@ def _series_labels(
     if differ.size:
         s, j = (int(i) for i in differ[0])
         raise DataError(
-            f"{path}: the label '{label}' of series {names[s]!r} changes from "
-            f"{per_row[s, 0]!r} (row {int(grid[s, 0]) + 1}) to {per_row[s, j]!r} (row "
-            f"{int(grid[s, j]) + 1}); a label must be constant within a series"
+            f"{path}: the label '{label}' of series {private(names[s], 'r')} changes from "
+            f"{private(per_row[s, 0], 'r')} (row {private(int(grid[s, 0]) + 1)}) to "
+            f"{private(per_row[s, j], 'r')} (row {private(int(grid[s, j]) + 1)}); a label must "
+            "be constant within a series"
         )
     return np.asarray(per_row[:, 0], dtype=object)
 
@@ -378,9 +387,10 @@ def _series_values(values: np.ndarray, where: str) -> np.ndarray:
     if bad.size:
         record, channel, step = (int(i) for i in bad[0])
         raise DataError(
-            f"{where}: record {record + 1} (index {record}), channel {channel}, position "
-            f"{step} holds {values[record, channel, step]}; every value must be a finite "
-            f"number ({len(bad)} bad value(s) in all): fix or remove such series"
+            f"{where}: record {private(record + 1)} (index {private(record)}), channel {channel}, "
+            f"position {step} holds "
+            f"{private(values[record, channel, step])}; every value must be a finite number "
+            f"({private(len(bad))} bad value(s) in all): fix or remove such series"
         )
     return values
 

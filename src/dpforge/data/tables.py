@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpforge.errors import DataError
+from dpforge.errors import DataError, private
 from dpforge.schema.table import REVIEW_KEY, Column, Schema
 
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
@@ -31,7 +31,7 @@ def read_csv(path: str | Path) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise DataError(f"data file {path} is empty: it needs a header line and rows") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"data file {path} is not a readable CSV file: {exc}") from None
+        raise DataError(f"data file {path} is not a readable CSV file: {private(exc)}") from None
     if frame.empty:
         raise DataError(f"data file {path} has a header but no rows")
     frame.columns = [str(c).strip() for c in frame.columns]
@@ -59,7 +59,8 @@ def _is_missing(value: object, column: Column) -> bool:
 
 def _raise_missing(column: Column, row: int, value: object) -> None:
     raise DataError(
-        f"column '{column.name}', row {row}: missing value {str(value)!r}; dpforge cannot "
+        f"column '{column.name}', row {private(row)}: missing value {private(str(value), 'r')}; "
+        "dpforge cannot "
         "train on missing values: remove or fill such rows"
         + (
             ", or declare this marker as a category in the schema"
@@ -96,18 +97,21 @@ def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np
             number = float(raw)
         except (TypeError, ValueError):
             raise DataError(
-                f"column '{column.name}', row {row}: {str(raw)!r} is not a number; the "
+                f"column '{column.name}', row {private(row)}: {private(str(raw), 'r')} is not a "
+                "number; the "
                 f"schema declares '{column.name}' {column.type}: fix the value or make the "
                 "column categorical"
             ) from None
         if not math.isfinite(number):
             raise DataError(
-                f"column '{column.name}', row {row}: value {raw!r} is not finite; replace it "
+                f"column '{column.name}', row {private(row)}: value {private(raw, 'r')} is not "
+                "finite; replace it "
                 "or remove the row"
             )
         if column.type == "integer" and not number.is_integer():
             raise DataError(
-                f"column '{column.name}', row {row}: {raw!r} is not a whole number; make the "
+                f"column '{column.name}', row {private(row)}: {private(raw, 'r')} is not a whole "
+                "number; make the "
                 "column 'continuous' in the schema or fix the value"
             )
         values[row - 1] = number
@@ -122,9 +126,10 @@ def _check_bounds(values: np.ndarray, column: Column, out_of_bounds: str) -> Non
     if outside.size:
         row = int(outside[0]) + 1
         raise DataError(
-            f"column '{column.name}', row {row}: value {values[row - 1]:g} is outside the "
-            f"declared bounds [{column.lower:g}, {column.upper:g}] ({outside.size} value(s) "
-            "in all); widen the bounds in the schema, or clip such values to the bounds "
+            f"column '{column.name}', row {private(row)}: value {private(values[row - 1], 'g')} "
+            f"is outside the declared bounds [{column.lower:g}, {column.upper:g}] "
+            f"({private(outside.size)} value(s) in all); widen the bounds in the schema, or clip "
+            "such values to the bounds "
             "(--clip-out-of-bounds)"
         )
 
@@ -138,7 +143,8 @@ def _categorical_column(series: pd.Series, column: Column) -> np.ndarray:
         text = canonical_text(raw)
         if allowed is not None and text not in allowed:
             raise DataError(
-                f"column '{column.name}', row {row}: unknown category {text!r}; the schema "
+                f"column '{column.name}', row {private(row)}: unknown category "
+                f"{private(text, 'r')}; the schema "
                 f"allows {sorted(allowed)}: add it to the schema's categories or fix the row"
             )
         texts[row - 1] = text
@@ -193,8 +199,8 @@ def _check_label(table: pd.DataFrame, schema: Schema) -> None:
     classes = pd.unique(table[schema.label])
     if len(classes) < 2:
         raise DataError(
-            f"label column '{schema.label}' holds a single class ({classes[0]!r}) in all "
-            f"{len(table)} rows; a conditional model needs at least two classes: choose "
+            f"label column '{schema.label}' holds a single class ({private(classes[0], 'r')}) "
+            "in all rows; a conditional model needs at least two classes: choose "
             "another --target or none"
         )
 

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.datasets.files import DATA_DIR_ENV, resolve_data_dir
-from dpforge.errors import DataError
+from dpforge.errors import DataError, private
 from dpforge.schema.table import Column, Schema
 
 ADULT_LABEL = "classification"
@@ -159,7 +159,8 @@ def read_adult_file(path: str | Path) -> tuple[pd.DataFrame, int]:
             bad = np.flatnonzero(values.isna().to_numpy())
             if bad.size:
                 raise DataError(
-                    f"{path}: {column.name} = {frame[column.name].iloc[bad[0]]!r} is not a number"
+                    f"{path}: {column.name} = {private(frame[column.name].iloc[bad[0]], 'r')} is "
+                    "not a number"
                 )
             frame[column.name] = values.astype(np.float64)
     return frame, int(missing.sum())
@@ -187,7 +188,8 @@ def balance_classes(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFra
     minority = np.flatnonzero(labels == ADULT_MINORITY)
     if len(minority) == 0 or len(minority) > len(majority):
         raise DataError(
-            f"cannot balance: {len(minority)} '{ADULT_MINORITY}' rows and {len(majority)} "
+            f"cannot balance: {private(len(minority))} '{ADULT_MINORITY}' rows and "
+            f"{private(len(majority))} "
             f"'{ADULT_MAJORITY}' rows (expected a non-empty minority '{ADULT_MINORITY}')"
         )
     keep = np.sort(np.concatenate([minority, rng.choice(majority, len(minority), replace=False)]))

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.datasets.files import dataset_file
-from dpforge.errors import DataError
+from dpforge.errors import DataError, private
 from dpforge.schema.table import Column, Schema
 
 # Column names as ann.names lists them (attributes 1-21, then the class).
@@ -69,7 +69,8 @@ def _to_float(series: pd.Series, path: Path) -> pd.Series:
     if bad.size:
         row = int(bad[0])
         raise DataError(
-            f"{path}, line {row + 1}: {series.name} = {series.iloc[row]!r} is not a number"
+            f"{path}, line {private(row + 1)}: {series.name} = {private(series.iloc[row], 'r')} "
+            "is not a number"
         )
     return values.astype(np.float64)
 
