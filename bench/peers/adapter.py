@@ -1,0 +1,361 @@
+"""Our side of the bridge to smartnoise-synth's MST and AIM (they live in their own venv).
+
+smartnoise-synth 1.0.x pins opacus 0.14, which conflicts with dpforge's dependencies, so it is
+installed apart (``bash bench/peers/setup.sh``) and the two sides exchange CSV/JSON files only:
+this module writes the cells and the public domain to a temporary folder, runs
+``smartnoise_run.py`` with the peers' python in a subprocess and reads the synthetic cells back.
+
+Every tool compared sees the same public discretisation: :func:`to_cells` is
+``dpforge.evaluation.fidelity.discretize`` (categories by schema position, numeric columns on
+the public cells of ``numeric_bins(column, n_bins)``), :func:`cell_domain` the number of cells
+of each column, and :func:`from_cells` decodes synthetic cells back into a table (categories to
+their text, a numeric cell to a value drawn inside it).
+
+    from adapter import cell_domain, from_cells, run_peer, to_cells
+
+    cells, domain = to_cells(train, schema, 64), cell_domain(schema, 64)
+    synth_cells, timing = run_peer(cells, domain, "mst", 1.0, 1e-5, seed=0, rows=len(train),
+                                   sampler="iid", cache_dir=Path("/work/peer-cache"))
+    synth = from_cells(synth_cells, schema, 64, np.random.default_rng(0))
+
+With ``cache_dir`` a result is kept under a key of (method, epsilon, delta, seed, rows, sampler,
+sha256 of the cells CSV, sha256 of the domain), and a cache miss samples EVERY sampler from the
+one fit it pays for (the fit dominates; sampling takes seconds), so asking for the other sampler
+later costs nothing. Results are not reproducible bit for bit even at a fixed seed: smartnoise
+draws its measurement noise from OpenDP's unseedable secure generator (see smartnoise_run.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpforge.evaluation.fidelity import discretize
+from dpforge.schema.table import Schema
+from dpforge.statistics.bins import numeric_bins
+
+__all__ = [
+    "ADULT_DECLARED_BOUNDS",
+    "METHODS",
+    "SAMPLERS",
+    "PeerEnvironmentError",
+    "cache_key",
+    "cell_domain",
+    "declare_bounds",
+    "from_cells",
+    "peers_python",
+    "run_peer",
+    "run_peer_samplers",
+    "to_cells",
+]
+
+PEERS_DIR = Path(__file__).resolve().parent
+RUNNER = PEERS_DIR / "smartnoise_run.py"
+VENV_ENV = "DPFORGE_PEERS_VENV"
+DEFAULT_VENV = Path.home() / ".cache" / "dpforge-peers-venv"
+METHODS = ("mst", "aim")
+SAMPLERS = ("default", "iid")
+
+# For the peer benchmark every numeric column of Adult needs public bounds (smartnoise must not
+# spend budget on them, and all tools get the same cells): capital-loss is a 5-digit CPS field
+# like capital-gain (0..99,999); fnlwgt is a survey weight, > 1 by the extraction rule, and far
+# below 10 million (an 8-digit field would hold 99,999,999: 10 M is a generous round cap).
+ADULT_DECLARED_BOUNDS: dict[str, tuple[float, float]] = {
+    "fnlwgt": (1.0, 10_000_000.0),
+    "capital-loss": (0.0, 99_999.0),
+}
+
+
+class PeerEnvironmentError(RuntimeError):
+    """The peers' virtual environment is missing or broken."""
+
+
+# -- cells: our tables <-> integer codes ------------------------------------------------------
+def declare_bounds(schema: Schema, bounds: Mapping[str, tuple[float, float]]) -> Schema:
+    """``schema`` with the given numeric columns' bounds declared (a copy; schema unchanged)."""
+    unknown = set(bounds) - set(schema.names)
+    if unknown:
+        raise ValueError(f"the schema has no columns {sorted(unknown)}")
+    columns = tuple(
+        replace(c, lower=bounds[c.name][0], upper=bounds[c.name][1]) if c.name in bounds else c
+        for c in schema.columns
+    )
+    return replace(schema, columns=columns)
+
+
+def cell_domain(schema: Schema, n_bins: int) -> dict[str, int]:
+    """Number of cells of each column, in schema order (the public domain of the cells)."""
+    return {
+        c.name: numeric_bins(c, n_bins).size if c.is_numeric else len(c.categories)
+        for c in schema.columns
+    }
+
+
+def to_cells(table: pd.DataFrame, schema: Schema, n_bins: int) -> pd.DataFrame:
+    """``table`` as integer cells per column (``fidelity.discretize``), in schema order."""
+    return discretize(table, schema, n_bins)[schema.names]
+
+
+def from_cells(
+    cells: pd.DataFrame, schema: Schema, n_bins: int, rng: np.random.Generator
+) -> pd.DataFrame:
+    """A table back from cells: categories as their text, numeric cells decoded to a value
+    drawn inside the cell (``numeric_bins(column, n_bins).decode``; floats, as the loaders
+    give numeric columns)."""
+    domain = cell_domain(schema, n_bins)
+    out = {}
+    for column in schema.columns:
+        codes = cells[column.name].to_numpy().astype(np.int64)
+        if codes.size and (codes.min() < 0 or codes.max() >= domain[column.name]):
+            raise ValueError(
+                f"column '{column.name}' holds cells outside 0..{domain[column.name] - 1}"
+            )
+        if column.is_numeric:
+            values = numeric_bins(column, n_bins).decode(codes, rng)
+            out[column.name] = values.astype(np.float64)
+        else:
+            out[column.name] = np.asarray(column.categories, dtype=object)[codes]
+    return pd.DataFrame(out)
+
+
+# -- the peers' environment -------------------------------------------------------------------
+def peers_python() -> Path:
+    """The peers' venv python (``$DPFORGE_PEERS_VENV``, default ~/.cache/dpforge-peers-venv)."""
+    venv = Path(os.environ.get(VENV_ENV) or DEFAULT_VENV).expanduser()
+    python = venv / "bin" / "python"
+    if not python.exists():
+        raise PeerEnvironmentError(
+            f"no peers' virtual environment at {venv} (smartnoise-synth lives apart from "
+            f"dpforge's dependencies): run `bash bench/peers/setup.sh` first"
+            + (f" (or unset {VENV_ENV})" if os.environ.get(VENV_ENV) else "")
+        )
+    return python
+
+
+# -- cache ------------------------------------------------------------------------------------
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _inputs(cells: pd.DataFrame, domain: Mapping[str, int]) -> tuple[bytes, bytes]:
+    """The bytes of the cells CSV and of the domain JSON, exactly as the runner reads them."""
+    names = list(domain)
+    missing = [n for n in names if n not in cells.columns]
+    if missing:
+        raise ValueError(f"the cells lack the domain's columns {missing}")
+    frame = cells[names].astype(np.int64)
+    for name, size in domain.items():
+        col = frame[name].to_numpy()
+        if col.size and (col.min() < 0 or col.max() >= size):
+            raise ValueError(f"column '{name}' holds cells outside 0..{size - 1}")
+    csv = frame.to_csv(index=False).encode()
+    domain_json = (json.dumps({n: int(s) for n, s in domain.items()}) + "\n").encode()
+    return csv, domain_json
+
+
+def cache_key(
+    cells_sha256: str,
+    domain_sha256: str,
+    method: str,
+    epsilon: float,
+    delta: float,
+    seed: int,
+    rows: int,
+    sampler: str,
+) -> str:
+    """sha256 of (method, epsilon, delta, seed, rows, sampler, cells' and domain's sha256)."""
+    fields = {
+        "method": method,
+        "epsilon": float(epsilon),
+        "delta": float(delta),
+        "seed": int(seed),
+        "rows": int(rows),
+        "sampler": sampler,
+        "cells_sha256": cells_sha256,
+        "domain_sha256": domain_sha256,
+    }
+    return _sha256(json.dumps(fields, sort_keys=True).encode())
+
+
+def _cache_paths(cache_dir: Path, key: str, method: str, epsilon: float, seed: int, sampler: str):
+    stem = f"{method}-eps{epsilon:g}-seed{seed}-{sampler}-{key[:16]}"
+    return cache_dir / f"{stem}.csv", cache_dir / f"{stem}.json"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+# -- running ----------------------------------------------------------------------------------
+def _check(method: str, samplers: Sequence[str], epsilon: float, delta: float, rows: int):
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    bad = [s for s in samplers if s not in SAMPLERS]
+    if bad or not samplers or len(set(samplers)) != len(samplers):
+        raise ValueError(f"samplers must be distinct values of {SAMPLERS}, got {list(samplers)}")
+    if not epsilon > 0 or not 0 <= delta < 1 or rows < 1:
+        raise ValueError("need epsilon > 0, 0 <= delta < 1 and rows >= 1")
+
+
+def _run(
+    csv: bytes,
+    domain_json: bytes,
+    method: str,
+    epsilon: float,
+    delta: float,
+    seed: int,
+    rows: int,
+    samplers: Sequence[str],
+    columns: list[str],
+    timeout: float | None,
+    log_path: Path | None,
+) -> dict[str, tuple[pd.DataFrame, dict]]:
+    python = peers_python()
+    with tempfile.TemporaryDirectory(prefix="dpforge-peer-") as tmp:
+        folder = Path(tmp)
+        (folder / "cells.csv").write_bytes(csv)
+        (folder / "domain.json").write_bytes(domain_json)
+        cmd = [
+            str(python), str(RUNNER),
+            "--train", str(folder / "cells.csv"), "--domain", str(folder / "domain.json"),
+            "--method", method, "--epsilon", repr(float(epsilon)), "--delta", repr(float(delta)),
+            "--seed", str(int(seed)), "--rows", str(int(rows)),
+            "--timing", str(folder / "timing.json"),
+        ]  # fmt: skip
+        for sampler in samplers:
+            cmd += ["--sampler", sampler, "--out", str(folder / f"synth_{sampler}.csv")]
+        if log_path is not None:
+            cmd.append("--verbose")
+        # The venv must not see our environment's packages; unbuffered for a live log.
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env["PYTHONUNBUFFERED"] = "1"
+        output = Path(log_path) if log_path is not None else folder / "output.txt"
+        start = output.stat().st_size if output.exists() else 0
+        with open(output, "ab") as sink:
+            try:
+                proc = subprocess.run(
+                    cmd, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=timeout
+                )
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(f"{method} (peer) ran past {timeout} s") from None
+        if proc.returncode != 0:
+            with open(output, "rb") as f:
+                f.seek(max(start, output.stat().st_size - 6000))
+                tail = f.read().decode(errors="replace").strip()
+            raise RuntimeError(f"{method} (peer) failed with exit {proc.returncode}:\n{tail}")
+        timing = json.loads((folder / "timing.json").read_text())
+        fit_id = uuid.uuid4().hex
+        out = {}
+        for sampler in samplers:
+            synth = pd.read_csv(folder / f"synth_{sampler}.csv", dtype=np.int64)
+            if list(synth.columns) != columns or len(synth) != rows:
+                raise RuntimeError(f"{method} (peer) wrote an unexpected table for {sampler}")
+            info = dict(timing, sampler=sampler, fit_id=fit_id, cached=False)
+            info["sample_seconds"] = timing["sample_seconds"][sampler]
+            info["sample_seconds_by_sampler"] = timing["sample_seconds"]
+            info["samplers_from_fit"] = list(samplers)
+            out[sampler] = (synth, info)
+        return out
+
+
+def run_peer_samplers(
+    cells: pd.DataFrame,
+    domain: Mapping[str, int],
+    method: str,
+    epsilon: float,
+    delta: float,
+    seed: int,
+    rows: int,
+    samplers: Sequence[str] = SAMPLERS,
+    cache_dir: Path | None = None,
+    *,
+    timeout: float | None = None,
+    log_path: Path | None = None,
+) -> dict[str, tuple[pd.DataFrame, dict]]:
+    """Like :func:`run_peer`, for several samplers drawn from ONE fit: sampler -> result.
+
+    With ``cache_dir``, cached samplers are read back; if any is missing, one fit samples all
+    of ``SAMPLERS`` (the requested ones and the rest, all cached) and the fit's results are used.
+    ``log_path``: append the peer's output (with the synthesizer's verbose progress) there.
+    """
+    samplers = list(samplers)
+    _check(method, samplers, epsilon, delta, rows)
+    csv, domain_json = _inputs(cells, domain)
+    columns = list(domain)
+    if cache_dir is None:
+        return _run(
+            csv, domain_json, method, epsilon, delta, seed, rows, samplers, columns, timeout,
+            log_path,
+        )  # fmt: skip
+
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cells_sha, domain_sha = _sha256(csv), _sha256(domain_json)
+
+    def paths(sampler: str):
+        key = cache_key(cells_sha, domain_sha, method, epsilon, delta, seed, rows, sampler)
+        return key, *_cache_paths(cache_dir, key, method, epsilon, seed, sampler)
+
+    out = {}
+    for sampler in samplers:
+        key, csv_path, json_path = paths(sampler)
+        if csv_path.exists() and json_path.exists():
+            info = json.loads(json_path.read_text())
+            synth = pd.read_csv(csv_path, dtype=np.int64)
+            out[sampler] = (synth, dict(info, cached=True))
+    if len(out) == len(samplers):
+        return out
+
+    fitted = _run(
+        csv, domain_json, method, epsilon, delta, seed, rows, list(SAMPLERS), columns, timeout,
+        log_path,
+    )  # fmt: skip
+    for sampler, (synth, info) in fitted.items():
+        key, csv_path, json_path = paths(sampler)
+        info = dict(info, cache_key=key, cells_sha256=cells_sha, domain_sha256=domain_sha)
+        _atomic_write(csv_path, synth.to_csv(index=False).encode())
+        _atomic_write(json_path, (json.dumps(info, indent=2) + "\n").encode())
+        fitted[sampler] = (synth, info)
+    return {s: fitted[s] for s in samplers}
+
+
+def run_peer(
+    cells: pd.DataFrame,
+    domain: Mapping[str, int],
+    method: str,
+    epsilon: float,
+    delta: float,
+    seed: int,
+    rows: int,
+    sampler: str,
+    cache_dir: Path | None = None,
+    *,
+    timeout: float | None = None,
+    log_path: Path | None = None,
+) -> tuple[pd.DataFrame, dict]:
+    """Fit smartnoise-synth's ``method`` ("mst" or "aim") at (epsilon, delta) on ``cells``
+    (integer codes 0..domain[c]-1 per column) and sample ``rows`` synthetic cells with
+    ``sampler`` ("default": smartnoise's ``sample``; "iid": i.i.d. from the fitted Private-PGM
+    model). Returns the synthetic cells (columns in domain order) and the timing dict
+    (``fit_seconds``, ``sample_seconds``, library versions, ``cached``...).
+
+    Raises :class:`PeerEnvironmentError` when the peers' venv is missing (run
+    ``bash bench/peers/setup.sh``), RuntimeError when the peer run fails.
+    """
+    results = run_peer_samplers(
+        cells, domain, method, epsilon, delta, seed, rows, [sampler], cache_dir,
+        timeout=timeout, log_path=log_path,
+    )  # fmt: skip
+    return results[sampler]
