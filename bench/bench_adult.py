@@ -99,7 +99,9 @@ def _seeds(text: str) -> list[int]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", default=None, help="folder holding adult/ (see dpforge/datasets/files.py)")
+    p.add_argument(
+        "--data-dir", default=None, help="folder holding adult/ (see dpforge/datasets/files.py)"
+    )
     p.add_argument("--seeds", type=_seeds, default=_seeds("3"), help="a count (3) or a list")
     p.add_argument(
         "--methods", default=None,

@@ -57,7 +57,9 @@ def _widths(text: str) -> tuple[int, ...]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", default=None, help="folder holding thyroid/ (see dpforge/datasets/files.py)")
+    p.add_argument(
+        "--data-dir", default=None, help="folder holding thyroid/ (see dpforge/datasets/files.py)"
+    )
     p.add_argument("--method", default="dpcgan", choices=sorted(METHODS))
     p.add_argument("--epsilon", type=float, default=3.7)
     p.add_argument("--delta", type=float, default=1e-5)

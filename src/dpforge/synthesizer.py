@@ -41,15 +41,9 @@ from dpforge.privacy.resume import (
 )
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema, refuse_draft
-from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
-from dpforge.statistics.marginals import (
-    MeasuredMarginal,
-    default_marginals,
-    measure_marginals,
-    measurement_event,
-    noise_for_marginals,
-    one_hot_blocks,
-)
+from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
+from dpforge.statistics.marginals import MeasuredMarginal, one_hot_blocks
+from dpforge.statistics.rounds import fit_anchored_generator, measure_round_one, plan_anchoring
 from dpforge.training import (
     TrainingPlan,
     TrainingState,
@@ -195,7 +189,7 @@ class Synthesizer:
         encoder = self._encoder(setup.schema)
         features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
-        self._anchor_generator(method, encoder, setup)
+        self._anchor_generator(method, encoder, setup, records)
         if setup.plan.steps:
             self._train(method, features, labels, setup)
         ledger, plan = setup.ledger, setup.plan
@@ -233,49 +227,55 @@ class Synthesizer:
         return TableEncoder(schema, n_bins=self.anchor_.n_bins)
 
     def _measure_marginals(self, records, schema, ledger: PrivacyLedger, rng):
-        """Measure the anchoring marginals (one Gaussian release, charged to the ledger)."""
+        """Plan the anchoring (its releases go into the ledger now) and run its first round."""
         if self.anchor_ is None or self.anchor_.share == 0:
             return ()
         encoder = self._encoder(schema)
+        label_name, blocks = self._blocks(encoder, records)
+        plan = plan_anchoring(
+            self.anchor_, encoder.spans, label_name, self._anchor_target(ledger), ledger
+        )
+        self.anchor_plan_ = plan
+        return tuple(measure_round_one(plan, blocks, encoder.spans, label_name, rng))
+
+    def _blocks(self, encoder: TableEncoder, records: pd.DataFrame):
         features, labels = encoder.transform(records)
-        label = schema.label_column
+        label = encoder.schema.label_column
         label_name = None if label is None else label.name
         blocks = one_hot_blocks(features, encoder.spans, labels, label_name, encoder.n_classes)
-        chosen = default_marginals(encoder.spans, label_name)
-        sigma = self._marginal_noise(ledger)
-        measured = measure_marginals(blocks, chosen, sigma, rng)
-        ledger.record(
-            f"anchor: {len(chosen)} marginals (Gaussian, sensitivity sqrt({len(chosen)}))",
-            measurement_event(sigma),
-        )
-        return tuple(measured)
+        return label_name, blocks
 
-    def _marginal_noise(self, ledger: PrivacyLedger) -> float:
-        """Noise that brings the ledger to its share of epsilon (all of it for marginals only)."""
+    def _anchor_target(self, ledger: PrivacyLedger) -> tuple[float, float] | None:
+        """(epsilon, delta) the ledger may reach after the anchoring (all of it without a
+        discriminator); None for the non-private baseline."""
         if not math.isfinite(self.epsilon):
-            return 0.0
-        spent_share = self.metadata_share + (1 - self.metadata_share) * self.anchor_.share
-        target = self.epsilon * min(1.0, spent_share)
-        delta = self.delta * min(1.0, spent_share) - ledger.extra_delta()
-        return noise_for_marginals(target, delta, ledger.event())
+            return None
+        spent_share = min(1.0, self.metadata_share + (1 - self.metadata_share) * self.anchor_.share)
+        return self.epsilon * spent_share, self.delta * spent_share - ledger.extra_delta()
 
-    def _anchor_generator(self, method: GanMethod, encoder: Any, setup: RunSetup) -> None:
+    def _anchor_generator(self, method: GanMethod, encoder: Any, setup: RunSetup, records) -> None:
         """Train the generator on the measured marginals (free), unless resuming a GAN run."""
         if not setup.marginals:
             return
         prior = None
         if setup.label_prior is not None:
             prior = torch.as_tensor(setup.label_prior, dtype=torch.float32)
-        label = setup.schema.label_column
-        loss = AnchorLoss(setup.marginals, encoder.spans, label and label.name, prior)
-        method.anchor = (loss, self.anchor_.weight)
+        label_name, blocks = self._blocks(encoder, records)
         if setup.plan.steps and has_checkpoint(self.checkpoint_dir):
-            return  # the checkpoint holds the anchored generator
+            loss = AnchorLoss(setup.marginals, encoder.spans, label_name, prior)
+            method.anchor = (loss, self.anchor_.weight)
+            return  # the checkpoint holds the anchored generator and every measurement
         torch_generator_init(method, self._seed_sequence(2))
-        rng = make_generator(self._seed_sequence(3), self.device)
-        self.anchor_loss_ = train_anchor(
-            method.generator, loss, encoder.n_classes, self.anchor_, rng
+        rngs = (
+            np.random.default_rng(self._seed_sequence(4)),
+            make_generator(self._seed_sequence(3)),
         )
+        measured, loss = fit_anchored_generator(
+            method.generator, list(setup.marginals), self.anchor_plan_, blocks, encoder.spans,
+            label_name, prior, self.anchor_, rngs,
+        )  # fmt: skip
+        setup.marginals = tuple(measured)
+        method.anchor = (loss, self.anchor_.weight)
         method.generator_average.load_state_dict(method.generator.state_dict())
 
     def _resumed_setup(self, n_records: int) -> RunSetup | None:
@@ -464,12 +464,12 @@ class Synthesizer:
         with torch.no_grad():
             z = self.generator_.sample_latent(n, generator)
             rows = self.generator_(z, labels)
-        decode_rng = None
-        if getattr(self.encoder_, "n_bins", None) is not None:
-            decode_rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
-        return self.encoder_.inverse_transform(
-            rows.cpu().numpy(), None if labels is None else labels.cpu().numpy(), decode_rng
-        )
+        features = rows.cpu().numpy()
+        labels_np = None if labels is None else labels.cpu().numpy()
+        if getattr(self.encoder_, "n_bins", None) is None:
+            return self.encoder_.inverse_transform(features, labels_np)
+        seed = int(torch.randint(2**62, (1,), generator=generator))
+        return self.encoder_.inverse_transform(features, labels_np, np.random.default_rng(seed))
 
     def _condition_labels(
         self, n: int, conditions: dict[str, Any], generator

@@ -4,12 +4,14 @@ Marginal measurements, the binned encoding of the generator and the fidelity met
 numeric column cut into cells. The cells come only from public quantities (the column's declared
 or DP-estimated bounds, its type and a requested number of bins), so using them costs nothing:
 
-* an integer column with at most ``n_bins`` possible values gets one cell per value;
+* an integer column with at most ``2 * n_bins`` possible values gets one cell per value (ages,
+  hours, codes: their peaks, such as a 40-hour week, stay exact);
 * otherwise the two bounds are cells of their own (values clipped to a bound, zero-inflated
   amounts such as capital gains, top codes) and the open interval between them is cut into
   ``n_bins - 2`` cells: uniform in the value, or uniform in ``log(1 + value)`` when the
   bounds are non-negative and ``1 + upper`` is at least 100 times ``1 + lower`` (amounts,
-  weights), so that small values keep their resolution.
+  weights), so that small values keep their resolution. Integer columns have their interior
+  edges at whole numbers plus one half (every cell holds whole numbers).
 
 A cell decodes to a value drawn uniformly inside it (integers: a whole number inside it), from a
 generator the caller owns.
@@ -69,9 +71,8 @@ class NumericBins:
         out[cells == self.size - 1] = self.upper
         inner = (cells > 0) & (cells < self.size - 1)
         lo, hi = self.edges[cells[inner] - 1], self.edges[cells[inner]]
-        if self.integer:
-            lo_int = np.maximum(np.floor(lo) + 1, self.lower + 1)
-            hi_int = np.maximum(np.minimum(np.floor(hi), self.upper - 1), lo_int)
+        if self.integer:  # edges are k + 1/2: the cell holds ceil(lo) .. floor(hi)
+            lo_int, hi_int = np.ceil(lo), np.floor(hi)
             out[inner] = lo_int + np.floor(rng.random(lo.size) * (hi_int - lo_int + 1))
             return out.astype(np.int64)
         out[inner] = lo + rng.random(lo.size) * (hi - lo)
@@ -87,11 +88,22 @@ def numeric_bins(column: Column, n_bins: int) -> NumericBins:
     lower, upper = float(column.lower), float(column.upper)
     integer = column.type == "integer"
     empty = np.zeros(0)
-    if integer and upper - lower + 1 <= n_bins:
+    if integer and upper - lower + 1 <= 2 * n_bins:
         values = np.arange(math.ceil(lower), math.floor(upper) + 1, dtype=np.float64)
         return NumericBins(column.name, lower, upper, True, empty, values)
     edges = _interior_edges(lower, upper, n_bins - 2)
+    if integer:
+        edges = _half_integer_edges(edges, lower, upper)
     return NumericBins(column.name, lower, upper, integer, edges, empty)
+
+
+def _half_integer_edges(edges: np.ndarray, lower: float, upper: float) -> np.ndarray:
+    """Integer columns: edges moved to the nearest k + 1/2 inside (lower, upper), duplicates
+    dropped, so every interior cell holds at least one whole number and assignment and
+    decoding agree on which cell a whole number belongs to."""
+    inner = np.unique(np.floor(edges[1:-1]) + 0.5)
+    inner = inner[(inner > lower + 0.5) & (inner < upper - 0.5)]
+    return np.concatenate([[lower + 0.5], inner, [upper - 0.5]])
 
 
 def _interior_edges(lower: float, upper: float, cells: int) -> np.ndarray:

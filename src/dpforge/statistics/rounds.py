@@ -1,0 +1,142 @@
+"""The anchoring of one run: its budget, written to the ledger ahead, then its rounds.
+
+Round 1 measures every 1-way marginal and label x column. With pair selection, a generator fitted
+to round 1 is scored against the data on every other column pair (one Gaussian release of the
+scores), and the best ``k`` pairs are measured in round 2. All noise multipliers are fixed
+before the first measurement from one calibrated ``sigma``: release ``i`` gets the weight
+``w_i`` of the budget (noise ``sigma / sqrt(w_i)``, i.e. a share ``w_i`` of the zCDP rho), and
+all events are recorded in the ledger before any of them runs, so an interrupted run can waste
+budget but never hide it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import dp_accounting
+import numpy as np
+import torch
+
+from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.privacy.calibration import noise_for_target
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
+from dpforge.statistics.marginals import (
+    MeasuredMarginal,
+    default_marginals,
+    measure_marginals,
+    measurement_event,
+)
+from dpforge.statistics.selection import (
+    candidate_pairs,
+    model_pair_distributions,
+    pairs_to_measure,
+    select_pairs,
+)
+
+__all__ = ["AnchorPlan", "fit_anchored_generator", "measure_round_one", "plan_anchoring"]
+
+# Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
+WEIGHTS_WITH_SELECTION = (0.5, 0.1, 0.4)
+
+
+@dataclass(frozen=True)
+class AnchorPlan:
+    """The fixed noise of each release (0: non-private) and how many pairs round 2 measures."""
+
+    round_one_noise: float
+    score_noise: float = 0.0
+    pair_noise: float = 0.0
+    pairs: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> AnchorPlan:
+        return cls(**d)
+
+
+def plan_anchoring(
+    config: AnchorConfig,
+    spans: Sequence[Span],
+    label_name: str | None,
+    target: tuple[float, float] | None,
+    ledger: PrivacyLedger,
+) -> AnchorPlan:
+    """Calibrate the noise so the ledger reaches ``target`` (epsilon, delta); None: no noise.
+
+    Records every release of the plan in ``ledger`` (ahead of running them).
+    """
+    first = default_marginals(spans, label_name)
+    candidates = candidate_pairs(spans) if config.select_pairs else []
+    n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
+    k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
+    weights = WEIGHTS_WITH_SELECTION if k else (1.0,)
+    sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
+    noises = [sigma / math.sqrt(w) for w in weights]
+    plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
+    ledger.record(f"anchor: {len(first)} marginals (1-way, label x column)", _event(noises[0]))
+    if k:
+        ledger.record(f"anchor: scores of {len(candidates)} column pairs", _event(noises[1]))
+        ledger.record(f"anchor: {k} selected column pairs", _event(noises[2]))
+    return plan
+
+
+def _calibrate(weights, target: tuple[float, float], ledger: PrivacyLedger) -> float:
+    def composed(sigma: float) -> dp_accounting.DpEvent:
+        return dp_accounting.ComposedDpEvent(
+            [dp_accounting.GaussianDpEvent(sigma / math.sqrt(w)) for w in weights]
+        )
+
+    return noise_for_target(composed, target[0], target[1], base_event=ledger.event())
+
+
+def _event(noise: float) -> dp_accounting.DpEvent:
+    return measurement_event(noise)
+
+
+def measure_round_one(
+    plan: AnchorPlan,
+    blocks: Mapping[str, np.ndarray],
+    spans: Sequence[Span],
+    label_name: str | None,
+    rng: np.random.Generator,
+) -> list[MeasuredMarginal]:
+    """The first round's release (already in the ledger)."""
+    return measure_marginals(
+        blocks, default_marginals(spans, label_name), plan.round_one_noise, rng
+    )
+
+
+def fit_anchored_generator(
+    generator: torch.nn.Module,
+    measured: list[MeasuredMarginal],
+    plan: AnchorPlan,
+    blocks: Mapping[str, np.ndarray],
+    spans: Sequence[Span],
+    label_name: str | None,
+    prior: torch.Tensor | None,
+    config: AnchorConfig,
+    rngs: tuple[np.random.Generator, torch.Generator],
+) -> tuple[list[MeasuredMarginal], AnchorLoss]:
+    """Train on round 1, run the selection and round 2 when planned; returns all measurements
+    and the final loss (for the discriminator's refinement)."""
+    numpy_rng, torch_rng = rngs
+    n_classes = 0 if prior is None else prior.shape[0]
+    loss = AnchorLoss(measured, spans, label_name, prior)
+    train_anchor(generator, loss, n_classes, config, torch_rng)
+    if not plan.pairs:
+        return measured, loss
+    softmax = [s for s in spans if s.activation == SOFTMAX]
+    model = model_pair_distributions(
+        generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
+    )
+    cell_noise = plan.pair_noise * math.sqrt(plan.pairs)
+    chosen = select_pairs(blocks, model, plan.pairs, plan.score_noise, cell_noise, numpy_rng)
+    measured = measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng)
+    loss = AnchorLoss(measured, spans, label_name, prior)
+    train_anchor(generator, loss, n_classes, config, torch_rng)
+    return measured, loss

@@ -1,0 +1,84 @@
+"""DP selection of the column pairs worth measuring, after a first anchoring round (AIM-like).
+
+The first round measures every 1-way marginal and label x column. The generator fitted to them
+gets the other pairwise marginals from what it learnt; where it is far from the data is where a
+measurement helps most. For every candidate pair (a, b) the score is the L1 distance, in
+counts, between the data's (a, b) table and the generator's (scaled to the public N). Adding or
+removing a record changes one cell of the data's table by one, so each score has sensitivity 1
+and the vector of C scores L2 sensitivity sqrt(C): releasing all scores with
+``N(0, (sigma * sqrt(C))^2)`` noise is one ``GaussianDpEvent(sigma)``. The top ``k`` pairs by
+noisy score, less the error their measurement would itself add (AIM's penalty: larger tables get
+more noise), are then measured like the first round. The choice of ``k`` is a public rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+
+import numpy as np
+import torch
+
+from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
+from dpforge.statistics.marginals import true_counts
+
+__all__ = ["candidate_pairs", "model_pair_distributions", "select_pairs", "pairs_to_measure"]
+
+GENERATED_ROWS = 8192
+
+
+def candidate_pairs(spans: Sequence[Span]) -> list[tuple[str, str]]:
+    """Every pair of softmax columns (pairs with the label are measured in the first round)."""
+    columns = [s.column for s in spans if s.activation == SOFTMAX]
+    return list(combinations(columns, 2))
+
+
+def pairs_to_measure(n_candidates: int, n_columns: int) -> int:
+    """The public rule for k: as many pairs as there are columns, at most all candidates."""
+    return min(n_candidates, max(1, n_columns))
+
+
+@torch.no_grad()
+def model_pair_distributions(
+    generator: torch.nn.Module,
+    loss: AnchorLoss,
+    pairs: Sequence[tuple[str, str]],
+    spans: Sequence[Span],
+    n_classes: int,
+    rng: torch.Generator,
+) -> dict[tuple[str, str], np.ndarray]:
+    """The generator's joint distribution of each pair (label-prior weighted), from z draws."""
+    by_name = {s.column: s for s in spans}
+    device = next(generator.parameters()).device
+    labels = stratified_labels(GENERATED_ROWS, n_classes, device)
+    probs = generator(generator.sample_latent(GENERATED_ROWS, rng), labels)
+    weights, _ = loss.row_weights(labels, probs)
+    return {
+        pair: joint_distribution(probs, (by_name[pair[0]], by_name[pair[1]]), weights).numpy()
+        for pair in pairs
+    }
+
+
+def select_pairs(
+    blocks: Mapping[str, np.ndarray],
+    model: Mapping[tuple[str, str], np.ndarray],
+    k: int,
+    score_noise: float,
+    measure_noise: float,
+    rng: np.random.Generator,
+) -> list[tuple[str, str]]:
+    """The ``k`` pairs with the largest noisy, penalised scores (see the module docstring).
+
+    ``score_noise`` is the noise multiplier of the score release, ``measure_noise`` the noise
+    std per cell that the selected pairs' measurement will have (for the penalty).
+    """
+    pairs = list(model)
+    total = float(next(iter(blocks.values())).shape[0])
+    scores = np.array([np.abs(true_counts(blocks, p) - total * model[p]).sum() for p in pairs])
+    if score_noise > 0:
+        scores = scores + rng.normal(0.0, score_noise * math.sqrt(len(pairs)), len(pairs))
+    penalty = np.array([math.sqrt(2 / math.pi) * measure_noise * model[p].size for p in pairs])
+    order = np.argsort(-(scores - penalty), kind="stable")
+    return [pairs[i] for i in order[:k]]
