@@ -42,11 +42,11 @@ SEEDS = (0, 1, 2)
 
 
 def jobs() -> list[tuple[str, str, float, int]]:
-    """(dataset, method, epsilon, seed), cheapest first."""
-    out = [("thyroid", m, 3.7, s) for m in ("mst", "aim") for s in SEEDS]
-    out += [("adult", "mst", e, s) for e in (1.0, 3.0) for s in SEEDS]
-    out += [("adult", "aim", e, s) for e in (1.0, 3.0) for s in SEEDS]
-    return out
+    """(dataset, method, epsilon, seed): every setting's first seed before further seeds,
+    cheapest first within each (AIM on Adult takes 5 to 17 minutes a fit on 2 cores)."""
+    settings = [("thyroid", "mst", 3.7), ("adult", "mst", 1.0), ("adult", "mst", 3.0)]
+    settings += [("thyroid", "aim", 3.7), ("adult", "aim", 1.0), ("adult", "aim", 3.0)]
+    return [(name, m, e, s) for s in SEEDS for name, m, e in settings]
 
 
 def tables(data_dir: Path | None):
