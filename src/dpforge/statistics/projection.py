@@ -1,10 +1,11 @@
 """Free post-processing of noisy counts: the closest distribution to what was measured.
 
 Gaussian noise makes counts negative and spreads mass over empty cells. The Euclidean projection
-onto the scaled simplex ``{x >= 0, sum(x) = total}`` removes both at once: it subtracts one
-common amount from every cell and clips at zero, so cells whose noisy count is within the noise
-of zero go to zero instead of keeping a spurious positive mass. It reads only the noisy counts
-and public quantities, so it costs no privacy.
+onto the scaled simplex ``{x >= 0, sum(x) = total}`` makes the counts a distribution with the
+public total: it subtracts one common amount from every cell and clips at zero, so the mass
+that clipping the negative cells would add is taken back from all cells (small noisy cells go
+to zero first) rather than inflating the empty ones. It reads only the noisy counts and public
+quantities, so it costs no privacy.
 """
 
 from __future__ import annotations

@@ -1,0 +1,90 @@
+"""Marginal measurement (noise, events) and the anchor loss (zero on a perfect fit)."""
+
+from __future__ import annotations
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from dpforge.data.encoder import TableEncoder
+from dpforge.statistics.anchor import AnchorLoss
+from dpforge.statistics.marginals import (
+    default_marginals,
+    measure_marginals,
+    measurement_event,
+    one_hot_blocks,
+    true_counts,
+)
+
+
+@pytest.fixture(scope="module")
+def encoded(cancer):
+    frame, schema = cancer
+    encoder = TableEncoder(schema, n_bins=8)
+    features, labels = encoder.transform(frame)
+    blocks = one_hot_blocks(features, encoder.spans, labels, "diagnosis", encoder.n_classes)
+    return frame, encoder, features, labels, blocks
+
+
+def test_counts_match_a_crosstab_of_the_cells(encoded):
+    frame, encoder, _, labels, blocks = encoded
+    cells = encoder.bins["mean_radius"].assign(frame["mean_radius"].to_numpy())
+    table = pd.crosstab(labels, cells).reindex(columns=range(8), fill_value=0).to_numpy()
+    np.testing.assert_array_equal(true_counts(blocks, ("diagnosis", "mean_radius")), table)
+    assert true_counts(blocks, ("mean_radius",)).sum() == len(frame)
+
+
+def test_default_marginals_are_every_column_and_label_by_column(encoded):
+    _, encoder, _, _, _ = encoded
+    marginals = default_marginals(encoder.spans, "diagnosis")
+    assert len(marginals) == 12 and ("diagnosis", "mean_area") in marginals
+
+
+def test_noise_std_per_cell_is_sigma_times_sqrt_k(encoded):
+    """Statistical check: with k marginals each cell gets N(0, (sigma sqrt k)^2) noise."""
+    _, encoder, _, _, blocks = encoded
+    marginals = default_marginals(encoder.spans, "diagnosis")
+    rng = np.random.default_rng(0)
+    exact = np.concatenate([true_counts(blocks, m).ravel() for m in marginals])
+    residuals = np.concatenate(
+        [
+            np.concatenate([m.noisy_counts for m in measure_marginals(blocks, marginals, 2.0, rng)])
+            - exact
+            for _ in range(40)
+        ]
+    )
+    expected = 2.0 * np.sqrt(len(marginals))
+    assert abs(residuals.mean()) < 4 * expected / np.sqrt(residuals.size)
+    assert residuals.std() == pytest.approx(expected, rel=0.03)
+
+
+def test_the_event_is_one_gaussian_whatever_the_number_of_marginals():
+    assert measurement_event(3.0) == dp_accounting.GaussianDpEvent(3.0)
+    assert measurement_event(0.0) == dp_accounting.NonPrivateDpEvent()
+
+
+def _loss(encoded, noise):
+    frame, encoder, features, labels, blocks = encoded
+    marginals = default_marginals(encoder.spans, "diagnosis") + [("mean_radius", "mean_area")]
+    measured = measure_marginals(blocks, marginals, noise, np.random.default_rng(1))
+    prior = torch.as_tensor(np.bincount(labels) / len(labels), dtype=torch.float32)
+    return AnchorLoss(measured, encoder.spans, "diagnosis", prior), features, labels
+
+
+def test_the_loss_is_zero_when_the_rows_reproduce_the_measured_marginals(encoded):
+    loss, features, labels = _loss(encoded, noise=0.0)
+    rows = torch.as_tensor(features, dtype=torch.float32)
+    value = loss(rows, torch.as_tensor(labels))
+    assert float(value) == pytest.approx(0.0, abs=1e-4)  # float32 sums over 569 rows
+
+
+def test_the_loss_grows_when_the_rows_differ_and_has_a_gradient(encoded):
+    loss, features, labels = _loss(encoded, noise=0.0)
+    rows = torch.as_tensor(features, dtype=torch.float32)
+    shuffled = rows[torch.randperm(rows.shape[0], generator=torch.Generator().manual_seed(0))]
+    soft = shuffled.clone().requires_grad_(True)
+    value = loss(soft, torch.as_tensor(labels))
+    value.backward()
+    assert float(value) > 0.1 and soft.grad.abs().sum() > 0
