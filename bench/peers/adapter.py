@@ -49,6 +49,7 @@ __all__ = [
     "METHODS",
     "SAMPLERS",
     "PeerEnvironmentError",
+    "PeerNotCachedError",
     "cache_key",
     "cell_domain",
     "declare_bounds",
@@ -78,6 +79,10 @@ ADULT_DECLARED_BOUNDS: dict[str, tuple[float, float]] = {
 
 class PeerEnvironmentError(RuntimeError):
     """The peers' virtual environment is missing or broken."""
+
+
+class PeerNotCachedError(LookupError):
+    """``cache_only=True`` and the cache lacks a requested sampler's result."""
 
 
 # -- cells: our tables <-> integer codes ------------------------------------------------------
@@ -283,17 +288,21 @@ def run_peer_samplers(
     *,
     timeout: float | None = None,
     log_path: Path | None = None,
+    cache_only: bool = False,
 ) -> dict[str, tuple[pd.DataFrame, dict]]:
     """Like :func:`run_peer`, for several samplers drawn from ONE fit: sampler -> result.
 
     With ``cache_dir``, cached samplers are read back; if any is missing, one fit samples all
     of ``SAMPLERS`` (the requested ones and the rest, all cached) and the fit's results are used.
+    ``cache_only``: never fit; raise :class:`PeerNotCachedError` when a sampler is not cached.
     ``log_path``: append the peer's output (with the synthesizer's verbose progress) there.
     """
     samplers = list(samplers)
     _check(method, samplers, epsilon, delta, rows)
     csv, domain_json = _inputs(cells, domain)
     columns = list(domain)
+    if cache_only and cache_dir is None:
+        raise ValueError("cache_only needs a cache_dir")
     if cache_dir is None:
         return _run(
             csv, domain_json, method, epsilon, delta, seed, rows, samplers, columns, timeout,
@@ -317,6 +326,11 @@ def run_peer_samplers(
             out[sampler] = (synth, dict(info, cached=True))
     if len(out) == len(samplers):
         return out
+    if cache_only:
+        missing = [s for s in samplers if s not in out]
+        raise PeerNotCachedError(
+            f"{method} eps={epsilon:g} seed={seed} ({', '.join(missing)}) is not in {cache_dir}"
+        )
 
     fitted = _run(
         csv, domain_json, method, epsilon, delta, seed, rows, list(SAMPLERS), columns, timeout,
