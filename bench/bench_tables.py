@@ -388,7 +388,8 @@ def now() -> str:
 
 
 def git_state() -> dict[str, Any]:
-    """The commit the code ran at, and the files under src/ and bench/ that differed from it."""
+    """The commit the code ran at, and the files under src/ and bench/ (results aside) that
+    differed from it."""
     root = Path(__file__).resolve().parent.parent
 
     def git(*cmd: str) -> str:
@@ -399,7 +400,7 @@ def git_state() -> dict[str, Any]:
         except (OSError, subprocess.CalledProcessError):
             return ""
 
-    changed = git("status", "--porcelain", "--", "src", "bench").splitlines()
+    changed = git("status", "--porcelain", "--", "src", "bench", ":!bench/results").splitlines()
     return {"commit": git("rev-parse", "HEAD") or "unknown", "changed": changed}
 
 
