@@ -396,12 +396,12 @@ def git_state() -> dict[str, Any]:
         try:
             return subprocess.run(
                 ["git", *cmd], cwd=root, capture_output=True, text=True, check=True
-            ).stdout.strip()
+            ).stdout.rstrip("\n")
         except (OSError, subprocess.CalledProcessError):
             return ""
 
     changed = git("status", "--porcelain", "--", "src", "bench", ":!bench/results").splitlines()
-    return {"commit": git("rev-parse", "HEAD") or "unknown", "changed": changed}
+    return {"commit": git("rev-parse", "HEAD").strip() or "unknown", "changed": changed}
 
 
 def versions() -> dict[str, str]:
