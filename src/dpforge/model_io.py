@@ -28,6 +28,8 @@ from dpforge.methods import METHODS
 from dpforge.nets.families import build_networks
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import schema_from_dict
+from dpforge.statistics.bins import numeric_bins
+from dpforge.statistics.cells import bins_from_edges
 from dpforge.storage import read_json, read_tensors, write_json, write_tensors
 from dpforge.training import TrainingPlan
 
@@ -60,7 +62,7 @@ def manifest(synth: Any) -> dict[str, Any]:
         if synth.label_prior_ is None
         else [float(p) for p in synth.label_prior_],
         "config": asdict(synth.config_),
-        "encoding": {"n_bins": getattr(synth.encoder_, "n_bins", None)},
+        "encoding": _encoding(synth.encoder_),
         "plan": asdict(synth.plan_),
         "privacy": {
             "target_epsilon": _json_float(synth.epsilon),
@@ -70,6 +72,21 @@ def manifest(synth: Any) -> dict[str, Any]:
         },
         "versions": _versions(),
     }
+
+
+def _encoding(encoder: Any) -> dict[str, Any]:
+    """How numeric columns are encoded: public cells (n_bins) and DP-placed cell edges."""
+    n_bins = getattr(encoder, "n_bins", None)
+    if n_bins is None:
+        return {"n_bins": None}
+    public = {c.name for c in encoder.schema.feature_columns if c.is_numeric}
+    edges = {
+        name: [float(e) for e in bins.edges]
+        for name, bins in encoder.bins.items()
+        if name in public
+        and not np.array_equal(bins.edges, numeric_bins(encoder.schema.column(name), n_bins).edges)
+    }
+    return {"n_bins": n_bins, "edges": edges}
 
 
 def _json_float(x: float) -> float | str:
@@ -133,7 +150,9 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
     if n_bins is None:
         encoder = kind_of(schema).encoder(schema)
     else:
-        encoder = TableEncoder(schema, n_bins=int(n_bins))
+        edges = info["encoding"].get("edges") or {}
+        cells = bins_from_edges(schema.feature_columns, edges)
+        encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells)
     generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
     generator.load_state_dict(weights, strict=True)
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,12 @@ from dpforge.privacy.resume import (
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema, refuse_draft
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
+from dpforge.statistics.cells import (
+    adaptive_columns,
+    bins_from_edges,
+    measure_fine_histograms,
+    quantile_bins,
+)
 from dpforge.statistics.marginals import MeasuredMarginal, one_hot_blocks
 from dpforge.statistics.rounds import fit_anchored_generator, measure_round_one, plan_anchoring
 from dpforge.training import (
@@ -68,6 +74,7 @@ class RunSetup:
     plan: TrainingPlan
     n_records: int
     marginals: tuple[MeasuredMarginal, ...] = ()
+    cell_edges: dict[str, list[float]] = field(default_factory=dict)  # DP-placed numeric cells
 
     def to_dict(self) -> dict[str, Any]:
         prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
@@ -78,6 +85,7 @@ class RunSetup:
             "plan": asdict(self.plan),
             "n_records": self.n_records,
             "marginals": [m.to_dict() for m in self.marginals],
+            "cell_edges": self.cell_edges,
         }
 
     @classmethod
@@ -90,6 +98,7 @@ class RunSetup:
             TrainingPlan(**d["plan"]),
             int(d["n_records"]),
             tuple(MeasuredMarginal.from_dict(m) for m in d.get("marginals", [])),
+            dict(d.get("cell_edges", {})),
         )
 
 
@@ -186,7 +195,7 @@ class Synthesizer:
         # Records of categories or classes the DP threshold did not release are dropped; N,
         # which set q and the plan, stays the number of records read (see keep_released_rows).
         records = kind.released(records, setup.schema)
-        encoder = self._encoder(setup.schema)
+        encoder = self._encoder(setup.schema, setup.cell_edges)
         features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
         self._anchor_generator(method, encoder, setup, records)
@@ -213,30 +222,40 @@ class Synthesizer:
             records, self.schema, self._metadata_budget(), ledger, rng
         )
         released = kind_of(self.schema).released(records, schema)
-        marginals = self._measure_marginals(released, schema, ledger, rng)
+        marginals, edges = self._measure_marginals(released, schema, ledger, rng)
         if self.anchor_ is not None and self.anchor_.share >= 1.0:
             q = METHODS[self.method][0].sample_rate(self.config_, len(records))
             plan = TrainingPlan(0, q, 0.0, self.checkpoint_every)
         else:
             plan = self._plan_budget(len(records), ledger)
-        return RunSetup(schema, prior, ledger, plan, len(records), marginals)
+        return RunSetup(schema, prior, ledger, plan, len(records), marginals, edges)
 
-    def _encoder(self, schema: Schema | ArraySchema) -> Any:
+    def _encoder(self, schema: Schema | ArraySchema, edges: dict | None = None) -> Any:
         if self.anchor_ is None:
             return kind_of(schema).encoder(schema)
-        return TableEncoder(schema, n_bins=self.anchor_.n_bins)
+        cells = bins_from_edges(schema.feature_columns, edges or {})
+        return TableEncoder(schema, n_bins=self.anchor_.n_bins, cells=cells)
 
     def _measure_marginals(self, records, schema, ledger: PrivacyLedger, rng):
         """Plan the anchoring (its releases go into the ledger now) and run its first round."""
         if self.anchor_ is None or self.anchor_.share == 0:
-            return ()
-        encoder = self._encoder(schema)
-        label_name, blocks = self._blocks(encoder, records)
+            return (), {}
+        public = self._encoder(schema)
+        label = schema.label_column
+        adaptive = adaptive_columns(schema.feature_columns, self.anchor_.n_bins)
         plan = plan_anchoring(
-            self.anchor_, encoder.spans, label_name, self._anchor_target(ledger), ledger
-        )
+            self.anchor_, public.spans, label and label.name, self._anchor_target(ledger),
+            ledger, adaptive=len(adaptive),
+        )  # fmt: skip
         self.anchor_plan_ = plan
-        return tuple(measure_round_one(plan, blocks, encoder.spans, label_name, rng))
+        fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
+        edges = {
+            c.name: quantile_bins(c, fine[c.name], len(records), self.anchor_.n_bins).edges.tolist()
+            for c in adaptive
+        }
+        encoder = self._encoder(schema, edges)
+        label_name, blocks = self._blocks(encoder, records)
+        return tuple(measure_round_one(plan, blocks, encoder.spans, label_name, rng)), edges
 
     def _blocks(self, encoder: TableEncoder, records: pd.DataFrame):
         features, labels = encoder.transform(records)

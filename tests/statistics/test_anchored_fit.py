@@ -31,9 +31,10 @@ def fitted(cancer):
 
 def test_every_measurement_is_charged_and_epsilon_stays_within_the_target(fitted):
     names = [e.name for e in fitted.ledger_.entries]
-    assert [n.split(":")[0] for n in names] == ["anchor"] * 3
-    assert "12 marginals" in names[0] and "15 column pairs" in names[1]
-    assert "6 selected column pairs" in names[2]
+    assert [n.split(":")[0] for n in names] == ["anchor"] * 4
+    assert "fine histograms of 6 numeric columns" in names[0]
+    assert "12 marginals" in names[1] and "15 column pairs" in names[2]
+    assert "6 selected column pairs" in names[3]
     for entry in fitted.ledger_.entries:
         assert isinstance(entry.event, dp_accounting.GaussianDpEvent)
     report = fitted.privacy_spent()
@@ -102,3 +103,12 @@ def test_an_anchored_model_folder_samples_the_same_rows(fitted, tmp_path):
     path = fitted.save(tmp_path / "model")
     loaded = dpforge.load(path)
     pd.testing.assert_frame_equal(fitted.sample(50, seed=3), loaded.sample(50, seed=3))
+
+
+def test_numeric_cells_follow_the_data_and_travel_with_the_model(fitted, cancer, tmp_path):
+    frame, schema = cancer
+    edges = fitted.encoder_.bins["mean_area"].edges
+    public = np.linspace(schema.column("mean_area").lower, schema.column("mean_area").upper, 63)
+    assert not np.allclose(edges[: len(public)], public[: len(edges)])  # DP-placed, not uniform
+    loaded = dpforge.load(fitted.save(tmp_path / "cells"))
+    np.testing.assert_array_equal(loaded.encoder_.bins["mean_area"].edges, edges)

@@ -54,7 +54,12 @@ class Layout:
 class TableEncoder:
     """Maps a validated table (see ``dpforge.data.tables.validate_table``) to arrays and back."""
 
-    def __init__(self, schema: Schema, n_bins: int | None = None) -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        n_bins: int | None = None,
+        cells: dict[str, NumericBins] | None = None,
+    ) -> None:
         incomplete = [c.name for c in schema.incomplete_columns]
         if incomplete:
             raise SchemaError(
@@ -68,6 +73,7 @@ class TableEncoder:
             for c in schema.feature_columns
             if c.is_numeric and n_bins is not None
         }
+        self.bins.update(cells or {})  # cells that follow the data (DP-placed), when given
         self.spans = self._make_spans(schema.feature_columns, self.bins)
         label = schema.label_column
         self.label_classes: tuple[str, ...] = () if label is None else label.categories

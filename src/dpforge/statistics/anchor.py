@@ -84,6 +84,10 @@ class AnchorLoss:
     ) -> None:
         by_name = {s.column: s for s in spans}
         self.prior = prior
+        # Distributions given the label count equally for every class, rare ones included: a
+        # classifier trained on the synthetic rows needs each class's features, not only the
+        # majority's (weighting by the prior lets a 2 % class drift).
+        self.class_weights = None if prior is None else torch.full_like(prior, 1.0 / len(prior))
         self.targets = [self._target(m, by_name, label_name) for m in measured]
 
     @staticmethod
@@ -107,7 +111,7 @@ class AnchorLoss:
                 span = target.spans[0]
                 means = class_means @ probs[:, span.start : span.stop]  # (K, cells)
                 gap = (means - target.distribution.to(probs)).abs().sum(dim=1)
-                loss = loss + (self.prior.to(probs) * gap).sum()
+                loss = loss + (self.class_weights.to(probs) * gap).sum()
             else:
                 model = joint_distribution(probs, target.spans, weights)
                 loss = loss + (model - target.distribution.to(probs)).abs().sum()

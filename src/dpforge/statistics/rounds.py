@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import dp_accounting
 import numpy as np
@@ -40,6 +40,8 @@ __all__ = ["AnchorPlan", "fit_anchored_generator", "measure_round_one", "plan_an
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
 WEIGHTS_WITH_SELECTION = (0.5, 0.1, 0.4)
+# Part of the budget for the fine histograms that place the numeric cells, when there are any.
+CELLS_WEIGHT = 0.1
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class AnchorPlan:
     score_noise: float = 0.0
     pair_noise: float = 0.0
     pairs: int = 0
+    cells_noise: float = 0.0  # fine histograms of the columns whose cells follow the data
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,19 +68,29 @@ def plan_anchoring(
     label_name: str | None,
     target: tuple[float, float] | None,
     ledger: PrivacyLedger,
+    adaptive: int = 0,
 ) -> AnchorPlan:
     """Calibrate the noise so the ledger reaches ``target`` (epsilon, delta); None: no noise.
 
-    Records every release of the plan in ``ledger`` (ahead of running them).
+    ``adaptive`` columns get data-following cells (:mod:`dpforge.statistics.cells`), paid from
+    ``CELLS_WEIGHT`` of the budget. Records every release in ``ledger`` (ahead of running them).
     """
     first = default_marginals(spans, label_name)
     candidates = candidate_pairs(spans) if config.select_pairs else []
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
     k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
-    weights = WEIGHTS_WITH_SELECTION if k else (1.0,)
+    weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
+    if adaptive:
+        weights = [w * (1 - CELLS_WEIGHT) for w in weights] + [CELLS_WEIGHT]
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
+    cells_noise = noises.pop() if adaptive else 0.0
     plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
+    if adaptive:
+        plan = replace(plan, cells_noise=cells_noise)
+        ledger.record(
+            f"anchor: fine histograms of {adaptive} numeric columns (cells)", _event(cells_noise)
+        )
     ledger.record(f"anchor: {len(first)} marginals (1-way, label x column)", _event(noises[0]))
     if k:
         ledger.record(f"anchor: scores of {len(candidates)} column pairs", _event(noises[1]))

@@ -1,0 +1,86 @@
+"""Cells where the data are: numeric cells cut at DP quantiles of a fine public grid (charged).
+
+Public cells (:mod:`dpforge.statistics.bins`) are equal in width, so a column whose records
+crowd into a small part of its range (a hormone level near 0 on a [0, 1] scale) gets one or two
+cells for almost all of them, and whatever separates the classes inside those cells is lost:
+on Thyroid a classifier trained on the real rows, cut into 64 public cells and decoded again,
+reaches a macro AuROC of 0.90 instead of 0.98. Here every such column's histogram on a fine
+public grid (``FINE_CELLS`` cells) is released once with the Gaussian mechanism (a record adds
+one to one cell of each column's histogram: L2 sensitivity ``sqrt(m)`` for ``m`` columns, one
+``GaussianDpEvent``), projected onto the simplex (free) and cut into cells of about equal mass
+(free): fine where the records are, coarse where they are not. The bounds' point cells stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpforge.schema.table import Column
+from dpforge.statistics.bins import NumericBins, numeric_bins
+from dpforge.statistics.projection import project_to_simplex
+
+__all__ = [
+    "FINE_CELLS",
+    "adaptive_columns",
+    "bins_from_edges",
+    "measure_fine_histograms",
+    "quantile_bins",
+]
+
+FINE_CELLS = 1024
+
+
+def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
+    """Numeric columns whose public cells are intervals (not one cell per whole number)."""
+    return [c for c in columns if c.is_numeric and numeric_bins(c, n_bins).values.size == 0]
+
+
+def measure_fine_histograms(
+    table: pd.DataFrame, columns: Sequence[Column], noise: float, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Each column's noisy histogram on its fine public grid (noise std noise * sqrt(m))."""
+    std = noise * np.sqrt(len(columns))
+    out = {}
+    for column in columns:
+        fine = numeric_bins(column, FINE_CELLS + 2)
+        counts = np.bincount(
+            fine.assign(table[column.name].to_numpy(np.float64)), minlength=fine.size
+        ).astype(np.float64)
+        out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
+    return out
+
+
+def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) -> NumericBins:
+    """Cells of about equal (noisy, projected) mass, cut at the fine grid's edges (free)."""
+    fine = numeric_bins(column, FINE_CELLS + 2)
+    fine_edges = fine.edges  # a small integer range has one fine cell per whole number:
+    if fine.values.size:  # its interior cells are then cut at the half-integers
+        fine_edges = np.arange(fine.lower + 0.5, fine.upper, 1.0)
+    mass = project_to_simplex(noisy, total)[1:-1]  # interior fine cells; bounds stay points
+    interior = n_bins - 2
+    if mass.sum() <= 0:
+        return numeric_bins(column, n_bins)
+    cumulative = np.cumsum(mass) / mass.sum()
+    cuts = np.searchsorted(cumulative, np.arange(1, interior) / interior, side="left") + 1
+    inner = np.unique(np.clip(cuts, 1, fine_edges.size - 2))
+    edges = np.concatenate([[fine_edges[0]], fine_edges[inner], [fine_edges[-1]]])
+    return NumericBins(column.name, fine.lower, fine.upper, fine.integer, edges, np.zeros(0))
+
+
+def bins_from_edges(columns: Sequence[Column], edges: Mapping[str, Sequence[float]]):
+    """Rebuild saved cells (the edges are DP outputs: public, kept in the model folder)."""
+    by_name = {c.name: c for c in columns}
+    return {
+        name: NumericBins(
+            name,
+            float(by_name[name].lower),
+            float(by_name[name].upper),
+            by_name[name].type == "integer",
+            np.asarray(values, dtype=np.float64),
+            np.zeros(0),
+        )
+        for name, values in edges.items()
+    }
