@@ -147,7 +147,7 @@ def test_bad_inputs_name_the_problem(tables):
     with pytest.raises(DataError, match="'z'"):
         tstr_auroc(train.assign(y="z"), test, toy_schema())
     with pytest.raises(ValueError, match="classifier"):
-        tstr_auroc(train, test, toy_schema(), classifier="svm")
+        tstr_auroc(train, test, toy_schema(), classifier="xgboost")
     unlabelled = Schema(columns=toy_schema().columns)
     with pytest.raises(SchemaError, match="label"):
         tstr_auroc(train, test, unlabelled)
