@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from dpforge.cli.evaluate import evaluate
 from dpforge.cli.io import (
     TABLE,
     checked_type,
@@ -43,6 +44,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("privacy")(privacy)
+app.command("evaluate")(evaluate)
 console = Console(stderr=True)
 
 

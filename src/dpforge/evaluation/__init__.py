@@ -1,10 +1,14 @@
 """Evaluation of synthetic data: utility (train on synthetic, test on real).
 
-Tables: the functions below (``dpforge.evaluation.utility``). Images:
+Tables: the functions below (``dpforge.evaluation.utility``), and ``evaluate_table``
+(``dpforge.evaluation.evaluate``: utility over a set of classifiers, fidelity from
+``fidelity``, ``distances`` and ``association``, and the model's ledger, as one JSON-safe dict).
+Images:
 ``dpforge.evaluation.images`` (``tstr_auroc``, ``tstr_cnn_accuracy``). Time series:
 ``dpforge.evaluation.series`` (``tstr_accuracy``, DTW nearest neighbours and their plot).
 """
 
+from dpforge.evaluation.evaluate import evaluate_table
 from dpforge.evaluation.utility import (
     MetricResult,
     tstr_accuracy,
@@ -15,6 +19,7 @@ from dpforge.evaluation.utility import (
 
 __all__ = [
     "MetricResult",
+    "evaluate_table",
     "tstr_accuracy",
     "tstr_auroc",
     "tstr_balanced_accuracy",

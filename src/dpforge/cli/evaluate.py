@@ -1,0 +1,126 @@
+"""``dpforge evaluate``: utility, fidelity and the privacy ledger of a table model, as JSON.
+
+The model samples synthetic rows (as many as the real training rows unless ``--rows``); the
+metrics compare them with the real training rows and score classifiers on the real test rows
+(see :mod:`dpforge.evaluation.evaluate`). The metrics file is computed from private data and is
+NOT differentially private: it is never written into the model folder, and the command says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from dpforge.data.tables import read_csv, validate_table
+from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.evaluation.evaluate import HEADLINE_SCORES, evaluate_table
+from dpforge.evaluation.utility import CLASSIFIERS
+from dpforge.schema.table import Schema
+from dpforge.storage import atomic_write
+from dpforge.synthesizer import load
+
+__all__ = ["evaluate", "parse_classifiers"]
+
+console = Console(stderr=True)
+
+
+def parse_classifiers(text: str) -> tuple[str, ...]:
+    """``"lr,rf"`` as ``("lr", "rf")``; ``"all"`` is every classifier."""
+    if text.strip() == "all":
+        return CLASSIFIERS
+    chosen = tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
+    unknown = [c for c in chosen if c not in CLASSIFIERS]
+    if not chosen or unknown:
+        raise DpforgeError(
+            f"--classifiers {text!r}: give 'all' or a comma-separated list of "
+            f"{', '.join(CLASSIFIERS)}"
+        )
+    return chosen
+
+
+def _check_output(out: Path, model: Path, overwrite: bool) -> None:
+    if out.exists() and not overwrite:
+        raise OutputExistsError(f"{out} already exists; choose another name or pass --overwrite")
+    if model.resolve() in out.resolve().parents:
+        raise DpforgeError(
+            f"{out} is inside the model folder {model}: the metrics are computed from private "
+            "data and must not travel with the model; write them elsewhere"
+        )
+
+
+def _real_table(path: Path, schema: Schema):
+    """The real CSV checked and typed against the model's schema (values outside its bounds
+    are kept as they are: the metrics compare them, they are not an error here)."""
+    return validate_table(read_csv(path), schema, out_of_bounds="clip")
+
+
+def _summary(result: dict, out: Path) -> None:
+    rows = result["rows"]
+    console.print(
+        f"evaluated {rows['synthetic']} synthetic rows against {rows['real_train']} real "
+        f"training rows (fidelity, utility baseline) and {rows['real_test']} real test rows "
+        "(scoring only)"
+    )
+    utility = result["utility"]
+    if utility is not None:
+        for name, scores in utility["classifiers"].items():
+            syn, real = scores["synthetic"]["auroc_macro"], scores["real"]["auroc_macro"]
+            console.print(f"  {name:>4}: macro AuROC synthetic {syn:.3f} / real {real:.3f}")
+        mean = utility["mean"]
+        ratios = ", ".join(f"{k} {mean['ratio'][k]:.3f}" for k in HEADLINE_SCORES)
+        console.print(f"  mean synthetic/real ratio: {ratios}")
+    fidelity = result["fidelity"]
+    console.print(
+        f"fidelity: mean TVD 1-way {fidelity['tvd']['mean_one_way']:.3f}, 2-way "
+        f"{_number(fidelity['tvd']['mean_two_way'])}; mean KS {_number(fidelity['ks']['mean'])}; "
+        f"association difference {fidelity['association']['mean_abs_difference']:.3f}"
+    )
+    console.print(f"privacy of the model: {result['privacy']['summary']}")
+    console.print(
+        "[bold red]NOT differentially private[/bold red]: these metrics are computed from "
+        f"private data. Wrote {out}; keep it with the private data, not with the model."
+    )
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def evaluate(
+    model: Path = typer.Argument(..., help="a table model folder written by 'dpforge fit'"),
+    real_train: Path = typer.Option(
+        ..., "--real-train", help="CSV of the real rows the model was trained on"
+    ),
+    real_test: Path = typer.Option(
+        ..., "--real-test", help="CSV of held-out real rows (used only to score classifiers)"
+    ),
+    out: Path = typer.Option(..., "-o", "--out", help="the metrics file to write (JSON)"),
+    rows: int = typer.Option(
+        None, "--rows", help="synthetic rows to sample (default: as many as --real-train)"
+    ),
+    seed: int = typer.Option(0, "--seed", help="seed of the sampling and the classifiers"),
+    classifiers: str = typer.Option(
+        "all", "--classifiers", help=f"'all' or a comma-separated list of {','.join(CLASSIFIERS)}"
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """Utility, fidelity and privacy ledger of MODEL as JSON (NOT differentially private)."""
+    _check_output(out, model, overwrite)
+    chosen = parse_classifiers(classifiers)
+    if rows is not None and rows < 1:
+        raise DpforgeError(f"--rows must be at least 1, got {rows}")
+    synth = load(model)
+    if not isinstance(synth.schema_, Schema):
+        raise DpforgeError(
+            "dpforge evaluate supports table models only for now; image and time-series "
+            "models are not supported yet"
+        )
+    train = _real_table(real_train, synth.schema_)
+    test = _real_table(real_test, synth.schema_)
+    result = evaluate_table(synth, train, test, classifiers=chosen, seed=seed, n_synthetic=rows)
+    text = json.dumps(result, indent=2, allow_nan=False) + "\n"
+    atomic_write(out, lambda p: p.write_text(text), overwrite=overwrite)
+    _summary(result, out)
