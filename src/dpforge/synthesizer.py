@@ -222,7 +222,7 @@ class Synthesizer:
             records, self.schema, self._metadata_budget(), ledger, rng
         )
         released = kind_of(self.schema).released(records, schema)
-        marginals, edges = self._measure_marginals(released, schema, ledger, rng)
+        marginals, edges = self._measure_marginals(released, len(records), schema, ledger, rng)
         if self.anchor_ is not None and self.anchor_.share >= 1.0:
             q = METHODS[self.method][0].sample_rate(self.config_, len(records))
             plan = TrainingPlan(0, q, 0.0, self.checkpoint_every)
@@ -236,7 +236,7 @@ class Synthesizer:
         cells = bins_from_edges(schema.feature_columns, edges or {})
         return TableEncoder(schema, n_bins=self.anchor_.n_bins, cells=cells)
 
-    def _measure_marginals(self, records, schema, ledger: PrivacyLedger, rng):
+    def _measure_marginals(self, records, n_public: int, schema, ledger: PrivacyLedger, rng):
         """Plan the anchoring (its releases go into the ledger now) and run its first round."""
         if self.anchor_ is None or self.anchor_.share == 0:
             return (), {}
@@ -250,12 +250,13 @@ class Synthesizer:
         self.anchor_plan_ = plan
         fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
         edges = {
-            c.name: quantile_bins(c, fine[c.name], len(records), self.anchor_.n_bins).edges.tolist()
+            c.name: quantile_bins(c, fine[c.name], n_public, self.anchor_.n_bins).edges.tolist()
             for c in adaptive
         }
         encoder = self._encoder(schema, edges)
         label_name, blocks = self._blocks(encoder, records)
-        return tuple(measure_round_one(plan, blocks, encoder.spans, label_name, rng)), edges
+        measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)
+        return tuple(measured), edges
 
     def _blocks(self, encoder: TableEncoder, records: pd.DataFrame):
         features, labels = encoder.transform(records)

@@ -104,19 +104,24 @@ def measure_marginals(
     marginals: Sequence[tuple[str, ...]],
     noise_multiplier: float,
     rng: np.random.Generator,
+    total: float,
 ) -> list[MeasuredMarginal]:
-    """All ``marginals`` released at once: noise std ``noise_multiplier * sqrt(k)`` per cell."""
+    """All ``marginals`` released at once: noise std ``noise_multiplier * sqrt(k)`` per cell.
+
+    ``total`` is the public number of records (N read, before any record of an unreleased
+    category is dropped): the counts are projected to it, so no count of the data leaks in.
+    """
     if not marginals:
         return []
     if noise_multiplier < 0:
         raise ValueError(f"noise multiplier must be >= 0, got {noise_multiplier}")
     std = noise_multiplier * np.sqrt(len(marginals))
-    total = float(next(iter(blocks.values())).shape[0])
     measured = []
     for columns in marginals:
         counts = true_counts(blocks, columns)
         noisy = counts.ravel() + rng.normal(0.0, std, counts.size) if std > 0 else counts.ravel()
-        measured.append(MeasuredMarginal(columns, counts.shape, noisy.astype(np.float64), total))
+        noisy = noisy.astype(np.float64)
+        measured.append(MeasuredMarginal(columns, counts.shape, noisy, float(total)))
     return measured
 
 

@@ -117,11 +117,11 @@ def measure_round_one(
     spans: Sequence[Span],
     label_name: str | None,
     rng: np.random.Generator,
+    total: float,
 ) -> list[MeasuredMarginal]:
-    """The first round's release (already in the ledger)."""
-    return measure_marginals(
-        blocks, default_marginals(spans, label_name), plan.round_one_noise, rng
-    )
+    """The first round's release (already in the ledger); ``total`` is the public N."""
+    chosen = default_marginals(spans, label_name)
+    return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total)
 
 
 def fit_anchored_generator(
@@ -148,8 +148,9 @@ def fit_anchored_generator(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
     cell_noise = plan.pair_noise * math.sqrt(plan.pairs)
-    chosen = select_pairs(blocks, model, plan.pairs, plan.score_noise, cell_noise, numpy_rng)
-    measured = measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng)
+    total = measured[0].total  # the public N the first round was projected to
+    chosen = select_pairs(blocks, model, plan.pairs, plan.score_noise, cell_noise, numpy_rng, total)
+    measured = measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total)
     loss = AnchorLoss(measured, spans, label_name, prior)
     train_anchor(generator, loss, n_classes, config, torch_rng)
     return measured, loss

@@ -68,14 +68,15 @@ def select_pairs(
     score_noise: float,
     measure_noise: float,
     rng: np.random.Generator,
+    total: float,
 ) -> list[tuple[str, str]]:
     """The ``k`` pairs with the largest noisy, penalised scores (see the module docstring).
 
     ``score_noise`` is the noise multiplier of the score release, ``measure_noise`` the noise
-    std per cell that the selected pairs' measurement will have (for the penalty).
+    std per cell that the selected pairs' measurement will have (for the penalty), ``total``
+    the public number of records the model's distributions are scaled to.
     """
     pairs = list(model)
-    total = float(next(iter(blocks.values())).shape[0])
     scores = np.array([np.abs(true_counts(blocks, p) - total * model[p]).sum() for p in pairs])
     if score_noise > 0:
         scores = scores + rng.normal(0.0, score_noise * math.sqrt(len(pairs)), len(pairs))
