@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,7 @@ class Synthesizer:
                 f"{type(method_options).__name__}"
             )
         self.method_options = method_options or config_cls()
+        self.default_method_options = method_options is None
         self.out_of_bounds = out_of_bounds
         self.seed = seed
         self.device = device
@@ -191,6 +192,9 @@ class Synthesizer:
         self.anchor_ = resolve_anchor(self.anchor, self.schema)
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
+        if self.anchor_ is not None and self.default_method_options:
+            # the anchored generator's widths, unless the caller chose the method's options
+            self.config_ = replace(self.config_, generator_hidden=self.anchor_.generator_hidden)
         setup = self._resumed_setup(len(records)) or self._new_setup(records)
         # Records of categories or classes the DP threshold did not release are dropped; N,
         # which set q and the plan, stays the number of records read (see keep_released_rows).

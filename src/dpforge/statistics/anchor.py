@@ -43,6 +43,8 @@ class AnchorConfig:
     steps, batch_size, lr: each anchor phase (Adam on the generator, before any GAN step;
         the learning rate decays linearly to 0 over the phase).
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
+    generator_hidden: the generator's hidden widths when the method's options are the
+        defaults (a caller who passes ``method_options`` keeps theirs).
     """
 
     share: float = 1.0
@@ -52,6 +54,7 @@ class AnchorConfig:
     batch_size: int = 1024
     lr: float = 1e-2
     weight: float = 1.0
+    generator_hidden: tuple[int, ...] = (256, 256)
 
     def validate(self) -> None:
         if not 0.0 <= self.share <= 1.0:
