@@ -101,8 +101,16 @@ def public_transformer(domain: dict[str, int]):
         t.fit(list(range(size)))  # sorted ints: code i <-> label i
         columns.append(t)
     table = TableTransformer(columns)
-    assert table.fit_complete and not table.needs_epsilon
-    assert table.cardinality == list(domain.values())
+    if not table.fit_complete or table.needs_epsilon:
+        raise RuntimeError(
+            "smartnoise's transformer wants to fit on the data or spend budget; the domain must "
+            "be declared in full (every column's codes 0..size-1)"
+        )
+    if table.cardinality != list(domain.values()):
+        raise RuntimeError(
+            f"smartnoise's transformer has cardinalities {table.cardinality}, not the declared "
+            f"domain {list(domain.values())}"
+        )
     return table
 
 

@@ -63,8 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     wall = time.perf_counter() - t0
     for sampler, (synth, info) in results.items():
-        assert list(synth.columns) == list(domain) and len(synth) == len(cells)
-        assert all(synth[c].between(0, s - 1).all() for c, s in domain.items())
+        if list(synth.columns) != list(domain) or len(synth) != len(cells):
+            raise RuntimeError(
+                f"{sampler}: got columns {list(synth.columns)} and {len(synth)} rows, expected "
+                f"{list(domain)} and {len(cells)}"
+            )
+        outside = [c for c, s in domain.items() if not synth[c].between(0, s - 1).all()]
+        if outside:
+            raise RuntimeError(f"{sampler}: codes outside the declared domain in {outside}")
         table = from_cells(synth, schema, N_BINS, np.random.default_rng(args.seed))
         # Integer columns: a few public cells hold no whole number (log-spaced cells below 1)
         # and decode moves their rows to a neighbouring cell; count how many rows move.

@@ -28,7 +28,6 @@ from dpforge.methods import METHODS
 from dpforge.nets.families import build_networks
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import schema_from_dict
-from dpforge.statistics.bins import numeric_bins
 from dpforge.statistics.cells import bins_from_edges
 from dpforge.storage import read_json, read_tensors, write_json, write_tensors
 from dpforge.training import TrainingPlan
@@ -79,13 +78,7 @@ def _encoding(encoder: Any) -> dict[str, Any]:
     n_bins = getattr(encoder, "n_bins", None)
     if n_bins is None:
         return {"n_bins": None}
-    public = {c.name for c in encoder.schema.feature_columns if c.is_numeric}
-    edges = {
-        name: [float(e) for e in bins.edges]
-        for name, bins in encoder.bins.items()
-        if name in public
-        and not np.array_equal(bins.edges, numeric_bins(encoder.schema.column(name), n_bins).edges)
-    }
+    edges = {name: [float(e) for e in b.edges] for name, b in encoder.placed_cells.items()}
     return {"n_bins": n_bins, "edges": edges}
 
 

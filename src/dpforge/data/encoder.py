@@ -73,7 +73,8 @@ class TableEncoder:
             for c in schema.feature_columns
             if c.is_numeric and n_bins is not None
         }
-        self.bins.update(cells or {})  # cells that follow the data (DP-placed), when given
+        self.placed_cells = dict(cells or {})  # cells that follow the data (DP-placed)
+        self.bins.update(self.placed_cells)
         self.spans = self._make_spans(schema.feature_columns, self.bins)
         label = schema.label_column
         self.label_classes: tuple[str, ...] = () if label is None else label.categories

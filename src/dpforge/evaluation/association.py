@@ -22,9 +22,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from dpforge.data.tables import canonical_text
-from dpforge.errors import DataError
-from dpforge.evaluation.distances import numeric_values
+from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.utility import MetricResult
 from dpforge.schema.table import Schema
 
@@ -81,18 +79,8 @@ def correlation_ratio(categories: np.ndarray, values: np.ndarray) -> float:
 
 
 def _columns(table: pd.DataFrame, schema: Schema, role: str) -> dict[str, np.ndarray]:
-    if len(table) == 0:
-        raise DataError(f"the {role} table has no rows")
-    out = {}
-    for column in schema.columns:
-        if column.is_numeric:
-            out[column.name] = numeric_values(table, column.name, role)
-        elif column.name not in table.columns:
-            raise DataError(f"the {role} table lacks the column '{column.name}'")
-        else:
-            texts = [canonical_text(v) for v in table[column.name].tolist()]
-            out[column.name] = np.array(texts, dtype=object)
-    return out
+    typed = typed_table(table, schema, role)
+    return {name: typed[name].to_numpy() for name in schema.names}
 
 
 def _pair(x: np.ndarray, y: np.ndarray, x_numeric: bool, y_numeric: bool) -> float:

@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 
 from dpforge import __version__
-from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError, PrivacyError, SchemaError
 from dpforge.evaluation.association import association_difference
-from dpforge.evaluation.distances import ks_statistic, numeric_values, wasserstein
+from dpforge.evaluation.distances import ks_statistic, wasserstein
 from dpforge.evaluation.fidelity import EVAL_BINS, marginal_fidelity
+from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.utility import (
     CLASSIFIERS,
     Predictions,
@@ -69,21 +69,6 @@ ROW_USE = {
 
 
 # -- inputs ----------------------------------------------------------------------------------
-def _typed(frame: pd.DataFrame, schema: Schema, role: str) -> pd.DataFrame:
-    """The schema's columns of ``frame``: numbers as floats, categories as canonical text."""
-    if not isinstance(frame, pd.DataFrame):
-        raise DataError(f"the {role} rows must be a table (DataFrame), got {type(frame).__name__}")
-    if len(frame) == 0:
-        raise DataError(f"the {role} table has no rows")
-    out = {}
-    for column in schema.columns:
-        if column.is_numeric:
-            out[column.name] = numeric_values(frame, column.name, role)
-        elif column.name not in frame.columns:
-            raise DataError(f"the {role} table lacks the column '{column.name}'")
-        else:
-            out[column.name] = [canonical_text(v) for v in frame[column.name].tolist()]
-    return pd.DataFrame(out, columns=schema.names)
 
 
 def _check_classifiers(classifiers: Sequence[str]) -> tuple[str, ...]:
@@ -222,14 +207,14 @@ def evaluate_table(
         schema = model_or_synthetic.schema_
     if not isinstance(schema, Schema):
         raise DataError("evaluation of image and time-series models is not supported yet")
-    train = _typed(real_train, schema, "real training")
-    test = _typed(real_test, schema, "real test")
+    train = typed_table(real_train, schema, "real training")
+    test = typed_table(real_test, schema, "real test")
     if is_model:
         n = len(train) if n_synthetic is None else n_synthetic
         raw = _synthetic_rows(model_or_synthetic, n, seed)
     else:
         raw = model_or_synthetic
-    synthetic = _typed(raw, schema, "synthetic")
+    synthetic = typed_table(raw, schema, "synthetic")
     utility = None
     if schema.label is not None:
         utility = utility_scores(train, test, synthetic, schema, classifiers, seed)

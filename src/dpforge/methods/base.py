@@ -20,6 +20,7 @@ from dpforge.nets.families import Layout, Networks, build_networks
 from dpforge.nets.mlp import one_hot
 from dpforge.privacy.accounting import dpsgd_event
 from dpforge.privacy.sampling import PoissonSampler
+from dpforge.statistics.anchor import stratified_labels
 
 
 @dataclass(frozen=True)
@@ -220,9 +221,8 @@ class GanMethod:
         """The weighted marginal-anchor loss of a fresh, label-stratified generated batch."""
         anchor, weight = self.anchor
         n = self.config.batch_size
-        labels = None
-        if self.n_classes:
-            labels = torch.arange(n, device=self.label_prior.device) % self.n_classes
+        device = next(self.generator.parameters()).device
+        labels = stratified_labels(n, self.n_classes, device)
         z = self.generator.sample_latent(n, generator)
         return weight * anchor(self.generator(z, labels), labels)
 

@@ -22,7 +22,6 @@ import dp_accounting
 import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.privacy.calibration import noise_for_target
 from dpforge.statistics.projection import project_to_simplex
 
 __all__ = [
@@ -30,7 +29,6 @@ __all__ = [
     "default_marginals",
     "measure_marginals",
     "measurement_event",
-    "noise_for_marginals",
     "one_hot_blocks",
 ]
 
@@ -130,8 +128,3 @@ def measurement_event(noise_multiplier: float) -> dp_accounting.DpEvent:
     if noise_multiplier == 0:
         return dp_accounting.NonPrivateDpEvent()
     return dp_accounting.GaussianDpEvent(noise_multiplier)
-
-
-def noise_for_marginals(epsilon: float, delta: float, base_event: dp_accounting.DpEvent) -> float:
-    """The smallest noise multiplier with epsilon(base_event then one measurement) <= epsilon."""
-    return noise_for_target(dp_accounting.GaussianDpEvent, epsilon, delta, base_event=base_event)

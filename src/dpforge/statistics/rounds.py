@@ -89,12 +89,17 @@ def plan_anchoring(
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
         ledger.record(
-            f"anchor: fine histograms of {adaptive} numeric columns (cells)", _event(cells_noise)
+            f"anchor: fine histograms of {adaptive} numeric columns (cells)",
+            measurement_event(cells_noise),
         )
-    ledger.record(f"anchor: {len(first)} marginals (1-way, label x column)", _event(noises[0]))
+    ledger.record(
+        f"anchor: {len(first)} marginals (1-way, label x column)", measurement_event(noises[0])
+    )
     if k:
-        ledger.record(f"anchor: scores of {len(candidates)} column pairs", _event(noises[1]))
-        ledger.record(f"anchor: {k} selected column pairs", _event(noises[2]))
+        ledger.record(
+            f"anchor: scores of {len(candidates)} column pairs", measurement_event(noises[1])
+        )
+        ledger.record(f"anchor: {k} selected column pairs", measurement_event(noises[2]))
     return plan
 
 
@@ -105,10 +110,6 @@ def _calibrate(weights, target: tuple[float, float], ledger: PrivacyLedger) -> f
         )
 
     return noise_for_target(composed, target[0], target[1], base_event=ledger.event())
-
-
-def _event(noise: float) -> dp_accounting.DpEvent:
-    return measurement_event(noise)
 
 
 def measure_round_one(
