@@ -40,6 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=AnchorConfig.steps)
     p.add_argument("--lr", type=float, default=AnchorConfig.lr)
+    p.add_argument("--batch-size", type=int, default=AnchorConfig.batch_size)
+    p.add_argument("--implied-weight", type=float, default=AnchorConfig.implied_weight)
     p.add_argument("--n-bins", type=int, default=AnchorConfig.n_bins)
     p.add_argument("--no-select", action="store_true", help="round 1 only")
     p.add_argument("--pairs", type=int, default=None, help="pairs in round 2 (default: rule)")
@@ -60,7 +62,12 @@ def main(argv: list[str] | None = None) -> None:
         rounds.pairs_to_measure = lambda candidates, columns: min(candidates, args.pairs)
     train, test, schema = load(args.dataset)
     anchor = AnchorConfig(
-        steps=args.steps, lr=args.lr, n_bins=args.n_bins, select_pairs=not args.no_select
+        steps=args.steps,
+        lr=args.lr,
+        n_bins=args.n_bins,
+        select_pairs=not args.no_select,
+        batch_size=args.batch_size,
+        implied_weight=args.implied_weight,
     )
     from dpforge.methods.dpcgan import DPCGANConfig
 
@@ -81,6 +88,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{fidelity.mean_one_way:.4f}, 2-way TVD {fidelity.mean_two_way:.4f}, AuROC "
         + ", ".join(f"{k} {v:.3f}" for k, v in scores.items())
     )
+    worst = sorted(fidelity.two_way.items(), key=lambda kv: -kv[1])[:8]
+    print("  worst pairs: " + ", ".join(f"{k} {v:.3f}" for k, v in worst))
     for entry in synth.ledger_.entries:
         print(f"  ledger: {entry.name}: {entry.event}")
 

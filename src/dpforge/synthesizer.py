@@ -41,7 +41,7 @@ from dpforge.privacy.resume import (
 )
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema, refuse_draft
-from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
+from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.cells import (
     adaptive_columns,
     bins_from_edges,
@@ -49,7 +49,12 @@ from dpforge.statistics.cells import (
     quantile_bins,
 )
 from dpforge.statistics.marginals import MeasuredMarginal, one_hot_blocks
-from dpforge.statistics.rounds import fit_anchored_generator, measure_round_one, plan_anchoring
+from dpforge.statistics.rounds import (
+    anchor_loss,
+    fit_anchored_generator,
+    measure_round_one,
+    plan_anchoring,
+)
 from dpforge.training import (
     TrainingPlan,
     TrainingState,
@@ -286,7 +291,7 @@ class Synthesizer:
             prior = torch.as_tensor(setup.label_prior, dtype=torch.float32)
         label_name, blocks = self._blocks(encoder, records)
         if setup.plan.steps and has_checkpoint(self.checkpoint_dir):
-            loss = AnchorLoss(setup.marginals, encoder.spans, label_name, prior)
+            loss = anchor_loss(setup.marginals, encoder.spans, label_name, prior, self.anchor_)
             method.anchor = (loss, self.anchor_.weight)
             return  # the checkpoint holds the anchored generator and every measurement
         torch_generator_init(method, self._seed_sequence(2))

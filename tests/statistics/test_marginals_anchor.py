@@ -87,3 +87,26 @@ def test_the_loss_grows_when_the_rows_differ_and_has_a_gradient(encoded):
     value = loss(soft, torch.as_tensor(labels))
     value.backward()
     assert float(value) > 0.1 and soft.grad.abs().sum() > 0
+
+
+def test_an_unmeasured_pair_is_held_near_independence_given_the_label(encoded):
+    """The implied target of a pair nobody measured is sum_y p(y) p(a | y) p(b | y), from the
+    measured label x column marginals; on the real rows (which reproduce every measured
+    marginal) the loss is then exactly the weighted L1 gap of the real pair to that target."""
+    _, encoder, features, labels, blocks = encoded
+    measured = measure_marginals(
+        blocks, default_marginals(encoder.spans, "diagnosis"), 0.0, np.random.default_rng(1), 569
+    )
+    prior_np = np.bincount(labels) / len(labels)
+    prior = torch.as_tensor(prior_np, dtype=torch.float32)
+    pair = ("mean_radius", "mean_area")
+    loss = AnchorLoss(measured, encoder.spans, "diagnosis", prior, implied=([pair], 0.5))
+
+    given = [true_counts(blocks, ("diagnosis", c)) for c in pair]
+    given = [g / g.sum(axis=1, keepdims=True) for g in given]
+    expected = np.einsum("y,ya,yb->ab", prior_np, *given)
+    np.testing.assert_allclose(loss.targets[-1].distribution.numpy(), expected, atol=1e-6)
+
+    rows, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels)
+    real_pair = true_counts(blocks, pair) / 569
+    assert float(loss(rows, y)) == pytest.approx(0.5 * np.abs(real_pair - expected).sum(), abs=1e-4)

@@ -55,6 +55,7 @@ class AnchorConfig:
     lr: float = 1e-2
     weight: float = 1.0
     generator_hidden: tuple[int, ...] = (256, 256)
+    implied_weight: float = 0.0
 
     def validate(self) -> None:
         if not 0.0 <= self.share <= 1.0:
@@ -73,6 +74,7 @@ class _Target:
     spans: tuple[Span, ...]  # the feature columns of the marginal, in order
     conditional: bool  # True: the marginal includes the label (compared per label)
     distribution: torch.Tensor  # (K, cells) given each label, or the joint (cells...)
+    weight: float = 1.0
 
 
 class AnchorLoss:
@@ -84,6 +86,7 @@ class AnchorLoss:
         spans: Sequence[Span],
         label_name: str | None,
         prior: torch.Tensor | None,
+        implied: tuple[Sequence[tuple[str, str]], float] = ((), 0.0),
     ) -> None:
         by_name = {s.column: s for s in spans}
         self.prior = prior
@@ -92,6 +95,29 @@ class AnchorLoss:
         # majority's (weighting by the prior lets a 2 % class drift).
         self.class_weights = None if prior is None else torch.full_like(prior, 1.0 / len(prior))
         self.targets = [self._target(m, by_name, label_name) for m in measured]
+        pairs, weight = implied
+        if weight > 0:
+            self.targets += [self._implied(pair, by_name, weight) for pair in pairs]
+
+    def _implied(self, pair: tuple[str, str], by_name: dict[str, Span], weight: float) -> _Target:
+        """The pair's distribution implied by the measured 1-way (or label x column) marginals
+        if the two columns were independent given the label: the maximum-entropy guess for a
+        pair that was not measured, so the generator does not invent dependence there."""
+        a, b = (self._one_column(c) for c in pair)
+        if a.conditional:
+            joint = torch.einsum(
+                "y,ya,yb->ab", self.prior.to(a.distribution), a.distribution, b.distribution
+            )
+        else:
+            joint = torch.outer(a.distribution, b.distribution)
+        return _Target((by_name[pair[0]], by_name[pair[1]]), False, joint, weight)
+
+    def _one_column(self, column: str) -> _Target:
+        for target in self.targets:
+            single = len(target.spans) == 1 and target.spans[0].column == column
+            if single and (target.conditional or self.prior is None):
+                return target
+        raise ValueError(f"no measured marginal of column {column!r} to imply a pair from")
 
     @staticmethod
     def _target(m: MeasuredMarginal, by_name: dict[str, Span], label: str | None) -> _Target:
@@ -107,18 +133,28 @@ class AnchorLoss:
 
     def __call__(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The loss of generated probability rows ``probs`` (n, D) drawn with ``labels``."""
+        models = self.model_marginals(probs, labels)
+        pairs = zip(self.targets, models, strict=True)
+        return sum((self._l1(t, m) for t, m in pairs), probs.new_zeros(()))
+
+    def model_marginals(self, probs: torch.Tensor, labels: torch.Tensor | None) -> list:
+        """The generated rows' marginal of every target: (K, cells) given each label, or the
+        joint distribution."""
         weights, class_means = self.row_weights(labels, probs)
-        loss = probs.new_zeros(())
+        models = []
         for target in self.targets:
             if target.conditional:
                 span = target.spans[0]
-                means = class_means @ probs[:, span.start : span.stop]  # (K, cells)
-                gap = (means - target.distribution.to(probs)).abs().sum(dim=1)
-                loss = loss + (self.class_weights.to(probs) * gap).sum()
+                models.append(class_means @ probs[:, span.start : span.stop])
             else:
-                model = joint_distribution(probs, target.spans, weights)
-                loss = loss + (model - target.distribution.to(probs)).abs().sum()
-        return loss
+                models.append(joint_distribution(probs, target.spans, weights))
+        return models
+
+    def _l1(self, target: _Target, model: torch.Tensor) -> torch.Tensor:
+        gap = (model - target.distribution.to(model)).abs()
+        if target.conditional:
+            return (self.class_weights.to(model) * gap.sum(dim=1)).sum()
+        return target.weight * gap.sum()
 
     def row_weights(self, labels, probs) -> tuple[torch.Tensor, torch.Tensor]:
         """Row weights giving prior-weighted averages, and the (K, n) per-class mean operator."""

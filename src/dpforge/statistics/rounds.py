@@ -36,7 +36,13 @@ from dpforge.statistics.selection import (
     select_pairs,
 )
 
-__all__ = ["AnchorPlan", "fit_anchored_generator", "measure_round_one", "plan_anchoring"]
+__all__ = [
+    "AnchorPlan",
+    "anchor_loss",
+    "fit_anchored_generator",
+    "measure_round_one",
+    "plan_anchoring",
+]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
 WEIGHTS_WITH_SELECTION = (0.5, 0.1, 0.4)
@@ -140,11 +146,11 @@ def fit_anchored_generator(
     and the final loss (for the discriminator's refinement)."""
     numpy_rng, torch_rng = rngs
     n_classes = 0 if prior is None else prior.shape[0]
-    loss = AnchorLoss(measured, spans, label_name, prior)
+    softmax = [s for s in spans if s.activation == SOFTMAX]
+    loss = anchor_loss(measured, spans, label_name, prior, config)
     train_anchor(generator, loss, n_classes, config, torch_rng)
     if not plan.pairs:
         return measured, loss
-    softmax = [s for s in spans if s.activation == SOFTMAX]
     model = model_pair_distributions(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
@@ -152,6 +158,16 @@ def fit_anchored_generator(
     total = measured[0].total  # the public N the first round was projected to
     chosen = select_pairs(blocks, model, plan.pairs, plan.score_noise, cell_noise, numpy_rng, total)
     measured = measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total)
-    loss = AnchorLoss(measured, spans, label_name, prior)
+    loss = anchor_loss(measured, spans, label_name, prior, config)
     train_anchor(generator, loss, n_classes, config, torch_rng)
     return measured, loss
+
+
+def anchor_loss(measured, spans, label_name, prior, config: AnchorConfig) -> AnchorLoss:
+    """The loss on ``measured``, with every candidate pair not measured held near the
+    distribution its measured columns imply (``config.implied_weight``)."""
+    taken = {frozenset(m.columns) for m in measured}
+    softmax = [s for s in spans if s.activation == SOFTMAX]
+    unmeasured = [p for p in candidate_pairs(softmax) if frozenset(p) not in taken]
+    implied = (unmeasured, config.implied_weight)
+    return AnchorLoss(measured, spans, label_name, prior, implied)
