@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dpforge.errors import SchemaError
+from dpforge.errors import DpforgeError, SchemaError
 from dpforge.schema.formats import COLUMN_TYPES, SCHEMA_VERSION, format_for
 from dpforge.schema.validation import check_document, read_json_text
 
@@ -70,13 +70,21 @@ def read_schema_json(path: str | Path) -> Any:
     return document
 
 
-def check_schema_document(document: Any, where: str = "schema", prefix: str = "$") -> None:
+def check_schema_document(
+    document: Any,
+    where: str = "schema",
+    prefix: str = "$",
+    error: type[DpforgeError] = SchemaError,
+) -> None:
     """Refuse a schema document (table, image or time series) that breaks its declared format
-    (:mod:`dpforge.schema.formats`), naming the key, the value's type and what is allowed."""
+    (:mod:`dpforge.schema.formats`), naming the key, the value's type and what is allowed.
+
+    ``prefix`` and ``error`` serve a schema inside another file (a model folder's model.json).
+    """
     if not isinstance(document, dict):
         found = "a list" if isinstance(document, list) else type(document).__name__
-        raise SchemaError(f"{where}: {prefix} is {found}; a schema is a JSON object")
-    check_document(document, format_for(document), where, SchemaError, prefix)
+        raise error(f"{where}: {prefix} is {found}; a schema is a JSON object")
+    check_document(document, format_for(document), where, error, prefix)
 
 
 def category_text(value: str | int) -> str:
