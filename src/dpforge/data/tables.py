@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.errors import DataError, private
+from dpforge.schema.formats import LARGEST
 from dpforge.schema.table import REVIEW_KEY, Column, Schema
 
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
@@ -278,17 +279,26 @@ def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
     present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
     if _looks_numeric(series):
         numbers = np.array([float(v) for v in present])
+        numbers = numbers[np.isfinite(numbers)]  # validate_table refuses the others by row
         whole = bool(np.all(np.mod(numbers, 1) == 0))
         levels = len(np.unique(numbers))
         if whole and levels <= MAX_CATEGORICAL_LEVELS_FOR_NUMBERS and len(numbers) >= 5 * levels:
             cats = sorted({canonical_text(float(v)) for v in present}, key=float)
             return Column(name, "categorical", categories=tuple(cats) if with_values else None)
-        lower, upper = (float(numbers.min()), float(numbers.max())) if with_values else (None,) * 2
-        if lower is not None and lower == upper:
-            upper = lower + 1.0
+        lower, upper = _drafted_bounds(numbers) if with_values else (None, None)
         return Column(name, "integer" if whole else "continuous", lower=lower, upper=upper)
     cats = tuple(sorted({canonical_text(v) for v in present})) if with_values else None
     return Column(name, "categorical", categories=cats)
+
+
+def _drafted_bounds(numbers: np.ndarray) -> tuple[float | None, float | None]:
+    """The range of the values (to review), or nulls when a schema file cannot hold it."""
+    if not numbers.size or np.abs(numbers).max() > LARGEST:
+        return None, None
+    lower, upper = float(numbers.min()), float(numbers.max())
+    if lower == upper:
+        upper = max(lower + 1.0, float(np.nextafter(lower, np.inf)))
+    return lower, upper
 
 
 def check_label_values(values: list, what: str) -> None:
