@@ -131,14 +131,16 @@ def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor
     check_manifest(info, path / MANIFEST)
     weights = read_tensors(path / WEIGHTS)
     check_digest(info, read_tensor_metadata(path / WEIGHTS), path / MANIFEST)
+    with torch.device("meta"):  # shapes only: a hand-edited size allocates nothing
+        expected = _architecture(info, path / MANIFEST)[3].state_dict()
+    check_weights(weights, expected, path / WEIGHTS)
     return info, weights
 
 
 def restore(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
     """Rebuild a fitted ``cls`` (the Synthesizer) from what :func:`read_model` returned.
 
-    ``info`` must have passed :func:`dpforge.model_check.check_manifest` (``read_model`` does
-    that); the weights are checked here against the architecture it describes.
+    ``info`` and ``weights`` must have passed the checks of :func:`read_model`.
     """
     try:
         return _rebuild(cls, info, weights)
@@ -147,19 +149,10 @@ def restore(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -
         raise ModelFileError(f"model.json and the weights do not fit together ({first})") from None
 
 
-def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
+def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
+    """The schema, config, encoder and (untrained) generator that model.json describes."""
     schema = schema_from_dict(info["schema"], allow_review=True)
-    method = info["method"]
-    config = build_config(method, info["config"])
-    privacy = info["privacy"]
-    synth = cls(
-        schema,
-        method=method,
-        epsilon=float(privacy["target_epsilon"]),
-        delta=float(privacy["delta"]),
-        method_options=config,
-        progress=False,
-    )
+    config = build_config(info["method"], info["config"])
     n_bins = (info.get("encoding") or {}).get("n_bins")
     if n_bins is None:
         encoder = kind_of(schema).encoder(schema)
@@ -167,8 +160,25 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         edges = info["encoding"].get("edges") or {}
         cells = bins_from_edges(schema.feature_columns, edges)
         encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells)
-    generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
-    check_weights(weights, generator.state_dict(), Path(WEIGHTS))
+    try:
+        generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
+    except (ValueError, TypeError, RuntimeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelFileError(f"{where}: $.config describes no generator ({first})") from None
+    return schema, config, encoder, generator
+
+
+def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
+    schema, config, encoder, generator = _architecture(info)
+    privacy = info["privacy"]
+    synth = cls(
+        schema,
+        method=info["method"],
+        epsilon=float(privacy["target_epsilon"]),
+        delta=float(privacy["delta"]),
+        method_options=config,
+        progress=False,
+    )
     generator.load_state_dict(weights, strict=True)
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config
     synth.generator_ = generator.eval()
