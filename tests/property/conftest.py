@@ -63,3 +63,13 @@ def model_folders(small_table, tmp_path_factory) -> dict[bool, Path]:
     weights = older / "generator.safetensors"
     save_file(load_file(str(weights)), str(weights))  # the same tensors, no metadata
     return {True: saved, False: older}
+
+
+@pytest.fixture(scope="session")
+def table_files(small_table, tmp_path_factory) -> tuple[Path, Path]:
+    """The small table as a CSV file and its schema as a JSON file, as a user has them."""
+    frame, schema = small_table
+    root = tmp_path_factory.mktemp("table")
+    frame.to_csv(root / "data.csv", index=False)
+    (root / "schema.json").write_text(schema.to_json())
+    return root / "data.csv", root / "schema.json"

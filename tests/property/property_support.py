@@ -90,7 +90,7 @@ def no_training() -> Iterator[None]:
         yield
 
 
-def run_cli(args: list[object]) -> tuple[int, str]:
+def run_cli(args: list[object], limit_s: int = TIME_LIMIT_S) -> tuple[int, str]:
     """Run ``dpforge ARGS`` through the console script's entry point, in this process.
 
     Returns (exit status, stderr + stdout). Any exception other than the exit is re-raised:
@@ -103,7 +103,7 @@ def run_cli(args: list[object]) -> tuple[int, str]:
         mock.patch.object(sys, "argv", argv),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
-        time_limit(),
+        time_limit(limit_s),
     ):
         try:
             main()

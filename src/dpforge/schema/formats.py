@@ -165,6 +165,12 @@ ARRAY_FORMAT: dict[str, Any] = {
 }
 
 
+TYPE_FORMAT: dict[str, Any] = {
+    "title": "a schema",
+    "properties": {"type": {"enum": ["table", *ARRAY_KINDS]}},
+}
+
+
 def format_for(document: Any) -> dict[str, Any]:
     """The declared format a schema document claims by its ``"type"`` (table by default)."""
     kind = document.get("type", "table") if isinstance(document, dict) else "table"

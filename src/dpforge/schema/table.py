@@ -8,7 +8,6 @@ charged to the same budget and recorded in the ledger (see ``dpforge.data.metada
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -16,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from dpforge.errors import DpforgeError, SchemaError
-from dpforge.schema.formats import COLUMN_TYPES, SCHEMA_VERSION, format_for
-from dpforge.schema.validation import check_document, read_json_text
+from dpforge.schema.formats import COLUMN_TYPES, SCHEMA_VERSION, TYPE_FORMAT, format_for
+from dpforge.schema.validation import check_document, closest, read_json_text
 
 REVIEW_KEY = "review"
 __all__ = ["COLUMN_TYPES", "SCHEMA_VERSION", "Column", "Schema"]
@@ -84,6 +83,7 @@ def check_schema_document(
     if not isinstance(document, dict):
         found = "a list" if isinstance(document, list) else type(document).__name__
         raise error(f"{where}: {prefix} is {found}; a schema is a JSON object")
+    check_document(document, TYPE_FORMAT, where, error, prefix)  # the type picks the format
     check_document(document, format_for(document), where, error, prefix)
 
 
@@ -199,8 +199,8 @@ class Schema:
         for c in self.columns:
             if c.name == name:
                 return c
-        close = difflib.get_close_matches(name, self.names, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        close = closest(name, self.names)
+        hint = f" (did you mean '{close}'?)" if close else ""
         raise SchemaError(f"the schema has no column '{name}'{hint}; its columns are {self.names}")
 
     @property

@@ -191,12 +191,16 @@ def _unknown_key(path: str, value: dict[str, Any], schema: dict[str, Any]) -> st
     )
 
 
+def closest(value: str, choices: Iterable[Any]) -> str | None:
+    """The choice most like ``value`` (ignoring case), or None when none is close."""
+    texts = {c.lower(): c for c in choices if isinstance(c, str)}
+    match = difflib.get_close_matches(value.lower(), list(texts), n=1, cutoff=0.6)
+    return texts[match[0]] if match and texts[match[0]] != value else None
+
+
 def _closest(value: Any, choices: Iterable[Any]) -> str:
-    if not isinstance(value, str):
-        return ""
-    texts = [c for c in choices if isinstance(c, str)]
-    match = difflib.get_close_matches(value, texts, n=1, cutoff=0.6)
-    return f" (did you mean {quote(match[0])}?)" if match and match[0] != value else ""
+    match = closest(value, choices) if isinstance(value, str) else None
+    return f" (did you mean {quote(match)}?)" if match is not None else ""
 
 
 def _allowed(schema: Any) -> str:
