@@ -24,16 +24,25 @@ import torch
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.kinds import kind_of
 from dpforge.errors import ModelFileError, OutputExistsError
-from dpforge.methods import METHODS
+from dpforge.model_check import (
+    DIGEST_KEY,
+    FORMAT,
+    FORMAT_VERSION,
+    build_config,
+    check_digest,
+    check_manifest,
+    check_weights,
+    manifest_digest,
+)
 from dpforge.nets.families import build_networks
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import schema_from_dict
+from dpforge.schema.validation import read_json_text
 from dpforge.statistics.cells import bins_from_edges
-from dpforge.storage import read_json, read_tensors, write_json, write_tensors
+from dpforge.storage import read_tensor_metadata, read_tensors, write_json, write_tensors
 from dpforge.training import TrainingPlan
 
-FORMAT = "dpforge-model"
-FORMAT_VERSION = 1
+__all__ = ["FORMAT", "FORMAT_VERSION", "manifest", "read_model", "restore", "save_model"]
 WEIGHTS = "generator.safetensors"
 MANIFEST = "model.json"
 
@@ -93,8 +102,10 @@ def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        write_tensors(staging / WEIGHTS, synth.generator_.state_dict())
-        write_json(staging / MANIFEST, manifest(synth))
+        info = manifest(synth)
+        digest = {DIGEST_KEY: manifest_digest(info)}  # catches later edits of model.json
+        write_tensors(staging / WEIGHTS, synth.generator_.state_dict(), metadata=digest)
+        write_json(staging / MANIFEST, info)
         if path.exists():
             shutil.rmtree(path)
         staging.rename(path)
@@ -104,41 +115,44 @@ def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:
 
 
 def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """Read and check a model folder's manifest and weights (data only, nothing executed)."""
+    """Read and check a model folder's manifest and weights (data only, nothing executed).
+
+    ``model.json`` is checked against its declared format and its values against each other
+    (:mod:`dpforge.model_check`), and against the digest the weights file carries.
+    """
     path = Path(path)
     if not path.is_dir():
         raise ModelFileError(f"{path} is not a folder; give the model folder written by 'fit'")
-    info = read_json(path / MANIFEST)
-    if info.get("format") != FORMAT or info.get("format_version") != FORMAT_VERSION:
+    if not (path / MANIFEST).is_file():
         raise ModelFileError(
-            f"{path} is not a dpforge model folder (format {info.get('format')!r})"
+            f"{path / MANIFEST} is missing: {path} is not a complete dpforge model folder"
         )
-    return info, read_tensors(path / WEIGHTS)
+    info = read_json_text(path / MANIFEST, "model file", ModelFileError)
+    check_manifest(info, path / MANIFEST)
+    weights = read_tensors(path / WEIGHTS)
+    check_digest(info, read_tensor_metadata(path / WEIGHTS), path / MANIFEST)
+    with torch.device("meta"):  # shapes only: a hand-edited size allocates nothing
+        expected = _architecture(info, path / MANIFEST)[3].state_dict()
+    check_weights(weights, expected, path / WEIGHTS)
+    return info, weights
 
 
 def restore(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
-    """Rebuild a fitted ``cls`` (the Synthesizer) from what :func:`read_model` returned."""
+    """Rebuild a fitted ``cls`` (the Synthesizer) from what :func:`read_model` returned.
+
+    ``info`` and ``weights`` must have passed the checks of :func:`read_model`.
+    """
     try:
         return _rebuild(cls, info, weights)
-    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        raise ModelFileError(f"model.json or weights are inconsistent ({exc})") from None
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # a gap in the checks
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelFileError(f"model.json and the weights do not fit together ({first})") from None
 
 
-def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
+def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
+    """The schema, config, encoder and (untrained) generator that model.json describes."""
     schema = schema_from_dict(info["schema"], allow_review=True)
-    method = info["method"]
-    if method not in METHODS:
-        raise ModelFileError(f"unknown method '{method}' in model.json; known: {sorted(METHODS)}")
-    config = METHODS[method][1](**_tuples(info["config"]))
-    privacy = info["privacy"]
-    synth = cls(
-        schema,
-        method=method,
-        epsilon=float(privacy["target_epsilon"]),
-        delta=float(privacy["delta"]),
-        method_options=config,
-        progress=False,
-    )
+    config = build_config(info["method"], info["config"])
     n_bins = (info.get("encoding") or {}).get("n_bins")
     if n_bins is None:
         encoder = kind_of(schema).encoder(schema)
@@ -146,7 +160,25 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         edges = info["encoding"].get("edges") or {}
         cells = bins_from_edges(schema.feature_columns, edges)
         encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells)
-    generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
+    try:
+        generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
+    except (ValueError, TypeError, RuntimeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelFileError(f"{where}: $.config describes no generator ({first})") from None
+    return schema, config, encoder, generator
+
+
+def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
+    schema, config, encoder, generator = _architecture(info)
+    privacy = info["privacy"]
+    synth = cls(
+        schema,
+        method=info["method"],
+        epsilon=float(privacy["target_epsilon"]),
+        delta=float(privacy["delta"]),
+        method_options=config,
+        progress=False,
+    )
     generator.load_state_dict(weights, strict=True)
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config
     synth.generator_ = generator.eval()
@@ -155,7 +187,3 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
     synth.label_prior_ = None if prior is None else np.asarray(prior, dtype=np.float64)
     synth.plan_ = TrainingPlan(**info["plan"])
     return synth
-
-
-def _tuples(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}

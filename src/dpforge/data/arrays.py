@@ -104,6 +104,12 @@ def _check_labels(labels: np.ndarray | None, schema: ArraySchema) -> np.ndarray 
                 f"({private(len(unknown))} such records); add "
                 "the class to the schema or remove these records"
             )
+    if len(set(text)) < 2:
+        raise DataError(
+            f"label '{schema.label}' holds a single class ({private(text[0], 'r')}) in all "
+            "records; a conditional model needs at least two classes: give data with several "
+            'classes or set "label": null in the schema'
+        )
     return text
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from dpforge.data.arrays import ArrayData
-from dpforge.data.tables import MISSING_TOKENS, canonical_text
+from dpforge.data.tables import MISSING_TOKENS, canonical_text, check_label_values
 from dpforge.errors import DataError, private
 from dpforge.schema.array import ArraySchema, Channel, image_schema
 from dpforge.schema.table import REVIEW_KEY
@@ -567,6 +567,7 @@ def draft_label(
     """Add the label to a drafted schema: classes read from the data get the review note."""
     if label is None or data.labels is None:
         return schema
+    check_label_values(list(data.labels), f"the label '{label}'")
     classes = sorted_classes(data.labels) if with_values else None
     if classes is not None and len(classes) < 2:
         raise DataError(

@@ -6,6 +6,7 @@ do. Nothing here computes statistics that leave this module: checks only accept 
 
 from __future__ import annotations
 
+import csv
 import math
 from pathlib import Path
 
@@ -13,17 +14,31 @@ import numpy as np
 import pandas as pd
 
 from dpforge.errors import DataError, private
+from dpforge.schema.formats import LARGEST
 from dpforge.schema.table import REVIEW_KEY, Column, Schema
 
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 MAX_CATEGORICAL_LEVELS_FOR_NUMBERS = 10
+# A label (the target of a conditional model) is a categorical column with a few classes; more
+# than MAX_LABEL_CLASSES distinct values, or more than MAX_CATEGORICAL_LEVELS_FOR_NUMBERS with
+# under MIN_RECORDS_PER_CLASS records each, is a continuous or identifier column, not a label.
+# Public constants: no count from the data enters a message.
+MAX_LABEL_CLASSES = 50
+MIN_RECORDS_PER_CLASS = 5
+_CHUNK = 1 << 20
 
 
 def read_csv(path: str | Path) -> pd.DataFrame:
-    """Read a CSV file as text, so that every value can be checked and reported as written."""
+    """Read a CSV file as text, so that every value can be checked and reported as written.
+
+    Refused before parsing: a file with NUL bytes (binary, or UTF-16 text: pandas would drop
+    them silently) and a header that names a column twice (pandas would rename one 'a.1').
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file {path} does not exist")
+    _refuse_nul_bytes(path)
+    _refuse_duplicate_names(path)
     try:
         frame = pd.read_csv(
             path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=True
@@ -36,6 +51,43 @@ def read_csv(path: str | Path) -> pd.DataFrame:
         raise DataError(f"data file {path} has a header but no rows")
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
+
+
+def _refuse_nul_bytes(path: Path) -> None:
+    """A CSV file is text: a NUL byte means a binary or UTF-16 file, or a damaged one."""
+    line = 1
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            at = chunk.find(b"\x00")
+            if at >= 0:
+                line += chunk.count(b"\n", 0, at)
+                raise DataError(
+                    f"data file {path} holds a NUL byte (line {private(line)}): it is not a "
+                    "UTF-8 text CSV; if it is UTF-16, save it as UTF-8, otherwise remove the "
+                    "NUL characters"
+                )
+            line += chunk.count(b"\n")
+
+
+def _refuse_duplicate_names(path: Path) -> None:
+    """Every column of the header line has its own name (after stripping spaces)."""
+    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+        header = next((row for row in csv.reader(handle) if row), [])
+    names = [name.strip() for name in header]
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, start=1):
+        if not name:
+            raise DataError(
+                f"data file {path}: column {position} of the header has no name (a trailing "
+                "comma, or a row index written without a name?); name every column or remove "
+                "the empty one"
+            )
+        if name in seen:
+            raise DataError(
+                f"data file {path} names the column {name!r} twice (columns {seen[name]} and "
+                f"{position} of the header); give every column its own name"
+            )
+        seen[name] = position
 
 
 def canonical_text(value: object) -> str:
@@ -227,17 +279,61 @@ def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
     present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
     if _looks_numeric(series):
         numbers = np.array([float(v) for v in present])
+        numbers = numbers[np.isfinite(numbers)]  # validate_table refuses the others by row
         whole = bool(np.all(np.mod(numbers, 1) == 0))
         levels = len(np.unique(numbers))
         if whole and levels <= MAX_CATEGORICAL_LEVELS_FOR_NUMBERS and len(numbers) >= 5 * levels:
             cats = sorted({canonical_text(float(v)) for v in present}, key=float)
             return Column(name, "categorical", categories=tuple(cats) if with_values else None)
-        lower, upper = (float(numbers.min()), float(numbers.max())) if with_values else (None,) * 2
-        if lower is not None and lower == upper:
-            upper = lower + 1.0
+        lower, upper = _drafted_bounds(numbers) if with_values else (None, None)
         return Column(name, "integer" if whole else "continuous", lower=lower, upper=upper)
     cats = tuple(sorted({canonical_text(v) for v in present})) if with_values else None
     return Column(name, "categorical", categories=cats)
+
+
+def _drafted_bounds(numbers: np.ndarray) -> tuple[float | None, float | None]:
+    """The range of the values (to review), or nulls when a schema file cannot hold it."""
+    if not numbers.size or np.abs(numbers).max() > LARGEST:
+        return None, None
+    lower, upper = float(numbers.min()), float(numbers.max())
+    if lower == upper:
+        upper = max(lower + 1.0, float(np.nextafter(lower, np.inf)))
+    return lower, upper
+
+
+def check_label_values(values: list, what: str) -> None:
+    """Refuse to make a label of a column that is continuous or has too many distinct values.
+
+    A conditional model has one class per label value: a continuous target would become one
+    class per private value (each released in the draft, or each too rare to survive DP). The
+    message quotes only public thresholds, never a count or a value from the data.
+    """
+    present = [v for v in values if str(v).strip().lower() not in MISSING_TOKENS]
+    texts = {canonical_text(v) for v in present}
+    reason = None
+    if _has_fractions(present):
+        reason = "holds numbers with fractions (a continuous measurement)"
+    elif len(texts) > MAX_LABEL_CLASSES:
+        reason = f"has more than {MAX_LABEL_CLASSES} distinct values"
+    elif len(texts) > MAX_CATEGORICAL_LEVELS_FOR_NUMBERS and (
+        len(texts) * MIN_RECORDS_PER_CLASS > len(present)
+    ):
+        reason = f"has fewer than {MIN_RECORDS_PER_CLASS} records per distinct value on average"
+    if reason is not None:
+        raise DataError(
+            f"{what} {reason}: a label must be categorical with 2 to {MAX_LABEL_CLASSES} classes "
+            "that each hold many records; choose another target, cut this column into a few "
+            "public classes first, or draft without a target"
+        )
+
+
+def _has_fractions(values: list) -> bool:
+    try:
+        numbers = np.array([float(v) for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    finite = numbers[np.isfinite(numbers)]
+    return bool(finite.size) and not bool(np.all(np.mod(finite, 1) == 0))
 
 
 def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: bool = True) -> Schema:
@@ -250,6 +346,8 @@ def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: boo
         raise DataError("the data have no rows to draft a schema from")
     if label is not None and label not in frame.columns:
         raise DataError(f"--target '{label}' is not a column of the file: {list(frame.columns)}")
+    if label is not None:
+        check_label_values(frame[label].tolist(), f"--target '{label}'")
     columns = []
     for name in frame.columns:
         column = _draft_column(str(name), frame[name], with_values)

@@ -17,18 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from dpforge.errors import SchemaError
+from dpforge.schema.formats import ARRAY_KINDS, SCHEMA_VERSION
 from dpforge.schema.table import (
     REVIEW_KEY,
-    SCHEMA_VERSION,
+    category_text,
     check_bounds,
     check_declared_prior,
+    check_schema_document,
     optional_number,
+    prior_from_json,
     read_schema_json,
 )
 
-IMAGE = "image"
-TIMESERIES = "timeseries"
-ARRAY_KINDS = (IMAGE, TIMESERIES)
+IMAGE, TIMESERIES = ARRAY_KINDS
 _SHAPE_RANK = {IMAGE: 3, TIMESERIES: 2}
 
 
@@ -164,7 +165,9 @@ class ArraySchema:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, allow_review: bool = False) -> ArraySchema:
-        if not isinstance(d, dict) or d.get("type") not in ARRAY_KINDS:
+        """An image or time-series schema from its JSON object, checked against the format."""
+        check_schema_document(d)
+        if d.get("type") not in ARRAY_KINDS:
             raise SchemaError(f"an array schema is a JSON object with 'type' in {ARRAY_KINDS}")
         if d.get(REVIEW_KEY) and not allow_review:
             raise SchemaError(
@@ -181,16 +184,13 @@ class ArraySchema:
         except (TypeError, ValueError):
             raise SchemaError(f"'shape' must be a list of integers, got {shape!r}") from None
         classes = d.get("classes")
-        prior = d.get("label_prior", "uniform")
-        if isinstance(prior, dict):
-            prior = {str(k): float(v) for k, v in prior.items()}
         return cls(
             kind=d["type"],
             shape=shape_t,
             channels=tuple(Channel.from_dict(c) for c in channels),
             label=d.get("label"),
-            classes=None if classes is None else tuple(str(c) for c in classes),
-            label_prior=prior,
+            classes=None if classes is None else tuple(category_text(c) for c in classes),
+            label_prior=prior_from_json(d.get("label_prior", "uniform")),
             notes=tuple(d.get(REVIEW_KEY) or ()),
         )
 
@@ -228,12 +228,9 @@ def schema_from_dict(d: dict[str, Any], *, allow_review: bool = False):
     """A table :class:`~dpforge.schema.table.Schema` or an :class:`ArraySchema` (by "type")."""
     from dpforge.schema.table import Schema
 
-    if isinstance(d, dict) and d.get("type") in ARRAY_KINDS:
+    check_schema_document(d)
+    if d.get("type") in ARRAY_KINDS:
         return ArraySchema.from_dict(d, allow_review=allow_review)
-    if isinstance(d, dict) and d.get("type", "table") != "table":
-        raise SchemaError(
-            f"unknown schema type {d.get('type')!r}; use 'table', 'image' or 'timeseries'"
-        )
     return Schema.from_dict(d, allow_review=allow_review)
 
 

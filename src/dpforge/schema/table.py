@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dpforge.errors import SchemaError
+from dpforge.errors import DpforgeError, SchemaError
+from dpforge.schema.formats import COLUMN_TYPES, SCHEMA_VERSION, TYPE_FORMAT, format_for
+from dpforge.schema.validation import check_document, closest, read_json_text
 
-SCHEMA_VERSION = 1
-COLUMN_TYPES = ("continuous", "integer", "categorical")
 REVIEW_KEY = "review"
+__all__ = ["COLUMN_TYPES", "SCHEMA_VERSION", "Column", "Schema"]
 
 
 def refuse_draft(schema: Any) -> None:
@@ -59,18 +60,43 @@ def check_declared_prior(
 
 
 def read_schema_json(path: str | Path) -> Any:
-    """The parsed JSON of a schema file, with errors that name the file and the line."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SchemaError(f"cannot read schema file {path}: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(
-            f"schema file {path} is not valid JSON (line {exc.lineno}: {exc.msg})"
-        ) from None
+    """The parsed JSON of a schema file, checked against its declared format.
+
+    Errors name the file and the key (or the line, for JSON that does not parse).
+    """
+    document = read_json_text(Path(path), "schema file", SchemaError)
+    check_schema_document(document, f"schema file {path}")
+    return document
+
+
+def check_schema_document(
+    document: Any,
+    where: str = "schema",
+    prefix: str = "$",
+    error: type[DpforgeError] = SchemaError,
+) -> None:
+    """Refuse a schema document (table, image or time series) that breaks its declared format
+    (:mod:`dpforge.schema.formats`), naming the key, the value's type and what is allowed.
+
+    ``prefix`` and ``error`` serve a schema inside another file (a model folder's model.json).
+    """
+    if not isinstance(document, dict):
+        found = "a list" if isinstance(document, list) else type(document).__name__
+        raise error(f"{where}: {prefix} is {found}; a schema is a JSON object")
+    check_document(document, TYPE_FORMAT, where, error, prefix)  # the type picks the format
+    check_document(document, format_for(document), where, error, prefix)
+
+
+def category_text(value: str | int) -> str:
+    """A category or class as dpforge stores it: text (a whole number 3 becomes '3')."""
+    return value if isinstance(value, str) else str(int(value))
+
+
+def prior_from_json(prior: Any) -> str | dict[str, float]:
+    """The label prior of a checked document: 'uniform', 'dp' or class -> probability."""
+    if isinstance(prior, dict):
+        return {str(k): float(v) for k, v in prior.items()}
+    return prior
 
 
 @dataclass(frozen=True)
@@ -120,6 +146,7 @@ class Column:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Column:
+        """A column from a JSON object (one entry of a checked document's 'columns')."""
         if not isinstance(d, dict) or "name" not in d or "type" not in d:
             raise SchemaError(f"each column needs a 'name' and a 'type'; got {d!r}")
         cats = d.get("categories")
@@ -128,7 +155,7 @@ class Column:
             type=str(d["type"]),
             lower=optional_number(d, "lower"),
             upper=optional_number(d, "upper"),
-            categories=None if cats is None else tuple(str(c) for c in cats),
+            categories=None if cats is None else tuple(category_text(c) for c in cats),
         )
         column.validate()
         return column
@@ -172,7 +199,9 @@ class Schema:
         for c in self.columns:
             if c.name == name:
                 return c
-        raise SchemaError(f"the schema has no column '{name}'; its columns are {self.names}")
+        close = closest(name, self.names)
+        hint = f" (did you mean '{close}'?)" if close else ""
+        raise SchemaError(f"the schema has no column '{name}'{hint}; its columns are {self.names}")
 
     @property
     def label_column(self) -> Column | None:
@@ -238,21 +267,20 @@ class Schema:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, allow_review: bool = False) -> Schema:
-        if not isinstance(d, dict) or not isinstance(d.get("columns"), list):
-            raise SchemaError("a schema is a JSON object with a 'columns' list")
+        """A table schema from its JSON object, checked against the declared format first."""
+        check_schema_document(d)
+        if d.get("type", "table") != "table":
+            raise SchemaError(f"this is a {d['type']} schema, not a table schema")
         if d.get(REVIEW_KEY) and not allow_review:
             raise SchemaError(
                 "this schema is a draft whose values were read from the private file; review "
                 f"them, replace them with public knowledge or null, then delete the "
                 f"'{REVIEW_KEY}' entry"
             )
-        prior = d.get("label_prior", "uniform")
-        if isinstance(prior, dict):
-            prior = {str(k): float(v) for k, v in prior.items()}
         return cls(
             columns=tuple(Column.from_dict(c) for c in d["columns"]),
             label=d.get("label"),
-            label_prior=prior,
+            label_prior=prior_from_json(d.get("label_prior", "uniform")),
             notes=tuple(d.get(REVIEW_KEY) or ()),
         )
 

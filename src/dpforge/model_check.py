@@ -1,0 +1,313 @@
+"""Checking a model folder on load as strictly as a schema file.
+
+A model folder may be copied, edited by hand or half written. Loading it must either rebuild
+exactly the generator that was saved, or refuse with one line naming the file and the key:
+never a traceback, never a generator that silently samples something else. Three layers:
+
+1. ``model.json`` against its declared format (:data:`MANIFEST_FORMAT`, a JSON Schema; the
+   embedded schema against the schema formats, the configuration against the method's config
+   dataclass), with the messages of :mod:`dpforge.schema.validation`;
+2. rules between values: the label prior is one probability per class and sums to 1, the
+   schema is complete, the DP-placed cells belong to numeric columns and increase, the ledger
+   decodes;
+3. the weights against the architecture that ``model.json`` describes (every tensor's name,
+   shape and dtype, finite values), and a digest of ``model.json`` stored in the weights file
+   at save time, so that an edit that keeps every shape (a renamed column, a swapped type, a
+   changed ledger) is caught too. Folders saved before the digest existed skip that last check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpforge.errors import DpforgeError, ModelFileError
+from dpforge.methods import METHODS
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.schema.array import ArraySchema, schema_from_dict
+from dpforge.schema.table import Schema, check_schema_document
+from dpforge.schema.validation import check_document, quote
+
+FORMAT = "dpforge-model"
+FORMAT_VERSION = 1
+DIGEST_KEY = "dpforge_manifest_sha256"
+PRIOR_TOLERANCE = 1e-6
+
+_NUMBER = {"type": "number", "minimum": -1e300, "maximum": 1e300}
+MANIFEST_FORMAT: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "a model.json",
+    "type": "object",
+    "required": ["format", "format_version", "method", "schema", "config", "plan", "privacy"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"const": FORMAT},
+        "format_version": {
+            "const": FORMAT_VERSION,
+            "description": f"{FORMAT_VERSION} (the model format this dpforge reads)",
+        },
+        "method": {"enum": sorted(METHODS)},
+        "schema": {"type": "object", "description": "a schema object"},
+        "label_prior": {
+            "type": ["array", "null"],
+            "minItems": 2,
+            "items": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "a probability between 0 and 1",
+            },
+            "description": "a list of class probabilities (>= 0, summing to 1), or null",
+        },
+        "config": {"type": "object", "description": "the method's configuration object"},
+        "encoding": {
+            "title": "the encoding",
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "n_bins": {"type": ["integer", "null"], "minimum": 3, "maximum": 100_000},
+                "edges": {
+                    "type": "object",
+                    "additionalProperties": {"type": "array", "minItems": 2, "items": _NUMBER},
+                },
+            },
+        },
+        "plan": {
+            "title": "the training plan",
+            "type": "object",
+            "required": ["steps", "sample_rate", "noise_multiplier"],
+            "additionalProperties": False,
+            "properties": {
+                "steps": {"type": "integer", "minimum": 0},
+                "sample_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
+                "checkpoint_every": {"type": "integer", "minimum": 1},
+            },
+        },
+        "privacy": {
+            "title": "the privacy record",
+            "type": "object",
+            "required": ["target_epsilon", "delta", "ledger"],
+            "additionalProperties": False,
+            "properties": {
+                "target_epsilon": {
+                    "type": ["number", "string"],
+                    "description": 'a number > 0 or "inf"',
+                    "if": {"type": "string"},
+                    "then": {"const": "inf"},
+                    "else": {"exclusiveMinimum": 0, "maximum": 1e300},
+                },
+                "delta": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+                "report": {"type": "object"},
+                "ledger": {"type": "object"},
+            },
+        },
+        "versions": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+
+
+def manifest_digest(info: dict[str, Any]) -> str:
+    """A digest of model.json's content (key order and spacing do not matter)."""
+    text = json.dumps(info, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_manifest(info: Any, path: Path) -> None:
+    """Refuse a model.json that breaks its format or whose values contradict each other."""
+    where = str(path)
+    if not isinstance(info, dict):
+        found = "a list" if isinstance(info, list) else type(info).__name__
+        raise ModelFileError(f"{where}: $ is {found}; a model.json is a JSON object")
+    if info.get("format") != FORMAT:
+        raise ModelFileError(
+            f"{where} is not a dpforge model file (format {quote(info.get('format'))})"
+        )
+    check_document(info, MANIFEST_FORMAT, where, ModelFileError)
+    check_schema_document(info["schema"], where, "$.schema", ModelFileError)
+    _check_config(info["method"], info["config"], where)
+    schema = _schema(info["schema"], where)
+    _check_prior(info.get("label_prior"), schema, where)
+    _check_edges(info.get("encoding") or {}, schema, where)
+    try:
+        PrivacyLedger.from_dict(info["privacy"]["ledger"])
+    except DpforgeError as exc:
+        raise ModelFileError(f"{where}: $.privacy.ledger: {exc}") from None
+
+
+def _schema(document: dict[str, Any], where: str) -> Schema | ArraySchema:
+    try:
+        schema = schema_from_dict(document, allow_review=True)
+    except DpforgeError as exc:
+        raise ModelFileError(f"{where}: $.schema: {exc}") from None
+    if isinstance(schema, ArraySchema):
+        incomplete = [c.name for c in schema.incomplete_channels]
+        if schema.label is not None and schema.classes is None:
+            incomplete.append(schema.label)
+    else:
+        incomplete = [c.name for c in schema.incomplete_columns]
+    if incomplete:
+        raise ModelFileError(
+            f"{where}: $.schema: {incomplete[0]!r} has no bounds or classes; the schema of a "
+            "fitted model is complete (restore the model.json that fit wrote)"
+        )
+    return schema
+
+
+def _label_classes(schema: Schema | ArraySchema) -> tuple[str, ...] | None:
+    if schema.label is None:
+        return None
+    if isinstance(schema, ArraySchema):
+        return schema.classes
+    return schema.label_column.categories
+
+
+def _check_prior(prior: list[float] | None, schema: Schema | ArraySchema, where: str) -> None:
+    classes = _label_classes(schema)
+    if classes is None:
+        if prior is not None:
+            raise ModelFileError(f"{where}: $.label_prior is a list but the schema has no label")
+        return
+    if prior is None or len(prior) != len(classes):
+        got = "null" if prior is None else f"{len(prior)} probabilities"
+        raise ModelFileError(
+            f"{where}: $.label_prior is {got}; allowed: one probability for each of the "
+            f"{len(classes)} classes of '{schema.label}'"
+        )
+    total = math.fsum(prior)
+    if abs(total - 1.0) > PRIOR_TOLERANCE:
+        raise ModelFileError(
+            f"{where}: $.label_prior sums to {total:.6g}; allowed: probabilities summing to 1"
+        )
+
+
+def _check_edges(encoding: dict[str, Any], schema: Schema | ArraySchema, where: str) -> None:
+    edges = encoding.get("edges") or {}
+    if not edges:
+        return
+    if encoding.get("n_bins") is None or isinstance(schema, ArraySchema):
+        raise ModelFileError(f"{where}: $.encoding.edges is given but $.encoding.n_bins is null")
+    numeric = {c.name: c for c in schema.feature_columns if c.is_numeric}
+    for name, values in edges.items():
+        key = f"$.encoding.edges[{quote(name)}]"
+        if name not in numeric:
+            raise ModelFileError(
+                f"{where}: {key} names no numeric feature column; the schema's are "
+                f"{sorted(numeric)}"
+            )
+        column, array = numeric[name], np.asarray(values, dtype=np.float64)
+        if np.any(np.diff(array) <= 0):
+            raise ModelFileError(f"{where}: {key} must increase strictly")
+        if array[0] < column.lower or array[-1] > column.upper:
+            raise ModelFileError(
+                f"{where}: {key} leaves the column's bounds [{column.lower:g}, {column.upper:g}]"
+            )
+
+
+# -- the method's configuration -------------------------------------------------------------
+def _json_type(annotation: Any) -> dict[str, Any]:
+    """The JSON Schema of one config field, from its type hint."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        parts = [_json_type(a) for a in typing.get_args(annotation)]
+        return {"anyOf": parts}
+    if origin is tuple:
+        return {"type": "array", "items": _json_type(typing.get_args(annotation)[0])}
+    if annotation is type(None):
+        return {"type": "null"}
+    if annotation is bool:
+        return {"type": "boolean"}
+    if annotation is int:
+        return {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
+    if annotation is float:
+        return {"type": "number", "minimum": -1e300, "maximum": 1e300}
+    if annotation is str:
+        return {"type": "string"}
+    return {}
+
+
+def config_format(config_cls: type) -> dict[str, Any]:
+    """The JSON Schema of a method's config dataclass: its fields, typed, and nothing else.
+
+    A field left out takes its default (folders saved before a field existed still load).
+    """
+    hints = typing.get_type_hints(config_cls)
+    fields = [f.name for f in dataclasses.fields(config_cls)]
+    required = [
+        f.name
+        for f in dataclasses.fields(config_cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    return {
+        "title": f"the {config_cls.__name__}",
+        "type": "object",
+        "required": required,
+        "additionalProperties": False,
+        "properties": {name: _json_type(hints[name]) for name in fields},
+    }
+
+
+def _check_config(method: str, config: dict[str, Any], where: str) -> None:
+    config_cls = METHODS[method][1]
+    check_document(config, config_format(config_cls), where, ModelFileError, prefix="$.config")
+    try:
+        build_config(method, config).validate()
+    except DpforgeError as exc:
+        raise ModelFileError(f"{where}: $.config: {exc}") from None
+
+
+def build_config(method: str, config: dict[str, Any]) -> Any:
+    """The method's config dataclass from a checked ``config`` object (lists become tuples)."""
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
+    return METHODS[method][1](**values)
+
+
+# -- the weights ----------------------------------------------------------------------------
+def check_weights(
+    weights: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path
+) -> None:
+    """The saved tensors are exactly those of the architecture model.json describes."""
+    missing = sorted(set(expected) - set(weights))
+    extra = sorted(set(weights) - set(expected))
+    hint = "model.json and the weights do not belong together (restore the folder fit wrote)"
+    if missing or extra:
+        name = (missing or extra)[0]
+        what = "lacks" if missing else "has an unexpected"
+        raise ModelFileError(f"{path} {what} tensor {name!r}; {hint}")
+    for name, reference in expected.items():
+        tensor = weights[name]
+        if tuple(tensor.shape) != tuple(reference.shape):
+            raise ModelFileError(
+                f"{path}: tensor {name!r} has shape {list(tensor.shape)} but model.json "
+                f"describes {list(reference.shape)}; {hint}"
+            )
+        if tensor.dtype != reference.dtype:
+            raise ModelFileError(
+                f"{path}: tensor {name!r} is {tensor.dtype} but the generator needs "
+                f"{reference.dtype}; {hint}"
+            )
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ModelFileError(
+                f"{path}: tensor {name!r} holds NaN or infinite values; this generator "
+                "cannot sample (retrain, or restore the folder fit wrote)"
+            )
+
+
+def check_digest(info: dict[str, Any], metadata: dict[str, str], manifest: Path) -> None:
+    """model.json is the one saved with the weights (when the weights carry its digest)."""
+    saved = metadata.get(DIGEST_KEY)
+    if saved is not None and saved != manifest_digest(info):
+        raise ModelFileError(
+            f"{manifest} was changed after the model was saved (it no longer matches the "
+            "digest in the weights file); a generator means what its model.json said when it "
+            "was trained: restore the original model.json"
+        )

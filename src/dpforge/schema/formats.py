@@ -1,0 +1,177 @@
+"""The declared formats of dpforge's schema files, as JSON Schema (draft 2020-12) documents.
+
+These are the single statement of what a schema file may hold: every key, its JSON type and its
+allowed values; anything else (a misspelt key such as ``"lable"``, bounds on a categorical
+column, categories on a numeric one, a boolean where a number belongs, an unknown format
+version) is refused by :func:`dpforge.schema.validation.check_document` with a message naming
+the key. Rules between values (lower < upper, the prior's classes are the label's, the label is
+a column) are checked afterwards by the schema classes.
+
+``python -c "import json, dpforge.schema.formats as f; print(json.dumps(f.TABLE_FORMAT))"``
+prints a format for editors that validate JSON files against a JSON Schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_VERSION = 1
+COLUMN_TYPES = ("continuous", "integer", "categorical")
+ARRAY_KINDS = ("image", "timeseries")
+# Bounds beyond this are refused: they overflow the float64 arithmetic of the encoders.
+LARGEST = 1e300
+MAX_SIZE = 1_000_000  # an image side or series length beyond this is not a schema we can train
+
+_BOUND = {
+    "type": ["number", "null"],
+    "minimum": -LARGEST,
+    "maximum": LARGEST,
+    "description": f"a number between -{LARGEST:g} and {LARGEST:g} (public knowledge), or null "
+    "(estimated under DP during fit)",
+}
+_NAME = {"type": "string", "minLength": 1, "description": "a non-empty text"}
+_VALUES = {
+    "type": ["array", "null"],
+    "items": {"type": ["string", "integer"], "description": "a text or a whole number"},
+    "minItems": 1,
+    "uniqueItems": True,
+    "description": "a list of texts (the public values), or null (estimated under DP)",
+}
+_VERSION = {
+    "const": SCHEMA_VERSION,
+    "description": f"{SCHEMA_VERSION} (the schema format this dpforge reads; a newer file "
+    "needs a newer dpforge)",
+}
+_LABEL = {"type": ["string", "null"], "description": "a column name (text), or null for none"}
+_PRIOR = {
+    "type": ["string", "object"],
+    "description": "'uniform', 'dp', or an object giving each class a probability",
+    "if": {"type": "string"},
+    "then": {"enum": ["uniform", "dp"]},
+    "else": {
+        "minProperties": 1,
+        "additionalProperties": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "a probability between 0 and 1",
+        },
+    },
+}
+_REVIEW = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "a list of texts (the review note of a draft)",
+}
+
+TABLE_FORMAT: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "a table schema",
+    "type": "object",
+    "description": "a JSON object with a 'columns' list",
+    "required": ["columns"],
+    "additionalProperties": False,
+    "properties": {
+        "version": _VERSION,
+        "type": {"enum": ["table", *ARRAY_KINDS]},
+        "label": _LABEL,
+        "label_prior": _PRIOR,
+        "columns": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"$ref": "#/$defs/column"},
+            "description": "a non-empty list of column objects",
+        },
+        "review": _REVIEW,
+    },
+    "$defs": {
+        "column": {
+            "title": "a column",
+            "type": "object",
+            "description": "an object with 'name' and 'type'",
+            "required": ["name", "type"],
+            "properties": {
+                "name": _NAME,
+                "type": {"enum": list(COLUMN_TYPES)},
+            },
+            "allOf": [
+                {
+                    "if": {"properties": {"type": {"const": "categorical"}}},
+                    "then": {"$ref": "#/$defs/categorical"},
+                },
+                {
+                    "if": {"properties": {"type": {"enum": ["continuous", "integer"]}}},
+                    "then": {"$ref": "#/$defs/numeric"},
+                },
+            ],
+        },
+        "categorical": {
+            "title": "a categorical column",
+            "additionalProperties": False,
+            "properties": {"name": True, "type": True, "categories": _VALUES},
+        },
+        "numeric": {
+            "title": "a continuous or integer column",
+            "additionalProperties": False,
+            "properties": {"name": True, "type": True, "lower": _BOUND, "upper": _BOUND},
+        },
+    },
+}
+
+ARRAY_FORMAT: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "an image or time-series schema",
+    "type": "object",
+    "description": "a JSON object with 'type', 'shape' and 'channels'",
+    "required": ["type", "shape", "channels"],
+    "additionalProperties": False,
+    "properties": {
+        "version": _VERSION,
+        "type": {"enum": list(ARRAY_KINDS)},
+        "shape": {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 3,
+            "items": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_SIZE,
+                "description": f"a whole number from 1 to {MAX_SIZE}",
+            },
+            "description": "a list of 3 sizes [channels, height, width] for images or 2 "
+            "[channels, length] for time series",
+        },
+        "channels": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"$ref": "#/$defs/channel"},
+            "description": "a non-empty list of channel objects",
+        },
+        "label": _LABEL,
+        "classes": _VALUES,
+        "label_prior": _PRIOR,
+        "review": _REVIEW,
+    },
+    "$defs": {
+        "channel": {
+            "title": "a channel",
+            "type": "object",
+            "description": "an object with 'name', 'lower' and 'upper'",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {"name": _NAME, "lower": _BOUND, "upper": _BOUND},
+        }
+    },
+}
+
+
+TYPE_FORMAT: dict[str, Any] = {
+    "title": "a schema",
+    "properties": {"type": {"enum": ["table", *ARRAY_KINDS]}},
+}
+
+
+def format_for(document: Any) -> dict[str, Any]:
+    """The declared format a schema document claims by its ``"type"`` (table by default)."""
+    kind = document.get("type", "table") if isinstance(document, dict) else "table"
+    return ARRAY_FORMAT if kind in ARRAY_KINDS else TABLE_FORMAT
