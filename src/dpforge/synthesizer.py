@@ -29,7 +29,7 @@ from dpforge.methods.base import GanMethod
 from dpforge.model_io import read_model, restore, save_model
 from dpforge.nets.init import initialise
 from dpforge.privacy.accounting import PrivacyReport
-from dpforge.privacy.budget import BudgetedRun, DataBudget
+from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
@@ -178,7 +178,7 @@ class Synthesizer:
 
     # -- fit -----------------------------------------------------------------------------
     def fit(
-        self, data: pd.DataFrame | ArrayData, *, budget: DataBudget | None = None
+        self, data: pd.DataFrame | ArrayData, *, budget: RunCharge | None = None
     ) -> Synthesizer:
         """Train on the private ``data`` (a table, or image / time-series records); returns self.
 
@@ -223,8 +223,8 @@ class Synthesizer:
         return self
 
     def _charge_budget(
-        self, budget: DataBudget | None, setup: RunSetup, method: GanMethod
-    ) -> BudgetedRun | None:
+        self, budget: RunCharge | None, setup: RunSetup, method: GanMethod
+    ) -> Any:
         """Write this run's planned events into the data set's budget file (write-ahead)."""
         if budget is None:
             return None

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from filelock import FileLock, Timeout
 
@@ -53,6 +53,7 @@ __all__ = [
     "BudgetExceededError",
     "BudgetStatus",
     "BudgetedRun",
+    "RunCharge",
     "DataBudget",
     "data_sha256",
 ]
@@ -66,6 +67,21 @@ _CHUNK = 1 << 20
 
 class BudgetExceededError(PrivacyError):
     """A run would take its data set past the declared total budget; it was not started."""
+
+
+class RunCharge(Protocol):
+    """What ``Synthesizer.fit(data, budget=...)`` calls with a run's planned ledger before it
+    trains: :class:`DataBudget` (the budget file), or the tuning search's per-trial check."""
+
+    def charge(
+        self,
+        ledger: PrivacyLedger,
+        *,
+        epsilon: float,
+        delta: float,
+        description: str,
+        checkpoint: str | Path | None = None,
+    ) -> Any: ...
 
 
 # --------------------------------------------------------------------------- the data's identity
