@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from dpforge.cli.audit import audit
 from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.io import (
@@ -47,6 +48,7 @@ app = typer.Typer(
 app.command("privacy")(privacy)
 app.command("evaluate")(evaluate)
 app.add_typer(budget_app, name="budget")
+app.command("audit")(audit)
 console = Console(stderr=True)
 
 
