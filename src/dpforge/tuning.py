@@ -261,10 +261,11 @@ class _TrialGuard:
 
     def _charge_budget(self, epsilon: float, delta: float, description: str) -> None:
         tuning = PrivacyLedger()
-        tuning.record(self.entry_name(), self.repetitions.event(self.trial_event))
+        event = self.repetitions.event(self.trial_event)
+        tuning.record(self.entry_name(), event)
         self.budget.charge(
             tuning,
-            epsilon=math.inf,
+            epsilon=event_epsilon(event, delta, "rdp"),
             delta=delta,
             description=f"tuning ({self.repetitions.describe()}) of {description}",
         )

@@ -177,3 +177,16 @@ def test_fit_charges_before_training_and_refuses_beyond_the_total(cancer, tmp_pa
         synthesizer(2.0).fit(frame, budget=budget)
     assert len(trained) == 1  # the refused run never trained
     assert len(budget.status().runs) == 1
+
+
+@pytest.mark.slow
+def test_a_fit_resumed_from_its_checkpoint_is_charged_once(cancer, tmp_path):
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    options = dict(epsilon=2.0, delta=DELTA, anchor=None, epochs=12.0, seed=0, progress=False)
+    folder = tmp_path / "checkpoint"
+    Synthesizer(schema, checkpoint_dir=folder, **options).fit(frame, budget=budget)
+    Synthesizer(schema, checkpoint_dir=folder, **options).fit(frame, budget=budget)
+    assert len(budget.status().runs) == 1
+    Synthesizer(schema, **options).fit(frame, budget=budget)  # a new run pays again
+    assert len(budget.status().runs) == 2
