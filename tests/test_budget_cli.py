@@ -102,3 +102,13 @@ def test_bad_budget_input_is_one_line(files, tmp_path, monkeypatch, capsys):
         tmp_path / "b.json",
     )
     assert code == 2 and "not both" in out
+
+
+def test_an_unwritable_budget_place_fails_before_training(files, tmp_path, monkeypatch, capsys):
+    data, schema_path = files
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the budget's folder should be")
+    code, out = _fit(data, schema_path, tmp_path / "m", monkeypatch, capsys, "--budget",
+                     blocker / "budget.json")  # fmt: skip
+    assert code == 2 and "cannot lock the budget file" in out and "--no-budget-file" in out
+    assert not (tmp_path / "m").exists()

@@ -51,6 +51,7 @@ def budget_for_fit(data: Path, budget_file: Path | None, no_budget_file: bool) -
         )
         return None
     budget = open_budget(data, budget_file)
+    budget.check_writable()
     status = budget.status()
     if status.exhausted:
         raise DpforgeError(

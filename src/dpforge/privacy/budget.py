@@ -263,6 +263,11 @@ class DataBudget:
         return _read(self.path)
 
     # -- writing -------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        """Take and release the lock now, so that a read-only place fails before any work."""
+        with self._locked():
+            pass
+
     def set_total(self, epsilon: float, delta: float) -> BudgetStatus:
         """Declare the total (ε, δ) that all runs on this data set together may spend.
 
