@@ -186,6 +186,11 @@ class Synthesizer:
         metadata estimates and the plan come from the checkpoint (never re-estimated, so never
         paid twice) and training continues from the last checkpointed step with the same random
         state, replaying exactly what the uninterrupted run would have done.
+
+        With ``budget`` (the data set's :class:`dpforge.privacy.budget.DataBudget`), the run's
+        planned events are added to the budget file before training (a resumed run is not
+        charged twice), and a run that would take the data set past its declared total raises
+        ``BudgetExceededError`` before it trains.
         """
         refuse_draft(self.schema)
         kind = kind_of(self.schema)
@@ -222,9 +227,7 @@ class Synthesizer:
         self.generator_ = method.released_generator().eval()
         return self
 
-    def _charge_budget(
-        self, budget: RunCharge | None, setup: RunSetup, method: GanMethod
-    ) -> Any:
+    def _charge_budget(self, budget: RunCharge | None, setup: RunSetup, method: GanMethod) -> Any:
         """Write this run's planned events into the data set's budget file (write-ahead)."""
         if budget is None:
             return None
