@@ -29,6 +29,7 @@ from dpforge.methods.base import GanMethod
 from dpforge.model_io import read_model, restore, save_model
 from dpforge.nets.init import initialise
 from dpforge.privacy.accounting import PrivacyReport
+from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
@@ -181,13 +182,20 @@ class Synthesizer:
         self.anchor = anchor
 
     # -- fit -----------------------------------------------------------------------------
-    def fit(self, data: pd.DataFrame | ArrayData) -> Synthesizer:
+    def fit(
+        self, data: pd.DataFrame | ArrayData, *, budget: RunCharge | None = None
+    ) -> Synthesizer:
         """Train on the private ``data`` (a table, or image / time-series records); returns self.
 
         With ``checkpoint_dir``, an interrupted fit called again with the same data resumes:
         metadata estimates and the plan come from the checkpoint (never re-estimated, so never
         paid twice) and training continues from the last checkpointed step with the same random
         state, replaying exactly what the uninterrupted run would have done.
+
+        With ``budget`` (the data set's :class:`dpforge.privacy.budget.DataBudget`), the run's
+        planned events are added to the budget file before training (a resumed run is not
+        charged twice), and a run that would take the data set past its declared total raises
+        ``BudgetExceededError`` before it trains.
         """
         refuse_draft(self.schema)
         kind = kind_of(self.schema)
@@ -207,6 +215,7 @@ class Synthesizer:
         encoder = self._encoder(setup.schema, setup.cell_edges)
         features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
+        self.budget_run_ = self._charge_budget(budget, setup, method)
         self._anchor_generator(method, encoder, setup, records)
         if setup.plan.steps:
             self._train(method, features, labels, setup)
@@ -222,6 +231,24 @@ class Synthesizer:
         self.label_prior_, self.plan_ = setup.label_prior, plan
         self.generator_ = method.released_generator().eval()
         return self
+
+    def _charge_budget(self, budget: RunCharge | None, setup: RunSetup, method: GanMethod) -> Any:
+        """Write this run's planned events into the data set's budget file (write-ahead)."""
+        if budget is None:
+            return None
+        planned = PrivacyLedger(setup.ledger.entries)
+        if setup.plan.steps:
+            planned.record(
+                f"{self.method}: {setup.plan.steps} discriminator steps",
+                method.step_event(setup.plan.sample_rate, setup.plan.steps),
+            )
+        return budget.charge(
+            planned,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            description=f"{self.method} fit, target epsilon {self.epsilon:g}, delta {self.delta:g}",
+            checkpoint=self.checkpoint_dir,
+        )
 
     def _new_setup(self, records: Any) -> RunSetup:
         """Pay for the metadata, then plan the steps that fit the rest of the budget."""

@@ -15,6 +15,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from dpforge.cli.audit import audit
+from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.io import (
     TABLE,
@@ -45,6 +47,8 @@ app = typer.Typer(
 )
 app.command("privacy")(privacy)
 app.command("evaluate")(evaluate)
+app.add_typer(budget_app, name="budget")
+app.command("audit")(audit)
 console = Console(stderr=True)
 
 
@@ -184,12 +188,22 @@ def fit(
     samples_out: Path = typer.Option(None, "--samples-out"),
     overwrite: bool = typer.Option(False, "--overwrite"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    budget_file: Path = typer.Option(
+        None,
+        "--budget",
+        help="the data set's budget file (default: DATA.dpforge-budget.json next to DATA): "
+        "this run's events are added before training; beyond its declared total it is refused",
+    ),
+    no_budget_file: bool = typer.Option(
+        False, "--no-budget-file", help="do not record this run in a budget file"
+    ),
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
     _refuse_existing(out, overwrite)
     if samples and samples_out is not None:
         _refuse_existing(samples_out, overwrite)
     public = load_schema(schema_path)
+    data_budget = budget_for_fit(data, budget_file, no_budget_file)
     kind = checked_type(data_type, public)
     if target is not None:
         public = _with_target(public, target)
@@ -236,7 +250,7 @@ def fit(
         progress=not quiet,
         checkpoint_dir=checkpoint_dir,
         anchor=anchor_option(public, anchor_share, anchor_bins),
-    ).fit(records)
+    ).fit(records, budget=data_budget)
     synth.save(out, overwrite=overwrite)
     console.print(f"wrote model folder {out}")
     if samples:
@@ -244,6 +258,7 @@ def fit(
         written = write_samples(synth.sample(samples), synth.schema_, path, overwrite)
         console.print(f"wrote {samples} synthetic records to {', '.join(map(str, written))}")
     print_privacy(synth)
+    print_budget_line(data_budget)
 
 
 def anchor_option(

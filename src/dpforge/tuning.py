@@ -1,0 +1,345 @@
+"""Hyperparameter search on private data, accounted: run random configurations, release the best.
+
+Trying configurations on private data and keeping the best spends privacy in every trial; the
+best of K runs is not (ε, δ)-DP at the ε of one run. Papernot & Steinke ("Hyperparameter
+tuning with Renyi differential privacy", ICLR 2022) show that if the NUMBER of trials K is
+itself random (Poisson, or truncated negative binomial) and only the best trial's output is
+released, the cost is a small multiple of one run's, which dp-accounting computes for
+``RepeatAndSelectDpEvent(one_trial_event, mean, shape)``. This module implements exactly that
+algorithm:
+
+1. draw K from the distribution (:class:`Repetitions`) with the caller's generator;
+2. for each of the K trials, pick a candidate uniformly at random (same generator), fit a fresh
+   copy of it on the data with its own seed drawn from the generator, and score it;
+3. release only the best-scoring trial (its model, its candidate index and its score); K and
+   the candidates' indices are data-independent, but no other trial's score or model leaves.
+
+Every trial must spend the SAME dp-accounting event (same method, ε, δ, batch size, epochs or
+noise multiplier, metadata and anchoring settings: the hyperparameters tuned are then learning
+rates, networks, steps ratios, ...). The first trial's planned events fix it; the tuning event is
+written into the data set's budget file (if any) before the first trial trains; every later
+trial's plan is compared with it before it trains and a difference stops the search.
+
+The score is part of each trial's mechanism, so it must be private or public; say which:
+
+* :class:`PublicScore` computes the score from the fitted synthesizer and PUBLIC data only
+  (e.g. a public proxy data set): post-processing, it costs nothing.
+* :class:`PrivateScore` computes a per-record score in [0, 1] on PRIVATE validation records (the
+  fit's data, or a private hold-out) and releases their sum with Gaussian noise: adding or
+  removing one record changes the sum by at most 1, so it is one ``GaussianDpEvent(σ)``
+  composed into every trial's event.
+
+dp-accounting analyses ``RepeatAndSelectDpEvent`` with RDP only, so the tuned model's ε is the
+RDP ε (PLD does not support this event). δ paid outside events (thresholded category lists) has
+no RDP form and is refused: declare such metadata in the schema when tuning.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+from dp_accounting import dp_event
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from dpforge.data.arrays import ArrayData
+from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import epsilon as event_epsilon
+from dpforge.privacy.accounting import format_epsilon
+from dpforge.privacy.budget import DataBudget
+from dpforge.privacy.ledger import PrivacyLedger, event_to_dict
+from dpforge.synthesizer import Synthesizer
+
+__all__ = ["PrivateScore", "PublicScore", "Repetitions", "TuningResult", "describe", "tune"]
+
+MAX_TRIALS = 10_000
+_SEED_BITS = 40
+
+
+# --------------------------------------------------------------------------- repetitions
+
+
+@dataclass(frozen=True)
+class Repetitions:
+    """The distribution of the number of trials K (Papernot & Steinke 2022, section 2).
+
+    ``shape = inf``: Poisson with mean ``mean`` (K = 0 is possible: then nothing is released);
+    ``shape = 1``: geometric on {1, 2, ...}; ``shape = 0``: logarithmic; ``0 < shape < inf``:
+    truncated negative binomial. Its parameter γ is dp-accounting's own inversion of the mean,
+    so the trials drawn are the distribution the accountant analyses.
+    """
+
+    mean: float
+    shape: float = math.inf
+
+    def __post_init__(self) -> None:
+        for name in ("mean", "shape"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+                raise PrivacyError(f"repetitions {name}={value!r} must be a number")
+        if not 1.0 <= self.mean <= MAX_TRIALS / 10:
+            raise PrivacyError(
+                f"repetitions mean={self.mean} must be in [1, {MAX_TRIALS // 10}] (the expected "
+                "number of trials)"
+            )
+        if self.shape < 0:
+            raise PrivacyError(f"repetitions shape={self.shape} must be >= 0 (inf: Poisson)")
+
+    def gamma(self) -> float:
+        """γ of the truncated negative binomial, nudged up so the mean drawn is <= ``mean``.
+
+        dp-accounting returns the smaller end of its bisection (a mean slightly ABOVE the
+        declared one); raising γ by the bisection's tolerance lowers the mean below it, and a
+        larger γ only lowers the true privacy cost, so the accountant's value stays an upper
+        bound.
+        """
+        if self.shape == 1:
+            return 1.0 / self.mean
+        gamma = rdp_privacy_accountant._gamma_truncated_negative_binomial(self.shape, self.mean)
+        return min(1.0, gamma * (1.0 + 2e-9))
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """One draw of K."""
+        if math.isinf(self.shape):
+            return int(rng.poisson(self.mean))
+        gamma = self.gamma()
+        if gamma >= 1.0:
+            return 1
+        if self.shape == 0:
+            return int(rng.logseries(1.0 - gamma))
+        for _ in range(100_000):  # rejection of K = 0; accepts with probability 1 - γ^shape
+            k = int(rng.negative_binomial(self.shape, gamma))
+            if k > 0:
+                return k
+        raise PrivacyError(f"could not draw a number of trials for {self}; use a larger shape")
+
+    def event(self, trial_event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+        """The DP event of releasing the best of K trials that each spend ``trial_event``."""
+        return dp_event.RepeatAndSelectDpEvent(trial_event, float(self.mean), self.shape)
+
+    def describe(self) -> str:
+        kind = {math.inf: "Poisson", 1.0: "geometric", 0.0: "logarithmic"}.get(
+            self.shape, f"truncated negative binomial (shape {self.shape:g})"
+        )
+        return f"{kind}, mean {self.mean:g}"
+
+
+# --------------------------------------------------------------------------- scores
+
+
+@dataclass(frozen=True)
+class PublicScore:
+    """A score computed from the fitted synthesizer and public data only (free).
+
+    ``score(synthesizer) -> float``, higher is better. It must not read the private data: the
+    caller vouches for that, and the tuning report says the score was public.
+    """
+
+    score: Callable[[Synthesizer], float]
+    description: str = "a public score"
+
+    @property
+    def event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.NoOpDpEvent()
+
+    def __call__(self, synthesizer: Synthesizer, rng: np.random.Generator) -> float:
+        return float(self.score(synthesizer))
+
+
+@dataclass(frozen=True)
+class PrivateScore:
+    """A noisy mean of per-record scores on private records (one Gaussian release per trial).
+
+    ``per_record(synthesizer, records)`` returns one score in [0, 1] per record (values outside
+    are clipped), e.g. whether a classifier trained on the synthesizer's samples labels the
+    record right. Their sum, plus N(0, σ²) noise, divided by the (public) number of records is
+    the score: add/remove sensitivity 1, so the release is ``GaussianDpEvent(σ)``.
+    """
+
+    per_record: Callable[[Synthesizer, Any], np.ndarray]
+    records: Any
+    noise_multiplier: float
+    description: str = "a private score"
+
+    def __post_init__(self) -> None:
+        sigma = self.noise_multiplier
+        if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real) or not sigma > 0:
+            raise PrivacyError(f"score noise_multiplier={sigma!r} must be a number > 0")
+        if not math.isfinite(sigma):
+            raise PrivacyError("score noise_multiplier must be finite")
+
+    @property
+    def event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.GaussianDpEvent(float(self.noise_multiplier))
+
+    def __call__(self, synthesizer: Synthesizer, rng: np.random.Generator) -> float:
+        values = np.asarray(self.per_record(synthesizer, self.records), dtype=np.float64)
+        n = len(self.records)
+        if values.shape != (n,):
+            raise PrivacyError(
+                f"per_record must return one score per record ({n}), got shape {values.shape}"
+            )
+        total = float(np.clip(np.nan_to_num(values, nan=0.0), 0.0, 1.0).sum())
+        return (total + self.noise_multiplier * float(rng.standard_normal())) / n
+
+
+Score = PublicScore | PrivateScore
+
+
+# --------------------------------------------------------------------------- the search
+
+
+@dataclass
+class TuningResult:
+    """What the search releases: the best trial only.
+
+    ``synthesizer`` is None when K = 0 trials were drawn (Poisson); its ledger then holds the
+    tuning event alone, so its saved privacy report covers the whole search.
+    """
+
+    synthesizer: Synthesizer | None
+    candidate: int | None
+    score: float | None
+    trials: int
+    repetitions: Repetitions
+    event: dp_accounting.DpEvent | None
+    score_kind: str
+
+    def epsilon(self, delta: float) -> float:
+        """ε of the whole search (RDP) at ``delta``; 0 when no trial ran."""
+        if self.event is None:
+            return 0.0
+        return event_epsilon(self.event, delta, "rdp")
+
+
+class _TrialGuard:
+    """Passed to ``Synthesizer.fit`` as its budget: sees each trial's plan before training.
+
+    The first plan fixes the trial event; the tuning event is charged to the data set's budget
+    then, before anything trains. Later plans must spend exactly the same event.
+    """
+
+    def __init__(self, score: Score, repetitions: Repetitions, budget: DataBudget | None):
+        self.score, self.repetitions, self.budget = score, repetitions, budget
+        self.trial_event: dp_accounting.DpEvent | None = None
+        self.trial_index = 0
+
+    def charge(
+        self,
+        ledger: PrivacyLedger,
+        *,
+        epsilon: float,
+        delta: float,
+        description: str,
+        checkpoint: Any = None,
+    ) -> None:
+        if ledger.extra_delta() > 0:
+            raise PrivacyError(
+                "a tuning trial pays delta outside its events (categories released by a DP "
+                "threshold); RDP cannot carry it through the search: declare the categories "
+                "and bounds in the schema when tuning"
+            )
+        event = dp_accounting.ComposedDpEvent([ledger.event(), self.score.event])
+        if self.trial_event is None:
+            self.trial_event = event
+            if self.budget is not None:
+                self._charge_budget(epsilon, delta, description)
+        elif event_to_dict(event) != event_to_dict(self.trial_event):
+            raise PrivacyError(
+                f"tuning trial {self.trial_index + 1} plans other DP events than the first trial; "
+                "every candidate must have the same privacy settings (method, epsilon, delta, "
+                "batch size, epochs or noise multiplier, metadata, anchoring): the search stops "
+                "here and nothing is released"
+            )
+
+    def _charge_budget(self, epsilon: float, delta: float, description: str) -> None:
+        tuning = PrivacyLedger()
+        event = self.repetitions.event(self.trial_event)
+        tuning.record(self.entry_name(), event)
+        self.budget.charge(
+            tuning,
+            epsilon=event_epsilon(event, delta, "rdp"),
+            delta=delta,
+            description=f"tuning ({self.repetitions.describe()}) of {description}",
+        )
+
+    def entry_name(self) -> str:
+        return (
+            f"hyperparameter search: best of a random number of trials "
+            f"({self.repetitions.describe()}), scored by {self.score.description}"
+        )
+
+
+def tune(
+    candidates: Sequence[Synthesizer],
+    data: pd.DataFrame | ArrayData,
+    score: Score,
+    repetitions: Repetitions,
+    rng: np.random.Generator,
+    *,
+    budget: DataBudget | None = None,
+) -> TuningResult:
+    """Release the best of K random trials of ``candidates`` on ``data``, accounted.
+
+    Args:
+        candidates: unfitted synthesizers with the same privacy settings; each trial fits a
+            copy of one picked uniformly at random (the candidates are not modified).
+        data: the private records.
+        score: :class:`PublicScore` or :class:`PrivateScore` (its cost is in every trial).
+        repetitions: the distribution of the number of trials K.
+        rng: all randomness of the search (K, picks, trial seeds, score noise). For a
+            release, create it without a seed (``np.random.default_rng()``: OS entropy).
+        budget: the data set's budget file; the whole search is charged to it before the
+            first trial trains.
+
+    Returns:
+        The best trial (highest score) with the tuning event in its ledger: its
+        ``privacy_spent()`` and saved model report the search's ε, not one trial's.
+    """
+    if not candidates or not all(isinstance(c, Synthesizer) for c in candidates):
+        raise PrivacyError("candidates must be a non-empty list of unfitted Synthesizer objects")
+    if not isinstance(score, PublicScore | PrivateScore):
+        raise PrivacyError("score must be a PublicScore or a PrivateScore (say which it is)")
+    if not isinstance(rng, np.random.Generator):
+        raise PrivacyError("rng must be a numpy Generator (np.random.default_rng())")
+    guard = _TrialGuard(score, repetitions, budget)
+    trials = min(repetitions.draw(rng), MAX_TRIALS)
+    best: tuple[float, int, Synthesizer] | None = None
+    for index in range(trials):
+        guard.trial_index = index
+        choice = int(rng.integers(len(candidates)))
+        trial = copy.deepcopy(candidates[choice])
+        trial.seed = int(rng.integers(2**_SEED_BITS))
+        trial.fit(data, budget=guard)
+        value = score(trial, rng)
+        if best is None or value > best[0]:
+            best = (value, choice, trial)
+    if best is None:
+        return TuningResult(None, None, None, 0, repetitions, None, _kind(score))
+    value, choice, synthesizer = best
+    event = repetitions.event(guard.trial_event)
+    synthesizer.ledger_ = PrivacyLedger()
+    synthesizer.ledger_.record(guard.entry_name(), event)
+    return TuningResult(synthesizer, choice, value, trials, repetitions, event, _kind(score))
+
+
+def _kind(score: Score) -> str:
+    if isinstance(score, PrivateScore):
+        return f"private (Gaussian noise σ = {score.noise_multiplier:g} on a sum of [0, 1] scores)"
+    return "public (computed without the private data)"
+
+
+def describe(result: TuningResult, delta: float) -> str:
+    """One line: the search, how the score was computed, and its ε."""
+    eps = format_epsilon(result.epsilon(delta))
+    return (
+        f"best of {result.trials} trial(s) ({result.repetitions.describe()}); score "
+        f"{result.score_kind}; ε = {eps} (RDP) at δ = {delta:g} for the whole search"
+    )

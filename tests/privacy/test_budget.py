@@ -1,0 +1,192 @@
+"""The budget file of a data set: composition across runs, refusal, write-ahead, resume."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+
+import pytest
+
+from dpforge.errors import ModelFileError, PrivacyError
+from dpforge.privacy.accounting import dpsgd_event, epsilon
+from dpforge.privacy.budget import (
+    BUDGET_SUFFIX,
+    BudgetExceededError,
+    DataBudget,
+    budget_path_for,
+    data_sha256,
+)
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.synthesizer import Synthesizer
+
+DELTA = 1e-5
+
+
+def _ledger(q: float = 0.01, sigma: float = 1.0, steps: int = 1000) -> PrivacyLedger:
+    ledger = PrivacyLedger()
+    ledger.record("dpsgd", dpsgd_event(q, sigma, steps))
+    return ledger
+
+
+@pytest.fixture
+def data(tmp_path):
+    path = tmp_path / "records.csv"
+    path.write_text("a,b\n1,2\n3,4\n")
+    return path
+
+
+def _charge(budget: DataBudget, ledger: PrivacyLedger, **kw):
+    return budget.charge(ledger, epsilon=3.0, delta=DELTA, description="test run", **kw)
+
+
+def test_composed_epsilon_is_the_accountants_not_a_sum(data):
+    budget = DataBudget.for_data(data)
+    assert budget.path == data.with_name("records.csv" + BUDGET_SUFFIX)
+    one = _ledger()
+    for _ in range(3):
+        _charge(budget, one)
+    status = budget.status()
+    single = epsilon(one.event(), DELTA)
+    # Three identical DP-SGD runs composed by PLD, at the runs' summed delta (no total set).
+    three = epsilon(dpsgd_event(0.01, 1.0, 3000), 3 * DELTA)
+    assert len(status.runs) == 3
+    assert status.spent.epsilon == pytest.approx(three, rel=1e-6)
+    assert status.spent.epsilon < 3 * single  # composition is tighter than adding ε's
+    assert status.spent.accountant == "pld"
+
+
+def test_a_run_beyond_the_total_is_refused_and_nothing_written(data):
+    budget = DataBudget.for_data(data)
+    budget.set_total(2.0, DELTA)
+    first = _ledger(sigma=1.0, steps=1000)  # ε ≈ 1.3 at δ = 1e-5
+    assert epsilon(first.event(), DELTA) < 2.0
+    _charge(budget, first)
+    before = budget.path.read_bytes()
+    with pytest.raises(BudgetExceededError, match="refused before training.*declared total"):
+        _charge(budget, first)
+    assert budget.path.read_bytes() == before
+    assert len(budget.status().runs) == 1
+
+
+def test_a_non_private_run_spends_everything(data):
+    budget = DataBudget.for_data(data)
+    budget.set_total(10.0, DELTA)
+    ledger = PrivacyLedger()
+    ledger.record("baseline", dpsgd_event(0.01, 0.0, 10))
+    with pytest.raises(BudgetExceededError):
+        budget.charge(ledger, epsilon=math.inf, delta=DELTA, description="non-private")
+
+
+def test_the_file_round_trips_and_is_private(data):
+    budget = DataBudget.for_data(data)
+    budget.set_total(5.0, DELTA)
+    run = _charge(budget, _ledger())
+    saved = json.loads(budget.path.read_text())
+    assert saved["format"] == "dpforge.data_budget"
+    assert saved["total"] == {"epsilon": 5.0, "delta": DELTA}
+    assert saved["runs"][0]["ledger"] == _ledger().to_dict()  # the ledger's own serialization
+    assert saved["data_sha256"] == data_sha256(data)
+    assert os.stat(budget.path).st_mode & 0o777 == 0o600
+    again = DataBudget(budget.path).status()
+    assert again.runs[0] == run and again.total_epsilon == 5.0
+
+
+def test_a_renamed_copy_finds_the_budget_file_by_its_hash(data):
+    DataBudget.for_data(data).set_total(4.0, DELTA)
+    copy = data.with_name("renamed.csv")
+    copy.write_bytes(data.read_bytes())
+    assert DataBudget.for_data(copy).path == budget_path_for(data)
+    other = data.with_name("other.csv")
+    other.write_text("a,b\n9,9\n")
+    assert DataBudget.for_data(other).path == budget_path_for(other)
+
+
+def test_a_resumed_run_is_not_charged_twice(data, tmp_path):
+    budget = DataBudget.for_data(data)
+    first = _charge(budget, _ledger(), checkpoint=tmp_path / "ckpt")
+    again = _charge(budget, _ledger(), checkpoint=tmp_path / "ckpt")
+    assert again == first and len(budget.status().runs) == 1
+    _charge(budget, _ledger(steps=10), checkpoint=tmp_path / "ckpt")  # other events: a new run
+    assert len(budget.status().runs) == 2
+
+
+def test_a_foreign_or_corrupt_file_is_never_overwritten(data):
+    path = budget_path_for(data)
+    path.write_text('{"something": "else"}')
+    with pytest.raises(ModelFileError, match="not a dpforge budget file"):
+        _charge(DataBudget(path), _ledger())
+    assert path.read_text() == '{"something": "else"}'
+    path.write_text("{not json")
+    with pytest.raises(ModelFileError, match="not a readable"):
+        DataBudget(path).status()
+
+
+def test_bad_totals_are_refused(data):
+    budget = DataBudget.for_data(data)
+    for eps, delta in [(0, DELTA), (math.inf, DELTA), (1.0, 0.0), (1.0, 1.5), ("2", DELTA)]:
+        with pytest.raises(PrivacyError):
+            budget.set_total(eps, delta)
+    assert not budget.path.exists()
+
+
+def _charge_in_process(path: str, barrier) -> None:
+    barrier.wait()
+    budget = DataBudget(path)
+    for _ in range(3):
+        budget.charge(_ledger(steps=100), epsilon=3.0, delta=DELTA, description="parallel")
+
+
+def test_concurrent_charges_are_all_kept(tmp_path):
+    path = tmp_path / ("shared" + BUDGET_SUFFIX)
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(3)
+    workers = [
+        context.Process(target=_charge_in_process, args=(str(path), barrier)) for _ in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert all(worker.exitcode == 0 for worker in workers)
+    assert len(DataBudget(path).status().runs) == 9
+
+
+@pytest.mark.slow
+def test_fit_charges_before_training_and_refuses_beyond_the_total(cancer, tmp_path, monkeypatch):
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+
+    def synthesizer(eps: float) -> Synthesizer:
+        return Synthesizer(
+            schema, epsilon=eps, delta=DELTA, anchor=None, epochs=12.0, seed=0, progress=False
+        )
+
+    trained = []
+    real_train = Synthesizer._train
+    monkeypatch.setattr(
+        Synthesizer, "_train", lambda self, *a: trained.append(1) or real_train(self, *a)
+    )
+    synth = synthesizer(2.0).fit(frame, budget=budget)
+    run = budget.status().runs[0]
+    assert run.ledger.to_dict() == synth.ledger_.to_dict()  # what was charged is what ran
+    assert synth.budget_run_ == run
+    budget.set_total(2.5, DELTA)
+    with pytest.raises(BudgetExceededError):
+        synthesizer(2.0).fit(frame, budget=budget)
+    assert len(trained) == 1  # the refused run never trained
+    assert len(budget.status().runs) == 1
+
+
+@pytest.mark.slow
+def test_a_fit_resumed_from_its_checkpoint_is_charged_once(cancer, tmp_path):
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    options = dict(epsilon=2.0, delta=DELTA, anchor=None, epochs=12.0, seed=0, progress=False)
+    folder = tmp_path / "checkpoint"
+    Synthesizer(schema, checkpoint_dir=folder, **options).fit(frame, budget=budget)
+    Synthesizer(schema, checkpoint_dir=folder, **options).fit(frame, budget=budget)
+    assert len(budget.status().runs) == 1
+    Synthesizer(schema, **options).fit(frame, budget=budget)  # a new run pays again
+    assert len(budget.status().runs) == 2

@@ -1,0 +1,114 @@
+"""`dpforge budget show|set` and the fit command's budget file, as a user calls them."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from dpforge.cli import main
+from dpforge.privacy.budget import BUDGET_SUFFIX
+
+FAST = ["--anchor-share", "0", "--batch-size", "64", "--epochs", "12", "--seed", "0", "--quiet"]
+
+
+def run(args, monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code or 0
+    captured = capsys.readouterr()
+    return code, captured.err + captured.out
+
+
+@pytest.fixture
+def files(tmp_path, cancer):
+    frame, schema = cancer
+    data = tmp_path / "data.csv"
+    frame.to_csv(data, index=False)
+    schema_path = tmp_path / "schema.json"
+    schema_path.write_text(schema.to_json())
+    return data, schema_path
+
+
+def _fit(data, schema_path, out, monkeypatch, capsys, *extra):
+    args = ["fit", data, "--schema", schema_path, "--epsilon", "2", "--out", out, *FAST, *extra]
+    return run(args, monkeypatch, capsys)
+
+
+@pytest.mark.slow
+def test_fits_are_composed_and_the_run_beyond_the_total_refused(
+    files, tmp_path, monkeypatch, capsys
+):
+    data, schema_path = files
+    budget_file = tmp_path / ("data.csv" + BUDGET_SUFFIX)
+    code, out = run(
+        ["budget", "set", data, "--epsilon", "2.5", "--delta", "1e-5"], monkeypatch, capsys
+    )
+    assert code == 0, out
+    code, out = _fit(data, schema_path, tmp_path / "m1", monkeypatch, capsys)
+    assert code == 0, out
+    assert "data set budget" in out and "over 1 run(s)" in out and "total ε = 2.5" in out
+    code, out = _fit(data, schema_path, tmp_path / "m2", monkeypatch, capsys)
+    assert code == 2
+    lines = [line for line in out.splitlines() if line.startswith("error")]
+    assert len(lines) == 1 and "refused before training" in lines[0]
+    assert not (tmp_path / "m2").exists()
+    saved = json.loads(budget_file.read_text())
+    assert len(saved["runs"]) == 1
+    code, out = run(["budget", "show", data], monkeypatch, capsys)
+    assert code == 0 and "dpcgan fit" in out and "over 1 run(s)" in out
+    # Opting out is explicit, and said.
+    code, out = _fit(data, schema_path, tmp_path / "m3", monkeypatch, capsys, "--no-budget-file")
+    assert code == 0 and "not recorded in a budget file" in out
+    assert len(json.loads(budget_file.read_text())["runs"]) == 1
+
+
+def test_show_without_a_file_and_an_explicit_budget_path(files, tmp_path, monkeypatch, capsys):
+    data, _ = files
+    code, out = run(["budget", "show", data], monkeypatch, capsys)
+    assert code == 0 and "no budget file yet" in out
+    elsewhere = tmp_path / "central" / "adult-budget.json"
+    code, out = run(
+        ["budget", "set", data, "--epsilon", "4", "--delta", "1e-6", "--budget", elsewhere],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 0 and elsewhere.exists()
+    assert not (tmp_path / ("data.csv" + BUDGET_SUFFIX)).exists()
+    code, out = run(["budget", "show", data, "--budget", elsewhere], monkeypatch, capsys)
+    assert code == 0 and "nothing spent yet" in out and "total ε = 4" in out
+
+
+def test_bad_budget_input_is_one_line(files, tmp_path, monkeypatch, capsys):
+    data, schema_path = files
+    code, out = run(
+        ["budget", "set", data, "--epsilon", "-1", "--delta", "1e-5"], monkeypatch, capsys
+    )
+    assert code == 2 and "total epsilon" in out
+    code, out = run(["budget", "show", tmp_path / "missing.csv"], monkeypatch, capsys)
+    assert code == 2 and "does not exist" in out
+    code, out = _fit(
+        data,
+        schema_path,
+        tmp_path / "m",
+        monkeypatch,
+        capsys,
+        "--no-budget-file",
+        "--budget",
+        tmp_path / "b.json",
+    )
+    assert code == 2 and "not both" in out
+
+
+def test_an_unwritable_budget_place_fails_before_training(files, tmp_path, monkeypatch, capsys):
+    data, schema_path = files
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the budget's folder should be")
+    code, out = _fit(data, schema_path, tmp_path / "m", monkeypatch, capsys, "--budget",
+                     blocker / "budget.json")  # fmt: skip
+    assert code == 2 and "cannot lock the budget file" in out and "--no-budget-file" in out
+    assert not (tmp_path / "m").exists()

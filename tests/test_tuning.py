@@ -1,0 +1,138 @@
+"""Hyperparameter search accounted with RepeatAndSelectDpEvent: draws, ε, the search itself."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event
+
+from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import dpsgd_event, epsilon
+from dpforge.privacy.budget import BUDGET_SUFFIX, DataBudget
+from dpforge.synthesizer import Synthesizer
+from dpforge.tuning import PrivateScore, PublicScore, Repetitions, describe, tune
+
+DELTA = 1e-5
+
+
+@pytest.mark.parametrize(
+    ("mean", "shape", "expected"),
+    [
+        (10, math.inf, 4.329497680252047),  # Poisson
+        (10, 1, 4.10327065640215),  # geometric
+        (10, 0, 3.5226334451373686),  # logarithmic
+        (10, 0.5, 3.8305964055789374),  # truncated negative binomial
+        (3, 1, 3.3367859327321936),
+    ],
+)
+def test_search_epsilon_is_pinned_and_a_few_times_one_run(mean, shape, expected):
+    one = dpsgd_event(0.01, 1.0, 1000)  # one trial: RDP ε = 2.10 at δ = 1e-5
+    event = Repetitions(mean, shape).event(one)
+    assert isinstance(event, dp_event.RepeatAndSelectDpEvent)
+    tuned = epsilon(event, DELTA, "rdp")
+    assert tuned == pytest.approx(expected, rel=1e-9)
+    single = epsilon(one, DELTA, "rdp")
+    assert single < tuned < mean * single
+
+
+@pytest.mark.parametrize("shape", [math.inf, 1.0, 0.0, 0.5])
+def test_the_number_of_trials_follows_the_declared_distribution(shape):
+    reps = Repetitions(8.0, shape)
+    rng = np.random.default_rng(12345)
+    draws = np.array([reps.draw(rng) for _ in range(40_000)])
+    se = draws.std() / math.sqrt(draws.size)
+    assert abs(draws.mean() - 8.0) < 5 * se  # the mean the accountant was told
+    if math.isinf(shape):
+        p_one = 8.0 * math.exp(-8.0)
+        assert (draws == 0).any()  # Poisson may draw no trial at all
+    else:
+        assert draws.min() >= 1
+        gamma = reps.gamma()
+        if shape == 0:
+            p_one = (1 - gamma) / math.log(1 / gamma)
+        else:  # truncated negative binomial (geometric for shape 1)
+            p_one = shape * (1 - gamma) * gamma**shape / (1 - gamma**shape)
+    observed = (draws == 1).mean()
+    assert abs(observed - p_one) < 5 * math.sqrt(p_one * (1 - p_one) / draws.size)
+
+
+def test_bad_repetitions_and_scores_are_refused():
+    for mean, shape in [(0.5, 1), (10, -1), (math.nan, 1), (True, 1)]:
+        with pytest.raises(PrivacyError):
+            Repetitions(mean, shape)
+    with pytest.raises(PrivacyError):
+        PrivateScore(lambda s, r: np.zeros(len(r)), [1, 2], 0.0)
+
+
+def test_private_score_is_a_noisy_clipped_mean():
+    records = list(range(100))
+    score = PrivateScore(lambda s, r: np.full(len(r), 3.0), records, noise_multiplier=2.0)
+    assert score.event == dp_event.GaussianDpEvent(2.0)
+    values = [score(None, np.random.default_rng(i)) for i in range(2000)]
+    # per-record scores clipped to 1: mean 1, noise std 2 / 100 on the mean
+    assert np.mean(values) == pytest.approx(1.0, abs=5 * 0.02 / math.sqrt(2000))
+    assert np.std(values) == pytest.approx(0.02, rel=0.1)
+
+
+def _candidates(schema, lrs=(0.15, 0.05)):
+    from dpforge.methods.dpcgan import DPCGANConfig
+
+    return [
+        Synthesizer(
+            schema,
+            epsilon=2.0,
+            delta=DELTA,
+            anchor=None,
+            epochs=12.0,
+            progress=False,
+            method_options=DPCGANConfig(d_lr_start=lr),
+        )  # fmt: skip
+        for lr in lrs
+    ]
+
+
+def _balance(synth: Synthesizer) -> float:
+    """A public score: how close the generated labels are to balanced (no private data)."""
+    rows = synth.sample(200, seed=0)
+    return -abs(float((rows["diagnosis"] == "benign").mean()) - 0.5)
+
+
+@pytest.mark.slow
+def test_search_releases_the_best_trial_with_the_search_event(cancer, tmp_path):
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    candidates = _candidates(schema)
+    reps = Repetitions(2.0, 1.0)  # geometric, mean 2
+    rng = np.random.default_rng(3)
+    result = tune(candidates, frame, PublicScore(_balance, "label balance"), reps, rng,
+                  budget=budget)  # fmt: skip
+    assert result.trials >= 1 and result.candidate in (0, 1)
+    assert not any(hasattr(c, "ledger_") for c in candidates)  # candidates untouched
+    entries = result.synthesizer.ledger_.entries
+    assert len(entries) == 1 and isinstance(entries[0].event, dp_event.RepeatAndSelectDpEvent)
+    # One trial's event: metadata-free schema, so just the DP-SGD steps (and a free score).
+    trial = entries[0].event.event
+    spent = result.synthesizer.privacy_spent()
+    assert spent.accountant == "rdp" and spent.epsilon == pytest.approx(result.epsilon(DELTA))
+    assert spent.epsilon > epsilon(trial, DELTA, "rdp")
+    assert "ε =" in describe(result, DELTA) and "public" in result.score_kind
+    # Charged once, before the trials, with the whole search's event.
+    runs = budget.status().runs
+    assert len(runs) == 1
+    assert runs[0].ledger.entries[0].event == entries[0].event
+
+
+@pytest.mark.slow
+def test_candidates_with_other_privacy_settings_stop_the_search(cancer, tmp_path):
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    odd = _candidates(schema, lrs=(0.15,))[0]
+    odd.epsilon = 3.0
+    candidates = [*_candidates(schema, lrs=(0.15,)), odd]
+    rng = np.random.default_rng(0)
+    reps = Repetitions(1000.0, 1.0)  # many trials: both candidates get picked early
+    with pytest.raises(PrivacyError, match="other DP events than the first trial"):
+        tune(candidates, frame, PublicScore(_balance), reps, rng, budget=budget)
+    assert len(budget.status().runs) == 1  # the search was charged before it stopped
