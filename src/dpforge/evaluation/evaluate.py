@@ -32,6 +32,7 @@ from dpforge.evaluation.association import association_difference
 from dpforge.evaluation.distances import ks_statistic, wasserstein
 from dpforge.evaluation.fidelity import EVAL_BINS, marginal_fidelity
 from dpforge.evaluation.inputs import typed_table
+from dpforge.evaluation.released import RELEASE_RULE, dp_category_columns, keep_released
 from dpforge.evaluation.utility import (
     CLASSIFIERS,
     Predictions,
@@ -65,6 +66,7 @@ ROW_USE = {
     "scored on the same real_test rows",
     "fidelity": "synthetic rows compared with real_train rows",
     "real_test": "used only to score classifiers; never to train, tune or select anything",
+    "released_categories": RELEASE_RULE,
 }
 
 
@@ -90,6 +92,10 @@ def _synthetic_rows(model: Any, n: int, seed: int | None) -> pd.DataFrame:
     if not isinstance(rows, pd.DataFrame):
         raise DataError("evaluation of image and time-series models is not supported yet")
     return rows
+
+
+def _ledger_names(model: Any) -> list[str]:
+    return [entry.name for entry in model.ledger_.entries]
 
 
 # -- utility ---------------------------------------------------------------------------------
@@ -209,6 +215,15 @@ def evaluate_table(
         raise DataError("evaluation of image and time-series models is not supported yet")
     train = typed_table(real_train, schema, "real training")
     test = typed_table(real_test, schema, "real test")
+    dropped = dp_category_columns(schema, _ledger_names(model_or_synthetic) if is_model else ())
+    train, train_aside = keep_released(train, schema, dropped)
+    test, test_aside = keep_released(test, schema, dropped)
+    for table, role in ((train, "real training"), (test, "real test")):
+        if len(table) == 0:
+            raise DataError(
+                f"every {role} row holds a category the model's DP threshold did not release "
+                f"(columns {list(dropped)}); there is nothing the model can be compared with"
+            )
     if is_model:
         n = len(train) if n_synthetic is None else n_synthetic
         raw = _synthetic_rows(model_or_synthetic, n, seed)
@@ -228,6 +243,11 @@ def evaluate_table(
         "seed": seed,
         "rows": {"real_train": len(train), "real_test": len(test), "synthetic": len(synthetic)},
         "synthetic_source": "sampled from the model" if is_model else "given table",
+        "released_categories": {
+            "dp_estimated_columns": list(dropped),
+            "real_train": train_aside.to_dict(),
+            "real_test": test_aside.to_dict(),
+        },
         "row_use": ROW_USE,
         "utility": utility,
         "fidelity": fidelity_scores(train, synthetic, schema, n_bins),
