@@ -95,7 +95,8 @@ def _synthetic_rows(model: Any, n: int, seed: int | None) -> pd.DataFrame:
 
 
 def _ledger_names(model: Any) -> list[str]:
-    return [entry.name for entry in model.ledger_.entries]
+    ledger = getattr(model, "ledger_", None)
+    return [] if ledger is None else [entry.name for entry in ledger.entries]
 
 
 # -- utility ---------------------------------------------------------------------------------
