@@ -17,6 +17,7 @@ from rich.console import Console
 
 from dpforge.data.tables import read_csv, validate_table
 from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.evaluation.attacks import ATTACKS
 from dpforge.evaluation.evaluate import HEADLINE_SCORES, evaluate_table
 from dpforge.evaluation.released import dp_category_columns, without_dp_categories
 from dpforge.evaluation.utility import CLASSIFIERS
@@ -94,6 +95,11 @@ def _summary(result: dict, out: Path) -> None:
         f"{_number(fidelity['tvd']['mean_two_way'])}; mean KS {_number(fidelity['ks']['mean'])}; "
         f"association difference {fidelity['association']['mean_abs_difference']:.3f}"
     )
+    if result["attacks"] is not None:
+        scores = ", ".join(
+            f"{name} AUC {a['auc']:.3f}" for name, a in result["attacks"]["attacks"].items()
+        )
+        console.print(f"membership attacks (0.5 = guessing): {scores}")
     console.print(f"privacy of the model: {result['privacy']['summary']}")
     console.print(
         "[bold red]NOT differentially private[/bold red]: these metrics are computed from "
@@ -121,9 +127,12 @@ def evaluate(
     classifiers: str = typer.Option(
         "all", "--classifiers", help=f"'all' or a comma-separated list of {','.join(CLASSIFIERS)}"
     ),
+    attacks: bool = typer.Option(
+        True, "--attacks/--no-attacks", help="run the membership-inference attacks"
+    ),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
-    """Utility, fidelity and privacy ledger of MODEL as JSON (NOT differentially private)."""
+    """Utility, fidelity, membership attacks and ledger of MODEL as JSON (NOT private)."""
     _check_output(out, model, overwrite)
     chosen = parse_classifiers(classifiers)
     if rows is not None and rows < 1:
@@ -136,7 +145,15 @@ def evaluate(
         )
     train = real_table(real_train, synth)
     test = real_table(real_test, synth)
-    result = evaluate_table(synth, train, test, classifiers=chosen, seed=seed, n_synthetic=rows)
+    result = evaluate_table(
+        synth,
+        train,
+        test,
+        classifiers=chosen,
+        seed=seed,
+        n_synthetic=rows,
+        attacks=ATTACKS if attacks else (),
+    )
     text = json.dumps(result, indent=2, allow_nan=False) + "\n"
     atomic_write(out, lambda p: p.write_text(text), overwrite=overwrite)
     _summary(result, out)

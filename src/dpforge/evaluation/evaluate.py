@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ import pandas as pd
 from dpforge import __version__
 from dpforge.errors import DataError, PrivacyError, SchemaError
 from dpforge.evaluation.association import association_difference
+from dpforge.evaluation.attacks import ATTACKS, membership_attacks, table_matrix
 from dpforge.evaluation.distances import ks_statistic, wasserstein
 from dpforge.evaluation.fidelity import EVAL_BINS, marginal_fidelity
 from dpforge.evaluation.inputs import typed_table
@@ -65,7 +66,10 @@ ROW_USE = {
     "utility_real": "the same classifiers (same seed, same encoding) trained on real_train, "
     "scored on the same real_test rows",
     "fidelity": "synthetic rows compared with real_train rows",
-    "real_test": "used only to score classifiers; never to train, tune or select anything",
+    "real_test": "used only to score classifiers and, split in two, as non-member targets and "
+    "the attacker's reference set of the membership attacks; never to train, tune or select "
+    "anything",
+    "attacks": "members drawn from real_train; non-members and reference from real_test",
     "released_categories": RELEASE_RULE,
 }
 
@@ -197,15 +201,21 @@ def evaluate_table(
     seed: int = 0,
     n_synthetic: int | None = None,
     n_bins: int = EVAL_BINS,
+    attacks: Sequence[str] = ATTACKS,
+    on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Utility, fidelity and (for a fitted model) privacy of synthetic rows, as a JSON-safe dict.
+    """Utility, fidelity, membership attacks and (for a fitted model) the ledger of synthetic
+    rows, as a JSON-safe dict.
 
     ``model_or_synthetic`` is a fitted table :class:`~dpforge.Synthesizer` (``n_synthetic``
     rows are sampled with ``seed``; default: as many as ``real_train``; ``schema`` defaults to
     the model's completed schema) or a synthetic table (then ``schema`` is required). The
     schema must be complete (bounds and categories known). Utility is skipped (``None``) when
-    the schema has no label.
+    the schema has no label. ``attacks`` selects the membership-inference attacks (empty: none;
+    see :mod:`dpforge.evaluation.attacks`); ``on_step(name)`` is called after each part (for a
+    progress bar).
     """
+    step = on_step or (lambda name: None)
     started = time.perf_counter()
     is_model = _is_model(model_or_synthetic)
     if schema is None:
@@ -234,6 +244,13 @@ def evaluate_table(
     utility = None
     if schema.label is not None:
         utility = utility_scores(train, test, synthetic, schema, classifiers, seed)
+    step("utility")
+    fidelity = fidelity_scores(train, synthetic, schema, n_bins)
+    step("fidelity")
+    attack = None
+    if attacks:
+        matrices = [table_matrix(t, schema) for t in (train, test, synthetic)]
+        attack = membership_attacks(*matrices, seed=seed, attacks=tuple(attacks), on_done=step)
     result = {
         "format": EVALUATION_FORMAT,
         "version": EVALUATION_VERSION,
@@ -251,7 +268,8 @@ def evaluate_table(
         },
         "row_use": ROW_USE,
         "utility": utility,
-        "fidelity": fidelity_scores(train, synthetic, schema, n_bins),
+        "fidelity": fidelity,
+        "attacks": attack,
         "privacy": model_privacy(model_or_synthetic) if is_model else None,
         "schema": schema.to_dict(),
         "seconds": round(time.perf_counter() - started, 3),
