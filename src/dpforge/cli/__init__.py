@@ -26,6 +26,7 @@ from dpforge.cli.io import (
     write_samples,
 )
 from dpforge.cli.privacy import privacy
+from dpforge.cli.report import report
 from dpforge.data.tables import draft_schema, read_csv
 from dpforge.errors import DpforgeError, OutputExistsError, redact_from_now
 from dpforge.methods import METHODS
@@ -45,6 +46,7 @@ app = typer.Typer(
 )
 app.command("privacy")(privacy)
 app.command("evaluate")(evaluate)
+app.command("report")(report)
 console = Console(stderr=True)
 
 
