@@ -148,36 +148,36 @@ def verdict(epsilon: float, utility_ratio: float | None, attack_auc: float | Non
 
 
 # -- html helpers --------------------------------------------------------------------------
-def _e(text: Any) -> str:
+def esc(text: Any) -> str:
     return html.escape(str(text))
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"
-        + "".join(f"<td>{_e(_fmt(c) if isinstance(c, float) else c)}</td>" for c in row)
+        + "".join(f"<td>{esc(_fmt(c) if isinstance(c, float) else c)}</td>" for c in row)
         + "</tr>"
         for row in rows
     )
     return f'<table class="data"><tr>{head}</tr>{body}</table>'
 
 
-def _img(uri: str, alt: str) -> str:
-    return f'<img src="{uri}" alt="{_e(alt)}">'
+def img_html(uri: str, alt: str) -> str:
+    return f'<img src="{uri}" alt="{esc(alt)}">'
 
 
-def _page(title: str, sections: Sequence[str]) -> str:
+def page_html(title: str, sections: Sequence[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>"
         + "\n".join(sections)
         + f'<p class="note">dpforge {__version__}</p></body></html>\n'
     )
 
 
 # -- privacy sections ----------------------------------------------------------------------
-def _ledger_section(model: Any) -> str:
+def ledger_html(model: Any) -> str:
     report = model.privacy_spent()
     ledger: PrivacyLedger = model.ledger_
     rows = []
@@ -194,10 +194,12 @@ def _ledger_section(model: Any) -> str:
     parts = [
         "<h2>Privacy ledger</h2>",
         f"<p>Every access to the private records during <code>fit</code> is one entry; the "
-        f"total is {_e(report.summary())}, computed by the dp-accounting accountants from the "
+        f"total is {esc(report.summary())}, computed by the dp-accounting accountants from the "
         "whole ledger (composition). The per-entry ε below are each entry alone, for scale; they "
         "do not add up to the total (composition is tighter).</p>",
-        _table(("entry", "what happened, in plain words", "ε alone (PLD)", "ε alone (RDP)"), rows),
+        table_html(
+            ("entry", "what happened, in plain words", "ε alone (PLD)", "ε alone (RDP)"), rows
+        ),
         f"<p>Total at δ = {model.delta:g}: ε = {_fmt(report.epsilon_pld)} under PLD (reported), "
         f"{_fmt(report.epsilon_rdp)} under RDP. A Bayesian (data-dependent) bound is not part "
         "of the model folder and is not shown.</p>",
@@ -249,12 +251,12 @@ def _public_private(model: Any) -> str:
         "<h3>What was public and what was estimated privately</h3>"
         "<p>Declared values came from the schema the user wrote (public knowledge, free); "
         "estimated values were measured from the records with noise and are charged in the ledger "
-        "above.</p>" + _table(("column", "type", "metadata", "source"), rows)
+        "above.</p>" + table_html(("column", "type", "metadata", "source"), rows)
     )
 
 
 # -- the full table report -----------------------------------------------------------------
-def _headline(model: Any, result: dict | None) -> str:
+def headline_html(model: Any, result: dict | None) -> str:
     report = model.privacy_spent()
     rows = [
         ("method", model.method),
@@ -273,12 +275,14 @@ def _headline(model: Any, result: dict | None) -> str:
             ratio = mean["ratio"]["auroc_macro"]
             rows.append(
                 (
-                    "utility (macro AuROC, mean of classifiers)",
+                    f"utility ({utility.get('measure', 'macro AuROC, mean of classifiers')})",
                     f"synthetic {_fmt(mean['synthetic']['auroc_macro'])} / real "
                     f"{_fmt(mean['real']['auroc_macro'])} (ratio {_fmt(ratio)})",
                 )
             )
-        rows.append(("fidelity (mean 1-way TVD)", _fmt(result["fidelity"]["tvd"]["mean_one_way"])))
+        if result["fidelity"] is not None:
+            tvd = result["fidelity"]["tvd"]["mean_one_way"]
+            rows.append(("fidelity (mean 1-way TVD)", _fmt(tvd)))
         if result["attacks"] is not None:
             auc = result["attacks"]["max_auc"]
             rows.append(
@@ -288,9 +292,9 @@ def _headline(model: Any, result: dict | None) -> str:
                     f"{_fmt(result['attacks']['max_tpr_at_1pct_fpr'])}",
                 )
             )
-    body = "".join(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><td><b>{esc(k)}</b></td><td>{esc(v)}</td></tr>" for k, v in rows)
     words = (
-        "".join(f"<li>{_e(w)}</li>" for w in verdict(report.epsilon, ratio, auc))
+        "".join(f"<li>{esc(w)}</li>" for w in verdict(report.epsilon, ratio, auc))
         if result is not None
         else ""
     )
@@ -341,10 +345,10 @@ def _utility_section(result: dict) -> str:
         "bal. acc real",
     )
     return (
-        f"<h2>Utility: train on synthetic, test on real (label '{_e(utility['label'])}')</h2>"
-        f"<p>{_e(result['row_use']['utility_synthetic'])}; "
-        f"{_e(result['row_use']['utility_real'])}. "
-        f"Real test rows: {result['rows']['real_test']}.</p>" + _table(headers, rows)
+        f"<h2>Utility: train on synthetic, test on real (label '{esc(utility['label'])}')</h2>"
+        f"<p>{esc(result['row_use']['utility_synthetic'])}; "
+        f"{esc(result['row_use']['utility_real'])}. "
+        f"Real test rows: {result['rows']['real_test']}.</p>" + table_html(headers, rows)
     )
 
 
@@ -388,33 +392,33 @@ def _fidelity_section(
         f"{tvd['bins']} public cells. Mean 1-way {_fmt(tvd['mean_one_way'])}, mean 2-way "
         f"{_fmt(tvd['mean_two_way'])}.</p>",
         "<h3>1-way TVD per column (worst first)</h3>",
-        _table(("column", "TVD"), one),
+        table_html(("column", "TVD"), one),
         "<h3>2-way TVD, the 10 worst pairs</h3>",
-        _table(("pair", "TVD"), two),
+        table_html(("pair", "TVD"), two),
     ]
     if numeric:
         parts += [
             "<h3>Numeric columns: Kolmogorov–Smirnov and Wasserstein-1</h3>",
             "<p>W1 divided by the width of the column's public bounds.</p>",
-            _table(("column", "KS", "W1 (normalised)"), ks_rows),
+            table_html(("column", "KS", "W1 (normalised)"), ks_rows),
         ]
     parts += [
         "<h3>Association matrices (Cramér's V / correlation ratio / |Pearson|)</h3>",
         f"<p>Mean absolute difference {_fmt(association['mean_abs_difference'])}.</p>",
-        _img(
+        img_html(
             plots.association_heatmaps(matrices),
             "association matrices: real, synthetic, difference",
         ),
         "<h3>Every column, side by side (shares)</h3>",
-        _img(
+        img_html(
             plots.histograms(schema, [("real", real), ("synthetic", synthetic)]),
             "histograms real and synthetic",
         ),
     ]
     if pair is not None:
         parts += [
-            f"<h3>2-D density of {_e(pair[0])} × {_e(pair[1])}</h3>",
-            _img(
+            f"<h3>2-D density of {esc(pair[0])} × {esc(pair[1])}</h3>",
+            img_html(
                 plots.density_pair(
                     schema, pair, [("real (training)", real), ("synthetic", synthetic)]
                 ),
@@ -424,7 +428,7 @@ def _fidelity_section(
     return "\n".join(parts)
 
 
-def _attack_section(result: dict) -> str:
+def attack_html(result: dict) -> str:
     attacks = result["attacks"]
     if attacks is None:
         return "<h2>Membership attacks</h2><p>Not run.</p>"
@@ -436,11 +440,11 @@ def _attack_section(result: dict) -> str:
     return "\n".join(
         [
             "<h2>Membership-inference attacks</h2>",
-            f"<p>{_e(ATTACK_NOTE)} Targets: {t['members']} members, "
+            f"<p>{esc(ATTACK_NOTE)} Targets: {t['members']} members, "
             f"{t['non_members']} non-members; "
             f"reference rows: {t['reference']}; synthetic rows: {attacks['synthetic_rows']}.</p>",
-            _table(("attack", "what it does", "AUC", "TPR at 1% FPR"), rows),
-            _img(plots.roc_curves(attacks["attacks"]), "ROC curves of the attacks"),
+            table_html(("attack", "what it does", "AUC", "TPR at 1% FPR"), rows),
+            img_html(plots.roc_curves(attacks["attacks"]), "ROC curves of the attacks"),
             "<p class='note'>An AUC near 0.5 is what a DP guarantee predicts; it does not prove "
             "privacy (these attacks are specific). An AUC clearly above 0.5 shows leakage.</p>",
         ]
@@ -462,8 +466,8 @@ def _released_section(result: dict) -> str:
     ]
     return (
         "<h3>Real rows outside the released categories</h3>"
-        f"<p>{_e(result['row_use']['released_categories'])}</p>"
-        + _table(("split", "rows set aside", "share", "per column"), rows)
+        f"<p>{esc(result['row_use']['released_categories'])}</p>"
+        + table_html(("split", "rows set aside", "share", "per column"), rows)
     )
 
 
@@ -508,18 +512,18 @@ def table_report(
     result = evaluate_tables(tables, model, classifiers, seed, EVAL_BINS, attacks, on_step)
     step = on_step or (lambda name: None)
     sections = [
-        f"<h1>dpforge evaluation report: {_e(model.method)} model</h1>",
-        f'<p class="warn">NOT DIFFERENTIALLY PRIVATE. {_e(NOT_PRIVATE_NOTICE)} Do not write it '
+        f"<h1>dpforge evaluation report: {esc(model.method)} model</h1>",
+        f'<p class="warn">NOT DIFFERENTIALLY PRIVATE. {esc(NOT_PRIVATE_NOTICE)} Do not write it '
         "into the model folder.</p>",
-        _headline(model, result),
-        _ledger_section(model),
+        headline_html(model, result),
+        ledger_html(model),
         _utility_section(result),
         _released_section(result),
         _fidelity_section(result, schema, tables.train, tables.synthetic, pair),
-        _attack_section(result),
+        attack_html(result),
     ]
     step("report")
-    return _page("dpforge evaluation report (NOT differentially private)", sections), result
+    return page_html("dpforge evaluation report (NOT differentially private)", sections), result
 
 
 # -- the release report --------------------------------------------------------------------
@@ -529,10 +533,10 @@ def release_report(
     """The public HTML report: ledger, schema and synthetic-only statistics and pictures."""
     schema = model.schema_
     sections = [
-        f"<h1>dpforge release report: {_e(model.method)} model</h1>",
-        f'<p class="public">{_e(RELEASE_NOTICE)}</p>',
-        _headline(model, None),
-        _ledger_section(model),
+        f"<h1>dpforge release report: {esc(model.method)} model</h1>",
+        f'<p class="public">{esc(RELEASE_NOTICE)}</p>',
+        headline_html(model, None),
+        ledger_html(model),
     ]
     if isinstance(schema, Schema):
         sections.append(
@@ -540,8 +544,8 @@ def release_report(
         )
     elif isinstance(schema, ArraySchema):
         sections.append(_synthetic_array_section(model, schema, seed))
-    sections.append("<h2>Schema</h2><pre>" + _e(schema.to_json()) + "</pre>")
-    return _page("dpforge release report", sections)
+    sections.append("<h2>Schema</h2><pre>" + esc(schema.to_json()) + "</pre>")
+    return page_html("dpforge release report", sections)
 
 
 def _synthetic_table_section(model: Any, schema: Schema, n: int, seed: int, pair) -> str:
@@ -550,21 +554,21 @@ def _synthetic_table_section(model: Any, schema: Schema, n: int, seed: int, pair
     parts = [
         f"<h2>Synthetic records ({n} sampled with seed {seed})</h2>",
         "<h3>The first 10 records</h3>",
-        _table(schema.names, synthetic.head(10).itertuples(index=False)),
+        table_html(schema.names, synthetic.head(10).itertuples(index=False)),
         "<h3>Every column</h3>",
-        _img(
+        img_html(
             plots.histograms(schema, [("synthetic", synthetic)]), "histograms of synthetic records"
         ),
         "<h3>Association matrix</h3>",
-        _img(
+        img_html(
             plots.association_heatmaps([("synthetic", matrix)]),
             "association matrix of synthetic records",
         ),
     ]
     if pair is not None:
         parts += [
-            f"<h3>2-D density of {_e(pair[0])} × {_e(pair[1])}</h3>",
-            _img(plots.density_pair(schema, pair, [("synthetic", synthetic)]), "2-D density"),
+            f"<h3>2-D density of {esc(pair[0])} × {esc(pair[1])}</h3>",
+            img_html(plots.density_pair(schema, pair, [("synthetic", synthetic)]), "2-D density"),
         ]
     return "\n".join(parts)
 
@@ -578,8 +582,10 @@ def _synthetic_array_section(model: Any, schema: ArraySchema, seed: int) -> str:
         lower = np.array([c.lower for c in schema.channels]).reshape(1, -1, 1, 1)
         upper = np.array([c.upper for c in schema.channels]).reshape(1, -1, 1, 1)
         picture = plots.image_grid((values - lower) / (upper - lower), labels)
-        return f"<h2>Synthetic images (seed {seed})</h2>" + _img(picture, "synthetic image grid")
-    return f"<h2>Synthetic series (seed {seed})</h2>" + _img(
+        return f"<h2>Synthetic images (seed {seed})</h2>" + img_html(
+            picture, "synthetic image grid"
+        )
+    return f"<h2>Synthetic series (seed {seed})</h2>" + img_html(
         plots.series_panels(values, labels, "synthetic"), "synthetic series: mean and 10-90% band"
     )
 
