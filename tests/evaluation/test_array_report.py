@@ -53,3 +53,29 @@ def test_array_reports(kind):
     assert all(s.startswith("data:image/png;base64,") for s in images(text))
     public = release_report(model, seed=0)
     assert "NOT DIFFERENTIALLY PRIVATE" not in public and len(images(public)) == 1
+
+
+def test_cli_report_of_an_image_model(tmp_path, capsys, monkeypatch):
+    import sys
+
+    import numpy as np
+
+    from dpforge.cli import main
+
+    train, test, schema = load_digits_images()
+    _fit(schema, train, DPCGANConfig(batch_size=32, **SMALL_IMAGE), 2.5).save(tmp_path / "model")
+    for name, data in (("train", train), ("test", test)):
+        np.savez(tmp_path / f"{name}.npz", x=data.values, y=data.labels.astype(str))
+    out = tmp_path / "report.html"
+    monkeypatch.setattr(
+        sys, "argv",
+        ["dpforge", "report", str(tmp_path / "model"), "--real-train", str(tmp_path / "train.npz"),
+         "--real-test", str(tmp_path / "test.npz"), "-o", str(out), "--rows", "200"],
+    )  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main()
+    captured = capsys.readouterr()
+    assert exited.value.code in (0, None), captured.err
+    page = out.read_text(encoding="utf-8")
+    assert "synthetic images" in page and "Membership-inference attacks" in page
+    assert "NOT differentially private" in " ".join(captured.err.split())

@@ -15,7 +15,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dpforge.cli.evaluate import parse_classifiers, real_table
+from dpforge.cli.io import read_data
+from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
 from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.evaluation.array_report import array_report
 from dpforge.evaluation.attacks import ATTACKS
 from dpforge.evaluation.report import release_report, table_report, write_report
 from dpforge.evaluation.utility import CLASSIFIERS
@@ -67,14 +70,48 @@ def _full_report(synth, args: dict, progress: Progress) -> str:
     return text
 
 
+def real_arrays(path: Path, synth) -> ArrayData:
+    """Real images or series read like ``dpforge fit`` reads them (image folder or .npz; series
+    as .npz or a wide CSV with the label column) and checked against the model's schema.
+    Records of a class the model's DP threshold did not release are set aside, the rule the
+    fit applied (see :mod:`dpforge.evaluation.released`)."""
+    schema = synth.schema_
+    label = schema.label if schema.kind == "timeseries" else None
+    data = read_data(schema.kind, path, label=label, channels=tuple(schema.names))
+    names = [entry.name for entry in synth.ledger_.entries]
+    dp_classes = any(n.startswith(f"metadata: classes of '{schema.label}'") for n in names)
+    checked = validate_arrays(data, schema.with_classes(None) if dp_classes else schema, "clip")
+    return keep_released_records(checked, schema)
+
+
+def _full_array_report(synth, args: dict, progress: Progress) -> str:
+    task = progress.add_task("evaluating", total=3 + len(ATTACKS))
+
+    def done(name: str) -> None:
+        progress.update(task, advance=1, description=f"done: {name}")
+
+    text, _ = array_report(
+        synth,
+        real_arrays(args["real_train"], synth),
+        real_arrays(args["real_test"], synth),
+        seed=args["seed"],
+        n_synthetic=args["rows"],
+        on_step=done,
+    )
+    return text
+
+
 def report(
     model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
     out: Path = typer.Option(..., "-o", "--out", help="the HTML file to write"),
     real_train: Path = typer.Option(
-        None, "--real-train", help="CSV of the real rows the model was trained on"
+        None,
+        "--real-train",
+        help="the real records the model was trained on (tables: CSV; images: folder or .npz; "
+        "series: .npz or wide CSV)",
     ),
     real_test: Path = typer.Option(
-        None, "--real-test", help="CSV of held-out real rows, never used in training"
+        None, "--real-test", help="held-out real records, never used in training (same format)"
     ),
     release: bool = typer.Option(
         False, "--release", help="only public content (no real data): ledger, schema, samples"
@@ -105,15 +142,11 @@ def report(
     synth = load(model)
     if release:
         text = release_report(synth, n_synthetic=rows or 2000, seed=seed, pair=args["pair"])
-    elif not isinstance(synth.schema_, Schema):
-        raise DpforgeError(
-            "the full report supports table models for now; for image and time-series models "
-            "use --release"
-        )
     else:
+        build = _full_report if isinstance(synth.schema_, Schema) else _full_array_report
         columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console, transient=True) as progress:
-            text = _full_report(synth, args, progress)
+            text = build(synth, args, progress)
     write_report(text, out, model, overwrite=overwrite)
     if release:
         console.print(f"wrote the release report {out} (public content only)")
