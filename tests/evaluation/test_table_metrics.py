@@ -219,6 +219,12 @@ def test_rows_used_are_recorded_and_test_rows_only_score(split):
     other_test = test.assign(diagnosis=test["diagnosis"].iloc[::-1].to_numpy())
     again = evaluate_table(synthetic, train, other_test, schema, classifiers=("lr",), seed=0)
     assert again["fidelity"] == result["fidelity"]
+    attacks = result["attacks"]
+    assert set(attacks["attacks"]) == {"dcr", "domias", "classifier"}
+    assert attacks["targets"] == {"members": 84, "non_members": 84, "reference": 85}
+    assert all(0.0 <= a["auc"] <= 1.0 for a in attacks["attacks"].values())
+    none = evaluate_table(synthetic, train, test, schema, classifiers=("lr",), attacks=())
+    assert none["attacks"] is None
     assert 0.0 <= result["fidelity"]["tvd"]["mean_one_way"] <= 1.0
     json.dumps(result, allow_nan=False)  # strict JSON
 

@@ -28,6 +28,7 @@ from dpforge.cli.io import (
     write_samples,
 )
 from dpforge.cli.privacy import privacy
+from dpforge.cli.report import report
 from dpforge.data.tables import draft_schema, read_csv
 from dpforge.errors import DpforgeError, OutputExistsError, redact_from_now
 from dpforge.methods import METHODS
@@ -47,6 +48,7 @@ app = typer.Typer(
 )
 app.command("privacy")(privacy)
 app.command("evaluate")(evaluate)
+app.command("report")(report)
 app.add_typer(budget_app, name="budget")
 app.command("audit")(audit)
 console = Console(stderr=True)

@@ -11,18 +11,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import typer
 from rich.console import Console
 
 from dpforge.data.tables import read_csv, validate_table
 from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.evaluation.attacks import ATTACKS
 from dpforge.evaluation.evaluate import HEADLINE_SCORES, evaluate_table
+from dpforge.evaluation.released import dp_category_columns, without_dp_categories
 from dpforge.evaluation.utility import CLASSIFIERS
 from dpforge.schema.table import Schema
 from dpforge.storage import atomic_write
-from dpforge.synthesizer import load
+from dpforge.synthesizer import Synthesizer, load
 
-__all__ = ["evaluate", "parse_classifiers"]
+__all__ = ["evaluate", "parse_classifiers", "real_table"]
 
 console = Console(stderr=True)
 
@@ -51,9 +54,13 @@ def _check_output(out: Path, model: Path, overwrite: bool) -> None:
         )
 
 
-def _real_table(path: Path, schema: Schema):
-    """The real CSV checked and typed against the model's schema (values outside its bounds
-    are kept as they are: the metrics compare them, they are not an error here)."""
+def real_table(path: Path, synth: Synthesizer) -> pd.DataFrame:
+    """The real CSV checked and typed against the model's schema. Values outside its bounds
+    are kept (the metrics compare them); values of columns whose categories the model estimated
+    under DP are not checked here: rows holding a category the threshold did not release are
+    set aside by the evaluation (see :mod:`dpforge.evaluation.released`), not refused."""
+    names = [entry.name for entry in synth.ledger_.entries]
+    schema = without_dp_categories(synth.schema_, dp_category_columns(synth.schema_, names))
     return validate_table(read_csv(path), schema, out_of_bounds="clip")
 
 
@@ -64,6 +71,16 @@ def _summary(result: dict, out: Path) -> None:
         f"training rows (fidelity, utility baseline) and {rows['real_test']} real test rows "
         "(scoring only)"
     )
+    released = result["released_categories"]
+    if released["dp_estimated_columns"]:
+        shares = ", ".join(
+            f"{released[split]['share_set_aside']:.1%} of {split}"
+            for split in ("real_train", "real_test")
+        )
+        console.print(
+            f"set aside real rows holding a category the DP threshold did not release ({shares}; "
+            f"columns estimated under DP: {', '.join(released['dp_estimated_columns'])})"
+        )
     utility = result["utility"]
     if utility is not None:
         for name, scores in utility["classifiers"].items():
@@ -78,6 +95,11 @@ def _summary(result: dict, out: Path) -> None:
         f"{_number(fidelity['tvd']['mean_two_way'])}; mean KS {_number(fidelity['ks']['mean'])}; "
         f"association difference {fidelity['association']['mean_abs_difference']:.3f}"
     )
+    if result["attacks"] is not None:
+        scores = ", ".join(
+            f"{name} AUC {a['auc']:.3f}" for name, a in result["attacks"]["attacks"].items()
+        )
+        console.print(f"membership attacks (0.5 = guessing): {scores}")
     console.print(f"privacy of the model: {result['privacy']['summary']}")
     console.print(
         "[bold red]NOT differentially private[/bold red]: these metrics are computed from "
@@ -105,9 +127,12 @@ def evaluate(
     classifiers: str = typer.Option(
         "all", "--classifiers", help=f"'all' or a comma-separated list of {','.join(CLASSIFIERS)}"
     ),
+    attacks: bool = typer.Option(
+        True, "--attacks/--no-attacks", help="run the membership-inference attacks"
+    ),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
-    """Utility, fidelity and privacy ledger of MODEL as JSON (NOT differentially private)."""
+    """Utility, fidelity, membership attacks and ledger of MODEL as JSON (NOT private)."""
     _check_output(out, model, overwrite)
     chosen = parse_classifiers(classifiers)
     if rows is not None and rows < 1:
@@ -118,9 +143,17 @@ def evaluate(
             "dpforge evaluate supports table models only for now; image and time-series "
             "models are not supported yet"
         )
-    train = _real_table(real_train, synth.schema_)
-    test = _real_table(real_test, synth.schema_)
-    result = evaluate_table(synth, train, test, classifiers=chosen, seed=seed, n_synthetic=rows)
+    train = real_table(real_train, synth)
+    test = real_table(real_test, synth)
+    result = evaluate_table(
+        synth,
+        train,
+        test,
+        classifiers=chosen,
+        seed=seed,
+        n_synthetic=rows,
+        attacks=ATTACKS if attacks else (),
+    )
     text = json.dumps(result, indent=2, allow_nan=False) + "\n"
     atomic_write(out, lambda p: p.write_text(text), overwrite=overwrite)
     _summary(result, out)

@@ -6,6 +6,11 @@ Tables: the functions below (``dpforge.evaluation.utility``), and ``evaluate_tab
 Images:
 ``dpforge.evaluation.images`` (``tstr_auroc``, ``tstr_cnn_accuracy``). Time series:
 ``dpforge.evaluation.series`` (``tstr_accuracy``, DTW nearest neighbours and their plot).
+Membership-inference attacks: ``dpforge.evaluation.attacks``. Real rows of categories the DP
+threshold did not release: ``dpforge.evaluation.released``. The HTML report (full and release
+variants): ``dpforge.evaluation.report`` (tables) and ``dpforge.evaluation.array_report``
+(images, series), figures from ``dpforge.evaluation.plots``. Privacy–utility curves:
+``dpforge.evaluation.curves``.
 """
 
 from dpforge.evaluation.evaluate import evaluate_table

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,11 @@ import pandas as pd
 from dpforge import __version__
 from dpforge.errors import DataError, PrivacyError, SchemaError
 from dpforge.evaluation.association import association_difference
+from dpforge.evaluation.attacks import ATTACKS, membership_attacks, table_matrix
 from dpforge.evaluation.distances import ks_statistic, wasserstein
 from dpforge.evaluation.fidelity import EVAL_BINS, marginal_fidelity
 from dpforge.evaluation.inputs import typed_table
+from dpforge.evaluation.released import RELEASE_RULE, dp_category_columns, keep_released
 from dpforge.evaluation.utility import (
     CLASSIFIERS,
     Predictions,
@@ -45,7 +48,10 @@ __all__ = [
     "EVALUATION_FORMAT",
     "HEADLINE_SCORES",
     "NOT_PRIVATE_NOTICE",
+    "EvaluationTables",
     "evaluate_table",
+    "evaluate_tables",
+    "evaluation_tables",
     "json_safe",
     "model_privacy",
     "utility_scores",
@@ -64,7 +70,11 @@ ROW_USE = {
     "utility_real": "the same classifiers (same seed, same encoding) trained on real_train, "
     "scored on the same real_test rows",
     "fidelity": "synthetic rows compared with real_train rows",
-    "real_test": "used only to score classifiers; never to train, tune or select anything",
+    "real_test": "used only to score classifiers and, split in two, as non-member targets and "
+    "the attacker's reference set of the membership attacks; never to train, tune or select "
+    "anything",
+    "attacks": "members drawn from real_train; non-members and reference from real_test",
+    "released_categories": RELEASE_RULE,
 }
 
 
@@ -90,6 +100,11 @@ def _synthetic_rows(model: Any, n: int, seed: int | None) -> pd.DataFrame:
     if not isinstance(rows, pd.DataFrame):
         raise DataError("evaluation of image and time-series models is not supported yet")
     return rows
+
+
+def _ledger_names(model: Any) -> list[str]:
+    ledger = getattr(model, "ledger_", None)
+    return [] if ledger is None else [entry.name for entry in ledger.entries]
 
 
 # -- utility ---------------------------------------------------------------------------------
@@ -181,6 +196,67 @@ def model_privacy(model: Any) -> dict[str, Any]:
 
 
 # -- all together ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EvaluationTables:
+    """The typed tables an evaluation compares, after the released-categories rule."""
+
+    schema: Schema
+    train: pd.DataFrame
+    test: pd.DataFrame
+    synthetic: pd.DataFrame
+    is_model: bool
+    released: dict[str, Any]
+
+
+def _schema_of(model_or_synthetic: Any, schema: Schema | None) -> Schema:
+    if schema is None:
+        if not _is_model(model_or_synthetic):
+            raise SchemaError("evaluate_table needs the schema when given a synthetic table")
+        schema = model_or_synthetic.schema_
+    if not isinstance(schema, Schema):
+        raise DataError("evaluation of image and time-series models is not supported yet")
+    return schema
+
+
+def evaluation_tables(
+    model_or_synthetic: Any,
+    real_train: pd.DataFrame,
+    real_test: pd.DataFrame,
+    schema: Schema | None = None,
+    seed: int = 0,
+    n_synthetic: int | None = None,
+) -> EvaluationTables:
+    """The real and synthetic tables typed against the schema; real rows of categories the
+    model's DP threshold did not release set aside (:mod:`dpforge.evaluation.released`); for a
+    model, ``n_synthetic`` rows (default: as many as the kept training rows) sampled with
+    ``seed``."""
+    is_model = _is_model(model_or_synthetic)
+    schema = _schema_of(model_or_synthetic, schema)
+    train = typed_table(real_train, schema, "real training")
+    test = typed_table(real_test, schema, "real test")
+    dropped = dp_category_columns(schema, _ledger_names(model_or_synthetic) if is_model else ())
+    train, train_aside = keep_released(train, schema, dropped)
+    test, test_aside = keep_released(test, schema, dropped)
+    for table, role in ((train, "real training"), (test, "real test")):
+        if len(table) == 0:
+            raise DataError(
+                f"every {role} row holds a category the model's DP threshold did not release "
+                f"(columns {list(dropped)}); there is nothing the model can be compared with"
+            )
+    if is_model:
+        n = len(train) if n_synthetic is None else n_synthetic
+        raw = _synthetic_rows(model_or_synthetic, n, seed)
+    else:
+        raw = model_or_synthetic
+    released = {
+        "dp_estimated_columns": list(dropped),
+        "real_train": train_aside.to_dict(),
+        "real_test": test_aside.to_dict(),
+    }
+    synthetic = typed_table(raw, schema, "synthetic")
+    return EvaluationTables(schema, train, test, synthetic, is_model, released)
+
+
 def evaluate_table(
     model_or_synthetic: Any,
     real_train: pd.DataFrame,
@@ -190,34 +266,49 @@ def evaluate_table(
     seed: int = 0,
     n_synthetic: int | None = None,
     n_bins: int = EVAL_BINS,
+    attacks: Sequence[str] = ATTACKS,
+    on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Utility, fidelity and (for a fitted model) privacy of synthetic rows, as a JSON-safe dict.
+    """Utility, fidelity, membership attacks and (for a fitted model) the ledger of synthetic
+    rows, as a JSON-safe dict.
 
     ``model_or_synthetic`` is a fitted table :class:`~dpforge.Synthesizer` (``n_synthetic``
     rows are sampled with ``seed``; default: as many as ``real_train``; ``schema`` defaults to
     the model's completed schema) or a synthetic table (then ``schema`` is required). The
     schema must be complete (bounds and categories known). Utility is skipped (``None``) when
-    the schema has no label.
+    the schema has no label. ``attacks`` selects the membership-inference attacks (empty: none;
+    see :mod:`dpforge.evaluation.attacks`); ``on_step(name)`` is called after each part (for a
+    progress bar).
     """
+    tables = evaluation_tables(model_or_synthetic, real_train, real_test, schema, seed, n_synthetic)
+    model = model_or_synthetic if tables.is_model else None
+    return evaluate_tables(tables, model, classifiers, seed, n_bins, attacks, on_step)
+
+
+def evaluate_tables(
+    tables: EvaluationTables,
+    model: Any = None,
+    classifiers: Sequence[str] = CLASSIFIERS,
+    seed: int = 0,
+    n_bins: int = EVAL_BINS,
+    attacks: Sequence[str] = ATTACKS,
+    on_step: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The metrics of :func:`evaluate_table` on tables already prepared by
+    :func:`evaluation_tables` (``model``: the fitted model, for its ledger, or None)."""
+    step = on_step or (lambda name: None)
     started = time.perf_counter()
-    is_model = _is_model(model_or_synthetic)
-    if schema is None:
-        if not is_model:
-            raise SchemaError("evaluate_table needs the schema when given a synthetic table")
-        schema = model_or_synthetic.schema_
-    if not isinstance(schema, Schema):
-        raise DataError("evaluation of image and time-series models is not supported yet")
-    train = typed_table(real_train, schema, "real training")
-    test = typed_table(real_test, schema, "real test")
-    if is_model:
-        n = len(train) if n_synthetic is None else n_synthetic
-        raw = _synthetic_rows(model_or_synthetic, n, seed)
-    else:
-        raw = model_or_synthetic
-    synthetic = typed_table(raw, schema, "synthetic")
+    schema, train, test, synthetic = tables.schema, tables.train, tables.test, tables.synthetic
     utility = None
     if schema.label is not None:
         utility = utility_scores(train, test, synthetic, schema, classifiers, seed)
+    step("utility")
+    fidelity = fidelity_scores(train, synthetic, schema, n_bins)
+    step("fidelity")
+    attack = None
+    if attacks:
+        matrices = [table_matrix(t, schema) for t in (train, test, synthetic)]
+        attack = membership_attacks(*matrices, seed=seed, attacks=tuple(attacks), on_done=step)
     result = {
         "format": EVALUATION_FORMAT,
         "version": EVALUATION_VERSION,
@@ -227,11 +318,13 @@ def evaluate_table(
         "differentially_private": False,
         "seed": seed,
         "rows": {"real_train": len(train), "real_test": len(test), "synthetic": len(synthetic)},
-        "synthetic_source": "sampled from the model" if is_model else "given table",
+        "synthetic_source": "sampled from the model" if tables.is_model else "given table",
+        "released_categories": tables.released,
         "row_use": ROW_USE,
         "utility": utility,
-        "fidelity": fidelity_scores(train, synthetic, schema, n_bins),
-        "privacy": model_privacy(model_or_synthetic) if is_model else None,
+        "fidelity": fidelity,
+        "attacks": attack,
+        "privacy": model_privacy(model) if model is not None else None,
         "schema": schema.to_dict(),
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -1,0 +1,157 @@
+"""``dpforge report``: one self-contained HTML page of a model's evaluation (or its release page).
+
+Without ``--release`` the page is computed from the real training and test rows and is NOT
+differentially private: it is never written into the model folder, and the command says where
+it went. With ``--release`` it holds only what the model already makes public (ledger, schema,
+synthetic records' statistics and pictures) and needs no real data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from dpforge.cli.evaluate import parse_classifiers, real_table
+from dpforge.cli.io import read_data
+from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
+from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.evaluation.array_report import array_report
+from dpforge.evaluation.attacks import ATTACKS
+from dpforge.evaluation.report import release_report, table_report, write_report
+from dpforge.evaluation.utility import CLASSIFIERS
+from dpforge.schema.table import Schema
+from dpforge.synthesizer import load
+
+__all__ = ["report"]
+
+console = Console(stderr=True)
+
+
+def _pair(text: str | None) -> tuple[str, str] | None:
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) != 2:
+        raise DpforgeError(f"--pair {text!r}: give two numeric columns as A,B")
+    return names[0], names[1]
+
+
+def _check_output(out: Path, model: Path, overwrite: bool) -> None:
+    if out.exists() and not overwrite:
+        raise OutputExistsError(f"{out} already exists; choose another name or pass --overwrite")
+    if model.resolve() in out.resolve().parents:
+        raise DpforgeError(
+            f"{out} is inside the model folder {model}: reports must not be written into the "
+            "model folder; write them elsewhere"
+        )
+
+
+def _full_report(synth, args: dict, progress: Progress) -> str:
+    steps = 3 + (len(ATTACKS) if args["attacks"] else 0)
+    task = progress.add_task("evaluating", total=steps)
+
+    def done(name: str) -> None:
+        progress.update(task, advance=1, description=f"done: {name}")
+
+    text, _ = table_report(
+        synth,
+        real_table(args["real_train"], synth),
+        real_table(args["real_test"], synth),
+        seed=args["seed"],
+        classifiers=args["classifiers"],
+        attacks=ATTACKS if args["attacks"] else (),
+        n_synthetic=args["rows"],
+        pair=args["pair"],
+        on_step=done,
+    )
+    return text
+
+
+def real_arrays(path: Path, synth) -> ArrayData:
+    """Real images or series read like ``dpforge fit`` reads them (image folder or .npz; series
+    as .npz or a wide CSV with the label column) and checked against the model's schema.
+    Records of a class the model's DP threshold did not release are set aside, the rule the
+    fit applied (see :mod:`dpforge.evaluation.released`)."""
+    schema = synth.schema_
+    label = schema.label if schema.kind == "timeseries" else None
+    data = read_data(schema.kind, path, label=label, channels=tuple(schema.names))
+    names = [entry.name for entry in synth.ledger_.entries]
+    dp_classes = any(n.startswith(f"metadata: classes of '{schema.label}'") for n in names)
+    checked = validate_arrays(data, schema.with_classes(None) if dp_classes else schema, "clip")
+    return keep_released_records(checked, schema)
+
+
+def _full_array_report(synth, args: dict, progress: Progress) -> str:
+    task = progress.add_task("evaluating", total=3 + len(ATTACKS))
+
+    def done(name: str) -> None:
+        progress.update(task, advance=1, description=f"done: {name}")
+
+    text, _ = array_report(
+        synth,
+        real_arrays(args["real_train"], synth),
+        real_arrays(args["real_test"], synth),
+        seed=args["seed"],
+        n_synthetic=args["rows"],
+        on_step=done,
+    )
+    return text
+
+
+def report(
+    model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
+    out: Path = typer.Option(..., "-o", "--out", help="the HTML file to write"),
+    real_train: Path = typer.Option(
+        None,
+        "--real-train",
+        help="the real records the model was trained on (tables: CSV; images: folder or .npz; "
+        "series: .npz or wide CSV)",
+    ),
+    real_test: Path = typer.Option(
+        None, "--real-test", help="held-out real records, never used in training (same format)"
+    ),
+    release: bool = typer.Option(
+        False, "--release", help="only public content (no real data): ledger, schema, samples"
+    ),
+    rows: int = typer.Option(None, "--rows", help="synthetic rows to sample"),
+    pair: str = typer.Option(None, "--pair", help="two numeric columns A,B for the 2-D density"),
+    seed: int = typer.Option(0, "--seed", help="seed of the sampling, classifiers and attacks"),
+    classifiers: str = typer.Option(
+        "lr,rf,mlp,gb", "--classifiers", help=f"'all' or a list of {','.join(CLASSIFIERS)}"
+    ),
+    attacks: bool = typer.Option(True, "--attacks/--no-attacks", help="membership attacks"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+) -> None:
+    """One self-contained HTML report of MODEL (NOT differentially private unless --release)."""
+    _check_output(out, model, overwrite)
+    if rows is not None and rows < 1:
+        raise DpforgeError(f"--rows must be at least 1, got {rows}")
+    if release and (real_train is not None or real_test is not None):
+        raise DpforgeError("--release reads no real data: drop --real-train and --real-test")
+    if not release and (real_train is None or real_test is None):
+        raise DpforgeError(
+            "give --real-train and --real-test (the full report), or --release (public only)"
+        )
+    args = {
+        "real_train": real_train, "real_test": real_test, "seed": seed, "rows": rows,
+        "classifiers": parse_classifiers(classifiers), "attacks": attacks, "pair": _pair(pair),
+    }  # fmt: skip
+    synth = load(model)
+    if release:
+        text = release_report(synth, n_synthetic=rows or 2000, seed=seed, pair=args["pair"])
+    else:
+        build = _full_report if isinstance(synth.schema_, Schema) else _full_array_report
+        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as progress:
+            text = build(synth, args, progress)
+    write_report(text, out, model, overwrite=overwrite)
+    if release:
+        console.print(f"wrote the release report {out} (public content only)")
+    else:
+        console.print(
+            f"[bold red]NOT differentially private[/bold red]: wrote {out}, computed from the "
+            "private data; keep it with the private data, not with the model."
+        )
