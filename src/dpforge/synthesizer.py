@@ -9,7 +9,9 @@ train (``training``), and record every DP event in one ledger (``privacy.ledger`
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpforge import options as run_options
 from dpforge.data.arrays import ArrayData
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.kinds import CLIP_NOTE, kind_of
@@ -61,6 +64,7 @@ from dpforge.training import (
 )
 
 DEFAULT_EPOCHS = 50.0
+SAMPLE_CHUNK_ROWS = 100_000  # rows generated and decoded at once when streaming
 MIN_STEPS = 100
 
 
@@ -184,6 +188,7 @@ class Synthesizer:
         paid twice) and training continues from the last checkpointed step with the same random
         state, replaying exactly what the uninterrupted run would have done.
         """
+        self.check_options()
         refuse_draft(self.schema)
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
@@ -192,6 +197,7 @@ class Synthesizer:
         self.anchor_ = resolve_anchor(self.anchor, self.schema)
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
+        run_options.check_against_size(self.config_, len(records))
         if self.anchor_ is not None and self.default_method_options:
             # the anchored generator's widths, unless the caller chose the method's options
             self.config_ = replace(self.config_, generator_hidden=self.anchor_.generator_hidden)
@@ -339,21 +345,29 @@ class Synthesizer:
         )
 
     def _seed_sequence(self, stream: int) -> int | None:
-        return None if self.seed is None else self.seed * 1000 + stream
+        # modulo 2**63: every seed options.check_seed allows gives a valid torch seed
+        return None if self.seed is None else (self.seed * 1000 + stream) % run_options.SEED_LIMIT
+
+    def check_options(self) -> None:
+        """Refuse bad options before any record is read (:mod:`dpforge.options`); the command
+        line calls it before reading the data file."""
+        run_options.check_budget(self.epsilon, self.delta, self.metadata_share)
+        run_options.check_noise_multiplier(self.noise_multiplier)
+        run_options.check_epochs(self.epochs)
+        run_options.check_seed(self.seed)
+        run_options.check_method_config(self.method_options, self.epsilon)
+        if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 1:
+            raise PrivacyError(
+                f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"
+            )
 
     def _check_privacy_request(self, n_records: int) -> None:
-        if self.epsilon is None or not self.epsilon > 0:
-            raise PrivacyError(f"epsilon must be > 0 (math.inf for no privacy), got {self.epsilon}")
-        if not 0 < self.delta < 1:
-            raise PrivacyError(f"delta must be in (0, 1), got {self.delta}")
         if self.delta >= 1.0 / n_records and math.isfinite(self.epsilon):
             raise PrivacyError(
                 f"delta = {self.delta:g} is not below 1/N = {1 / n_records:.3g} for N = "
                 f"{n_records} records: such a delta allows publishing a whole record; choose "
                 f"delta well below 1/N (e.g. {_suggest_delta(n_records):g})"
             )
-        if not 0 <= self.metadata_share < 1:
-            raise PrivacyError(f"metadata_share must be in [0, 1), got {self.metadata_share}")
         if (
             self.noise_multiplier is not None
             and self.epochs is not None
@@ -377,13 +391,13 @@ class Synthesizer:
         return MetadataBudget(self.epsilon * self.metadata_share, self.delta * self.metadata_share)
 
     def _plan_budget(self, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:
-        batch = self.config_.batch_size
-        if batch > n_records:
-            raise PrivacyError(f"batch size {batch} is larger than the {n_records} records")
         method_cls = METHODS[self.method][0]
         q = method_cls.sample_rate(self.config_, n_records)
         if not math.isfinite(self.epsilon):
-            return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0, self.checkpoint_every)
+            steps = run_options.check_steps(
+                max(1, round(self.epochs / q)), f"epochs={self.epochs:g}"
+            )
+            return TrainingPlan(steps, q, 0.0, self.checkpoint_every)
         delta = self.delta - ledger.extra_delta()
         base = ledger.event()
 
@@ -391,14 +405,19 @@ class Synthesizer:
             return method_cls.training_event(self.config_, q, sigma, steps)
 
         if self.noise_multiplier is None:
-            steps = max(1, round((self.epochs or DEFAULT_EPOCHS) / q))
+            epochs = DEFAULT_EPOCHS if self.epochs is None else self.epochs
+            steps = run_options.check_steps(max(1, round(epochs / q)), f"epochs={epochs:g}")
             sigma = noise_for_target(
                 lambda s: event(s, steps), self.epsilon, delta, base_event=base
             )
         else:
             sigma = self.noise_multiplier
             steps = steps_for_target(
-                lambda n: event(sigma, n), self.epsilon, delta, base_event=base
+                lambda n: event(sigma, n), self.epsilon, delta, base_event=base,
+                max_steps=run_options.MAX_STEPS + 1,
+            )  # fmt: skip
+            run_options.check_steps(
+                steps, f"noise multiplier {sigma:g} at epsilon {self.epsilon:g}"
             )
         if steps < MIN_STEPS:
             raise PrivacyError(
@@ -480,15 +499,42 @@ class Synthesizer:
         """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
         for images and time series. ``conditions={label: value}`` fixes the label; without it
         labels are drawn from the (uniform, declared or DP) label prior."""
-        self._require_fitted()
-        if n < 1:
-            raise DataError(f"the number of rows to sample must be >= 1, got {n}")
+        self._check_sample_request(n, seed)
+        return self._sample_batch(n, conditions or {}, make_generator(seed, self.device))
+
+    def sample_chunks(
+        self,
+        n: int,
+        conditions: dict[str, Any] | None = None,
+        seed: int | None = None,
+        chunk_rows: int = SAMPLE_CHUNK_ROWS,
+    ) -> Iterator[pd.DataFrame | ArrayData]:
+        """``n`` synthetic records as consecutive chunks of at most ``chunk_rows`` each, so
+        that memory stays bounded however large ``n`` is (the command line streams them to the
+        output file). One random stream runs through the chunks: the same seed and chunk size
+        give the same records."""
+        self._check_sample_request(n, seed)
+        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+            raise DataError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
         generator = make_generator(seed, self.device)
-        labels = self._condition_labels(n, conditions or {}, generator)
+        for start in range(0, n, chunk_rows):
+            yield self._sample_batch(min(chunk_rows, n - start), conditions or {}, generator)
+
+    def _check_sample_request(self, n: Any, seed: Any) -> None:
+        self._require_fitted()
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise DataError(f"the number of rows to sample must be a whole number >= 1, got {n}")
+        run_options.check_seed(seed)
+
+    def _sample_batch(
+        self, n: int, conditions: dict[str, Any], generator: torch.Generator
+    ) -> pd.DataFrame | ArrayData:
+        labels = self._condition_labels(n, conditions, generator)
         with torch.no_grad():
             z = self.generator_.sample_latent(n, generator)
             rows = self.generator_(z, labels)
         features = rows.cpu().numpy()
+        del rows, z
         labels_np = None if labels is None else labels.cpu().numpy()
         if getattr(self.encoder_, "n_bins", None) is None:
             return self.encoder_.inverse_transform(features, labels_np)
