@@ -24,6 +24,7 @@ from typing import Any
 from dpforge.errors import PrivacyError
 
 MAX_STEPS = 1_000_000
+MAX_GP_WEIGHT = 1e4
 MAX_EPSILON = 100.0
 MIN_NOISE_MULTIPLIER = 0.3
 MAX_NOISE_MULTIPLIER = 2.0**20
@@ -115,6 +116,12 @@ def check_method_config(config: Any, epsilon: float) -> None:
             raise PrivacyError(f"{f.name} ({flag}) must be a finite number, got {value}")
         if "lr" in f.name.split("_") and not value > 0:
             raise PrivacyError(f"{f.name} must be > 0, got {value}")
+    gp_weight = getattr(config, "gp_weight", None)
+    if gp_weight is not None and gp_weight > MAX_GP_WEIGHT:
+        raise PrivacyError(
+            f"--gp-weight {gp_weight:g} is above {MAX_GP_WEIGHT:g}: the gradient penalty would "
+            "drown the critic's loss (the usual weight is 10)"
+        )
     microbatches = getattr(config, "microbatches", None)
     if microbatches is not None and microbatches > config.batch_size:
         raise PrivacyError(

@@ -34,10 +34,13 @@ from safetensors.torch import load_file, save_file
 from dpforge.errors import ModelFileError, OutputExistsError
 
 
-def atomic_write(path: Path, write: Callable[[Path], None], *, overwrite: bool) -> None:
+def atomic_write(
+    path: Path, write: Callable[[Path], None], *, overwrite: bool, durable: bool = False
+) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place.
 
-    An interrupted or failed write leaves no partial ``path`` behind.
+    An interrupted or failed write leaves no partial ``path`` behind. ``durable`` also flushes
+    the file and its folder to disk before returning (for records that must survive a crash).
     """
     path = Path(path)
     if path.exists() and not overwrite:
@@ -49,9 +52,21 @@ def atomic_write(path: Path, write: Callable[[Path], None], *, overwrite: bool) 
     try:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the user's usual mode
+        if durable:
+            _fsync(tmp)
         os.replace(tmp, path)
+        if durable:
+            _fsync(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
@@ -61,8 +76,11 @@ def _umask() -> int:
     return mask
 
 
-def write_json(path: Path, payload: dict[str, Any], *, overwrite: bool = True) -> None:
-    atomic_write(path, lambda p: p.write_text(json.dumps(payload, indent=2)), overwrite=overwrite)
+def write_json(
+    path: Path, payload: dict[str, Any], *, overwrite: bool = True, durable: bool = False
+) -> None:
+    text = json.dumps(payload, indent=2)
+    atomic_write(path, lambda p: p.write_text(text), overwrite=overwrite, durable=durable)
 
 
 def read_json(path: Path) -> dict[str, Any]:

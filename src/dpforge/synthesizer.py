@@ -54,13 +54,17 @@ from dpforge.statistics.cells import (
 from dpforge.statistics.marginals import MeasuredMarginal, one_hot_blocks
 from dpforge.statistics.rounds import fit_anchored_generator, measure_round_one, plan_anchoring
 from dpforge.training import (
+    TrainingDivergedError,
     TrainingPlan,
     TrainingState,
+    checkpoint_lock,
     has_checkpoint,
     load_checkpoint,
     read_checkpoint_info,
+    reserved_steps,
     save_checkpoint,
     train,
+    write_ahead_ledger,
 )
 
 DEFAULT_EPOCHS = 50.0
@@ -186,9 +190,16 @@ class Synthesizer:
         With ``checkpoint_dir``, an interrupted fit called again with the same data resumes:
         metadata estimates and the plan come from the checkpoint (never re-estimated, so never
         paid twice) and training continues from the last checkpointed step with the same random
-        state, replaying exactly what the uninterrupted run would have done.
+        state, replaying exactly what the uninterrupted run would have done. The checkpoint
+        folder is locked for the whole fit: a second fit on it fails at once. Steps a kill
+        wasted (run after the last checkpoint) stay charged, so the resumed run trains for
+        fewer steps rather than spend more than its plan (see ``dpforge.training``).
         """
         self.check_options()
+        with checkpoint_lock(self.checkpoint_dir):
+            return self._fit(data)
+
+    def _fit(self, data: pd.DataFrame | ArrayData) -> Synthesizer:
         refuse_draft(self.schema)
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
@@ -209,15 +220,20 @@ class Synthesizer:
         features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
         self._anchor_generator(method, encoder, setup, records)
-        if setup.plan.steps:
-            self._train(method, features, labels, setup)
+        wasted = self._train(method, features, labels, setup) if setup.plan.steps else 0
         ledger, plan = setup.ledger, setup.plan
         if plan.steps:
+            lost = f" ({wasted} of them lost to an interruption)" if wasted else ""
             ledger.record(
-                f"{self.method}: {plan.steps} discriminator steps",
+                f"{self.method}: {plan.steps} discriminator steps{lost}",
                 method.step_event(plan.sample_rate, plan.steps),
             )
         self._check_spent(ledger)
+        if not all(torch.isfinite(p).all() for p in method.released_generator().parameters()):
+            raise TrainingDivergedError(
+                "the trained generator holds NaN or infinite weights, so nothing is released: "
+                "lower --clip-norm, --gp-weight or the learning rates and run again"
+            )
         self.bayesian_ = self._bayesian_result(method, ledger)
         self.schema_, self.encoder_, self.ledger_ = setup.schema, encoder, ledger
         self.label_prior_, self.plan_ = setup.label_prior, plan
@@ -435,13 +451,15 @@ class Synthesizer:
         prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)
         return method_cls(options, encoder.layout, encoder.n_classes, prior_t, sigma, self.device)
 
-    def _train(self, method, features, labels, setup: RunSetup) -> None:
+    def _train(self, method, features, labels, setup: RunSetup) -> int:
+        """Train from scratch or from the checkpoint; returns the private steps a kill wasted
+        (charged but not in the model)."""
         generator = make_generator(self._seed_sequence(1), self.device)
         if not setup.marginals:
             torch_generator_init(method, self._seed_sequence(2))
         x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
         y = None if labels is None else torch.as_tensor(labels, device=self.device)
-        state, checkpoint = TrainingState(), None
+        state, checkpoint, reserve = TrainingState(), None, None
         if self.checkpoint_dir is not None:
             settings = self._privacy_settings(setup.n_records)
             settings[DATA_KEY] = data_fingerprint(features, labels)
@@ -450,13 +468,18 @@ class Synthesizer:
             if has_checkpoint(folder):
                 check_resume(read_checkpoint_info(folder).get(SETTINGS_KEY), settings, folder)
                 state, _ = load_checkpoint(folder, method, generator)
+                state.spent = max(state.spent, state.step, reserved_steps(folder))
             else:
                 save_checkpoint(folder, method, state, generator, run_info)
 
             def checkpoint(s: TrainingState) -> None:
                 save_checkpoint(folder, method, s, generator, run_info)
 
-        train(
+            def reserve(steps: int) -> None:
+                event = method.step_event(setup.plan.sample_rate, steps)
+                write_ahead_ledger(folder, setup.ledger, self.method, event, steps, self.delta)
+
+        state = train(
             method,
             x,
             y,
@@ -464,8 +487,10 @@ class Synthesizer:
             generator,
             state=state,
             checkpoint=checkpoint,
+            reserve=reserve,
             progress=self.progress,
         )
+        return state.spent - state.step
 
     def _bayesian_result(self, method: GanMethod, ledger: PrivacyLedger):
         """The data-dependent Bayesian bound, when asked for: for the steward's eyes only.

@@ -191,6 +191,9 @@ def fit(
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
     checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
+    checkpoint_every: int = typer.Option(
+        500, "--checkpoint-every", help="private steps between checkpoints"
+    ),
     samples: int = typer.Option(0, "-n", "--samples", help="also write this many records"),
     samples_out: Path = typer.Option(None, "--samples-out"),
     overwrite: bool = typer.Option(False, "--overwrite"),
@@ -240,6 +243,7 @@ def fit(
         seed=seed,
         progress=not quiet,
         checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
         anchor=anchor_option(public, anchor_share, anchor_bins),
     )
     synth.check_options()  # before the data are read
