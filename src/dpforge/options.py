@@ -66,7 +66,7 @@ def check_budget(epsilon: Any, delta: Any, metadata_share: Any) -> None:
         raise PrivacyError(f"metadata_share must be in [0, 1), got {metadata_share}")
 
 
-def check_noise_multiplier(sigma: Any, name: str = "noise multiplier") -> float | None:
+def check_noise_multiplier(sigma: Any, name: str = "noise_multiplier") -> float | None:
     """None, 0 (non-private) or a sigma in [MIN_NOISE_MULTIPLIER, MAX_NOISE_MULTIPLIER]."""
     if sigma is None:
         return None
@@ -75,7 +75,7 @@ def check_noise_multiplier(sigma: Any, name: str = "noise multiplier") -> float 
         return 0.0
     if not MIN_NOISE_MULTIPLIER <= value <= MAX_NOISE_MULTIPLIER:
         raise PrivacyError(
-            f"{name} {sigma!r} must be between {MIN_NOISE_MULTIPLIER} and {MAX_NOISE_MULTIPLIER:g}"
+            f"{name}={sigma!r} must be between {MIN_NOISE_MULTIPLIER} and {MAX_NOISE_MULTIPLIER:g}"
             " (below, the guarantee is void and accounting it runs out of memory)"
         )
     return value

@@ -68,7 +68,7 @@ from dpforge.training import (
 )
 
 DEFAULT_EPOCHS = 50.0
-SAMPLE_CHUNK_ROWS = 100_000  # rows generated and decoded at once when streaming
+SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 MIN_STEPS = 100
 
 
@@ -479,7 +479,7 @@ class Synthesizer:
                 event = method.step_event(setup.plan.sample_rate, steps)
                 write_ahead_ledger(folder, setup.ledger, self.method, event, steps, self.delta)
 
-        state = train(
+        train(  # advances ``state`` in place
             method,
             x,
             y,

@@ -14,6 +14,7 @@ import pytest
 from dp_accounting.pld import PLDAccountant
 
 from dpforge.errors import PrivacyError
+from dpforge.options import MIN_NOISE_MULTIPLIER
 from dpforge.privacy.accounting import (
     AdaptivePLDAccountant,
     PrivacyReport,

@@ -94,7 +94,7 @@ def privacy(
     Poisson sampling with q = B/N, add/remove-one neighbours; ε reported under PLD, RDP shown.
     """
     _check_sizes(dataset_size, batch_size)
-    check_noise_multiplier(noise_multiplier, "--noise-multiplier")
+    check_noise_multiplier(noise_multiplier)
     d = validate_delta(delta, dataset_size)
     n_steps = _steps(dataset_size, batch_size, epochs, steps)
     result = _solve(dataset_size, batch_size, noise_multiplier, n_steps, epsilon, d)
