@@ -11,9 +11,8 @@ data only: no pickle, no code from the folder is run.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import math
-import shutil
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import torch
 
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.kinds import kind_of
-from dpforge.errors import ModelFileError, OutputExistsError
+from dpforge.errors import ModelFileError
 from dpforge.model_check import (
     DIGEST_KEY,
     FORMAT,
@@ -39,7 +38,14 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import schema_from_dict
 from dpforge.schema.validation import read_json_text
 from dpforge.statistics.cells import bins_from_edges
-from dpforge.storage import read_tensor_metadata, read_tensors, write_json, write_tensors
+from dpforge.storage import (
+    FolderKind,
+    read_tensor_metadata,
+    read_tensors,
+    replace_folder,
+    write_json,
+    write_tensors,
+)
 from dpforge.training import TrainingPlan
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "manifest", "read_model", "restore", "save_model"]
@@ -95,23 +101,30 @@ def _json_float(x: float) -> float | str:
     return x if math.isfinite(x) else "inf"
 
 
-def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:
-    """Write the folder atomically: built beside ``path``, then renamed into place."""
-    if path.exists() and not overwrite:
-        raise OutputExistsError(f"{path} already exists; choose another folder or pass --overwrite")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+def is_model_folder(path: Path) -> bool:
+    """Whether ``path`` holds a model.json with the dpforge-model format marker."""
     try:
+        info = json.loads((Path(path) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and info.get("format") == FORMAT
+
+
+# A model folder holds these two files and nothing else; only such a folder is ever replaced.
+MODEL_FOLDER = FolderKind("model folder", frozenset({WEIGHTS, MANIFEST}), is_model_folder)
+
+
+def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:
+    """Write the folder atomically: built beside ``path``, then renamed into place; an existing
+    ``path`` is replaced only when it is a dpforge model folder (see ``storage.replace_folder``)."""
+
+    def build(staging: Path) -> None:
         info = manifest(synth)
         digest = {DIGEST_KEY: manifest_digest(info)}  # catches later edits of model.json
         write_tensors(staging / WEIGHTS, synth.generator_.state_dict(), metadata=digest)
         write_json(staging / MANIFEST, info)
-        if path.exists():
-            shutil.rmtree(path)
-        staging.rename(path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return path
+
+    return replace_folder(Path(path), build, MODEL_FOLDER, overwrite=overwrite)
 
 
 def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:

@@ -9,7 +9,9 @@ train (``training``), and record every DP event in one ledger (``privacy.ledger`
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpforge import options as run_options
 from dpforge.data.arrays import ArrayData
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.kinds import CLIP_NOTE, kind_of
@@ -57,16 +60,21 @@ from dpforge.statistics.rounds import (
     plan_anchoring,
 )
 from dpforge.training import (
+    TrainingDivergedError,
     TrainingPlan,
     TrainingState,
+    checkpoint_lock,
     has_checkpoint,
     load_checkpoint,
     read_checkpoint_info,
+    reserved_steps,
     save_checkpoint,
     train,
+    write_ahead_ledger,
 )
 
 DEFAULT_EPOCHS = 50.0
+SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 MIN_STEPS = 100
 
 
@@ -190,13 +198,21 @@ class Synthesizer:
         With ``checkpoint_dir``, an interrupted fit called again with the same data resumes:
         metadata estimates and the plan come from the checkpoint (never re-estimated, so never
         paid twice) and training continues from the last checkpointed step with the same random
-        state, replaying exactly what the uninterrupted run would have done.
+        state, replaying exactly what the uninterrupted run would have done. The checkpoint
+        folder is locked for the whole fit: a second fit on it fails at once. Steps a kill
+        wasted (run after the last checkpoint) stay charged, so the resumed run trains for
+        fewer steps rather than spend more than its plan (see ``dpforge.training``).
 
         With ``budget`` (the data set's :class:`dpforge.privacy.budget.DataBudget`), the run's
         planned events are added to the budget file before training (a resumed run is not
         charged twice), and a run that would take the data set past its declared total raises
         ``BudgetExceededError`` before it trains.
         """
+        self.check_options()
+        with checkpoint_lock(self.checkpoint_dir):
+            return self._fit(data, budget)
+
+    def _fit(self, data: pd.DataFrame | ArrayData, budget: RunCharge | None) -> Synthesizer:
         refuse_draft(self.schema)
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
@@ -205,6 +221,7 @@ class Synthesizer:
         self.anchor_ = resolve_anchor(self.anchor, self.schema)
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
+        run_options.check_against_size(self.config_, len(records))
         if self.anchor_ is not None and self.default_method_options:
             # the anchored generator's widths, unless the caller chose the method's options
             self.config_ = replace(self.config_, generator_hidden=self.anchor_.generator_hidden)
@@ -217,15 +234,20 @@ class Synthesizer:
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
         self.budget_run_ = self._charge_budget(budget, setup, method)
         self._anchor_generator(method, encoder, setup, records)
-        if setup.plan.steps:
-            self._train(method, features, labels, setup)
+        wasted = self._train(method, features, labels, setup) if setup.plan.steps else 0
         ledger, plan = setup.ledger, setup.plan
         if plan.steps:
+            lost = f" ({wasted} of them lost to an interruption)" if wasted else ""
             ledger.record(
-                f"{self.method}: {plan.steps} discriminator steps",
+                f"{self.method}: {plan.steps} discriminator steps{lost}",
                 method.step_event(plan.sample_rate, plan.steps),
             )
         self._check_spent(ledger)
+        if not all(torch.isfinite(p).all() for p in method.released_generator().parameters()):
+            raise TrainingDivergedError(
+                "the trained generator holds NaN or infinite weights, so nothing is released: "
+                "lower --clip-norm, --gp-weight or the learning rates and run again"
+            )
         self.bayesian_ = self._bayesian_result(method, ledger)
         self.schema_, self.encoder_, self.ledger_ = setup.schema, encoder, ledger
         self.label_prior_, self.plan_ = setup.label_prior, plan
@@ -371,21 +393,29 @@ class Synthesizer:
         )
 
     def _seed_sequence(self, stream: int) -> int | None:
-        return None if self.seed is None else self.seed * 1000 + stream
+        # modulo 2**63: every seed options.check_seed allows gives a valid torch seed
+        return None if self.seed is None else (self.seed * 1000 + stream) % run_options.SEED_LIMIT
+
+    def check_options(self) -> None:
+        """Refuse bad options before any record is read (:mod:`dpforge.options`); the command
+        line calls it before reading the data file."""
+        run_options.check_budget(self.epsilon, self.delta, self.metadata_share)
+        run_options.check_noise_multiplier(self.noise_multiplier)
+        run_options.check_epochs(self.epochs)
+        run_options.check_seed(self.seed)
+        run_options.check_method_config(self.method_options, self.epsilon)
+        if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 1:
+            raise PrivacyError(
+                f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"
+            )
 
     def _check_privacy_request(self, n_records: int) -> None:
-        if self.epsilon is None or not self.epsilon > 0:
-            raise PrivacyError(f"epsilon must be > 0 (math.inf for no privacy), got {self.epsilon}")
-        if not 0 < self.delta < 1:
-            raise PrivacyError(f"delta must be in (0, 1), got {self.delta}")
         if self.delta >= 1.0 / n_records and math.isfinite(self.epsilon):
             raise PrivacyError(
                 f"delta = {self.delta:g} is not below 1/N = {1 / n_records:.3g} for N = "
                 f"{n_records} records: such a delta allows publishing a whole record; choose "
                 f"delta well below 1/N (e.g. {_suggest_delta(n_records):g})"
             )
-        if not 0 <= self.metadata_share < 1:
-            raise PrivacyError(f"metadata_share must be in [0, 1), got {self.metadata_share}")
         if (
             self.noise_multiplier is not None
             and self.epochs is not None
@@ -409,13 +439,13 @@ class Synthesizer:
         return MetadataBudget(self.epsilon * self.metadata_share, self.delta * self.metadata_share)
 
     def _plan_budget(self, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:
-        batch = self.config_.batch_size
-        if batch > n_records:
-            raise PrivacyError(f"batch size {batch} is larger than the {n_records} records")
         method_cls = METHODS[self.method][0]
         q = method_cls.sample_rate(self.config_, n_records)
         if not math.isfinite(self.epsilon):
-            return TrainingPlan(max(1, round(self.epochs / q)), q, 0.0, self.checkpoint_every)
+            steps = run_options.check_steps(
+                max(1, round(self.epochs / q)), f"epochs={self.epochs:g}"
+            )
+            return TrainingPlan(steps, q, 0.0, self.checkpoint_every)
         delta = self.delta - ledger.extra_delta()
         base = ledger.event()
 
@@ -423,14 +453,19 @@ class Synthesizer:
             return method_cls.training_event(self.config_, q, sigma, steps)
 
         if self.noise_multiplier is None:
-            steps = max(1, round((self.epochs or DEFAULT_EPOCHS) / q))
+            epochs = DEFAULT_EPOCHS if self.epochs is None else self.epochs
+            steps = run_options.check_steps(max(1, round(epochs / q)), f"epochs={epochs:g}")
             sigma = noise_for_target(
                 lambda s: event(s, steps), self.epsilon, delta, base_event=base
             )
         else:
             sigma = self.noise_multiplier
             steps = steps_for_target(
-                lambda n: event(sigma, n), self.epsilon, delta, base_event=base
+                lambda n: event(sigma, n), self.epsilon, delta, base_event=base,
+                max_steps=run_options.MAX_STEPS + 1,
+            )  # fmt: skip
+            run_options.check_steps(
+                steps, f"noise multiplier {sigma:g} at epsilon {self.epsilon:g}"
             )
         if steps < MIN_STEPS:
             raise PrivacyError(
@@ -448,13 +483,15 @@ class Synthesizer:
         prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)
         return method_cls(options, encoder.layout, encoder.n_classes, prior_t, sigma, self.device)
 
-    def _train(self, method, features, labels, setup: RunSetup) -> None:
+    def _train(self, method, features, labels, setup: RunSetup) -> int:
+        """Train from scratch or from the checkpoint; returns the private steps a kill wasted
+        (charged but not in the model)."""
         generator = make_generator(self._seed_sequence(1), self.device)
         if not setup.marginals:
             torch_generator_init(method, self._seed_sequence(2))
         x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
         y = None if labels is None else torch.as_tensor(labels, device=self.device)
-        state, checkpoint = TrainingState(), None
+        state, checkpoint, reserve = TrainingState(), None, None
         if self.checkpoint_dir is not None:
             settings = self._privacy_settings(setup.n_records)
             settings[DATA_KEY] = data_fingerprint(features, labels)
@@ -463,13 +500,18 @@ class Synthesizer:
             if has_checkpoint(folder):
                 check_resume(read_checkpoint_info(folder).get(SETTINGS_KEY), settings, folder)
                 state, _ = load_checkpoint(folder, method, generator)
+                state.spent = max(state.spent, state.step, reserved_steps(folder))
             else:
                 save_checkpoint(folder, method, state, generator, run_info)
 
             def checkpoint(s: TrainingState) -> None:
                 save_checkpoint(folder, method, s, generator, run_info)
 
-        train(
+            def reserve(steps: int) -> None:
+                event = method.step_event(setup.plan.sample_rate, steps)
+                write_ahead_ledger(folder, setup.ledger, self.method, event, steps, self.delta)
+
+        train(  # advances ``state`` in place
             method,
             x,
             y,
@@ -477,8 +519,10 @@ class Synthesizer:
             generator,
             state=state,
             checkpoint=checkpoint,
+            reserve=reserve,
             progress=self.progress,
         )
+        return state.spent - state.step
 
     def _bayesian_result(self, method: GanMethod, ledger: PrivacyLedger):
         """The data-dependent Bayesian bound, when asked for: for the steward's eyes only.
@@ -512,15 +556,42 @@ class Synthesizer:
         """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
         for images and time series. ``conditions={label: value}`` fixes the label; without it
         labels are drawn from the (uniform, declared or DP) label prior."""
-        self._require_fitted()
-        if n < 1:
-            raise DataError(f"the number of rows to sample must be >= 1, got {n}")
+        self._check_sample_request(n, seed)
+        return self._sample_batch(n, conditions or {}, make_generator(seed, self.device))
+
+    def sample_chunks(
+        self,
+        n: int,
+        conditions: dict[str, Any] | None = None,
+        seed: int | None = None,
+        chunk_rows: int = SAMPLE_CHUNK_ROWS,
+    ) -> Iterator[pd.DataFrame | ArrayData]:
+        """``n`` synthetic records as consecutive chunks of at most ``chunk_rows`` each, so
+        that memory stays bounded however large ``n`` is (the command line streams them to the
+        output file). One random stream runs through the chunks: the same seed and chunk size
+        give the same records."""
+        self._check_sample_request(n, seed)
+        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+            raise DataError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
         generator = make_generator(seed, self.device)
-        labels = self._condition_labels(n, conditions or {}, generator)
+        for start in range(0, n, chunk_rows):
+            yield self._sample_batch(min(chunk_rows, n - start), conditions or {}, generator)
+
+    def _check_sample_request(self, n: Any, seed: Any) -> None:
+        self._require_fitted()
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise DataError(f"the number of rows to sample must be a whole number >= 1, got {n}")
+        run_options.check_seed(seed)
+
+    def _sample_batch(
+        self, n: int, conditions: dict[str, Any], generator: torch.Generator
+    ) -> pd.DataFrame | ArrayData:
+        labels = self._condition_labels(n, conditions, generator)
         with torch.no_grad():
             z = self.generator_.sample_latent(n, generator)
             rows = self.generator_(z, labels)
         features = rows.cpu().numpy()
+        del rows, z
         labels_np = None if labels is None else labels.cpu().numpy()
         if getattr(self.encoder_, "n_bins", None) is None:
             return self.encoder_.inverse_transform(features, labels_np)

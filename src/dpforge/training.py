@@ -6,26 +6,41 @@ step, and the loop never runs more. A checkpoint stores the step reached togethe
 networks, optimizers and random state, so an interrupted run resumes where it stopped and the
 budget is never spent twice. Checkpoints hold the discriminator and are private working files,
 never a release: keep them where the data are.
+
+The ledger is written ahead of the steps it covers: before a run of steps starts, the count of
+private steps it may reach is recorded (``reserve``), so a kill between two checkpoints can
+waste budget but never hide it. ``TrainingState.spent`` counts the private steps charged, those
+a kill wasted included; the loop stops when ``spent`` reaches the plan, so a resumed run that
+lost steps trains for fewer steps than planned and never spends more than the plan.
+
+Training stops with :class:`TrainingDivergedError` as soon as a loss or a network weight is
+not finite (NaN or infinite): nothing diverged is checkpointed or released.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import dp_accounting
 import torch
+from filelock import FileLock, Timeout
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from dpforge.errors import ModelFileError
+from dpforge.errors import DpforgeError, ModelFileError, PrivacyError
 from dpforge.methods.base import GanMethod
+from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.storage import (
     flatten_state,
     read_json,
     read_tensor_metadata,
     read_tensors,
+    remove_stale_temp_files,
     unflatten_state,
     write_json,
     write_tensors,
@@ -33,6 +48,8 @@ from dpforge.storage import (
 
 CHECKPOINT_STATE = "checkpoint.safetensors"
 CHECKPOINT_INFO = "checkpoint.json"
+LEDGER_AHEAD = "ledger.json"  # the ledger written ahead of the steps it covers
+LOCK = ".dpforge.lock"
 INFO_METADATA = "dpforge_checkpoint"  # the JSON info, inside the tensors file
 
 
@@ -57,6 +74,14 @@ class TrainingState:
     g_loss: float = float("nan")
     d_steps: int = 0  # discriminator steps per generator step now (0: the method's default)
     d_since_g: int = 0  # discriminator steps since the last generator step
+    spent: int = 0  # private steps charged to the budget (steps a kill wasted included)
+
+
+class TrainingDivergedError(DpforgeError):
+    """A loss or weight became NaN or infinite: training stopped, nothing is released."""
+
+
+RESERVE_FRACTION = 10  # the ledger is written ahead every checkpoint_every // 10 steps
 
 
 def train(
@@ -68,22 +93,66 @@ def train(
     *,
     state: TrainingState | None = None,
     checkpoint: Callable[[TrainingState], None] | None = None,
+    reserve: Callable[[int], None] | None = None,
     progress: bool = True,
 ) -> TrainingState:
-    """Run the planned steps from ``state.step`` on; return the final state."""
+    """Run the planned steps from ``state.spent`` on; return the final state.
+
+    ``reserve(n)`` must record durably that up to ``n`` private steps may have run; it is called
+    before the steps it covers (see the module notes).
+    """
     state = state or TrainingState()
+    state.spent = max(state.spent, state.step)
     method.prepare(features.shape[0], plan, generator)
+    chunk = max(1, plan.checkpoint_every // RESERVE_FRACTION)
+    reserved, seen = state.spent, set()
     with _progress_bar(progress) as bar:
-        task = bar.add_task("training", total=plan.steps, completed=state.step, losses="")
+        task = bar.add_task("training", total=plan.steps, completed=state.spent, losses="")
         log_every = _log_interval(bar, plan.steps) if progress else 0
-        while state.step < plan.steps:
+        while state.spent < plan.steps:
+            if reserve is not None and state.spent >= reserved:
+                reserved = min(plan.steps, state.spent + chunk)
+                reserve(reserved)
             method.train_step(features, labels, state, generator)
-            bar.update(task, completed=state.step, losses=_loss_text(state, method))
-            if log_every and state.step % log_every == 0:
-                bar.console.print(f"step {state.step}/{plan.steps}  {_loss_text(state, method)}")
+            state.spent += 1
+            check_finite([method.generator], state, plan, seen)
+            bar.update(task, completed=state.spent, losses=_loss_text(state, method))
+            if log_every and state.spent % log_every == 0:
+                bar.console.print(f"step {state.spent}/{plan.steps}  {_loss_text(state, method)}")
             if checkpoint is not None and state.step % plan.checkpoint_every == 0:
+                check_finite(method.trained_networks(), state, plan, seen)
                 checkpoint(state)
+    check_finite(method.trained_networks(), state, plan, seen)
     return state
+
+
+def check_finite(
+    networks: list[torch.nn.Module], state: TrainingState, plan: TrainingPlan, seen: set[str]
+) -> None:
+    """Stop training when a loss or a weight of ``networks`` is not finite.
+
+    A loss is NaN before it is first computed; ``seen`` collects the losses that have been
+    finite, after which NaN means divergence. The message names the step and what to change,
+    never a loss or weight value (they are computed from private records).
+    """
+    bad = False
+    for name, value in (("d", state.d_loss), ("g", state.g_loss)):
+        if math.isfinite(value):
+            seen.add(name)
+        elif math.isinf(value) or name in seen:
+            bad = True
+    if bad or not all(_finite_module(m) for m in networks):
+        raise TrainingDivergedError(
+            f"training diverged at private step {state.spent} of {plan.steps}: a loss or a "
+            "network weight became NaN or infinite, so nothing is released; the last "
+            "checkpoint written before it (if any) is kept. Lower --clip-norm, --gp-weight or "
+            "the learning rates and run again (the budget of the steps run is spent)"
+        )
+
+
+def _finite_module(module: torch.nn.Module) -> bool:
+    with torch.no_grad():
+        return all(bool(torch.isfinite(p).all()) for p in module.parameters())
 
 
 def _log_interval(bar: Progress, steps: int) -> int:
@@ -173,3 +242,57 @@ def has_checkpoint(folder: Path | None) -> bool:
 
 def _stateful_parts(method: GanMethod) -> dict[str, Any]:
     return method.state_parts()
+
+
+# -- the checkpoint folder: one fit at a time, and its ledger written ahead ----------------------
+@contextmanager
+def checkpoint_lock(folder: Path | None) -> Iterator[None]:
+    """Hold the checkpoint folder for one fit; a second fit on it fails at once.
+
+    Under the lock, temporary files that a killed run left in the folder are removed.
+    """
+    if folder is None:
+        yield
+        return
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(folder / LOCK, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise PrivacyError(
+            f"another dpforge fit is using the checkpoint folder {folder}: wait for it to end, "
+            "or give this run its own --checkpoint-dir"
+        ) from None
+    try:
+        remove_stale_temp_files(folder, (CHECKPOINT_STATE, CHECKPOINT_INFO, LEDGER_AHEAD))
+        yield
+    finally:
+        lock.release()
+
+
+def write_ahead_ledger(
+    folder: Path,
+    setup_ledger: PrivacyLedger,
+    method_name: str,
+    event: dp_accounting.DpEvent,
+    steps: int,
+    delta: float,
+) -> None:
+    """Record durably, BEFORE they run, that up to ``steps`` private steps may have run: the
+    ledger of the run so far (metadata, marginals) plus the event of those steps."""
+    ledger = PrivacyLedger(setup_ledger.entries)
+    ledger.record(f"{method_name}: up to {steps} discriminator steps", event)
+    payload = {"steps_reserved": steps, "delta": delta, "ledger": ledger.to_dict()}
+    write_json(Path(folder) / LEDGER_AHEAD, payload, durable=True)
+
+
+def reserved_steps(folder: Path) -> int:
+    """The private steps the written-ahead ledger covers (0 when there is none)."""
+    path = Path(folder) / LEDGER_AHEAD
+    if not path.is_file():
+        return 0
+    steps = read_json(path).get("steps_reserved")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ModelFileError(f"{path} is damaged (no step count); delete the checkpoint folder")
+    return steps

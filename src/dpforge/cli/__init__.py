@@ -19,23 +19,33 @@ from dpforge.cli.audit import audit
 from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.io import (
+    IMAGE_FORMATS,
     TABLE,
+    check_sample_outputs,
     checked_type,
     default_samples_path,
     draft,
     guess_type,
     read_data,
+    schema_type,
     write_samples,
 )
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
 from dpforge.data.tables import draft_schema, read_csv
-from dpforge.errors import DpforgeError, OutputExistsError, redact_from_now
+from dpforge.errors import DpforgeError, redact_from_now
 from dpforge.methods import METHODS
+from dpforge.model_io import MODEL_FOLDER
+from dpforge.options import check_seed
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.storage import atomic_write
+from dpforge.storage import (
+    atomic_write,
+    check_output_file,
+    check_output_folder,
+    recover_folder,
+)
 from dpforge.synthesizer import Synthesizer, load
 
 app = typer.Typer(
@@ -103,6 +113,7 @@ def schema(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Draft a schema for DATA: column types or shape, and optionally values to review."""
+    check_output_file(out, overwrite=overwrite, inputs=(data,), what="schema file")
     kind = data_type or guess_type(data)
     if kind == TABLE:
         drafted = draft_schema(read_csv(data), label=target, with_values=values)
@@ -186,6 +197,9 @@ def fit(
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
     checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
+    checkpoint_every: int = typer.Option(
+        500, "--checkpoint-every", help="private steps between checkpoints"
+    ),
     samples: int = typer.Option(0, "-n", "--samples", help="also write this many records"),
     samples_out: Path = typer.Option(None, "--samples-out"),
     overwrite: bool = typer.Option(False, "--overwrite"),
@@ -201,15 +215,18 @@ def fit(
     ),
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
-    _refuse_existing(out, overwrite)
-    if samples and samples_out is not None:
-        _refuse_existing(samples_out, overwrite)
+    inputs = tuple(p for p in (data, schema_path, labels) if p is not None)
+    check_output_folder(out, MODEL_FOLDER, overwrite=overwrite, inputs=inputs)
     public = load_schema(schema_path)
     data_budget = budget_for_fit(data, budget_file, no_budget_file)
     kind = checked_type(data_type, public)
+    samples_path = None
+    if samples:
+        samples_path = samples_out or default_samples_path(kind, out)
+        check_sample_outputs(kind, samples_path, overwrite, (*inputs, out))
     if target is not None:
         public = _with_target(public, target)
-    options = method_config(
+    method_options = method_config(
         method,
         batch_size=batch_size,
         clip_norm=clip_norm,
@@ -229,6 +246,23 @@ def fit(
         discriminator_net=discriminator_net,
         discriminator_norm=discriminator_norm,
     )
+    synth = Synthesizer(
+        public,
+        method=method,
+        epsilon=epsilon,
+        delta=delta,
+        noise_multiplier=noise_multiplier,
+        epochs=epochs,
+        metadata_share=metadata_share,
+        method_options=method_options,
+        out_of_bounds="clip" if clip_out_of_bounds else "error",
+        seed=seed,
+        progress=not quiet,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+        anchor=anchor_option(public, anchor_share, anchor_bins),
+    )
+    synth.check_options()  # before the data are read
     records = read_data(
         kind,
         data,
@@ -238,26 +272,11 @@ def fit(
         id_column=id_column,
         channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
     )
-    synth = Synthesizer(
-        public,
-        method=method,
-        epsilon=epsilon,
-        delta=delta,
-        noise_multiplier=noise_multiplier,
-        epochs=epochs,
-        metadata_share=metadata_share,
-        method_options=options,
-        out_of_bounds="clip" if clip_out_of_bounds else "error",
-        seed=seed,
-        progress=not quiet,
-        checkpoint_dir=checkpoint_dir,
-        anchor=anchor_option(public, anchor_share, anchor_bins),
-    ).fit(records, budget=data_budget)
+    synth.fit(records, budget=data_budget)
     synth.save(out, overwrite=overwrite)
     console.print(f"wrote model folder {out}")
-    if samples:
-        path = samples_out or default_samples_path(kind, out)
-        written = write_samples(synth.sample(samples), synth.schema_, path, overwrite)
+    if samples_path is not None:
+        written = write_samples(synth, samples, {}, None, samples_path, overwrite)
         console.print(f"wrote {samples} synthetic records to {', '.join(map(str, written))}")
     print_privacy(synth)
     print_budget_line(data_budget)
@@ -300,11 +319,6 @@ def method_config(method: str, **given: object) -> object:
     return config_cls(**chosen)
 
 
-def _refuse_existing(path: Path, overwrite: bool) -> None:
-    if path.exists() and not overwrite:
-        raise OutputExistsError(f"{path} already exists; choose another name or pass --overwrite")
-
-
 def _with_target(public: Schema | ArraySchema, target: str) -> Schema | ArraySchema:
     if isinstance(public, Schema):
         public.column(target)
@@ -331,10 +345,16 @@ def sample(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Write N synthetic records from MODEL (no data needed: post-processing is free)."""
-    _refuse_existing(out, overwrite)
+    if n < 1:
+        raise DpforgeError(f"-n {n}: give the number of records to write, at least 1")
+    check_seed(seed, "--seed")
+    if image_format not in IMAGE_FORMATS:
+        raise DpforgeError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
+    recover_folder(model, MODEL_FOLDER)  # a replacement a kill interrupted
     synth = load(model)
-    records = synth.sample(n, conditions=_parse_conditions(condition or []), seed=seed)
-    written = write_samples(records, synth.schema_, out, overwrite, image_format)
+    conditions = _parse_conditions(condition or [])
+    check_sample_outputs(schema_type(synth.schema_), out, overwrite, (model,))
+    written = write_samples(synth, n, conditions, seed, out, overwrite, image_format)
     console.print(f"wrote {n} records to {', '.join(map(str, written))}")
 
 
@@ -357,9 +377,9 @@ def demo(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Train DP-CGAN on scikit-learn's breast-cancer records and check its utility."""
-    from dpforge.cli.demo import run_demo
+    from dpforge.cli.demo import DEMO_FOLDER, run_demo
 
-    _refuse_existing(out, overwrite)
+    check_output_folder(out, DEMO_FOLDER, overwrite=overwrite)
     run_demo(out, epsilon, delta, seed, console)
 
 

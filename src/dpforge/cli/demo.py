@@ -18,8 +18,9 @@ from rich.console import Console
 
 from dpforge.datasets.breast_cancer import load_breast_cancer_demo
 from dpforge.evaluation.utility import tstr_auroc
+from dpforge.model_io import is_model_folder
 from dpforge.schema.table import Schema
-from dpforge.storage import atomic_write
+from dpforge.storage import FolderKind, atomic_write
 from dpforge.synthesizer import Synthesizer
 
 # 21 DP releases (two histograms per bound pair, one for the label prior) on 455 records need
@@ -32,6 +33,14 @@ def _mean_features(train: pd.DataFrame, test: pd.DataFrame, schema: Schema):
     keep = [c for c in schema.columns if c.name.startswith("mean ") or c.name == schema.label]
     names = [c.name for c in keep]
     return train[names], test[names], replace(schema, columns=tuple(keep))
+
+
+def _is_demo_folder(path: Path) -> bool:
+    return is_model_folder(path / "model")
+
+
+# The demo's folder holds its model folder and its CSV; only such a folder is written into.
+DEMO_FOLDER = FolderKind("demo folder", frozenset({"model", "synthetic.csv"}), _is_demo_folder)
 
 
 def run_demo(out: Path, epsilon: float, delta: float, seed: int | None, console: Console) -> None:

@@ -3,20 +3,23 @@ time series), so that the commands stay thin."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from dpforge.data.arrays import ArrayData
 from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
 from dpforge.schema.table import Schema
-from dpforge.storage import atomic_write
+from dpforge.storage import atomic_write, check_output_file, check_output_folder
 
 TABLE = "table"
 DATA_TYPES = (TABLE, IMAGE, TIMESERIES)
 IMAGE_SUFFIXES = (".npz", ".gz", ".idx", "-ubyte", ".idx3-ubyte")
+IMAGE_FORMATS = ("both", "png", "npz")
 
 
 def schema_type(schema: Schema | ArraySchema) -> str:
@@ -95,18 +98,37 @@ def to_pixels(data: ArrayData, schema: ArraySchema) -> ArrayData:
     return ArrayData(np.clip(pixels, 0.0, 255.0), data.labels)
 
 
-IMAGE_FORMATS = ("both", "png", "npz")
+def sample_paths(kind: str, out: Path) -> list[Path]:
+    """Every path ``write_samples`` writes for ``kind``: the CSV (and the plot of a series)."""
+    return [out, out.with_suffix(".png")] if kind == TIMESERIES else [out]
+
+
+def check_sample_outputs(
+    kind: str, out: Path, overwrite: bool, inputs: tuple[Path, ...] = ()
+) -> None:
+    """Before any work: every path the samples go to may be written (see ``dpforge.storage``)."""
+    if kind == IMAGE:
+        from dpforge.data.export import IMAGE_FOLDER
+
+        check_output_folder(out, IMAGE_FOLDER, overwrite=overwrite, inputs=inputs)
+        return
+    for path in sample_paths(kind, out):
+        check_output_file(path, overwrite=overwrite, inputs=inputs, what="samples file")
 
 
 def write_samples(
-    records, schema, out: Path, overwrite: bool, image_format: str = "both"
+    synth, n: int, conditions, seed, out: Path, overwrite: bool, image_format: str = "both"
 ) -> list[Path]:
-    """Write synthetic records: CSV (tables), PNG files and/or an npz plus a grid image
-    (images), wide CSV and a plot (time series). Returns the paths written."""
-    kind = schema_type(schema)
+    """Sample ``n`` records from ``synth`` and write them: CSV (tables, streamed in chunks so
+    memory stays bounded), PNG files and/or an npz plus a grid image (images), wide CSV and a
+    plot (time series). Returns the paths written; the caller checked them beforehand."""
+    kind = schema_type(synth.schema_)
     if kind == TABLE:
-        atomic_write(out, lambda p: records.to_csv(p, index=False), overwrite=overwrite)
+        chunks = synth.sample_chunks(n, conditions=conditions, seed=seed)
+        atomic_write(out, lambda p: write_csv_chunks(chunks, p), overwrite=overwrite)
         return [out]
+    records = synth.sample(n, conditions=conditions, seed=seed)
+    schema = synth.schema_
     if kind == IMAGE:
         from dpforge.data.export import write_images
 
@@ -117,13 +139,20 @@ def write_samples(
         return [out]
     from dpforge.data.export import plot_series, write_series_csv
 
-    plot = out.with_suffix(".png")
+    csv_path, plot = sample_paths(kind, out)
     names = tuple(schema.names)
     write_series_csv(
-        records, out, overwrite=overwrite, channel_names=names, label=schema.label or "label"
+        records, csv_path, overwrite=overwrite, channel_names=names, label=schema.label or "label"
     )
     plot_series(records, plot, overwrite=overwrite, channel_names=names)
-    return [out, plot]
+    return [csv_path, plot]
+
+
+def write_csv_chunks(chunks: Iterable[pd.DataFrame], path: Path) -> None:
+    """Write DataFrames one after another as one CSV file (the header once)."""
+    with open(path, "w", newline="") as handle:
+        for index, chunk in enumerate(chunks):
+            chunk.to_csv(handle, index=False, header=index == 0)
 
 
 def default_samples_path(kind: str, model: Path) -> Path:

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dpforge.errors import PrivacyError
+from dpforge.options import MAX_STEPS, check_noise_multiplier, check_steps
 from dpforge.privacy.accounting import (
     PrivacyReport,
     dpsgd_event,
@@ -93,6 +94,7 @@ def privacy(
     Poisson sampling with q = B/N, add/remove-one neighbours; ε reported under PLD, RDP shown.
     """
     _check_sizes(dataset_size, batch_size)
+    check_noise_multiplier(noise_multiplier)
     d = validate_delta(delta, dataset_size)
     n_steps = _steps(dataset_size, batch_size, epochs, steps)
     result = _solve(dataset_size, batch_size, noise_multiplier, n_steps, epsilon, d)
@@ -123,7 +125,7 @@ def _steps(
     if steps is not None:
         if steps < 0:
             raise PrivacyError(f"--steps={steps} must be >= 0")
-        return steps
+        return check_steps(steps, f"--steps={steps}")
     if epochs is None:
         return None
     if not (epochs > 0 and math.isfinite(epochs)):
@@ -131,7 +133,7 @@ def _steps(
     n = round(epochs * dataset_size / batch_size)
     if n < 1:
         raise PrivacyError(f"--epochs={epochs} is less than one step at q = B/N; give more epochs")
-    return n
+    return check_steps(n, f"--epochs={epochs:g}")
 
 
 def _solve(
@@ -161,7 +163,7 @@ def _solve(
         sigma = noise_for_epsilon(target, delta, q, steps)
         report = privacy_report(dpsgd_event(q, sigma, steps), delta)
         return _Result("noise_multiplier", *sizes, sigma, steps, delta, report, target)
-    n = steps_for_epsilon(target, delta, q, noise)
+    n = steps_for_epsilon(target, delta, q, noise, max_steps=MAX_STEPS)
     report = privacy_report(dpsgd_event(q, noise, n), delta)
     return _Result("steps", *sizes, noise, n, delta, report, target)
 

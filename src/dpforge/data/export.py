@@ -12,9 +12,6 @@ data, so nothing here touches the privacy budget.
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,7 +25,7 @@ from dpforge.data.arrays import ArrayData
 from dpforge.data.images import sorted_classes
 from dpforge.data.series import default_channel_names
 from dpforge.errors import DataError, OutputExistsError
-from dpforge.storage import atomic_write
+from dpforge.storage import FolderKind, atomic_write, replace_folder
 
 GRID_LIMIT = 100
 GRID_PAD = 2
@@ -46,44 +43,26 @@ def _refuse_existing(target: Path, overwrite: bool) -> None:
         )
 
 
-def _sibling(target: Path, tag: str) -> Path:
-    return target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.{tag}"
+def _is_image_output(path: Path) -> bool:
+    return any((path / name).exists() for name in (IMAGES_FOLDER, IMAGES_NPZ, GRID_PNG))
+
+
+# What write_images writes; an existing folder is replaced only when it holds nothing else.
+IMAGE_FOLDER = FolderKind(
+    "synthetic images folder", frozenset({IMAGES_FOLDER, IMAGES_NPZ, GRID_PNG}), _is_image_output
+)
 
 
 def atomic_folder(target: Path, build: Callable[[Path], None], *, overwrite: bool) -> None:
     """Call ``build(tmp)`` on a new empty folder beside ``target``, then rename it into place.
 
-    With ``overwrite``, an existing target is first renamed aside and deleted only once the new
-    folder is in place (if the final rename fails, the old target is put back).
+    With ``overwrite``, an existing target is replaced only when it is a synthetic images
+    folder dpforge wrote, and so that a kill at any moment leaves the old or the new folder
+    (:func:`dpforge.storage.replace_folder`).
     """
     target = Path(target)
     _refuse_existing(target, overwrite)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _sibling(target, "tmp")
-    os.mkdir(tmp)  # not mkdtemp: the finished folder keeps the user's umask, not mode 0700
-    try:
-        build(tmp)
-        _swap_in(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-
-
-def _swap_in(tmp: Path, target: Path) -> None:
-    if not (target.exists() or target.is_symlink()):
-        os.rename(tmp, target)
-        return
-    old = _sibling(target, "old")
-    os.rename(target, old)
-    try:
-        os.rename(tmp, target)
-    except OSError:
-        os.rename(old, target)
-        raise
-    if old.is_dir() and not old.is_symlink():
-        shutil.rmtree(old)
-    else:
-        old.unlink()
+    replace_folder(target, build, IMAGE_FOLDER, overwrite=overwrite)
 
 
 # -- images -----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import dp_accounting
 from dp_accounting import mechanism_calibration
 
 from dpforge.errors import PrivacyError
+from dpforge.options import MAX_NOISE_MULTIPLIER, MIN_NOISE_MULTIPLIER
 from dpforge.privacy.accounting import (
     _check_accountant,
     _check_epsilon,
@@ -33,8 +34,10 @@ from dpforge.privacy.accounting import (
 __all__ = ["noise_for_epsilon", "noise_for_target", "steps_for_epsilon", "steps_for_target"]
 
 NOISE_DECIMALS = 4  # calibrated σ is rounded UP to this many decimals (printable as is)
-_MIN_NOISE = 0.001  # calibration does not search below this σ
-_MAX_NOISE = 2.0**20  # ... nor above this one
+# Calibration does not search below this σ (the PLD of a smaller σ grows without bound: the
+# accountant ran out of memory), nor above the other.
+_MIN_NOISE = MIN_NOISE_MULTIPLIER
+_MAX_NOISE = MAX_NOISE_MULTIPLIER
 _CALIBRATION_TOL = 0.5 * 10.0**-NOISE_DECIMALS
 _STEP_GROWTH = 8  # the step search brackets the answer in [n, 8n] before calibrating
 
@@ -68,7 +71,7 @@ def noise_for_epsilon(
 
     ``base_event`` is what the run has already spent (metadata). The result is verified with the
     same accountant that reports ε, so training with it never exceeds the target. σ is not
-    searched below 0.001 (a target met there returns 0.001).
+    searched below MIN_NOISE_MULTIPLIER (a target met there returns it).
     """
     q, n = _check_sample_rate(sample_rate), _check_steps(steps)
     if n == 0:

@@ -1,0 +1,143 @@
+"""Peak memory of sampling and fitting large tables through the command line (issue 14, Scale).
+
+Measured, each in its own process (peak resident set size from ``/usr/bin/time -v``):
+
+- ``dpforge sample`` of 10^6 and 10^7 rows of a 20-column table to CSV (streamed in chunks);
+- the same 10^6 rows through the in-memory path ``Synthesizer.sample(n)`` + ``to_csv``, the
+  way the command line sampled before streaming, side by side;
+- ``dpforge fit`` on a 1,000,000 x 20 table (the default for tables: marginal anchoring).
+
+The table is synthetic and public by construction (10 numeric columns, 9 categorical ones and a
+binary label, drawn from a fixed generator), with every bound and category declared in the
+schema, so no DP metadata estimate is involved. Results go to bench/results/bench_memory.md
+with the command that reproduced them.
+
+    OMP_NUM_THREADS=1 nice -n 10 python bench/bench_memory.py --work /tmp/bench_memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpforge.schema.table import Column, Schema
+
+RESULTS = Path(__file__).parent / "results" / "bench_memory.md"
+CLI = [sys.executable, "-c", "from dpforge.cli import main; main()"]
+IN_MEMORY = """
+import sys
+from dpforge.synthesizer import load
+load(sys.argv[1]).sample(int(sys.argv[2]), seed=0).to_csv(sys.argv[3], index=False)
+"""
+
+
+def make_table(n_rows: int, rng: np.random.Generator) -> pd.DataFrame:
+    """A public 20-column table: numeric x0..x9, categorical c0..c8, binary label y."""
+    columns = {}
+    for i in range(10):
+        columns[f"x{i}"] = np.clip(rng.normal(50.0, 15.0, n_rows), 0.0, 100.0).round(3)
+    for i in range(9):
+        columns[f"c{i}"] = rng.choice(np.array([f"k{j}" for j in range(6)]), n_rows)
+    columns["y"] = rng.choice(np.array(["no", "yes"]), n_rows, p=[0.7, 0.3])
+    return pd.DataFrame(columns)
+
+
+def make_schema() -> Schema:
+    numeric = [Column(f"x{i}", "continuous", lower=0.0, upper=100.0) for i in range(10)]
+    categories = tuple(f"k{j}" for j in range(6))
+    categorical = [Column(f"c{i}", "categorical", categories=categories) for i in range(9)]
+    label = Column("y", "categorical", categories=("no", "yes"))
+    return Schema(columns=(*numeric, *categorical, label), label="y")
+
+
+def measured(command: list[str]) -> dict[str, float]:
+    """Run ``command`` under /usr/bin/time -v; its wall time and peak RSS."""
+    started = time.perf_counter()
+    result = subprocess.run(
+        ["/usr/bin/time", "-v", *command], capture_output=True, text=True, env=_env()
+    )
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"{command} failed:\n{result.stderr[-3000:]}")
+    peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr)[1])
+    return {"seconds": round(seconds, 1), "peak_rss_mb": round(peak_kb / 1024, 1)}
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bench_memory"))
+    parser.add_argument("--sample-rows", type=int, nargs="+", default=[10**6, 10**7])
+    parser.add_argument("--fit-rows", type=int, default=10**6)
+    args = parser.parse_args()
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    schema_path = work / "schema.json"
+    schema_path.write_text(make_schema().to_json())
+    rows: list[tuple[str, str, dict[str, float]]] = []
+
+    def record(what: str, command: list[str]) -> None:
+        result = measured(command)
+        shown = " ".join(c for c in command if "\n" not in c)
+        rows.append((what, shown, result))
+        print(what, result, flush=True)
+        write_results(rows)
+
+    big = work / "big.csv"
+    make_table(args.fit_rows, rng).to_csv(big, index=False)
+    small = work / "small.csv"
+    make_table(20_000, rng).to_csv(small, index=False)
+    model = work / "model"
+    fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
+    record("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
+    for n in args.sample_rows:
+        out = work / f"sample_{n}.csv"
+        cmd = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite"]
+        record(f"dpforge sample {n:,} rows (streamed)", [*cmd, "--seed", "0"])
+        out.unlink()
+        if n <= 10**6:
+            memory_out = work / "in_memory.csv"
+            cmd = [sys.executable, "-c", IN_MEMORY, str(model), str(n), str(memory_out)]
+            record(f"Synthesizer.sample({n:,}) + to_csv (in memory, as before)", cmd)
+            memory_out.unlink()
+    fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(work / "big")]
+    record(f"dpforge fit {args.fit_rows:,} x 20", [*fit_big, "--overwrite", "--quiet"])
+
+
+def write_results(rows) -> None:
+    lines = [
+        "# Peak memory: sampling and fitting 20-column tables (bench/bench_memory.py)",
+        "",
+        "Reproduce: `OMP_NUM_THREADS=1 nice -n 10 python bench/bench_memory.py "
+        "--work /tmp/bench_memory` (2 shared CPU cores; wall times are under load from other "
+        "jobs). Peak RSS of each command's process from `/usr/bin/time -v`.",
+        "",
+        "| what | peak RSS (MB) | wall (s) |",
+        "|---|---:|---:|",
+    ]
+    for what, _, result in rows:
+        lines.append(f"| {what} | {result['peak_rss_mb']:,} | {result['seconds']} |")
+    lines += ["", "Commands:", ""]
+    lines += [f"- {what}: `{command}`" for what, command, _ in rows]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("\n".join(lines) + "\n")
+    (RESULTS.with_suffix(".json")).write_text(
+        json.dumps([{"what": w, "command": c, **r} for w, c, r in rows], indent=2)
+    )
+
+
+if __name__ == "__main__":
+    main()

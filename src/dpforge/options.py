@@ -1,0 +1,145 @@
+"""Every run option checked in one place, for the command line and the Python API alike.
+
+A bad option must give a one-line error before any private record is read and before any
+work starts: not a traceback from deep inside the accountant, not a run that silently trains
+the default length, and not a run or a calculation that goes on for longer than anyone waits.
+The bounds below are the ones whose breach made dpforge hang or run out of memory:
+
+- the noise multiplier is at least ``MIN_NOISE_MULTIPLIER``: below it the privacy-loss
+  distribution the accountant builds grows without bound (sigma = 1e-9 ran out of memory),
+  and the epsilon it certifies is far beyond any meaningful guarantee anyway;
+- epsilon is at most ``MAX_EPSILON`` (``math.inf`` asks for the non-private baseline);
+- a run plans at most ``MAX_STEPS`` private steps (``--epochs 1e7`` or a huge noise multiplier
+  planned hundreds of millions);
+- seeds are whole numbers in [0, 2**63), what the random generators take.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import fields
+from typing import Any
+
+from dpforge.errors import PrivacyError
+
+MAX_STEPS = 1_000_000
+MAX_GP_WEIGHT = 1e4
+MAX_EPSILON = 100.0
+MIN_NOISE_MULTIPLIER = 0.3
+MAX_NOISE_MULTIPLIER = 2.0**20
+SEED_LIMIT = 2**63
+
+
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """``seed`` as an int in [0, 2**63), or None (seeded from the OS)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise PrivacyError(f"{name}={seed!r} must be a whole number (or None for a release)")
+    if not 0 <= seed < SEED_LIMIT:
+        raise PrivacyError(f"{name}={seed} must be between 0 and 2**63 - 1")
+    return int(seed)
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise PrivacyError(f"{name}={value!r} is not a number")
+    return float(value)
+
+
+def check_budget(epsilon: Any, delta: Any, metadata_share: Any) -> None:
+    """epsilon in (0, MAX_EPSILON] or inf; delta in (0, 1); metadata share in [0, 1)."""
+    eps = _number(epsilon, "epsilon")
+    if not eps > 0:
+        raise PrivacyError(f"epsilon must be > 0 (inf for no privacy), got {epsilon}")
+    if math.isfinite(eps) and eps > MAX_EPSILON:
+        raise PrivacyError(
+            f"epsilon={eps:g} is above {MAX_EPSILON:g}, where the guarantee protects no one; "
+            "choose epsilon between 0.1 and 10, or inf for a non-private baseline"
+        )
+    d = _number(delta, "delta")
+    if not 0 < d < 1:
+        raise PrivacyError(f"delta must be in (0, 1), got {delta}")
+    share = _number(metadata_share, "metadata_share")
+    if not 0 <= share < 1:
+        raise PrivacyError(f"metadata_share must be in [0, 1), got {metadata_share}")
+
+
+def check_noise_multiplier(sigma: Any, name: str = "noise_multiplier") -> float | None:
+    """None, 0 (non-private) or a sigma in [MIN_NOISE_MULTIPLIER, MAX_NOISE_MULTIPLIER]."""
+    if sigma is None:
+        return None
+    value = _number(sigma, name)
+    if value == 0:
+        return 0.0
+    if not MIN_NOISE_MULTIPLIER <= value <= MAX_NOISE_MULTIPLIER:
+        raise PrivacyError(
+            f"{name}={sigma!r} must be between {MIN_NOISE_MULTIPLIER} and {MAX_NOISE_MULTIPLIER:g}"
+            " (below, the guarantee is void and accounting it runs out of memory)"
+        )
+    return value
+
+
+def check_epochs(epochs: Any) -> float | None:
+    """None (the default length) or a finite number of epochs > 0."""
+    if epochs is None:
+        return None
+    value = _number(epochs, "epochs")
+    if not (value > 0 and math.isfinite(value)):
+        raise PrivacyError(f"epochs must be a finite number > 0, got {epochs}")
+    return value
+
+
+def check_steps(steps: int, how: str) -> int:
+    """Refuse a plan of more than MAX_STEPS private steps; ``how`` says what set it."""
+    if steps > MAX_STEPS:
+        raise PrivacyError(
+            f"{how} plans more than {MAX_STEPS:,} private steps, longer than any run should "
+            "take: give fewer epochs, a larger batch size or a smaller noise multiplier"
+        )
+    return steps
+
+
+def check_method_config(config: Any, epsilon: float) -> None:
+    """The method's own checks, then: every number finite (C may be inf only without privacy),
+    learning rates > 0."""
+    config.validate()
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.name == "clip_norm" and math.isinf(value) and not math.isfinite(epsilon):
+            continue
+        if not math.isfinite(value):
+            raise PrivacyError(f"{f.name} ({flag}) must be a finite number, got {value}")
+        if "lr" in f.name.split("_") and not value > 0:
+            raise PrivacyError(f"{f.name} must be > 0, got {value}")
+    gp_weight = getattr(config, "gp_weight", None)
+    if gp_weight is not None and gp_weight > MAX_GP_WEIGHT:
+        raise PrivacyError(
+            f"--gp-weight {gp_weight:g} is above {MAX_GP_WEIGHT:g}: the gradient penalty would "
+            "drown the critic's loss (the usual weight is 10)"
+        )
+    microbatches = getattr(config, "microbatches", None)
+    if microbatches is not None and microbatches > config.batch_size:
+        raise PrivacyError(
+            f"--microbatches {microbatches} is larger than the batch size {config.batch_size}: "
+            "choose at most the batch size (a divisor of it, e.g. batch size / 4)"
+        )
+
+
+def check_against_size(config: Any, n_records: int) -> None:
+    """Options that must fit the number of records N (public here: it sets q = B/N)."""
+    if config.batch_size > n_records:
+        raise PrivacyError(
+            f"batch size {config.batch_size} is larger than the {n_records} records: choose a "
+            "smaller --batch-size"
+        )
+    critics = getattr(config, "num_discriminators", None)
+    if critics is not None and critics > n_records:
+        raise PrivacyError(
+            f"--num-discriminators {critics} is more than the {n_records} records (each critic "
+            "needs its own records): choose fewer, e.g. N // 64"
+        )

@@ -1,0 +1,156 @@
+"""Bad run options give one line, before any data are read or any step runs (issue 14).
+
+Every case here used to give a traceback, to train silently with another value, or to run
+(or account) for longer than anyone waits. The checks live in ``dpforge.options`` and serve
+the command line and the Python API alike.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+
+import pytest
+
+import dpforge.synthesizer as synth_module
+from dpforge.cli import main
+from dpforge.errors import PrivacyError
+from dpforge.methods.dpcgan import DPCGANConfig
+from dpforge.methods.dpwgan import DPWGANConfig
+from dpforge.options import MAX_STEPS, MIN_NOISE_MULTIPLIER
+from dpforge.synthesizer import Synthesizer
+
+BASE = ["--anchor-share", "0", "--quiet", "--epsilon", "8", "--target", "diagnosis"]
+
+
+def run(args, monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code or 0
+    captured = capsys.readouterr()
+    return code, captured.err + captured.out
+
+
+@pytest.fixture
+def files(tmp_path, cancer):
+    frame, schema = cancer
+    data = tmp_path / "data.csv"
+    frame.to_csv(data, index=False)
+    schema_path = tmp_path / "schema.json"
+    schema_path.write_text(schema.to_json())
+    return data, schema_path
+
+
+BAD_FIT_OPTIONS = [
+    (["--batch-size", "0"], "batch size must be >= 1"),
+    (["--epochs", "nan"], "epochs must be a finite number > 0"),
+    (["--epochs", "inf"], "epochs must be a finite number > 0"),
+    (["--epochs", "0"], "epochs must be a finite number > 0"),
+    (["--epochs", "1e7"], f"more than {MAX_STEPS:,} private steps"),
+    (["--noise-multiplier", "1e6"], f"more than {MAX_STEPS:,} private steps"),
+    (["--noise-multiplier", "1e-9"], f"must be between {MIN_NOISE_MULTIPLIER}"),
+    (["--seed", "-1"], "seed=-1 must be between 0 and 2**63 - 1"),
+    (["--seed", str(2**63)], "must be between 0 and 2**63 - 1"),
+    (["--seed", str(2**64)], "must be between 0 and 2**63 - 1"),
+    (["--epsilon", "1e300"], "is above 100"),
+    (["--microbatches", "100", "--batch-size", "64"], "larger than the batch size 64"),
+    (["--method", "gswgan", "--num-discriminators", "0"], "num_discriminators must be >= 1"),
+    (["--method", "gswgan", "--num-discriminators", "1000"], "is more than the 569 records"),
+    (["--clip-norm", "inf"], "clip_norm (--clip-norm) must be a finite number"),
+    (["--method", "dpwgan", "--gp-weight", "1e30"], "--gp-weight 1e+30 is above"),
+]
+
+
+@pytest.mark.parametrize(("extra", "message"), BAD_FIT_OPTIONS)
+def test_bad_fit_options_give_one_line_before_any_step(
+    files, tmp_path, monkeypatch, capsys, extra, message
+):
+    data, schema_path = files
+    steps = []
+    monkeypatch.setattr(synth_module, "train", lambda *a, **k: steps.append(1))
+    out = tmp_path / "model"
+    started = time.perf_counter()
+    code, text = run(
+        ["fit", data, "--schema", schema_path, "--out", out, *BASE, *extra], monkeypatch, capsys
+    )
+    assert code == 2, text
+    assert "Traceback" not in text and len(text.strip().splitlines()) == 1, text
+    assert message in text
+    assert not steps and not out.exists()
+    assert time.perf_counter() - started < 60  # refused, not planned for minutes
+
+
+def test_option_errors_come_before_the_data_file_is_read(files, tmp_path, monkeypatch, capsys):
+    _, schema_path = files
+    missing = tmp_path / "no-such-file.csv"
+    code, text = run(
+        ["fit", missing, "--schema", schema_path, "--out", tmp_path / "m", *BASE, "--epochs",
+         "nan"],
+        monkeypatch, capsys,
+    )  # fmt: skip
+    assert code == 2 and "epochs must be" in text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method_options": DPCGANConfig(g_lr=math.inf)}, "g_lr .* must be a finite number"),
+        ({"method_options": DPWGANConfig(d_lr=math.nan)}, "d_lr .* must be a finite number"),
+        ({"method_options": DPCGANConfig(d_lr_start=0.0)}, "d_lr_start must be > 0"),
+        ({"seed": 2**63}, "between 0 and 2"),
+        ({"seed": 1.5}, "must be a whole number"),
+        ({"epochs": 0}, "epochs must be a finite number > 0"),
+        ({"epsilon": 1e300}, "above 100"),
+        ({"noise_multiplier": 1e-9, "epochs": None}, "must be between"),
+    ],
+)
+def test_the_python_api_refuses_the_same_options(cancer, kwargs, message):
+    frame, schema = cancer
+    options = {"anchor": None, "progress": False, "epochs": 20.0, **kwargs}
+    method = "dpwgan" if isinstance(options.get("method_options"), DPWGANConfig) else "dpcgan"
+    with pytest.raises(PrivacyError, match=message):
+        Synthesizer(schema, method=method, **options).fit(frame)
+
+
+def test_the_largest_seed_trains():
+    """Seeds up to 2**63 - 1 are valid for every random stream the run derives from them."""
+    synth = Synthesizer.__new__(Synthesizer)
+    synth.seed = 2**63 - 1
+    streams = [synth._seed_sequence(k) for k in range(5)]
+    assert all(0 <= s < 2**63 for s in streams)
+    synth_module.make_generator(streams[0])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sigma", "1e-9", "--epochs", "1"], "must be between"),
+        (["--sigma", "1", "--epochs", "1e9"], "more than"),
+        (["--sigma", "1", "--steps", "100000000"], "more than"),
+    ],
+)
+def test_the_calculator_refuses_tiny_noise_and_endless_runs(args, message):
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", "from dpforge.cli import main; main()", "privacy", "-n", "60000",
+         "-b", "256", *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert time.perf_counter() - started < 60
+
+
+def test_the_calculator_stops_its_noise_search_at_the_floor(monkeypatch, capsys):
+    code, text = run(
+        ["privacy", "-n", "60000", "-b", "256", "--epsilon", "1e300", "--epochs", "1", "--json"],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 0, text
+    assert f'"noise_multiplier": {MIN_NOISE_MULTIPLIER}' in text
