@@ -45,6 +45,7 @@ from dpforge.privacy.units import Units
 __all__ = [
     "AffineTap",
     "ConvTap",
+    "FormedTap",
     "LayerHandler",
     "LinearMapTap",
     "Tap",
@@ -318,8 +319,11 @@ class ConvTap(LinearMapTap):
         layer: nn.Conv1d | nn.Conv2d,
         output: torch.Tensor,
         source: torch.Tensor,
+        *,
+        with_bias: bool = True,
     ) -> None:
-        super().__init__(name, layer.weight, layer.bias, [output], source)
+        bias = layer.bias if with_bias else None
+        super().__init__(name, layer.weight, bias, [output], source)
         self.spatial = source.dim() - 2
         self.kernel, self.stride, self.dilation = layer.kernel_size, layer.stride, layer.dilation
         self.pads = _explicit_padding(layer)
@@ -433,6 +437,32 @@ class AffineTap(Tap):
         formed = {key: units.sum_rows(value) for key, value in formed.items()}
         sq = sum(_row_sq_norms(value) for value in formed.values())
         return TapNorms(sq, {key: [value] for key, value in formed.items()})
+
+
+class FormedTap(Tap):
+    """Per-example gradients formed by the caller: ``{parameter: (n, *parameter shape)}``.
+
+    For small parameters whose per-example gradient is cheap to write down (biases, the scale
+    and shift of normalisation layers in :mod:`dpforge.privacy.ghost_penalty`). Each example
+    is one unit (no microbatches).
+    """
+
+    def __init__(self, name: str, formed: dict[nn.Parameter, torch.Tensor]) -> None:
+        super().__init__(name, [])
+        self.formed = {p: g for p, g in formed.items() if p.requires_grad}
+
+    def trainable(self) -> list[nn.Parameter]:
+        return list(self.formed)
+
+    @torch.no_grad()
+    def unit_norms(self, grads: Sequence[torch.Tensor], units: Units) -> TapNorms:
+        if units.ids is not None:
+            raise ValueError("FormedTap holds per-example gradients, not microbatches")
+        values = list(self.formed.values())
+        sq = _row_sq_norms(values[0])
+        for value in values[1:]:
+            sq = sq.add_(_row_sq_norms(value))
+        return TapNorms(sq, {id(p): [g] for p, g in self.formed.items()})
 
 
 # ------------------------------------------------------------------------------------ handlers
