@@ -358,13 +358,15 @@ class ConvTap(LinearMapTap):
     def _form(
         self, g: torch.Tensor, grads: Sequence[torch.Tensor], units: Units, start: int, stop: int
     ) -> torch.Tensor:
-        rows = units.gather(self.source, start, stop, zero_padding=False).flatten(0, 1)
-        out_grads = units.gather(grads[0], start, stop).flatten(0, 1)  # (m, o, *out)
-        (m, c), o = rows.shape[:2], out_grads.shape[1]
-        x, padding = self._padded(rows)
-        per_example = torch.ops.aten.convolution_backward(
-            out_grads.reshape(1, m * o, *out_grads.shape[2:]),
-            x.reshape(1, m * c, *x.shape[2:]),
+        # (units, k, C, *in) and (units, k, o, *out) -> the k rows of a unit on the batch axis
+        # and its channels in group u: the kernel then sums the unit's k rows itself.
+        rows = units.gather(self.source, start, stop, zero_padding=False).transpose(0, 1)
+        out_grads = units.gather(grads[0], start, stop).transpose(0, 1)
+        (k, m, c), o = rows.shape[:3], out_grads.shape[2]
+        x, padding = self._padded(rows.flatten(0, 1))
+        per_unit = torch.ops.aten.convolution_backward(
+            out_grads.reshape(k, m * o, *out_grads.shape[3:]),
+            x.reshape(k, m * c, *x.shape[2:]),
             out_grads.new_empty(1).expand(m * o, c, *self.kernel),  # only its shape is read
             None,
             self.stride,
@@ -375,8 +377,7 @@ class ConvTap(LinearMapTap):
             m,
             (False, True, False),
         )[1]
-        per_unit = per_example.view(stop - start, -1, o, c * math.prod(self.kernel))
-        return per_unit[:, 0] if per_unit.shape[1] == 1 else per_unit.sum(1)
+        return per_unit.view(m, o, c * math.prod(self.kernel))
 
     def param_sum(
         self, param: nn.Parameter, grads: Sequence[torch.Tensor], weights: torch.Tensor
