@@ -5,7 +5,9 @@ The critic is dpwgan's default image critic for MNIST (``dpforge.nets.conv.conv_
 Conv2d 64 k4 s2 p1 -> LeakyReLU(0.2) -> Flatten -> Linear 3136 -> 1). A step sees B real records,
 B generated rows and (with the gradient penalty) B interpolates. Steps timed side by side, in one
 process, single-threaded, interleaved round by round (the order rotates every round, so that the
-other jobs on the shared machine slow every step alike):
+other jobs on the shared machine slow every step alike). Each step's process CPU time is recorded
+next to its wall time: on the shared, oversubscribed machine the wall time mostly measures
+waiting for a core, the CPU time the work (medians and same-round ratios of both are written):
 
 with the gradient penalty (WGAN-GP, lambda = 10; what dpwgan trains):
 
@@ -178,32 +180,61 @@ class _WassersteinLoss(nn.Module):
         return per_row if self.reduction == "none" else per_row.sum()
 
 
-def opacus_steps(batch: Batch, seed: int) -> dict[str, Callable[[], None]]:
-    """Opacus' hooks and ghost DP steps on the plain critic loss ({} without Opacus)."""
+def _make_private(mode: str, batch: Batch, seed: int, sigma: float, lr: float):
+    """An Opacus-wrapped critic (``make_private``) and its step; None without Opacus."""
     try:
         import opacus
     except ImportError:
-        return {}
+        return None
     loader = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(batch.both_in, batch.signs), batch_size=2 * batch.b
     )
+    model = make_critic(seed)
+    engine = opacus.PrivacyEngine(accountant="rdp")
+    made = engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=lr),
+        criterion=_WassersteinLoss(),
+        data_loader=loader,
+        noise_multiplier=sigma,
+        max_grad_norm=CLIP,
+        loss_reduction="sum",
+        poisson_sampling=False,
+        grad_sample_mode=mode,
+    )
+    return model, _opacus_step(mode, made, batch)
+
+
+def opacus_steps(batch: Batch, seed: int) -> dict[str, Callable[[], None]]:
+    """Opacus' hooks and ghost DP steps on the plain critic loss ({} without Opacus)."""
     steps = {}
     for mode in ("hooks", "ghost"):
-        model = make_critic(seed)
-        engine = opacus.PrivacyEngine(accountant="rdp")
-        made = engine.make_private(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=LR),
-            criterion=_WassersteinLoss(),
-            data_loader=loader,
-            noise_multiplier=SIGMA,
-            max_grad_norm=CLIP,
-            loss_reduction="sum",
-            poisson_sampling=False,
-            grad_sample_mode=mode,
-        )
-        steps[f"opacus_{mode}"] = _opacus_step(mode, made, batch)
+        made = _make_private(mode, batch, seed, SIGMA, LR)
+        if made is not None:
+            steps[f"opacus_{mode}"] = made[1]
     return steps
+
+
+def same_update_as_opacus(batch: Batch, seed: int) -> dict[str, float]:
+    """Check that the compared steps compute the same thing: with sigma = 0 and lr 1, Opacus'
+    update (with loss_reduction="sum" it does not divide the clipped sum) against our clipped
+    sum; the max difference relative to the largest coordinate."""
+    ours = clipped_gradient_sum(
+        make_critic(seed), batch.both_in, lambda s: batch.signs * s[:, 0], CLIP
+    ).grads
+    out = {}
+    for mode in ("hooks", "ghost"):
+        made = _make_private(mode, batch, seed, 0.0, 1.0)
+        if made is None:
+            continue
+        model, step = made
+        before = [p.detach().clone() for p in model.parameters()]
+        step()
+        after = model.parameters()
+        update = torch.cat([(b - a.detach()).flatten() for b, a in zip(before, after, strict=True)])
+        expected = torch.cat([g.flatten() for g in ours])
+        out[mode] = float((update - expected).abs().max() / expected.abs().max())
+    return out
 
 
 def _opacus_step(mode: str, made: tuple, batch: Batch) -> Callable[[], None]:
@@ -212,8 +243,8 @@ def _opacus_step(mode: str, made: tuple, batch: Batch) -> Callable[[], None]:
         criterion = _WassersteinLoss()
     else:
         module, optimizer, criterion, _ = made
-    # Opacus divides the noisy sum by expected_batch_size (here the loader's 2B rows); ours
-    # by B. Scaling differs by a constant only; the work is the same.
+    # With loss_reduction="sum" Opacus does not divide the noisy sum; ours divides by B. The
+    # scale differs by a constant only; the work is the same.
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
@@ -249,18 +280,23 @@ def time_batch(b: int, rounds: int, warmup: int) -> dict:
     for _ in range(warmup):
         for name in names:
             steps[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             steps[name]()
-            times[name].append((time.perf_counter() - start) * 1e3)
+            cpu[name].append((time.process_time() - start_cpu) * 1e3)
+            wall[name].append((time.perf_counter() - start) * 1e3)
     return {
-        "median_ms": {n: statistics.median(t) for n, t in times.items()},
-        "min_ms": {n: min(t) for n, t in times.items()},
-        "ratios_paired_median": _ratios(times),
-        "times_ms": times,
+        "cpu_median_ms": {n: statistics.median(t) for n, t in cpu.items()},
+        "wall_median_ms": {n: statistics.median(t) for n, t in wall.items()},
+        "cpu_min_ms": {n: min(t) for n, t in cpu.items()},
+        "ratios_paired_median_cpu": _ratios(cpu),
+        "ratios_paired_median_wall": _ratios(wall),
+        "cpu_ms": cpu,
+        "wall_ms": wall,
     }
 
 
@@ -301,6 +337,7 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:
         opacus_version = None
     load = os.getloadavg()[0]
+    check = same_update_as_opacus(Batch(16, seed=3), seed=0)
     results = {str(b): time_batch(b, args.rounds, args.warmup) for b in args.batch_sizes}
     out = {
         "benchmark": "WGAN critic step on dpwgan's MNIST conv critic: non-private, ours, Opacus",
@@ -309,17 +346,16 @@ def main(argv: list[str] | None = None) -> None:
         "gp_weight": GP,
         "rounds": args.rounds,
         "opacus": opacus_version or "not installed: Opacus steps skipped",
+        "opacus_update_max_relative_difference_sigma0": check,
         "machine": {**machine(), "load_average_1min_before_after": [load, os.getloadavg()[0]]},
         "batches": results,
     }
     for b, r in results.items():
-        print(
-            f"B = {b}: medians (ms) " + ", ".join(f"{k} {v:.1f}" for k, v in r["median_ms"].items())
-        )
-        print(
-            "  paired ratios "
-            + ", ".join(f"{k} {v:.2f}" for k, v in r["ratios_paired_median"].items())
-        )
+        for kind in ("cpu", "wall"):
+            medians = r[f"{kind}_median_ms"].items()
+            print(f"B = {b}, {kind} medians (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in medians))
+            ratios = r[f"ratios_paired_median_{kind}"].items()
+            print(f"  paired {kind} ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.out.with_suffix(".tmp")
