@@ -148,3 +148,31 @@ def test_sanitized_gradients_never_exceed_c_in_float32(cancer):
     upstream = torch.randn(20000, 7, generator=gen) * scales
     clean = method._sanitize(upstream, make_generator(1))
     assert (clean.double().norm(dim=1) <= 0.3).all()
+
+
+def test_batch_sanitize_clips_the_whole_batch_once_and_is_one_release(cancer):
+    """sanitize="batch": the step's gradients clipped as one vector to C, noise 2 sigma C per
+    coordinate, and one Gaussian release per step in the ledger (B per step otherwise)."""
+    method = _method(cancer, sigma=1.5, clip_norm=0.3, sanitize="batch")
+    upstream = torch.randn(16, 7, generator=make_generator(0)) * 5
+    clean = _method(cancer, sigma=0.0, clip_norm=0.3, sanitize="batch")
+    clipped = clean._sanitize(upstream, make_generator(1))
+    assert clipped.double().norm().item() <= 0.3
+    torch.testing.assert_close(clipped / clipped.norm(), upstream / upstream.norm())
+    draws = torch.cat([method._sanitize(upstream, make_generator(s)) - clipped for s in range(300)])
+    assert draws.std().item() == pytest.approx(2 * 1.5 * 0.3, rel=0.03)
+    batch_event = GSWGAN.training_event(method.config, 0.25, 1.5, 10)
+    per_sample = GSWGAN.training_event(_method(cancer, sigma=1.5).config, 0.25, 1.5 * 4, 10)
+    # B = 16 releases at sigma * 4 are one release at sigma: the same event, the same epsilon.
+    assert "GaussianDpEvent(noise_multiplier=1.5)" in str(batch_event)
+    assert "count=16" in str(per_sample) and "count=16" not in str(batch_event)
+    from dpforge.privacy.gswgan_accounting import make_gswgan_accountant
+
+    eps = []
+    for event in (batch_event, per_sample):
+        acc = make_gswgan_accountant()
+        acc.compose(event)
+        eps.append(acc.get_epsilon(1e-5))
+    assert eps[0] == pytest.approx(eps[1], rel=1e-6)
+    with pytest.raises(PrivacyError, match="sanitize"):
+        _method(cancer, sanitize="group")

@@ -24,7 +24,13 @@ everything and each critic depends on its own subset only (the argument is in
 One step is ``SampledWithoutReplacementDpEvent(K, 1, SelfComposed(Gaussian(sigma), B))``: the
 B sanitized gradients share one subset choice, so they are composed inside the subsampling.
 The paper's own analysis composes T*B subsampled releases instead and under-counts; see
-``dpforge.privacy.gswgan_accounting`` for both numbers.
+``dpforge.privacy.gswgan_accounting`` for both numbers and ``docs/gswgan.md`` for the finding.
+
+``sanitize="batch"`` clips the step's B upstream gradients as ONE vector to C and adds the same
+per-coordinate noise: one release per step, ``SampledWithoutReplacementDpEvent(K, 1,
+Gaussian(sigma))``. B Gaussian releases at sigma are one Gaussian at sigma / sqrt(B), so at equal
+epsilon the two options are the same DP event and differ only in how clipping shares the budget
+between samples (each to C, or all together to C); ``docs/gswgan.md`` compares them.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from dpforge.privacy.gswgan_accounting import gswgan_event, gswgan_noise_std
 
 RECORDS_PER_SUBSET = 64
 CRITIC_TRAINING = ("frozen", "all")
+SANITIZE = ("per_sample", "batch")
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,9 @@ class GSWGANConfig(GanConfig):
     batch_size: int = 32
     num_discriminators: int | None = None
     critic_training: str = "frozen"  # "frozen" after the warm start, or "all" every step
+    # "per_sample" (the paper): each sample's upstream gradient clipped to C, B releases per
+    # step; "batch": the step's B upstream gradients clipped to C as ONE vector, one release.
+    sanitize: str = "per_sample"
     d_steps: int = 5  # with critic_training="all": steps of every critic per generator step
     warm_start_steps: int = 200
     gp_weight: float = 10.0
@@ -69,6 +79,8 @@ class GSWGANConfig(GanConfig):
             raise PrivacyError("adaptive_d_steps does not apply to gswgan")
         if self.warm_start_steps < 0:
             raise PrivacyError(f"warm_start_steps must be >= 0, got {self.warm_start_steps}")
+        if self.sanitize not in SANITIZE:
+            raise PrivacyError(f"sanitize must be one of {SANITIZE}, got '{self.sanitize}'")
         if self.critic_training not in CRITIC_TRAINING:
             raise PrivacyError(
                 f"critic_training must be one of {CRITIC_TRAINING}, got '{self.critic_training}'"
@@ -86,6 +98,11 @@ class GSWGANConfig(GanConfig):
             return self
         k = max(2, n_records // RECORDS_PER_SUBSET)
         return replace(self, num_discriminators=k)
+
+
+def releases_per_step(config: GSWGANConfig) -> int:
+    """Sanitized releases one step makes: B per-sample gradients, or one batch gradient."""
+    return 1 if config.sanitize == "batch" else config.batch_size
 
 
 class _Assignment:
@@ -136,7 +153,7 @@ class GSWGAN(GanMethod):
         config: GSWGANConfig, sample_rate: float, noise_multiplier: float, steps: int
     ) -> dp_accounting.DpEvent:
         k = round(1.0 / sample_rate)
-        return gswgan_event(k, noise_multiplier, steps, batch_size=config.batch_size)
+        return gswgan_event(k, noise_multiplier, steps, batch_size=releases_per_step(config))
 
     @property
     def noise_std(self) -> float:
@@ -234,11 +251,13 @@ class GSWGAN(GanMethod):
         return float(-scores.mean().detach())
 
     def _sanitize(self, upstream: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """Clip each sample's gradient to C, then add N(0, (2 sigma C)^2) to every coordinate."""
+        """Clip each sample's gradient (``sanitize="batch"``: the whole batch's, as one vector)
+        to C, then add N(0, (2 sigma C)^2) to every coordinate."""
         clip = self.config.clip_norm
         if math.isfinite(clip):
             # Norms summed in float64; the factors' margin is that of upstream's dtype.
-            norms = upstream.flatten(1).double().norm(dim=1).to(upstream.dtype)
+            units = upstream.reshape(1, -1) if self.config.sanitize == "batch" else upstream
+            norms = units.flatten(1).double().norm(dim=1).to(upstream.dtype)
             factors = clip_factors(norms, clip)
             upstream = upstream * factors.view(-1, *([1] * (upstream.dim() - 1)))
         std = self.noise_std

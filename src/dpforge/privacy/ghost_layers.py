@@ -45,6 +45,7 @@ from dpforge.privacy.units import Units
 __all__ = [
     "AffineTap",
     "ConvTap",
+    "FormedTap",
     "LayerHandler",
     "LinearMapTap",
     "Tap",
@@ -318,8 +319,11 @@ class ConvTap(LinearMapTap):
         layer: nn.Conv1d | nn.Conv2d,
         output: torch.Tensor,
         source: torch.Tensor,
+        *,
+        with_bias: bool = True,
     ) -> None:
-        super().__init__(name, layer.weight, layer.bias, [output], source)
+        bias = layer.bias if with_bias else None
+        super().__init__(name, layer.weight, bias, [output], source)
         self.spatial = source.dim() - 2
         self.kernel, self.stride, self.dilation = layer.kernel_size, layer.stride, layer.dilation
         self.pads = _explicit_padding(layer)
@@ -354,13 +358,15 @@ class ConvTap(LinearMapTap):
     def _form(
         self, g: torch.Tensor, grads: Sequence[torch.Tensor], units: Units, start: int, stop: int
     ) -> torch.Tensor:
-        rows = units.gather(self.source, start, stop, zero_padding=False).flatten(0, 1)
-        out_grads = units.gather(grads[0], start, stop).flatten(0, 1)  # (m, o, *out)
-        (m, c), o = rows.shape[:2], out_grads.shape[1]
-        x, padding = self._padded(rows)
-        per_example = torch.ops.aten.convolution_backward(
-            out_grads.reshape(1, m * o, *out_grads.shape[2:]),
-            x.reshape(1, m * c, *x.shape[2:]),
+        # (units, k, C, *in) and (units, k, o, *out) -> the k rows of a unit on the batch axis
+        # and its channels in group u: the kernel then sums the unit's k rows itself.
+        rows = units.gather(self.source, start, stop, zero_padding=False).transpose(0, 1)
+        out_grads = units.gather(grads[0], start, stop).transpose(0, 1)
+        (k, m, c), o = rows.shape[:3], out_grads.shape[2]
+        x, padding = self._padded(rows.flatten(0, 1))
+        per_unit = torch.ops.aten.convolution_backward(
+            out_grads.reshape(k, m * o, *out_grads.shape[3:]),
+            x.reshape(k, m * c, *x.shape[2:]),
             out_grads.new_empty(1).expand(m * o, c, *self.kernel),  # only its shape is read
             None,
             self.stride,
@@ -371,8 +377,7 @@ class ConvTap(LinearMapTap):
             m,
             (False, True, False),
         )[1]
-        per_unit = per_example.view(stop - start, -1, o, c * math.prod(self.kernel))
-        return per_unit[:, 0] if per_unit.shape[1] == 1 else per_unit.sum(1)
+        return per_unit.view(m, o, c * math.prod(self.kernel))
 
     def param_sum(
         self, param: nn.Parameter, grads: Sequence[torch.Tensor], weights: torch.Tensor
@@ -433,6 +438,32 @@ class AffineTap(Tap):
         formed = {key: units.sum_rows(value) for key, value in formed.items()}
         sq = sum(_row_sq_norms(value) for value in formed.values())
         return TapNorms(sq, {key: [value] for key, value in formed.items()})
+
+
+class FormedTap(Tap):
+    """Per-example gradients formed by the caller: ``{parameter: (n, *parameter shape)}``.
+
+    For small parameters whose per-example gradient is cheap to write down (biases, the scale
+    and shift of normalisation layers in :mod:`dpforge.privacy.ghost_penalty`). Each example
+    is one unit (no microbatches).
+    """
+
+    def __init__(self, name: str, formed: dict[nn.Parameter, torch.Tensor]) -> None:
+        super().__init__(name, [])
+        self.formed = {p: g for p, g in formed.items() if p.requires_grad}
+
+    def trainable(self) -> list[nn.Parameter]:
+        return list(self.formed)
+
+    @torch.no_grad()
+    def unit_norms(self, grads: Sequence[torch.Tensor], units: Units) -> TapNorms:
+        if units.ids is not None:
+            raise ValueError("FormedTap holds per-example gradients, not microbatches")
+        values = list(self.formed.values())
+        sq = _row_sq_norms(values[0])
+        for value in values[1:]:
+            sq = sq.add_(_row_sq_norms(value))
+        return TapNorms(sq, {id(p): [g] for p, g in self.formed.items()})
 
 
 # ------------------------------------------------------------------------------------ handlers
