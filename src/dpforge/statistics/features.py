@@ -56,6 +56,10 @@ class FeatureAnchorConfig:
         ``sqrt(1 + c^2)``; the counts' noise std is ``sigma * sqrt(1 + c^2) / c``).
     steps, batch_size, lr: the anchor phase (Adam on the generator, lr decaying linearly to 0).
     weight: weight of the embedding loss added to the generator's GAN loss during refinement.
+    generator_net, generator_hidden: the generator when the method's options are the defaults
+        (a caller who passes ``method_options`` keeps theirs): an MLP, several times cheaper
+        per step on a CPU than the convolutional and LSTM generators
+        (bench/results/arrays_anchor.md).
     """
 
     share: float = 1.0
@@ -66,6 +70,8 @@ class FeatureAnchorConfig:
     batch_size: int = 500
     lr: float = 2e-3
     weight: float = 1.0
+    generator_net: str = "mlp"
+    generator_hidden: tuple[int, ...] = (256, 512)
 
     def validate(self) -> None:
         if not 0.0 <= self.share <= 1.0:
