@@ -13,6 +13,9 @@ The loss is also what the GAN's generator step adds during refinement (``GanMeth
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -152,3 +155,15 @@ def measure_for_run(
     sigma = plan_embedding(config, encoder.n_classes, target, ledger)
     features = feature_map(encoder.layout.kind, encoder.layout.shape, config, seeds[0])
     return measure(features, x, labels, encoder.n_classes, sigma, config, seeds[1])
+
+
+def anchored_config(method_config: Any, config: FeatureAnchorConfig, schema: Any) -> Any:
+    """The method's default config with the anchored generator for images (see
+    ``FeatureAnchorConfig.image_generator``); series keep theirs."""
+    if schema.kind != "image":
+        return method_config
+    return replace(
+        method_config,
+        generator_net=config.image_generator,
+        generator_hidden=config.image_generator_hidden,
+    )
