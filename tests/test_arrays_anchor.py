@@ -20,6 +20,7 @@ from sklearn.linear_model import LogisticRegression
 from dpforge.datasets.images import load_digits_images
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.errors import PrivacyError
+from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.synthesizer import Synthesizer, load
@@ -79,11 +80,12 @@ def test_private_anchoring_is_one_ledger_release_and_keeps_the_labels(digits, tm
 
 def test_anchoring_refined_by_the_discriminator_splits_the_budget(digits):
     train, _, schema, _ = digits
-    from dpforge.methods.dpcgan import DPCGANConfig
-
-    config = DPCGANConfig(batch_size=64, generator_channels=(16, 8), latent_dim=16)
+    config = DPCGANConfig(
+        batch_size=32, generator_net="mlp", generator_hidden=(32,), latent_dim=16,
+        discriminator_net="mlp", discriminator_hidden=(32,),
+    )  # fmt: skip
     anchor = FeatureAnchorConfig(share=0.5, n_features=200, steps=30, batch_size=100)
-    synth = _fit(schema, train, 20.0, anchor=anchor, method_options=config, epochs=5)
+    synth = _fit(schema, train, 20.0, anchor=anchor, method_options=config, epochs=2.5)
     names = [e.name for e in synth.ledger_.entries]
     assert names[0].startswith("anchor") and names[1].startswith("dpcgan")
     assert synth.plan_.steps > 0
@@ -92,14 +94,17 @@ def test_anchoring_refined_by_the_discriminator_splits_the_budget(digits):
 
 def test_series_anchoring_at_eps_3_classifies_real_curves():
     train, test, schema = load_italy_power_demand()
-    synth = _fit(schema, train, 3.0, anchor=FeatureAnchorConfig(n_features=500, steps=200))
+    config = DPCGANConfig(generator_net="mlp", generator_hidden=(64, 64), latent_dim=16)
+    anchor = FeatureAnchorConfig(n_features=500, steps=200, batch_size=200, lr=5e-3)
+    synth = _fit(schema, train, 3.0, anchor=anchor, method_options=config)
     names = [e.name for e in synth.ledger_.entries]
     assert names[-1].startswith("anchor") and len(names) >= 2  # the DP value range first
     assert synth.privacy_spent().epsilon <= 3.0 * (1 + 1e-9)
     samples = synth.sample(len(train), seed=2)
     forest = RandomForestClassifier(n_estimators=100, random_state=0)
     forest.fit(samples.values.reshape(len(samples), -1), samples.labels)
-    assert forest.score(test.values.reshape(len(test), -1), test.labels) > 0.85
+    accuracy = forest.score(test.values.reshape(len(test), -1), test.labels)
+    assert accuracy > 0.85, accuracy
 
 
 def test_anchor_kinds_are_checked(digits):
