@@ -8,11 +8,23 @@ trained on as many real training images give the real-data reference. Privacy fi
 from the run's ledger; the pixel range 0..255 and the classes are public, the label prior is
 uniform, so the metadata cost nothing.
 
+Label fidelity (the share of samples a CNN trained on the real training images assigns to the
+class they were generated for, per class too) and a Fréchet distance on that CNN's features
+(synthetic vs real test images) come from :mod:`dpforge.evaluation.reference`.
+
+``--anchor auto`` (the default) is the Synthesizer's default for images: one DP release of
+per-class mean embeddings in public random Fourier features, a generator trained to match them
+(:mod:`dpforge.statistics.features`); ``--anchor none`` trains the GAN alone. For the issue-11
+figures::
+
+    nice -n 10 python bench/bench_images.py --dataset mnist --epsilon 10 \
+        --out bench/results/mnist_anchor_eps10.json
+
 The DP-CGAN paper's MNIST setting (batch 600, sigma for eps 9.6, m = B, its "vanilla" MLP
 networks)::
 
     python bench/bench_images.py --method dpcgan --epsilon 9.6 --batch-size 600 \
-        --generator mlp --discriminator mlp --out bench/results/mnist_dpcgan.json
+        --generator mlp --discriminator mlp --anchor none --out bench/results/mnist_dpcgan.json
 """
 
 from __future__ import annotations
@@ -33,7 +45,9 @@ from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
 from dpforge.datasets.images import load_idx_dataset
 from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
+from dpforge.evaluation.reference import ReferenceClassifier
 from dpforge.methods import METHODS
+from dpforge.statistics.features import FeatureAnchorConfig
 
 PUBLISHED = {
     "mnist": [
@@ -47,6 +61,25 @@ PUBLISHED = {
 
 def _widths(text: str) -> tuple[int, ...]:
     return tuple(int(w) for w in text.split(",") if w.strip())
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(w) for w in text.split(",") if w.strip())
+
+
+def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
+    """The Synthesizer's ``anchor``: None for the GAN alone, else the defaults with overrides."""
+    if args.anchor == "none":
+        return None
+    given = {
+        "share": args.anchor_share,
+        "steps": args.anchor_steps,
+        "n_features": args.anchor_features,
+        "batch_size": args.anchor_batch,
+        "lr": args.anchor_lr,
+        "bandwidths": args.anchor_bandwidths,
+    }
+    return replace(FeatureAnchorConfig(), **{k: v for k, v in given.items() if v is not None})
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -63,7 +96,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--cnn-epochs", type=int, default=5)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--anchor", default="auto", choices=("auto", "none"))
+    p.add_argument("--anchor-share", type=float, default=None)
+    p.add_argument("--anchor-steps", type=int, default=None)
+    p.add_argument("--anchor-features", type=int, default=None)
+    p.add_argument("--anchor-batch", type=int, default=None)
+    p.add_argument("--anchor-lr", type=float, default=None)
+    p.add_argument("--anchor-bandwidths", type=_floats, default=None)
+    p.add_argument("--reference-epochs", type=int, default=3)
     p.add_argument("--option", action="append", default=[], help="config field=value")
     p.add_argument("--generator", default="auto")
     p.add_argument("--discriminator", default="auto")
@@ -103,8 +144,11 @@ def _parse_like(current: Any, text: str) -> Any:
     return type(current)(text)
 
 
-def evaluate(synthetic: ArrayData, test: ArrayData, classes, args) -> dict[str, Any]:
+def evaluate(
+    synthetic: ArrayData, test: ArrayData, classes, args, reference: ReferenceClassifier
+) -> dict[str, Any]:
     started = time.perf_counter()
+    fidelity = reference.label_fidelity(synthetic)
     auroc = tstr_auroc(synthetic, test, classes, seed=args.seed)
     cnn = tstr_cnn_accuracy(synthetic, test, classes, epochs=args.cnn_epochs, seed=args.seed)
     return {
@@ -113,6 +157,9 @@ def evaluate(synthetic: ArrayData, test: ArrayData, classes, args) -> dict[str, 
         "lr_auroc_micro": auroc["logistic"].details.get("micro"),
         "mlp_auroc_micro": auroc["mlp"].details.get("micro"),
         "cnn_accuracy": cnn.value,
+        "label_fidelity": fidelity.value,
+        "label_fidelity_per_class": fidelity.details["per_class"],
+        "frechet_distance": reference.frechet(synthetic, test),
         "eval_seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -132,11 +179,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         method_options=config,
         seed=args.seed,
         device=args.device,
+        anchor=anchor_option(args),
+        progress=False,
     ).fit(train)
     fit_seconds = time.perf_counter() - started
     synthetic = synth.sample(args.samples, seed=args.seed + 1)
     real = ArrayData(train.values[: args.samples], train.labels[: args.samples])
     report = synth.privacy_spent()
+    reference = ReferenceClassifier(schema.classes, args.reference_epochs, args.seed).fit(train)
     return {
         "command": "python " + " ".join(sys.argv),
         "dataset": args.dataset,
@@ -144,12 +194,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "method": args.method,
         "config": asdict(synth.config_),
         "plan": asdict(synth.plan_),
+        "anchor": None if synth.anchor_ is None else asdict(synth.anchor_),
+        "ledger": [entry.name for entry in synth.ledger_.entries],
         "epsilon_pld": report.epsilon_pld,
         "epsilon_rdp": report.epsilon_rdp,
         "delta": args.delta,
         "fit_seconds": round(fit_seconds, 1),
-        "synthetic": evaluate(synthetic, test, schema.classes, args),
-        "real": evaluate(real, test, schema.classes, args),
+        "synthetic": evaluate(synthetic, test, schema.classes, args, reference),
+        "real": evaluate(real, test, schema.classes, args, reference),
         "published": PUBLISHED[args.dataset],
         "machine": machine(),
         "_grid": synthetic,
@@ -161,6 +213,13 @@ def _epsilon_text(result: dict[str, Any]) -> str:
     if result["epsilon_pld"] is None:
         return f"eps = {result['epsilon_rdp']:.2f} (RDP; no PLD bound for this event)"
     return f"eps = {result['epsilon_pld']:.2f} (PLD; RDP {result['epsilon_rdp']:.2f})"
+
+
+def _row(name: str, m: dict[str, Any]) -> str:
+    return (
+        f"| {name} | {m['lr_auroc_macro']:.4f} | {m['mlp_auroc_macro']:.4f} | "
+        f"{m['cnn_accuracy']:.4f} | {m['label_fidelity']:.4f} | {m['frechet_distance']:.2f} |"
+    )
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -175,12 +234,16 @@ def markdown(result: dict[str, Any]) -> str:
         f"sigma = {result['plan']['noise_multiplier']:.4g}, q = "
         f"{result['plan']['sample_rate']:.4g}, fit {result['fit_seconds']} s.",
         "",
-        "| trained on | LR AuROC (macro) | MLP AuROC (macro) | CNN accuracy |",
-        "|---|---|---|---|",
-        f"| synthetic | {s['lr_auroc_macro']:.4f} | {s['mlp_auroc_macro']:.4f} | "
-        f"{s['cnn_accuracy']:.4f} |",
-        f"| real (same count) | {r['lr_auroc_macro']:.4f} | {r['mlp_auroc_macro']:.4f} | "
-        f"{r['cnn_accuracy']:.4f} |",
+        "Ledger: " + "; ".join(result["ledger"]),
+        "",
+        "| trained on | LR AuROC (macro) | MLP AuROC (macro) | CNN accuracy | label fidelity "
+        "| Fréchet (ref. CNN features, vs real test) |",
+        "|---|---|---|---|---|---|",
+        _row("synthetic", s),
+        _row("real (same count)", r),
+        "",
+        "Label fidelity per class (synthetic): "
+        + ", ".join(f"{k}: {v:.2f}" for k, v in s["label_fidelity_per_class"].items()),
         "",
         "Published: " + "; ".join(result["published"]),
         "",
@@ -198,9 +261,8 @@ def main(argv: list[str] | None = None) -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n")
         args.out.with_suffix(".md").write_text(markdown(result))
-        sample = ArrayData(grid.values[:100], grid.labels[:100])
         write_images(
-            sample,
+            grid,
             args.out.with_name(args.out.stem + "_samples"),
             png=False,
             npz=False,

@@ -48,22 +48,25 @@ import math
 import statistics
 import sys
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
 from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.series import load_italy_power_demand
+from dpforge.evaluation.reference import label_fidelity
 from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, plot_nearest, tstr_accuracy
 from dpforge.methods import METHODS
 from dpforge.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES
 from dpforge.schema.array import ArraySchema
+from dpforge.statistics.features import FeatureAnchorConfig
 
 METRICS = ("accuracy", "balanced_accuracy")
 VALIDATION_SEED = 12345  # the split of the training part used by --validation
@@ -78,6 +81,23 @@ TUNED: dict[str, Any] = {"generator_net": "lstm", "discriminator_net": "mlp", "e
 # -- arguments -----------------------------------------------------------------------------------
 def _widths(text: str) -> tuple[int, ...]:
     return tuple(int(w) for w in text.split(",") if w.strip())
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(w) for w in text.split(",") if w.strip())
+
+
+def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
+    """The Synthesizer's ``anchor``: None for the GAN alone, else the defaults with overrides."""
+    if args.anchor == "none":
+        return None
+    given = {
+        "share": args.anchor_share,
+        "steps": args.anchor_steps,
+        "n_features": args.anchor_features,
+        "bandwidths": args.anchor_bandwidths,
+    }
+    return replace(FeatureAnchorConfig(), **{k: v for k, v in given.items() if v is not None})
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -103,6 +123,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--defaults", action="store_true", help="ignore TUNED: the config's defaults")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: shared 2-core box)")
     p.add_argument("--window", type=int, default=None, help="Sakoe-Chiba radius of 1-NN DTW")
+    p.add_argument(
+        "--anchor", default="auto", choices=("auto", "none"),
+        help="auto: the Synthesizer's default feature anchoring; none: the GAN alone",
+    )  # fmt: skip
+    p.add_argument("--anchor-share", type=float, default=None)
+    p.add_argument("--anchor-steps", type=int, default=None)
+    p.add_argument("--anchor-features", type=int, default=None)
+    p.add_argument("--anchor-bandwidths", type=_floats, default=None)
     g = p.add_argument_group("training (unset: TUNED, then the method config's defaults)")
     g.add_argument("--noise-multiplier", type=float, default=None)
     g.add_argument("--epochs", type=float, default=None)
@@ -133,7 +161,9 @@ RUN_KEYS = ("noise_multiplier", "epochs", "metadata_share")
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """Config fields and run options: TUNED (unless --defaults), overridden by the options given."""
     config_fields = {f.name for f in fields(METHODS[args.method][1])}
-    chosen = {} if args.defaults else dict(TUNED)
+    anchor = anchor_option(args)
+    # TUNED is the GAN's; anchored runs start from the Synthesizer's defaults
+    chosen = {} if args.defaults or anchor is not None else dict(TUNED)
     for key, value in vars(args).items():
         if value is not None and (key in config_fields or key in RUN_KEYS):
             chosen[key] = value
@@ -143,6 +173,10 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def make_config(args: argparse.Namespace, chosen: dict[str, Any]):
+    """The method's config from the chosen fields; None (the Synthesizer's defaults, e.g. the
+    anchored generator) when none was chosen."""
+    if not any(k not in RUN_KEYS for k in chosen):
+        return None
     config_cls = METHODS[args.method][1]
     return config_cls(**{k: v for k, v in chosen.items() if k not in RUN_KEYS})
 
@@ -194,13 +228,15 @@ def fit_one(args, chosen, config, train, schema, seed: int, private: bool) -> tu
     epsilon = args.epsilon if private else math.inf
     sigma = chosen.get("noise_multiplier") if private else None
     epochs = chosen.get("epochs")
-    if not private and epochs is None:
+    anchor = anchor_option(args)
+    alone = anchor is not None and anchor.share >= 1.0
+    if not private and epochs is None and not alone:
         epochs = args.private_epochs[seed]  # the private run's, when it calibrated the steps
     synth = Synthesizer(
         schema, method=args.method, epsilon=epsilon, delta=args.delta,
         noise_multiplier=sigma, epochs=epochs if sigma is None else None,
         metadata_share=chosen.get("metadata_share", 0.1), method_options=config, seed=seed,
-        progress=False,
+        progress=False, anchor=anchor,
     )  # fmt: skip
     start = time.perf_counter()
     synth.fit(train)
@@ -230,9 +266,34 @@ def run_seed(args, chosen, config, train, test, schema, seed: int, private: bool
         "synthetic_label_counts": dict(zip(labels.tolist(), counts.tolist(), strict=True)),
         "synthetic_value_range": [float(synthetic.values.min()), float(synthetic.values.max())],
         "tstr": scores(synthetic, test, schema, seed, args.window),
+        "label_fidelity": label_fidelity_rf(train, synthetic, schema, seed),
+        "ledger": [entry.name for entry in synth.ledger_.entries],
+        "anchor": None if synth.anchor_ is None else asdict(synth.anchor_),
+        "anchor_noise_multiplier": anchor_noise(synth),
+        "generator": [synth.config_.generator_net, list(synth.config_.generator_hidden)],
     }
     run["closeness"] = closeness(synthetic, train, test, args.window)
     return run, synth, synthetic
+
+
+def anchor_noise(synth) -> float | None:
+    """The noise multiplier of the feature anchoring's release (from its ledger event)."""
+    for entry in synth.ledger_.entries:
+        if entry.name.startswith("anchor"):
+            return getattr(entry.event, "noise_multiplier", 0.0)
+    return None
+
+
+def label_fidelity_rf(train: ArrayData, synthetic: ArrayData, schema, seed: int) -> dict:
+    """Share of synthetic series that a random forest trained on the REAL training series
+    assigns to the class they were generated for (overall and per class)."""
+    classes = list(schema.classes)
+    forest = RandomForestClassifier(n_estimators=200, random_state=seed)
+    forest.fit(train.values.reshape(len(train), -1), [classes.index(c) for c in train.labels])
+    predicted = forest.predict(synthetic.values.reshape(len(synthetic), -1))
+    requested = np.array([classes.index(c) for c in synthetic.labels])
+    result = label_fidelity(predicted, requested, classes)
+    return {"overall": result.value, "per_class": result.details["per_class"]}
 
 
 def describe(run: dict) -> str:
@@ -618,7 +679,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "metadata_share": chosen.get("metadata_share", 0.1),
         "seeds": seeds,
         "config": {
-            **asdict(config),
+            **({} if config is None else asdict(config)),
             "noise_multiplier": chosen.get("noise_multiplier"),
             "epochs": chosen.get("epochs"),
         },  # fmt: skip

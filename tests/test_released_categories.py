@@ -85,7 +85,7 @@ def test_a_class_the_threshold_dropped_is_not_trained_on(tmp_path, monkeypatch):
     config = DPCGANConfig(batch_size=32, generator_net="mlp", discriminator_net="mlp", latent_dim=8)
     synth = dpforge.Synthesizer(
         schema, epsilon=20.0, delta=1e-5, noise_multiplier=1.0, method_options=config, seed=0,
-        progress=False, checkpoint_dir=tmp_path / "ckpt",
+        progress=False, checkpoint_dir=tmp_path / "ckpt", anchor=None,
     ).fit(data)  # fmt: skip
     assert RARE not in synth.schema_.classes and len(synth.schema_.classes) == 10
     assert seen["classes"] == 10 and seen["n"] == len(data) - 1  # the rare record is dropped

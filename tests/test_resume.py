@@ -55,6 +55,7 @@ def _options(name: str, **changes):
         "method_options": CONFIGS[method],
         "seed": 0,
         "progress": False,
+        "anchor": None,  # the GAN's steps are what a checkpoint resumes
     }
     options.update(changes)
     return options

@@ -45,6 +45,7 @@ from dpforge.privacy.resume import (
 )
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema, refuse_draft
+from dpforge.statistics import array_anchor
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.cells import (
     adaptive_columns,
@@ -52,6 +53,7 @@ from dpforge.statistics.cells import (
     measure_fine_histograms,
     quantile_bins,
 )
+from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
 from dpforge.statistics.marginals import MeasuredMarginal, one_hot_blocks
 from dpforge.statistics.rounds import (
     anchor_loss,
@@ -76,6 +78,16 @@ from dpforge.training import (
 DEFAULT_EPOCHS = 50.0
 SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 MIN_STEPS = 100
+_ANCHOR_ONLY_NOTE = {
+    False: "noise_multiplier and epochs set the discriminator's steps, but this run "
+    "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
+    "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
+    "discriminator alone, or between 0 and 1 to refine with it",
+    True: "noise_multiplier and epochs set the discriminator's steps, but this run "
+    "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "
+    "for images and series): pass anchor=None for the discriminator alone, or a "
+    "FeatureAnchorConfig with share between 0 and 1 to refine with it",
+}
 
 
 @dataclass
@@ -89,6 +101,8 @@ class RunSetup:
     n_records: int
     marginals: tuple[MeasuredMarginal, ...] = ()
     cell_edges: dict[str, list[float]] = field(default_factory=dict)  # DP-placed numeric cells
+    embedding: MeasuredEmbedding | None = None  # arrays: the feature anchoring's release
+    feature_seed: int = 0  # arrays: the seed of the public random feature map
 
     def to_dict(self) -> dict[str, Any]:
         prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
@@ -100,6 +114,8 @@ class RunSetup:
             "n_records": self.n_records,
             "marginals": [m.to_dict() for m in self.marginals],
             "cell_edges": self.cell_edges,
+            "embedding": None if self.embedding is None else self.embedding.to_dict(),
+            "feature_seed": self.feature_seed,
         }
 
     @classmethod
@@ -113,6 +129,8 @@ class RunSetup:
             int(d["n_records"]),
             tuple(MeasuredMarginal.from_dict(m) for m in d.get("marginals", [])),
             dict(d.get("cell_edges", {})),
+            None if d.get("embedding") is None else MeasuredEmbedding.from_dict(d["embedding"]),
+            int(d.get("feature_seed", 0)),
         )
 
 
@@ -222,9 +240,11 @@ class Synthesizer:
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
         run_options.check_against_size(self.config_, len(records))
-        if self.anchor_ is not None and self.default_method_options:
+        if isinstance(self.anchor_, AnchorConfig) and self.default_method_options:
             # the anchored generator's widths, unless the caller chose the method's options
             self.config_ = replace(self.config_, generator_hidden=self.anchor_.generator_hidden)
+        if isinstance(self.anchor_, FeatureAnchorConfig) and self.default_method_options:
+            self.config_ = array_anchor.anchored_config(self.config_, self.anchor_, self.schema)
         setup = self._resumed_setup(len(records)) or self._new_setup(records)
         # Records of categories or classes the DP threshold did not release are dropped; N,
         # which set q and the plan, stays the number of records read (see keep_released_rows).
@@ -280,6 +300,8 @@ class Synthesizer:
             records, self.schema, self._metadata_budget(), ledger, rng
         )
         released = kind_of(self.schema).released(records, schema)
+        if isinstance(self.anchor_, FeatureAnchorConfig):
+            return self._new_array_setup(released, len(records), schema, prior, ledger, rng)
         marginals, edges = self._measure_marginals(released, len(records), schema, ledger, rng)
         if self.anchor_ is not None and self.anchor_.share >= 1.0:
             q = METHODS[self.method][0].sample_rate(self.config_, len(records))
@@ -288,8 +310,26 @@ class Synthesizer:
             plan = self._plan_budget(len(records), ledger)
         return RunSetup(schema, prior, ledger, plan, len(records), marginals, edges)
 
+    def _new_array_setup(self, records, n_public, schema, prior, ledger, rng) -> RunSetup:
+        """Images and series with feature anchoring: the embedding release, then the plan."""
+        config = self.anchor_
+        target = array_anchor.anchor_target(self.epsilon, self.delta, config.share, ledger)
+        feature_seed = int(rng.integers(2**62))  # public: drawn from the run's seed, not data
+        embedding = array_anchor.measure_for_run(
+            config, kind_of(schema).encoder(schema), records, target, ledger,
+            (feature_seed, rng),
+        )  # fmt: skip
+        if config.share >= 1.0:
+            q = METHODS[self.method][0].sample_rate(self.config_, n_public)
+            plan = TrainingPlan(0, q, 0.0, self.checkpoint_every)
+        else:
+            plan = self._plan_budget(n_public, ledger)
+        return RunSetup(
+            schema, prior, ledger, plan, n_public, embedding=embedding, feature_seed=feature_seed
+        )
+
     def _encoder(self, schema: Schema | ArraySchema, edges: dict | None = None) -> Any:
-        if self.anchor_ is None:
+        if not isinstance(self.anchor_, AnchorConfig):
             return kind_of(schema).encoder(schema)
         cells = bins_from_edges(schema.feature_columns, edges or {})
         return TableEncoder(schema, n_bins=self.anchor_.n_bins, cells=cells)
@@ -333,6 +373,9 @@ class Synthesizer:
 
     def _anchor_generator(self, method: GanMethod, encoder: Any, setup: RunSetup, records) -> None:
         """Train the generator on the measured marginals (free), unless resuming a GAN run."""
+        if setup.embedding is not None:
+            self._anchor_array_generator(method, encoder, setup)
+            return
         if not setup.marginals:
             return
         prior = None
@@ -354,6 +397,21 @@ class Synthesizer:
         )  # fmt: skip
         setup.marginals = tuple(measured)
         method.anchor = (loss, self.anchor_.weight)
+        method.generator_average.load_state_dict(method.generator.state_dict())
+
+    def _anchor_array_generator(self, method: GanMethod, encoder: Any, setup: RunSetup) -> None:
+        """Train the generator on the released embedding (post-processing), unless resuming."""
+        layout = encoder.layout
+        features = array_anchor.feature_map(
+            layout.kind, layout.shape, self.anchor_, setup.feature_seed
+        )
+        loss = array_anchor.EmbeddingLoss(setup.embedding, features)
+        method.anchor = (loss, self.anchor_.weight)
+        if setup.plan.steps and has_checkpoint(self.checkpoint_dir):
+            return  # the checkpoint holds the anchored generator
+        torch_generator_init(method, self._seed_sequence(2))
+        rng = make_generator(self._seed_sequence(3))
+        array_anchor.fit_generator(method.generator, loss, encoder.n_classes, self.anchor_, rng)
         method.generator_average.load_state_dict(method.generator.state_dict())
 
     def _resumed_setup(self, n_records: int) -> RunSetup | None:
@@ -424,12 +482,7 @@ class Synthesizer:
             raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
         marginals_only = self.anchor_ is not None and self.anchor_.share >= 1.0
         if marginals_only and (self.noise_multiplier is not None or self.epochs is not None):
-            raise PrivacyError(
-                "noise_multiplier and epochs set the discriminator's steps, but this run "
-                "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
-                "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
-                "discriminator alone, or between 0 and 1 to refine with it"
-            )
+            raise PrivacyError(_ANCHOR_ONLY_NOTE[isinstance(self.anchor_, FeatureAnchorConfig)])
         if not math.isfinite(self.epsilon) and self.epochs is None and not marginals_only:
             raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
 
@@ -487,7 +540,7 @@ class Synthesizer:
         """Train from scratch or from the checkpoint; returns the private steps a kill wasted
         (charged but not in the model)."""
         generator = make_generator(self._seed_sequence(1), self.device)
-        if not setup.marginals:
+        if not setup.marginals and setup.embedding is None:
             torch_generator_init(method, self._seed_sequence(2))
         x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
         y = None if labels is None else torch.as_tensor(labels, device=self.device)
@@ -643,16 +696,30 @@ def torch_generator_init(method: GanMethod, seed: int | None) -> None:
     method.generator_average.load_state_dict(method.generator.state_dict())
 
 
-def resolve_anchor(anchor: AnchorConfig | str | None, schema: Any) -> AnchorConfig | None:
-    """The anchoring of this run: "auto" anchors tables (not images or series)."""
+def resolve_anchor(
+    anchor: AnchorConfig | FeatureAnchorConfig | str | None, schema: Any
+) -> AnchorConfig | FeatureAnchorConfig | None:
+    """The anchoring of this run: "auto" anchors tables on marginals and images and series on
+    random-feature embeddings."""
     if anchor == "auto":
-        return AnchorConfig() if isinstance(schema, Schema) else None
+        return AnchorConfig() if isinstance(schema, Schema) else FeatureAnchorConfig()
     if anchor is None:
         return None
-    if not isinstance(anchor, AnchorConfig):
-        raise PrivacyError(f"anchor must be 'auto', None or an AnchorConfig, got {anchor!r}")
-    if not isinstance(schema, Schema):
-        raise PrivacyError("marginal anchoring is for tables; use anchor=None for arrays")
+    if not isinstance(anchor, AnchorConfig | FeatureAnchorConfig):
+        raise PrivacyError(
+            f"anchor must be 'auto', None, an AnchorConfig (tables) or a FeatureAnchorConfig "
+            f"(images, series), got {anchor!r}"
+        )
+    if isinstance(anchor, AnchorConfig) and not isinstance(schema, Schema):
+        raise PrivacyError(
+            "marginal anchoring (AnchorConfig) is for tables; images and series take a "
+            "FeatureAnchorConfig, or anchor=None"
+        )
+    if isinstance(anchor, FeatureAnchorConfig) and isinstance(schema, Schema):
+        raise PrivacyError(
+            "feature anchoring (FeatureAnchorConfig) is for images and series; tables take an "
+            "AnchorConfig, or anchor=None"
+        )
     try:
         anchor.validate()
     except ValueError as exc:

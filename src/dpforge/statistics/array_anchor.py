@@ -1,0 +1,169 @@
+"""Feature anchoring of an image or series generator: plan, measure once, train to match.
+
+The run's steps, in the order the Synthesizer calls them:
+
+1. :func:`plan_embedding` calibrates the noise multiplier so the ledger reaches the anchor's
+   (epsilon, delta) and records the release in the ledger BEFORE it runs;
+2. :func:`measure` draws the public feature map from the run's seed and releases the noisy
+   per-class embedding (:mod:`dpforge.statistics.features`);
+3. :func:`fit_generator` trains the generator on :class:`EmbeddingLoss` (post-processing).
+
+The loss is also what the GAN's generator step adds during refinement (``GanMethod.anchor``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpforge.privacy.calibration import noise_for_target
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.statistics.anchor import stratified_labels
+from dpforge.statistics.features import (
+    FeatureAnchorConfig,
+    MeasuredEmbedding,
+    RandomFeatures,
+    embedding_event,
+    measure_embedding,
+    views_for,
+)
+
+__all__ = ["EmbeddingLoss", "fit_generator", "measure", "plan_embedding"]
+
+
+def plan_embedding(
+    config: FeatureAnchorConfig,
+    n_classes: int,
+    target: tuple[float, float] | None,
+    ledger: PrivacyLedger,
+) -> float:
+    """The release's noise multiplier (0 without privacy), recorded in ``ledger`` ahead."""
+    sigma = 0.0
+    if target is not None:
+        sigma = noise_for_target(embedding_event, target[0], target[1], base_event=ledger.event())
+    what = "class" if n_classes <= 1 else f"{n_classes} classes"
+    ledger.record(
+        f"anchor: mean embeddings of random features per {what} (and class counts)",
+        embedding_event(sigma),
+    )
+    return sigma
+
+
+def feature_map(
+    kind: str, shape: tuple[int, ...], config: FeatureAnchorConfig, seed: int
+) -> RandomFeatures:
+    """The public feature map of a run, rebuilt identically from its stored ``seed``."""
+    generator = torch.Generator().manual_seed(int(seed))
+    return RandomFeatures(shape, views_for(kind), config, generator)
+
+
+def measure(
+    features: RandomFeatures,
+    x: np.ndarray,
+    labels: np.ndarray | None,
+    n_classes: int,
+    sigma: float,
+    config: FeatureAnchorConfig,
+    rng: np.random.Generator,
+) -> MeasuredEmbedding:
+    """The one release (already in the ledger) on the encoded records ``x`` in [-1, 1]."""
+    return measure_embedding(features, x, labels, n_classes, sigma, config.count_weight, rng)
+
+
+class EmbeddingLoss:
+    """Squared distance between generated and measured per-class mean embeddings.
+
+    Classes count equally (a rare class keeps its features, as in the tables' anchor). With
+    random Fourier features this is an estimate of the per-class MMD under the mixture kernel.
+    """
+
+    def __init__(self, measured: MeasuredEmbedding, features: RandomFeatures) -> None:
+        self.features = features
+        self.targets = torch.as_tensor(measured.class_means(), dtype=torch.float32)
+
+    @property
+    def n_classes(self) -> int:
+        return self.targets.shape[0]
+
+    def __call__(self, x: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        """The loss of generated records ``x`` (n, *shape) drawn with ``labels``."""
+        phi = self.features(x)
+        k = self.n_classes
+        if labels is None:
+            labels = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+        member = torch.nn.functional.one_hot(labels, k).to(phi).T  # (K, n)
+        means = member @ phi / member.sum(dim=1, keepdim=True).clamp_min(1.0)
+        present = (member.sum(dim=1) > 0).to(phi)
+        gap = ((means - self.targets.to(phi)) ** 2).sum(dim=1)
+        return (present * gap).sum() / present.sum().clamp_min(1.0)
+
+
+def fit_generator(
+    generator: torch.nn.Module,
+    loss: EmbeddingLoss,
+    n_classes: int,
+    config: FeatureAnchorConfig,
+    rng: torch.Generator,
+) -> float:
+    """Adam on the generator alone against ``loss`` (lr decaying linearly to 0); the final
+    loss value (public: it reads only the release and generated records)."""
+    optimizer = torch.optim.Adam(generator.parameters(), lr=config.lr, betas=(0.5, 0.999))
+    decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / max(1, config.steps))
+    device = next(generator.parameters()).device
+    labels = stratified_labels(config.batch_size, n_classes, device)
+    value = float("nan")
+    generator.train()
+    for _ in range(config.steps):
+        z = generator.sample_latent(config.batch_size, rng)
+        current = loss(generator(z, labels), labels)
+        optimizer.zero_grad(set_to_none=True)
+        current.backward()
+        optimizer.step()
+        decay.step()
+        value = float(current.detach())
+    return value
+
+
+def anchor_target(
+    epsilon: float, delta: float, share: float, ledger: PrivacyLedger
+) -> tuple[float, float] | None:
+    """(epsilon, delta) the ledger may reach after the release; None without privacy.
+
+    The release gets ``share`` of the budget the metadata left: what the metadata releases
+    actually spent (read from the ledger by the accountant), not the share set aside for them.
+    """
+    if not np.isfinite(epsilon):
+        return None
+    spent = ledger.report(delta).epsilon if len(ledger) else 0.0
+    left = max(0.0, epsilon - spent)
+    return spent + share * left, delta - ledger.extra_delta()
+
+
+def measure_for_run(
+    config: FeatureAnchorConfig,
+    encoder,
+    records,
+    target: tuple[float, float] | None,
+    ledger: PrivacyLedger,
+    seeds: tuple[int, np.random.Generator],
+) -> MeasuredEmbedding:
+    """Plan (into the ledger), draw the public map from ``seeds[0]``, release once."""
+    x, labels = encoder.transform(records)
+    sigma = plan_embedding(config, encoder.n_classes, target, ledger)
+    features = feature_map(encoder.layout.kind, encoder.layout.shape, config, seeds[0])
+    return measure(features, x, labels, encoder.n_classes, sigma, config, seeds[1])
+
+
+def anchored_config(method_config: Any, config: FeatureAnchorConfig, schema: Any) -> Any:
+    """The method's default config with the anchored generator for images (see
+    ``FeatureAnchorConfig.image_generator``); series keep theirs."""
+    if schema.kind != "image":
+        return method_config
+    return replace(
+        method_config,
+        generator_net=config.image_generator,
+        generator_hidden=config.image_generator_hidden,
+    )
