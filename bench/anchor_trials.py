@@ -41,6 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=AnchorConfig.steps)
     p.add_argument("--lr", type=float, default=AnchorConfig.lr)
     p.add_argument("--batch-size", type=int, default=AnchorConfig.batch_size)
+    p.add_argument("--loss", default=AnchorConfig.loss, choices=("l1", "chi2"))
     p.add_argument("--implied-weight", type=float, default=AnchorConfig.implied_weight)
     p.add_argument("--n-bins", type=int, default=AnchorConfig.n_bins)
     p.add_argument("--no-select", action="store_true", help="round 1 only")
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         n_bins=args.n_bins,
         select_pairs=not args.no_select,
         batch_size=args.batch_size,
-        implied_weight=args.implied_weight,
+        implied_weight=args.implied_weight, loss=args.loss,
     )
     from dpforge.methods.dpcgan import DPCGANConfig
 

@@ -110,3 +110,32 @@ def test_an_unmeasured_pair_is_held_near_independence_given_the_label(encoded):
     rows, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels)
     real_pair = true_counts(blocks, pair) / 569
     assert float(loss(rows, y)) == pytest.approx(0.5 * np.abs(real_pair - expected).sum(), abs=1e-4)
+
+
+def test_the_chi2_loss_is_an_unbiased_estimate_of_the_models_own_distance(encoded):
+    """Rows drawn i.i.d. from a population (per class, as the anchor's stratified batches are):
+    the mean of the two-halves chi2 loss over many batches is the weighted squared distance of
+    the population's own marginals to the targets, not that plus the batches' sampling error."""
+    _, encoder, features, labels, blocks = encoded
+    marginals = default_marginals(encoder.spans, "diagnosis") + [("mean_radius", "mean_area")]
+    measured = measure_marginals(blocks, marginals, 15.0, np.random.default_rng(2), 569)
+    prior = torch.as_tensor(np.bincount(labels) / len(labels), dtype=torch.float32)
+    loss = AnchorLoss(measured, encoder.spans, "diagnosis", prior, kind="chi2")
+    rows = torch.as_tensor(features, dtype=torch.float64)
+    y = torch.as_tensor(labels)
+    population = loss.model_marginals(rows, y)
+    exact = float(sum(loss._chi2(t, m, m) for t, m in zip(loss.targets, population)))
+
+    rng = torch.Generator().manual_seed(3)
+    members = [torch.nonzero(y == k).flatten() for k in range(2)]
+    batch_labels = torch.arange(64) % 2
+    values = []
+    for _ in range(600):
+        picks = torch.empty(64, dtype=torch.long)
+        for k, rows_k in enumerate(members):
+            where = batch_labels == k
+            picks[where] = rows_k[torch.randint(len(rows_k), (int(where.sum()),), generator=rng)]
+        values.append(float(loss(rows[picks], batch_labels)))
+    values = np.array(values)
+    assert exact > 0
+    assert abs(values.mean() - exact) < 4 * values.std() / np.sqrt(len(values))

@@ -56,8 +56,11 @@ class AnchorConfig:
     weight: float = 1.0
     generator_hidden: tuple[int, ...] = (256, 256)
     implied_weight: float = 0.0
+    loss: str = "l1"
 
     def validate(self) -> None:
+        if self.loss not in LOSSES:
+            raise ValueError(f"anchor loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
         if self.n_bins < 3:
@@ -67,6 +70,9 @@ class AnchorConfig:
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
                 f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"
             )
+
+
+LOSSES = ("l1", "chi2")
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,11 @@ class AnchorLoss:
         label_name: str | None,
         prior: torch.Tensor | None,
         implied: tuple[Sequence[tuple[str, str]], float] = ((), 0.0),
+        kind: str = "l1",
     ) -> None:
+        if kind not in LOSSES:
+            raise ValueError(f"anchor loss must be one of {', '.join(LOSSES)}, got {kind!r}")
+        self.kind = kind
         by_name = {s.column: s for s in spans}
         self.prior = prior
         # Distributions given the label count equally for every class, rare ones included: a
@@ -132,10 +142,28 @@ class AnchorLoss:
         return _Target(tuple(by_name[c] for c in m.columns), False, dist)
 
     def __call__(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
-        """The loss of generated probability rows ``probs`` (n, D) drawn with ``labels``."""
-        models = self.model_marginals(probs, labels)
-        pairs = zip(self.targets, models, strict=True)
-        return sum((self._l1(t, m) for t, m in pairs), probs.new_zeros(()))
+        """The loss of generated probability rows ``probs`` (n, D) drawn with ``labels``.
+
+        "l1": the sum of L1 distances between the batch's marginals and the targets. Its
+        expectation over batches exceeds the distance of the model itself by the batch's
+        sampling error, which rewards flat, nearly independent outputs. "chi2": with ``a`` and
+        ``b`` the marginals of the two halves of the batch, ``sum (a - t)(b - t) / (t + 1/C)``
+        over the C cells of each target: the halves are independent, so this is an unbiased
+        estimate of the model's own weighted squared distance, with no such reward.
+        """
+        if self.kind == "l1":
+            models = self.model_marginals(probs, labels)
+            pairs = zip(self.targets, models, strict=True)
+            return sum((self._l1(t, m) for t, m in pairs), probs.new_zeros(()))
+        half = probs.shape[0] // 2
+        if half == 0:
+            raise ValueError("the chi2 anchor loss needs a batch of at least 2 rows")
+        first = self.model_marginals(probs[:half], None if labels is None else labels[:half])
+        second = self.model_marginals(
+            probs[half : 2 * half], None if labels is None else labels[half : 2 * half]
+        )
+        triples = zip(self.targets, first, second, strict=True)
+        return sum((self._chi2(t, a, b) for t, a, b in triples), probs.new_zeros(()))
 
     def model_marginals(self, probs: torch.Tensor, labels: torch.Tensor | None) -> list:
         """The generated rows' marginal of every target: (K, cells) given each label, or the
@@ -155,6 +183,15 @@ class AnchorLoss:
         if target.conditional:
             return (self.class_weights.to(model) * gap.sum(dim=1)).sum()
         return target.weight * gap.sum()
+
+    def _chi2(self, target: _Target, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+        goal = target.distribution.to(first)
+        if target.conditional:
+            cells = goal.shape[1]
+            terms = (first - goal) * (second - goal) / (goal + 1.0 / cells)
+            return (self.class_weights.to(first) * terms.sum(dim=1)).sum()
+        terms = (first - goal) * (second - goal) / (goal + 1.0 / goal.numel())
+        return target.weight * terms.sum()
 
     def row_weights(self, labels, probs) -> tuple[torch.Tensor, torch.Tensor]:
         """Row weights giving prior-weighted averages, and the (K, n) per-class mean operator."""

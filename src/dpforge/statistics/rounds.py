@@ -170,4 +170,4 @@ def anchor_loss(measured, spans, label_name, prior, config: AnchorConfig) -> Anc
     softmax = [s for s in spans if s.activation == SOFTMAX]
     unmeasured = [p for p in candidate_pairs(softmax) if frozenset(p) not in taken]
     implied = (unmeasured, config.implied_weight)
-    return AnchorLoss(measured, spans, label_name, prior, implied)
+    return AnchorLoss(measured, spans, label_name, prior, implied, config.loss)
