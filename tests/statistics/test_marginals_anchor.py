@@ -124,7 +124,7 @@ def test_the_chi2_loss_is_an_unbiased_estimate_of_the_models_own_distance(encode
     rows = torch.as_tensor(features, dtype=torch.float64)
     y = torch.as_tensor(labels)
     population = loss.model_marginals(rows, y)
-    exact = float(sum(loss._chi2(t, m, m) for t, m in zip(loss.targets, population)))
+    exact = float(sum(loss._chi2(t, m, m) for t, m in zip(loss.targets, population, strict=True)))
 
     rng = torch.Generator().manual_seed(3)
     members = [torch.nonzero(y == k).flatten() for k in range(2)]
