@@ -110,5 +110,5 @@ def test_an_unwritable_budget_place_fails_before_training(files, tmp_path, monke
     blocker.write_text("a file where the budget's folder should be")
     code, out = _fit(data, schema_path, tmp_path / "m", monkeypatch, capsys, "--budget",
                      blocker / "budget.json")  # fmt: skip
-    assert code == 2 and "cannot lock the budget file" in out and "--no-budget-file" in out
+    assert code == 2 and "cannot write the budget file" in out and "--no-budget-file" in out
     assert not (tmp_path / "m").exists()
