@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -110,5 +113,34 @@ def test_an_unwritable_budget_place_fails_before_training(files, tmp_path, monke
     blocker.write_text("a file where the budget's folder should be")
     code, out = _fit(data, schema_path, tmp_path / "m", monkeypatch, capsys, "--budget",
                      blocker / "budget.json")  # fmt: skip
-    assert code == 2 and "cannot lock the budget file" in out and "--no-budget-file" in out
+    assert code == 2 and "cannot write the budget file" in out and "--no-budget-file" in out
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.slow
+def test_a_killed_fit_has_already_charged_its_budget(files, tmp_path):
+    """Write-ahead: SIGKILL the fit as soon as its charge is in the budget file; the charge
+    stays, the file is complete JSON, and nothing half-written is left beside the data."""
+    data, schema_path = files
+    budget_file = tmp_path / ("data.csv" + BUDGET_SUFFIX)
+    args = ["fit", data, "--schema", schema_path, "--epsilon", "2", "--out", tmp_path / "m"]
+    args += ["--anchor-share", "0", "--batch-size", "64", "--epochs", "60", "--quiet"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from dpforge.cli import main; main()", *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while not budget_file.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    assert process.returncode == -signal.SIGKILL  # killed while training, not finished
+    saved = json.loads(budget_file.read_text())
+    assert len(saved["runs"]) == 1
+    entries = saved["runs"][0]["ledger"]["entries"]
+    assert (
+        entries[-1]["name"].startswith("dpcgan:") and "discriminator steps" in entries[-1]["name"]
+    )
+    assert not (tmp_path / "m").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -136,3 +136,12 @@ def test_candidates_with_other_privacy_settings_stop_the_search(cancer, tmp_path
     with pytest.raises(PrivacyError, match="other DP events than the first trial"):
         tune(candidates, frame, PublicScore(_balance), reps, rng, budget=budget)
     assert len(budget.status().runs) == 1  # the search was charged before it stopped
+
+
+def test_candidates_with_a_checkpoint_folder_are_refused(cancer, tmp_path):
+    frame, schema = cancer
+    candidate = _candidates(schema, lrs=(0.15,))[0]
+    candidate.checkpoint_dir = tmp_path / "ckpt"
+    with pytest.raises(PrivacyError, match="checkpoint_dir"):
+        tune([candidate], frame, PublicScore(_balance), Repetitions(2.0, 1.0),
+             np.random.default_rng(0))  # fmt: skip

@@ -309,8 +309,18 @@ def tune(
         raise PrivacyError("score must be a PublicScore or a PrivateScore (say which it is)")
     if not isinstance(rng, np.random.Generator):
         raise PrivacyError("rng must be a numpy Generator (np.random.default_rng())")
+    if any(c.checkpoint_dir is not None for c in candidates):
+        raise PrivacyError(
+            "tuning candidates must not have a checkpoint_dir: trials would resume each "
+            "other's checkpoints instead of running independently"
+        )
     guard = _TrialGuard(score, repetitions, budget)
-    trials = min(repetitions.draw(rng), MAX_TRIALS)
+    trials = repetitions.draw(rng)
+    if trials > MAX_TRIALS:  # depends on the draw only, never on the data
+        raise PrivacyError(
+            f"drew {trials} trials, more than {MAX_TRIALS}; use a smaller mean (the search "
+            "must run every trial drawn, so it stops here before any trial)"
+        )
     best: tuple[float, int, Synthesizer] | None = None
     for index in range(trials):
         guard.trial_index = index

@@ -264,9 +264,20 @@ class DataBudget:
 
     # -- writing -------------------------------------------------------------------------
     def check_writable(self) -> None:
-        """Take and release the lock now, so that a read-only place fails before any work."""
-        with self._locked():
-            pass
+        """Fail now, before any work, if the budget file's folder cannot be written.
+
+        Writes nothing (a run that stops on bad input leaves no file behind); the lock and the
+        atomic write that follow at charge time can still fail, with the same advice.
+        """
+        folder = self.path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise PrivacyError(
+                f"cannot write the budget file {self.path} ({folder} is not a writable "
+                "folder); give a writable place with --budget PATH, or --no-budget-file to "
+                "train without one"
+            )
 
     def set_total(self, epsilon: float, delta: float) -> BudgetStatus:
         """Declare the total (ε, δ) that all runs on this data set together may spend.
