@@ -96,6 +96,46 @@ def run_one(variant: str, seed: int, args: argparse.Namespace, data) -> dict:
     }
 
 
+MEASURES = (
+    ("label fidelity", lambda r: r["label_fidelity"]["overall"]),
+    ("LR accuracy", lambda r: r["lr_accuracy"]),
+    ("LR macro AuROC", lambda r: r["lr_auroc_macro"]),
+    ("CNN accuracy", lambda r: r["cnn_accuracy"]),
+)
+
+
+def summary(path: Path) -> str:
+    """A markdown table of the runs in ``path``: mean and std over seeds per variant."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [
+        "| run | seeds | sigma | epsilon (RDP) | fit s | "
+        + " | ".join(name for name, _ in MEASURES)
+        + " |",
+        "|---" * (5 + len(MEASURES)) + "|",
+    ]
+    for variant in ("per_sample", "batch", "nonprivate", "real_data"):
+        runs = [r for r in rows if r["variant"] == variant]
+        if not runs:
+            continue
+        cells = []
+        for _, get in MEASURES:
+            values = np.array([get(r) for r in runs])
+            cells.append(
+                f"{values.mean():.3f} ± {values.std():.3f}" if len(runs) > 1 else f"{values[0]:.3f}"
+            )
+        seeds = ", ".join(str(r["seed"]) for r in runs) if variant != "real_data" else "-"
+        sigma = runs[0].get("noise_multiplier", "-")
+        eps = runs[0].get("epsilon_rdp", "-")
+        eps = f"{eps:.2f}" if isinstance(eps, float) else eps
+        fit = (
+            f"{np.mean([r['fit_seconds'] for r in runs]):.0f}" if "fit_seconds" in runs[0] else "-"
+        )
+        lines.append(
+            f"| {variant} | {seeds} | {sigma} | {eps} | {fit} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -105,7 +145,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--summary", action="store_true", help="print --out's table and exit")
     args = parser.parse_args(argv)
+    if args.summary:
+        print(summary(args.out), end="")
+        return
     torch.set_num_threads(1)
     data = load_digits_images()
     train, test, schema = data

@@ -216,3 +216,15 @@ def test_malformed_scores_are_rejected():
         clipped_gradient_sum_with_penalty(
             model, torch.zeros(2, 3), _score, torch.zeros(2, 3), lambda r: r, _penalty, 1.0
         )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_the_oracle():
+    model, inputs, hats, onehot, join = _problem("conv_dcgan")
+    expected = _oracle(model, inputs, hats, onehot, join, 0.5)
+    model, inputs, hats, onehot = model.cuda(), inputs.cuda(), hats.cuda(), onehot.cuda()
+    got = _ghost(model, inputs, hats, onehot, join, 0.5)
+    assert all(g.device.type == "cuda" for g in got.grads)
+    torch.testing.assert_close(got.norms.cpu(), expected.norms, rtol=RTOL, atol=1e-12)
+    for g, e in zip(got.grads, expected.grads, strict=True):
+        torch.testing.assert_close(g.cpu(), e, rtol=1e-7, atol=1e-10)

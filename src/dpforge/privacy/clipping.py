@@ -69,8 +69,10 @@ __all__ = [
     "ClippedGradients",
     "UnsupportedLayerError",
     "clip_factors",
+    "checked_clip_norm",
     "clipped_gradient_sum",
     "per_example_gradient_norms",
+    "validated_layers",
 ]
 
 # Added to the norm before dividing: keeps C / norm finite for a zero gradient and makes the
@@ -141,7 +143,7 @@ def _check_parameter_free(name: str, layer: nn.Module) -> None:
         )
 
 
-def _validated_layers(model: nn.Sequential) -> list[_Layer]:
+def validated_layers(model: nn.Sequential) -> list[_Layer]:
     """Flatten ``model`` into ``(name, layer, handler)`` triples after checking it is supported.
 
     Raises:
@@ -255,7 +257,7 @@ def _ghost_backward(
     model: nn.Sequential, inputs: torch.Tensor, per_example_loss: PerExampleLoss
 ) -> _Backward:
     """Validate, run the forward with taps and one backward to the tapped outputs."""
-    layers = _validated_layers(model)
+    layers = validated_layers(model)
     if inputs.dim() < 1 or inputs.shape[0] < 1:
         raise ValueError(f"inputs must hold at least one example, got shape {tuple(inputs.shape)}")
     with torch.enable_grad():  # the caller may hold torch.no_grad(); we need a graph
@@ -301,7 +303,7 @@ def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
     return factors.to(norms.dtype)
 
 
-def _checked_clip_norm(clip_norm: float) -> float:
+def checked_clip_norm(clip_norm: float) -> float:
     """Return ``clip_norm`` as a float, rejecting anything but a positive number or ``inf``."""
     try:
         value = float(clip_norm)
@@ -390,7 +392,7 @@ def clipped_gradient_sum(
         PrivacyError: ``clip_norm`` is not positive.
         ValueError: malformed ``inputs``, ``groups`` or losses.
     """
-    clip_norm = _checked_clip_norm(clip_norm)
+    clip_norm = checked_clip_norm(clip_norm)
     backward = _ghost_backward(model, inputs, per_example_loss)
     n, losses = backward.losses.shape[0], backward.losses
     if groups is None:

@@ -52,6 +52,7 @@ __all__ = [
     "TapNorms",
     "UnsupportedLayerError",
     "check_plain_module",
+    "explicit_padding",
     "handler_for",
 ]
 
@@ -326,7 +327,7 @@ class ConvTap(LinearMapTap):
         super().__init__(name, layer.weight, bias, [output], source)
         self.spatial = source.dim() - 2
         self.kernel, self.stride, self.dilation = layer.kernel_size, layer.stride, layer.dilation
-        self.pads = _explicit_padding(layer)
+        self.pads = explicit_padding(layer)
         self.symmetric = all(left == right for left, right in self.pads)
         self.positions = output[0, 0].numel()  # T, the output pixels
 
@@ -390,7 +391,7 @@ class ConvTap(LinearMapTap):
         return weight_grad(x, param.shape, g, self.stride, padding, self.dilation)
 
 
-def _explicit_padding(layer: nn.Conv1d | nn.Conv2d) -> tuple[tuple[int, int], ...]:
+def explicit_padding(layer: nn.Conv1d | nn.Conv2d) -> tuple[tuple[int, int], ...]:
     """(left, right) zero padding of each spatial dimension, as torch applies it."""
     if layer.padding == "valid":
         return tuple((0, 0) for _ in layer.kernel_size)

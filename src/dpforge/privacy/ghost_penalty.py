@@ -48,16 +48,16 @@ from torch.nn import functional as F
 from dpforge.privacy.clipping import (
     ClippedGradients,
     UnsupportedLayerError,
-    _checked_clip_norm,
-    _validated_layers,
+    checked_clip_norm,
     clip_factors,
+    validated_layers,
 )
 from dpforge.privacy.ghost_layers import (
     ConvTap,
     FormedTap,
     LinearMapTap,
     Tap,
-    _explicit_padding,
+    explicit_padding,
 )
 from dpforge.privacy.units import Units
 
@@ -80,7 +80,7 @@ def supports_penalty(model: nn.Module) -> bool:
 
 def _penalty_layers(model: nn.Module) -> list:
     """The validated layers of ``model``; layer types without a written transpose raise."""
-    layers = _validated_layers(model)
+    layers = validated_layers(model)
     for name, layer, handler in layers:
         if handler is not None and not isinstance(layer, _MAPS + _NORMS):
             raise UnsupportedLayerError(
@@ -163,7 +163,7 @@ def _forward(
 
 def _conv_transpose(layer: nn.Conv1d | nn.Conv2d, g: torch.Tensor, like: torch.Tensor):
     """Input gradient of the convolution for output gradient ``g`` (weight held fixed)."""
-    pads = _explicit_padding(layer)
+    pads = explicit_padding(layer)
     transpose = F.conv_transpose1d if isinstance(layer, nn.Conv1d) else F.conv_transpose2d
     full = transpose(g, layer.weight.detach(), None, layer.stride, 0, 0, 1, layer.dilation)
     # ``full`` covers the padded input from its start; positions no window reached get zero.
@@ -386,7 +386,7 @@ def clipped_gradient_sum_with_penalty(
         PrivacyError: ``clip_norm`` is not positive.
         ValueError: malformed inputs, scores or losses.
     """
-    clip_norm = _checked_clip_norm(clip_norm)
+    clip_norm = checked_clip_norm(clip_norm)
     layers = _penalty_layers(model)
     n = inputs.shape[0]
     if n < 1 or penalty_records.shape[0] != n:
