@@ -6,7 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_support import assert_clean_error, assert_cli_clean, no_training, run_cli
 from strategies import SCHEMA_DOCUMENTS, mutated
@@ -16,6 +16,7 @@ from dpforge.schema.array import ArraySchema, load_schema, schema_from_dict
 from dpforge.schema.table import Column, Schema
 
 
+@settings(max_examples=60)
 @given(SCHEMA_DOCUMENTS)
 def test_valid_documents_load_and_round_trip(document):
     schema = schema_from_dict(document)
@@ -28,6 +29,7 @@ def test_valid_documents_load_and_round_trip(document):
         assert load_schema(path) == schema
 
 
+@settings(max_examples=150)  # milliseconds each
 @given(mutated())
 def test_mutated_documents_load_or_fail_on_one_line(document):
     try:
@@ -89,6 +91,7 @@ PY_VALUES = st.one_of(
 )
 
 
+@settings(max_examples=150)
 @given(
     st.lists(
         st.tuples(PY_VALUES | st.text(min_size=1, max_size=4), st.sampled_from(
