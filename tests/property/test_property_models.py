@@ -182,3 +182,23 @@ def test_edits_name_the_key_and_the_file(model_folders, tmp_path):
         assert "was changed after the model was saved" in assert_clean_error(exc)
     else:
         raise AssertionError("a renamed column loaded despite the digest")
+
+
+def test_a_model_json_that_is_a_list_in_a_real_process(model_folders, tmp_path):
+    """As a user runs it: a separate process, its stderr and exit status (no traceback)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_folders[True], folder)
+    (folder / MANIFEST).write_text(json.dumps([json.loads((folder / MANIFEST).read_text())]))
+    result = subprocess.run(
+        [sys.executable, "-c", "from dpforge.cli import main; main()", "sample", str(folder),
+         "-n", "5", "-o", str(tmp_path / "out.csv")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: {folder / MANIFEST}: $ is a list; a model.json is a JSON object"
+    )
+    assert not (tmp_path / "out.csv").exists()

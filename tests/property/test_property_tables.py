@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_support import assert_clean_error, assert_cli_clean, run_cli
 from strategies import csv_tables
@@ -28,6 +28,7 @@ def _read_and_check(path: Path, target_index: int | None):
     return frame, reviewed, validate_table(frame, reviewed)
 
 
+@settings(max_examples=60)
 @given(csv_tables(), st.none() | st.integers(0, 3))
 def test_tables_are_read_drafted_and_checked_or_refused_on_one_line(table, target):
     text, names = table

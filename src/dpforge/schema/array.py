@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 from dpforge.errors import SchemaError
-from dpforge.schema.formats import ARRAY_KINDS, SCHEMA_VERSION
+from dpforge.schema.formats import ARRAY_KINDS, MAX_SIZE, SCHEMA_VERSION
 from dpforge.schema.table import (
     REVIEW_KEY,
     category_text,
     check_bounds,
     check_declared_prior,
+    check_prior_kind,
     check_schema_document,
+    check_values,
     optional_number,
     prior_from_json,
     read_schema_json,
@@ -46,6 +49,8 @@ class Channel:
         return self.lower is not None and self.upper is not None
 
     def validate(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise SchemaError(f"a channel name must be a non-empty text, got {self.name!r}")
         check_bounds(f"channel '{self.name}'", self.lower, self.upper)
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,11 +116,19 @@ class ArraySchema:
             raise SchemaError(f"unknown data type '{self.kind}'; use one of {ARRAY_KINDS}")
         rank = _SHAPE_RANK[self.kind]
         layout = "(channels, height, width)" if self.kind == IMAGE else "(channels, length)"
-        if len(self.shape) != rank or any(int(s) < 1 for s in self.shape):
+        sizes_ok = all(isinstance(s, Integral) and not isinstance(s, bool) for s in self.shape)
+        if (
+            not sizes_ok
+            or len(self.shape) != rank
+            or any(not 1 <= s <= MAX_SIZE for s in self.shape)
+        ):
             raise SchemaError(
-                f"a {self.kind} schema needs a shape {layout} of positive sizes, got "
+                f"a {self.kind} schema needs a shape {layout} of whole numbers from 1 to "
+                f"{MAX_SIZE}, got "
                 f"{list(self.shape)}"
             )
+        if not all(isinstance(c, Channel) for c in self.channels):
+            raise SchemaError("an array schema's channels must be Channel objects")
         if len(self.channels) != self.shape[0]:
             raise SchemaError(
                 f"the shape {list(self.shape)} has {self.shape[0]} channel(s) but the schema "
@@ -126,10 +139,14 @@ class ArraySchema:
             raise SchemaError(f"channel names must be distinct, got {names}")
         for channel in self.channels:
             channel.validate()
+        check_prior_kind(self.label, self.label_prior)
         if self.label is not None:
             self._validate_label()
 
     def _validate_label(self) -> None:
+        if not isinstance(self.label, str):
+            raise SchemaError(f"label must be a name or None, got {self.label!r}")
+        check_values(f"label '{self.label}'", "classes", self.classes)
         if self.classes is not None:
             if len(self.classes) < 2:
                 raise SchemaError(

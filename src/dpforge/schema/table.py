@@ -11,11 +11,18 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, replace
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
 from dpforge.errors import DpforgeError, SchemaError
-from dpforge.schema.formats import COLUMN_TYPES, SCHEMA_VERSION, TYPE_FORMAT, format_for
+from dpforge.schema.formats import (
+    COLUMN_TYPES,
+    LARGEST,
+    SCHEMA_VERSION,
+    TYPE_FORMAT,
+    format_for,
+)
 from dpforge.schema.validation import check_document, closest, read_json_text
 
 REVIEW_KEY = "review"
@@ -38,18 +45,54 @@ def refuse_draft(schema: Any) -> None:
 
 
 def check_bounds(owner: str, lower: float | None, upper: float | None) -> None:
-    """Bounds are finite (or None: not public) and lower < upper when both are given."""
+    """Bounds are numbers a schema file can hold (or None: not public), lower < upper."""
     for key, value in (("lower", lower), ("upper", upper)):
-        if value is not None and not math.isfinite(value):
-            raise SchemaError(f"{owner}: {key} bound {value} is not finite")
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise SchemaError(
+                f"{owner}: the {key} bound must be a number or None, got {type(value).__name__}"
+            )
+        if not math.isfinite(value) or abs(value) > LARGEST:
+            raise SchemaError(
+                f"{owner}: {key} bound {value} is not a number between -{LARGEST:g} and {LARGEST:g}"
+            )
     if lower is not None and upper is not None and not lower < upper:
         raise SchemaError(f"{owner}: lower bound {lower} must be below upper bound {upper}")
+
+
+def check_prior_kind(label: str | None, prior: Any) -> None:
+    """The label prior is 'uniform', 'dp' or (with a label) a mapping class -> probability."""
+    if isinstance(prior, str) and prior in ("uniform", "dp"):
+        return
+    if isinstance(prior, dict) and label is not None:
+        return
+    raise SchemaError(
+        "label_prior must be 'uniform', 'dp' or (for a schema with a label) a mapping class "
+        f"-> probability; got {type(prior).__name__} {str(prior)[:40]!r}"
+    )
+
+
+def check_values(owner: str, key: str, values: Any) -> None:
+    """Categories or classes: None (estimated under DP) or a tuple of distinct texts."""
+    if values is None:
+        return
+    if not isinstance(values, tuple | list) or not all(isinstance(v, str) for v in values):
+        raise SchemaError(f"{owner}: {key} must be a tuple of texts (or None)")
+    if not values:
+        raise SchemaError(f"{owner}: {key} is empty; give the values or None")
+    if len(set(values)) != len(values):
+        raise SchemaError(f"{owner}: {key} contain duplicates")
 
 
 def check_declared_prior(
     label: str, classes: tuple[str, ...] | None, prior: dict[str, float]
 ) -> None:
     """A declared label prior gives a probability to exactly the label's classes, summing to 1."""
+    if not isinstance(prior, dict) or not all(
+        isinstance(p, Real) and not isinstance(p, bool) and math.isfinite(p) for p in prior.values()
+    ):
+        raise SchemaError("label_prior must map each class to a finite probability")
     if classes is None or set(prior) != set(classes):
         raise SchemaError(
             f"label_prior must give a probability for exactly the classes of "
@@ -124,14 +167,29 @@ class Column:
         return self.categories is not None
 
     def validate(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise SchemaError(f"a column name must be a non-empty text, got {self.name!r}")
         if self.type not in COLUMN_TYPES:
             raise SchemaError(
                 f"column '{self.name}': unknown type '{self.type}'; use one of {COLUMN_TYPES}"
             )
         if self.is_numeric:
+            if self.categories is not None:
+                raise SchemaError(
+                    f"column '{self.name}' is {self.type}: it has bounds, not categories "
+                    "(make it categorical, or drop the categories)"
+                )
             self._validate_bounds()
-        elif self.categories is not None and len(set(self.categories)) != len(self.categories):
-            raise SchemaError(f"column '{self.name}': categories contain duplicates")
+        else:
+            self._validate_categories()
+
+    def _validate_categories(self) -> None:
+        if self.lower is not None or self.upper is not None:
+            raise SchemaError(
+                f"column '{self.name}' is categorical: it has categories, not bounds (make it "
+                "continuous or integer, or drop the bounds)"
+            )
+        check_values(f"column '{self.name}'", "categories", self.categories)
 
     def _validate_bounds(self) -> None:
         check_bounds(f"column '{self.name}'", self.lower, self.upper)
@@ -219,12 +277,17 @@ class Schema:
     def validate(self) -> None:
         if not self.columns:
             raise SchemaError("the schema lists no columns")
+        if not all(isinstance(c, Column) for c in self.columns):
+            raise SchemaError("a schema's columns must be Column objects")
+        if self.label is not None and not isinstance(self.label, str):
+            raise SchemaError(f"label must be a column name or None, got {self.label!r}")
+        for c in self.columns:
+            c.validate()
         names = self.names
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise SchemaError(f"the schema names these columns twice: {duplicates}")
-        for c in self.columns:
-            c.validate()
+        check_prior_kind(self.label, self.label_prior)
         if self.label is not None:
             self._validate_label()
 

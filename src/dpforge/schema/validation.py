@@ -148,7 +148,8 @@ def check_document(
 
 
 def _relevance(error: ValidationError) -> tuple:
-    """Prefer errors deep in the document (they name the exact key) and about unknown keys."""
+    """``best_match`` takes the largest key: errors nearest the root first (a deeper one is
+    often a consequence), then a wrong value before an unknown key at the same depth."""
     return (-len(error.path), error.validator != "additionalProperties")
 
 
