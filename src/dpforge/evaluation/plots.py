@@ -25,6 +25,7 @@ __all__ = [
     "density_pair",
     "figure_uri",
     "histograms",
+    "plot_edges",
     "image_grid",
     "roc_curves",
     "series_panels",
@@ -42,8 +43,17 @@ def figure_uri(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def plot_edges(column: Column, n_bins: int) -> np.ndarray:
+    """Histogram edges on the column's public cells: interior cell edges, or for an integer
+    column of small range, one cell per whole number."""
+    bins = numeric_bins(column, n_bins)
+    if bins.edges.size:
+        return bins.edges
+    return np.r_[bins.values - 0.5, bins.values[-1] + 0.5]
+
+
 def _numeric_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFrame, str]]) -> None:
-    edges = numeric_bins(column, 24).edges
+    edges = plot_edges(column, 24)
     for name, table, colour in tables:
         values = np.clip(table[column.name].to_numpy(dtype=float), edges[0], edges[-1])
         ax.hist(values, bins=edges, density=True, alpha=0.5, color=colour, label=name)
@@ -103,7 +113,7 @@ def density_pair(
 ) -> str:
     """2-D histograms of a numeric pair (Frigerio et al. Fig. 1), one panel per table."""
     x, y = (schema.column(n) for n in pair)
-    ex, ey = numeric_bins(x, 32).edges, numeric_bins(y, 32).edges
+    ex, ey = plot_edges(x, 32), plot_edges(y, 32)
     fig, axes = plt.subplots(1, len(tables), figsize=(4.4 * len(tables), 3.8), squeeze=False)
     for ax, (name, table) in zip(axes.flat, tables, strict=True):
         xs = np.clip(table[x.name].to_numpy(dtype=float), ex[0], ex[-1])
