@@ -56,7 +56,10 @@ def _numeric_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFrame,
     edges = plot_edges(column, 24)
     for name, table, colour in tables:
         values = np.clip(table[column.name].to_numpy(dtype=float), edges[0], edges[-1])
-        ax.hist(values, bins=edges, density=True, alpha=0.5, color=colour, label=name)
+        shares = np.histogram(values, bins=edges)[0] / max(1, len(values))
+        ax.bar(np.arange(len(shares)), shares, width=1.0, alpha=0.5, color=colour, label=name)
+    ticks = np.linspace(0, len(edges) - 2, 4).round().astype(int)
+    ax.set_xticks(ticks, [f"{edges[t]:.4g}" for t in ticks])
 
 
 def _categorical_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFrame, str]]) -> None:
@@ -73,7 +76,9 @@ def _categorical_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFr
 
 
 def histograms(schema: Schema, tables: Sequence[tuple[str, pd.DataFrame]]) -> str:
-    """One panel per column, the given tables side by side (shares, not counts)."""
+    """One panel per column, the given tables side by side: the share of rows in each public
+    cell (numeric columns: one bar per cell, ticks at cell lower edges; cells may be
+    log-spaced), or of each category."""
     coloured = [(n, t, c) for (n, t), c in zip(tables, (REAL, SYNTHETIC), strict=False)]
     if len(tables) == 1:
         coloured = [(tables[0][0], tables[0][1], SYNTHETIC)]
