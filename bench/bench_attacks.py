@@ -90,8 +90,8 @@ def fit_release(kind: str, args, train, seed: int, schema: Schema) -> tuple[Any,
     )
     if kind == "overfit":
         synth = Synthesizer(
-            schema, method=args.method, epsilon=math.inf, method_options=config, epochs=args.overfit_epochs,
-            anchor=None, seed=seed, progress=False,
+            schema, method=args.method, epsilon=math.inf, method_options=config,
+            epochs=args.overfit_epochs, anchor=None, seed=seed, progress=False,
         )  # fmt: skip
     elif kind == "dp":
         synth = Synthesizer(
@@ -191,7 +191,9 @@ def _eps(runs: list[dict]) -> str:
     values = [r.get("epsilon_spent") for r in runs if "epsilon_spent" in r]
     if not values:
         return "n/a (not a model)"
-    return "inf" if not math.isfinite(values[0]) else f"{max(values):.2f}"
+    if any(isinstance(v, str) or not math.isfinite(v) for v in values):
+        return "inf"  # read back from JSON, infinity is the string "inf"
+    return f"{max(values):.2f}"
 
 
 def _fit_seconds(runs: list[dict]) -> str:

@@ -183,3 +183,23 @@ def test_report_renders_in_headless_chromium(full_report, tmp_path):
     chromium(f"--screenshot={shot}", "--window-size=1200,5200", full_report.as_uri())
     assert shot.exists() and shot.stat().st_size > 50_000
     print(f"screenshot of the report: {shot}")
+
+
+def test_plots_handle_integer_columns_of_small_range():
+    """An integer column of small range has one public cell per whole number, no edges."""
+    import numpy as np
+    import pandas as pd
+
+    from dpforge.evaluation.plots import density_pair, histograms, plot_edges
+    from dpforge.schema.table import Column, Schema
+
+    years = Column("years", "integer", lower=1, upper=16)
+    hours = Column("hours", "integer", lower=1, upper=99)
+    schema = Schema((years, hours, Column("x", "continuous", lower=0.0, upper=1.0)))
+    np.testing.assert_allclose(plot_edges(schema.column("years"), 24), np.arange(0.5, 17.0))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"years": rng.integers(1, 17, 50), "hours": rng.integers(1, 100, 50), "x": rng.random(50)}
+    )
+    assert histograms(schema, [("a", frame), ("b", frame)]).startswith("data:image/png")
+    assert density_pair(schema, ("years", "hours"), [("a", frame)]).startswith("data:image/png")

@@ -25,6 +25,7 @@ __all__ = [
     "density_pair",
     "figure_uri",
     "histograms",
+    "plot_edges",
     "image_grid",
     "roc_curves",
     "series_panels",
@@ -42,11 +43,23 @@ def figure_uri(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def plot_edges(column: Column, n_bins: int) -> np.ndarray:
+    """Histogram edges on the column's public cells: interior cell edges, or for an integer
+    column of small range, one cell per whole number."""
+    bins = numeric_bins(column, n_bins)
+    if bins.edges.size:
+        return bins.edges
+    return np.r_[bins.values - 0.5, bins.values[-1] + 0.5]
+
+
 def _numeric_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFrame, str]]) -> None:
-    edges = numeric_bins(column, 24).edges
+    edges = plot_edges(column, 24)
     for name, table, colour in tables:
         values = np.clip(table[column.name].to_numpy(dtype=float), edges[0], edges[-1])
-        ax.hist(values, bins=edges, density=True, alpha=0.5, color=colour, label=name)
+        shares = np.histogram(values, bins=edges)[0] / max(1, len(values))
+        ax.bar(np.arange(len(shares)), shares, width=1.0, alpha=0.5, color=colour, label=name)
+    ticks = np.linspace(0, len(edges) - 2, 4).round().astype(int)
+    ax.set_xticks(ticks, [f"{edges[t]:.4g}" for t in ticks])
 
 
 def _categorical_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFrame, str]]) -> None:
@@ -63,7 +76,9 @@ def _categorical_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFr
 
 
 def histograms(schema: Schema, tables: Sequence[tuple[str, pd.DataFrame]]) -> str:
-    """One panel per column, the given tables side by side (shares, not counts)."""
+    """One panel per column, the given tables side by side: the share of rows in each public
+    cell (numeric columns: one bar per cell, ticks at cell lower edges; cells may be
+    log-spaced), or of each category."""
     coloured = [(n, t, c) for (n, t), c in zip(tables, (REAL, SYNTHETIC), strict=False)]
     if len(tables) == 1:
         coloured = [(tables[0][0], tables[0][1], SYNTHETIC)]
@@ -103,7 +118,7 @@ def density_pair(
 ) -> str:
     """2-D histograms of a numeric pair (Frigerio et al. Fig. 1), one panel per table."""
     x, y = (schema.column(n) for n in pair)
-    ex, ey = numeric_bins(x, 32).edges, numeric_bins(y, 32).edges
+    ex, ey = plot_edges(x, 32), plot_edges(y, 32)
     fig, axes = plt.subplots(1, len(tables), figsize=(4.4 * len(tables), 3.8), squeeze=False)
     for ax, (name, table) in zip(axes.flat, tables, strict=True):
         xs = np.clip(table[x.name].to_numpy(dtype=float), ex[0], ex[-1])

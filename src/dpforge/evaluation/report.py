@@ -64,9 +64,9 @@ body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color
 .headline{background:#f4f6f8;border:1px solid #ccd;padding:.6em 1em}
 .headline td{padding:.2em 1em .2em 0}
 table.data{border-collapse:collapse;margin:.5em 0;font-size:90%}
-table.data td,table.data th{border:1px solid #ccc;padding:.2em .5em;text-align:right}
+table.data td,table.data th{border:1px solid #ccc;padding:.2em .5em;text-align:left}
+table.data td.num{text-align:right}
 table.data th{background:#eef;text-align:left}
-table.data td:first-child{text-align:left}
 img{max-width:100%;display:block;margin:.5em 0}
 .note{color:#555;font-size:90%}
 """
@@ -152,14 +152,18 @@ def esc(text: Any) -> str:
     return html.escape(str(text))
 
 
+def _cell(value: Any) -> str:
+    if value is None:
+        return "<td>n/a</td>"
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        return f"<td>{esc(value)}</td>"
+    text = _fmt(float(value)) if isinstance(value, float | np.floating) else str(value)
+    return f'<td class="num">{esc(text)}</td>'
+
+
 def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{esc(_fmt(c) if isinstance(c, float) else c)}</td>" for c in row)
-        + "</tr>"
-        for row in rows
-    )
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
     return f'<table class="data"><tr>{head}</tr>{body}</table>'
 
 
