@@ -185,3 +185,18 @@ def test_leftovers_of_killed_runs_are_cleaned_up_and_foreign_ones_kept(tmp_path)
     storage.check_output_folder(target, MODEL_FOLDER, overwrite=True)
     assert _listing(tmp_path) == [".model.dpforge-old-0123456789ab", "model"]
     assert _tag(target) == "current"
+
+
+@pytest.mark.parametrize(("out", "checkpoint"), [("m", "m/ck"), ("ck/m", "ck"), ("m", "m")])
+def test_the_checkpoint_folder_and_the_model_folder_are_kept_apart(
+    files, tmp_path, monkeypatch, capsys, out, checkpoint
+):
+    data, schema_path = files
+    monkeypatch.chdir(tmp_path)
+    code, text = run(
+        ["fit", data, "--schema", schema_path, "--out", out, "--checkpoint-dir", checkpoint,
+         *FAST],
+        monkeypatch, capsys,
+    )  # fmt: skip
+    _refused(code, text, "private discriminator", "keep them apart")
+    assert _listing(tmp_path) == ["data.csv", "schema.json"]
