@@ -147,7 +147,7 @@ def main() -> None:
             record(f"Synthesizer.sample({n:,}) + to_csv (in memory, as before)", cmd)
             memory_out.unlink()
     fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(work / "big")]
-    command = [*fit_big, "--overwrite", "--quiet"]
+    command = [*fit_big, "--overwrite", "--quiet", "--delta", "1e-7"]
     record(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
 
 

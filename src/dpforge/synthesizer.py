@@ -205,7 +205,7 @@ class Synthesizer:
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
         if kind.may_clip(self.schema, self.out_of_bounds):
-            warnings.warn(CLIP_NOTE, stacklevel=2)  # public settings only, never a count
+            warnings.warn(CLIP_NOTE, stacklevel=3)  # public settings only, never a count
         self.anchor_ = resolve_anchor(self.anchor, self.schema)
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))
