@@ -13,6 +13,10 @@ schema, so no DP metadata estimate is involved. Results go to bench/results/benc
 with the command that reproduced them.
 
     OMP_NUM_THREADS=1 nice -n 10 python bench/bench_memory.py --work /tmp/bench_memory
+
+Options split the work (``--sample-rows``, ``--model`` to sample an existing model,
+``--sample-timeout`` / ``--fit-timeout`` to stop a run and keep its peak so far, ``--fit-rows 0``
+to skip the big fit, ``--results`` for the output file).
 """
 
 from __future__ import annotations
@@ -104,51 +108,74 @@ def _env() -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench_memory"))
-    parser.add_argument("--sample-rows", type=int, nargs="+", default=[10**6, 10**7])
-    parser.add_argument("--fit-rows", type=int, default=10**6)
+    parser.add_argument("--sample-rows", type=int, nargs="*", default=[10**6, 10**7])
+    parser.add_argument("--sample-timeout", type=float, default=None)
+    parser.add_argument("--model", type=Path, default=None, help="sample this model (no fit)")
+    parser.add_argument("--in-memory", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--fit-rows", type=int, default=10**6, help="0: no big fit")
     parser.add_argument("--fit-timeout", type=float, default=900.0)
     parser.add_argument("--results", type=Path, default=RESULTS, help="markdown file to write")
-    parser.add_argument("--only-big-fit", action="store_true", help="skip the sampling runs")
     args = parser.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     schema_path = work / "schema.json"
     schema_path.write_text(make_schema().to_json())
-    rows: list[tuple[str, str, dict[str, float]]] = []
+    rows: list[tuple[str, str, dict[str, Any]]] = []
 
-    def record(what: str, command: list[str], timeout: float | None = None) -> None:
+    def record(what: str, command: list[str], timeout: float | None = None) -> dict[str, Any]:
         result = measured(command, timeout)
         if result["stopped"]:
-            what += f" (stopped after {timeout:g} s, before the end of the fit)"
+            what += f" (stopped after {timeout:g} s)"
         shown = " ".join(c for c in command if "\n" not in c)
         rows.append((what, shown, result))
         print(what, result, flush=True)
         write_results(rows, args.results)
+        return result
 
-    big = work / "big.csv"
-    make_table(args.fit_rows, rng).to_csv(big, index=False)
-    small = work / "small.csv"
-    make_table(20_000, rng).to_csv(small, index=False)
-    if args.only_big_fit:
-        args.sample_rows = []
-    model = work / "model"
-    fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
-    if args.sample_rows:
+    record.rewrite = lambda: write_results(rows, args.results)  # after adding a note
+    model = args.model or work / "model"
+    if args.sample_rows and args.model is None:
+        small = work / "small.csv"
+        make_table(20_000, rng).to_csv(small, index=False)
+        fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
         record("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
     for n in args.sample_rows:
-        out = work / f"sample_{n}.csv"
-        cmd = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite"]
-        record(f"dpforge sample {n:,} rows (streamed)", [*cmd, "--seed", "0"])
-        out.unlink()
-        if n <= 10**6:
+        sample_once(record, model, n, work, args.sample_timeout)
+        if n <= 10**6 and args.in_memory:
             memory_out = work / "in_memory.csv"
             cmd = [sys.executable, "-c", IN_MEMORY, str(model), str(n), str(memory_out)]
             record(f"Synthesizer.sample({n:,}) + to_csv (in memory, as before)", cmd)
             memory_out.unlink()
-    fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(work / "big")]
-    command = [*fit_big, "--overwrite", "--quiet", "--delta", "1e-7"]
-    record(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
+    if args.fit_rows:
+        big = work / "big.csv"
+        make_table(args.fit_rows, rng).to_csv(big, index=False)
+        out = work / "big"
+        fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(out)]
+        command = [*fit_big, "--overwrite", "--quiet", "--delta", "1e-7"]
+        record(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
+
+
+def sample_once(record, model: Path, n: int, work: Path, timeout: float | None) -> None:
+    """``dpforge sample`` of ``n`` rows; when stopped, how many rows it had streamed out."""
+    out = work / f"sample_{n}.csv"
+    cmd = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite", "--seed", "0"]
+    result = record(f"dpforge sample {n:,} rows (streamed)", cmd, timeout)
+    if result["stopped"]:
+        partial = sorted(work.glob(f".{out.name}.*.tmp"))
+        written = sum(_lines(p) for p in partial) - len(partial)  # headers
+        print(f"  stopped after {written:,} rows written", flush=True)
+        rows_note = f"{written:,} of {n:,} rows written when stopped"
+        result["note"] = rows_note
+        record.rewrite()
+        for p in partial:
+            p.unlink()
+    out.unlink(missing_ok=True)
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
 def write_results(rows, results: Path) -> None:
@@ -163,7 +190,8 @@ def write_results(rows, results: Path) -> None:
         "|---|---:|---:|",
     ]
     for what, _, result in rows:
-        lines.append(f"| {what} | {result['peak_rss_mb']:,} | {result['seconds']} |")
+        note = f" ({result['note']})" if result.get("note") else ""
+        lines.append(f"| {what}{note} | {result['peak_rss_mb']:,} | {result['seconds']} |")
     lines += ["", "Commands:", ""]
     lines += [f"- {what}: `{command}`" for what, command, _ in rows]
     results.parent.mkdir(parents=True, exist_ok=True)
