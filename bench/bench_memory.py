@@ -13,6 +13,10 @@ schema, so no DP metadata estimate is involved. Results go to bench/results/benc
 with the command that reproduced them.
 
     OMP_NUM_THREADS=1 nice -n 10 python bench/bench_memory.py --work /tmp/bench_memory
+
+Options split the work (``--sample-rows``, ``--model`` to sample an existing model,
+``--sample-timeout`` / ``--fit-timeout`` to stop a run and keep its peak so far, ``--fit-rows 0``
+to skip the big fit, ``--results`` for the output file).
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,17 +65,40 @@ def make_schema() -> Schema:
     return Schema(columns=(*numeric, *categorical, label), label="y")
 
 
-def measured(command: list[str]) -> dict[str, float]:
-    """Run ``command`` under /usr/bin/time -v; its wall time and peak RSS."""
+def measured(command: list[str], timeout: float | None = None) -> dict[str, Any]:
+    """Run ``command`` under /usr/bin/time -v; its wall time and peak RSS. After ``timeout``
+    seconds the command is stopped (SIGKILL to it, not to time) and the peak so far is kept,
+    with ``stopped`` set."""
     started = time.perf_counter()
-    result = subprocess.run(
-        ["/usr/bin/time", "-v", *command], capture_output=True, text=True, env=_env()
+    process = subprocess.Popen(
+        ["/usr/bin/time", "-v", *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
+    stopped = False
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for child in _children(process.pid):
+            os.kill(child, signal.SIGKILL)
+        _, err = process.communicate()
+        stopped = True
     seconds = time.perf_counter() - started
-    if result.returncode != 0:
-        raise RuntimeError(f"{command} failed:\n{result.stderr[-3000:]}")
-    peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr)[1])
-    return {"seconds": round(seconds, 1), "peak_rss_mb": round(peak_kb / 1024, 1)}
+    if process.returncode != 0 and not stopped:
+        raise RuntimeError(f"{command} failed:\n{err[-3000:]}")
+    peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)[1])
+    return {
+        "seconds": round(seconds, 1),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "stopped": stopped,
+    }
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
 
 
 def _env() -> dict[str, str]:
@@ -79,62 +108,95 @@ def _env() -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench_memory"))
-    parser.add_argument("--sample-rows", type=int, nargs="+", default=[10**6, 10**7])
-    parser.add_argument("--fit-rows", type=int, default=10**6)
+    parser.add_argument("--sample-rows", type=int, nargs="*", default=[10**6, 10**7])
+    parser.add_argument("--sample-timeout", type=float, default=None)
+    parser.add_argument("--model", type=Path, default=None, help="sample this model (no fit)")
+    parser.add_argument("--in-memory", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--fit-rows", type=int, default=10**6, help="0: no big fit")
+    parser.add_argument("--fit-timeout", type=float, default=900.0)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="markdown file to write")
     args = parser.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     schema_path = work / "schema.json"
     schema_path.write_text(make_schema().to_json())
-    rows: list[tuple[str, str, dict[str, float]]] = []
+    rows: list[tuple[str, str, dict[str, Any]]] = []
 
-    def record(what: str, command: list[str]) -> None:
-        result = measured(command)
+    def record(what: str, command: list[str], timeout: float | None = None) -> dict[str, Any]:
+        result = measured(command, timeout)
+        if result["stopped"]:
+            what += f" (stopped after {timeout:g} s)"
         shown = " ".join(c for c in command if "\n" not in c)
         rows.append((what, shown, result))
         print(what, result, flush=True)
-        write_results(rows)
+        write_results(rows, args.results)
+        return result
 
-    big = work / "big.csv"
-    make_table(args.fit_rows, rng).to_csv(big, index=False)
-    small = work / "small.csv"
-    make_table(20_000, rng).to_csv(small, index=False)
-    model = work / "model"
-    fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
-    record("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
+    record.rewrite = lambda: write_results(rows, args.results)  # after adding a note
+    model = args.model or work / "model"
+    if args.sample_rows and args.model is None:
+        small = work / "small.csv"
+        make_table(20_000, rng).to_csv(small, index=False)
+        fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
+        record("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
     for n in args.sample_rows:
-        out = work / f"sample_{n}.csv"
-        cmd = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite"]
-        record(f"dpforge sample {n:,} rows (streamed)", [*cmd, "--seed", "0"])
-        out.unlink()
-        if n <= 10**6:
+        sample_once(record, model, n, work, args.sample_timeout)
+        if n <= 10**6 and args.in_memory:
             memory_out = work / "in_memory.csv"
             cmd = [sys.executable, "-c", IN_MEMORY, str(model), str(n), str(memory_out)]
             record(f"Synthesizer.sample({n:,}) + to_csv (in memory, as before)", cmd)
             memory_out.unlink()
-    fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(work / "big")]
-    record(f"dpforge fit {args.fit_rows:,} x 20", [*fit_big, "--overwrite", "--quiet"])
+    if args.fit_rows:
+        big = work / "big.csv"
+        make_table(args.fit_rows, rng).to_csv(big, index=False)
+        out = work / "big"
+        fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(out)]
+        command = [*fit_big, "--overwrite", "--quiet", "--delta", "1e-7"]
+        record(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
 
 
-def write_results(rows) -> None:
+def sample_once(record, model: Path, n: int, work: Path, timeout: float | None) -> None:
+    """``dpforge sample`` of ``n`` rows; when stopped, how many rows it had streamed out."""
+    out = work / f"sample_{n}.csv"
+    cmd = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite", "--seed", "0"]
+    result = record(f"dpforge sample {n:,} rows (streamed)", cmd, timeout)
+    if result["stopped"]:
+        partial = sorted(work.glob(f".{out.name}.*.tmp"))
+        written = sum(_lines(p) for p in partial) - len(partial)  # headers
+        print(f"  stopped after {written:,} rows written", flush=True)
+        rows_note = f"{written:,} of {n:,} rows written when stopped"
+        result["note"] = rows_note
+        record.rewrite()
+        for p in partial:
+            p.unlink()
+    out.unlink(missing_ok=True)
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+def write_results(rows, results: Path) -> None:
     lines = [
         "# Peak memory: sampling and fitting 20-column tables (bench/bench_memory.py)",
         "",
-        "Reproduce: `OMP_NUM_THREADS=1 nice -n 10 python bench/bench_memory.py "
-        "--work /tmp/bench_memory` (2 shared CPU cores; wall times are under load from other "
-        "jobs). Peak RSS of each command's process from `/usr/bin/time -v`.",
+        f"Reproduce: `OMP_NUM_THREADS=1 nice -n 10 python {' '.join(sys.argv)}` (2 CPU cores "
+        "shared with other jobs: wall times are under load). Peak RSS of each command's "
+        "process from `/usr/bin/time -v`.",
         "",
         "| what | peak RSS (MB) | wall (s) |",
         "|---|---:|---:|",
     ]
     for what, _, result in rows:
-        lines.append(f"| {what} | {result['peak_rss_mb']:,} | {result['seconds']} |")
+        note = f" ({result['note']})" if result.get("note") else ""
+        lines.append(f"| {what}{note} | {result['peak_rss_mb']:,} | {result['seconds']} |")
     lines += ["", "Commands:", ""]
     lines += [f"- {what}: `{command}`" for what, command, _ in rows]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(lines) + "\n")
-    (RESULTS.with_suffix(".json")).write_text(
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text("\n".join(lines) + "\n")
+    results.with_suffix(".json").write_text(
         json.dumps([{"what": w, "command": c, **r} for w, c, r in rows], indent=2)
     )
 

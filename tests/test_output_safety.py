@@ -185,3 +185,28 @@ def test_leftovers_of_killed_runs_are_cleaned_up_and_foreign_ones_kept(tmp_path)
     storage.check_output_folder(target, MODEL_FOLDER, overwrite=True)
     assert _listing(tmp_path) == [".model.dpforge-old-0123456789ab", "model"]
     assert _tag(target) == "current"
+
+
+@pytest.mark.parametrize(("out", "checkpoint"), [("m", "m/ck"), ("ck/m", "ck"), ("m", "m")])
+def test_the_checkpoint_folder_and_the_model_folder_are_kept_apart(
+    files, tmp_path, monkeypatch, capsys, out, checkpoint
+):
+    data, schema_path = files
+    monkeypatch.chdir(tmp_path)
+    code, text = run(
+        ["fit", data, "--schema", schema_path, "--out", out, "--checkpoint-dir", checkpoint,
+         *FAST],
+        monkeypatch, capsys,
+    )  # fmt: skip
+    _refused(code, text, "private discriminator", "keep them apart")
+    assert _listing(tmp_path) == ["data.csv", "schema.json"]
+
+
+def test_a_killed_write_leaves_a_temporary_file_that_the_next_check_removes(tmp_path):
+    out = tmp_path / "rows.csv"
+    leftover = tmp_path / ".rows.csv.k2x9_a.tmp"  # what atomic_write had open at the kill
+    leftover.write_text("x,y\n1,2\n")
+    other = tmp_path / ".notes.txt.abc.tmp"  # another file's temporary: not this output's
+    other.write_text("keep")
+    storage.check_output_file(out, overwrite=False)
+    assert not leftover.exists() and other.exists() and not out.exists()

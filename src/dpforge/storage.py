@@ -180,9 +180,13 @@ def refuse_unsafe_output(path: Path, inputs: tuple[Path, ...] = (), what: str = 
 def check_output_file(
     path: Path, *, overwrite: bool, inputs: tuple[Path, ...] = (), what: str = "output"
 ) -> None:
-    """Before any work: ``path`` may be written as a file (absent, or a file with overwrite)."""
+    """Before any work: ``path`` may be written as a file (absent, or a file with overwrite).
+
+    Temporary files that a killed write of ``path`` left beside it are removed.
+    """
     refuse_unsafe_output(path, inputs, what)
     path = Path(path)
+    remove_stale_temp_files(path.parent, (path.name,))
     if path.is_dir():
         raise OutputExistsError(f"{what} {path} is a folder; give a file name")
     if (path.exists() or path.is_symlink()) and not overwrite:

@@ -216,7 +216,8 @@ class Synthesizer:
         With ``checkpoint_dir``, an interrupted fit called again with the same data resumes:
         metadata estimates and the plan come from the checkpoint (never re-estimated, so never
         paid twice) and training continues from the last checkpointed step with the same random
-        state, replaying exactly what the uninterrupted run would have done. The checkpoint
+        state (replaying exactly what the uninterrupted run would have done when no step ran
+        after that checkpoint). The checkpoint
         folder is locked for the whole fit: a second fit on it fails at once. Steps a kill
         wasted (run after the last checkpoint) stay charged, so the resumed run trains for
         fewer steps rather than spend more than its plan (see ``dpforge.training``).
@@ -235,7 +236,7 @@ class Synthesizer:
         kind = kind_of(self.schema)
         records = kind.validate(data, self.schema, self.out_of_bounds)
         if kind.may_clip(self.schema, self.out_of_bounds):
-            warnings.warn(CLIP_NOTE, stacklevel=2)  # public settings only, never a count
+            warnings.warn(CLIP_NOTE, stacklevel=3)  # public settings only, never a count
         self.anchor_ = resolve_anchor(self.anchor, self.schema)
         self._check_privacy_request(len(records))
         self.config_ = METHODS[self.method][0].resolve_config(self.method_options, len(records))

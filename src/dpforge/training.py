@@ -123,6 +123,8 @@ def train(
                 check_finite(method.trained_networks(), state, plan, seen)
                 checkpoint(state)
     check_finite(method.trained_networks(), state, plan, seen)
+    if checkpoint is not None and state.step % plan.checkpoint_every != 0:
+        checkpoint(state)  # the final state: a re-run releases this same model, not an older one
     return state
 
 

@@ -7,6 +7,7 @@ one line and exits with status 2, without a traceback and without a partial outp
 from __future__ import annotations
 
 import contextvars
+import os
 import sys
 import warnings
 from dataclasses import fields, replace
@@ -217,6 +218,8 @@ def fit(
     """Train a private synthesizer on DATA and write the model folder OUT."""
     inputs = tuple(p for p in (data, schema_path, labels) if p is not None)
     check_output_folder(out, MODEL_FOLDER, overwrite=overwrite, inputs=inputs)
+    if checkpoint_dir is not None:
+        _keep_apart(out, checkpoint_dir)
     public = load_schema(schema_path)
     data_budget = budget_for_fit(data, budget_file, no_budget_file)
     kind = checked_type(data_type, public)
@@ -317,6 +320,16 @@ def method_config(method: str, **given: object) -> object:
         flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
         raise DpforgeError(f"{flags} do(es) not apply to method '{method}'")
     return config_cls(**chosen)
+
+
+def _keep_apart(out: Path, checkpoint_dir: Path) -> None:
+    """The checkpoint holds the private discriminator: never in or around the model folder."""
+    a, b = (Path(os.path.abspath(p.expanduser())) for p in (out, checkpoint_dir))
+    if a == b or a in b.parents or b in a.parents:
+        raise DpforgeError(
+            f"--checkpoint-dir {checkpoint_dir} and --out {out} overlap: the checkpoint holds "
+            "the private discriminator and the model folder is for publishing; keep them apart"
+        )
 
 
 def _with_target(public: Schema | ArraySchema, target: str) -> Schema | ArraySchema:

@@ -1,0 +1,56 @@
+"""Peak memory (ru_maxrss) after each phase of the default table fit (marginal anchoring).
+
+Wraps the Synthesizer's phases to print the process's peak RSS before and after each, to find
+where fitting a large table spends its memory (issue 14, Scale). Diagnostic only: it changes
+nothing in the fit.
+
+    head -100001 /tmp/bench_memory_fit/big.csv > /tmp/big100k.csv   # from bench_memory.py
+    OMP_NUM_THREADS=1 nice -n 5 python bench/fit_memory_phases.py /tmp/big100k.csv \
+        /tmp/bench_memory_fit/schema.json
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+
+import pandas as pd
+
+import dpforge.synthesizer as synth_module
+from dpforge.schema.array import load_schema
+
+
+def report(tag: str) -> None:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{time.strftime('%H:%M:%S')} {tag}: peak RSS {peak:.0f} MB", flush=True)
+
+
+def traced(function, name: str):
+    def wrapper(*args, **kwargs):
+        report(f"before {name}")
+        result = function(*args, **kwargs)
+        report(f"after {name}")
+        return result
+
+    return wrapper
+
+
+def main() -> None:
+    data, schema = sys.argv[1], sys.argv[2]
+    for name in ("measure_round_one", "fit_anchored_generator", "measure_fine_histograms"):
+        setattr(synth_module, name, traced(getattr(synth_module, name), name))
+    for name in ("_blocks", "_measure_marginals"):
+        method = getattr(synth_module.Synthesizer, name)
+        setattr(synth_module.Synthesizer, name, traced(method, name))
+    report("start")
+    frame = pd.read_csv(data)
+    report("read_csv")
+    synth = synth_module.Synthesizer(load_schema(schema), epsilon=3.0, delta=1e-7, seed=0)
+    synth.progress = False
+    synth.fit(frame)
+    report("end of fit")
+
+
+if __name__ == "__main__":
+    main()
