@@ -54,7 +54,7 @@ from dpforge.statistics.cells import (
     quantile_bins,
 )
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
-from dpforge.statistics.marginals import MeasuredMarginal, one_hot_blocks
+from dpforge.statistics.marginals import MeasuredMarginal, encoded_cells
 from dpforge.statistics.rounds import (
     anchor_loss,
     fit_anchored_generator,
@@ -251,11 +251,13 @@ class Synthesizer:
         # which set q and the plan, stays the number of records read (see keep_released_rows).
         records = kind.released(records, setup.schema)
         encoder = self._encoder(setup.schema, setup.cell_edges)
-        features, labels = encoder.transform(records)
         method = self._build_method(encoder, setup.label_prior, setup.plan.noise_multiplier)
         self.budget_run_ = self._charge_budget(budget, setup, method)
         self._anchor_generator(method, encoder, setup, records)
-        wasted = self._train(method, features, labels, setup) if setup.plan.steps else 0
+        wasted = 0
+        if setup.plan.steps:  # the dense encoding only when a discriminator trains on it
+            features, labels = encoder.transform(records)
+            wasted = self._train(method, features, labels, setup)
         ledger, plan = setup.ledger, setup.plan
         if plan.steps:
             lost = f" ({wasted} of them lost to an interruption)" if wasted else ""
@@ -358,11 +360,10 @@ class Synthesizer:
         return tuple(measured), edges
 
     def _blocks(self, encoder: TableEncoder, records: pd.DataFrame):
-        features, labels = encoder.transform(records)
+        """The label's name and every column's cell indices (encoded a chunk at a time)."""
         label = encoder.schema.label_column
         label_name = None if label is None else label.name
-        blocks = one_hot_blocks(features, encoder.spans, labels, label_name, encoder.n_classes)
-        return label_name, blocks
+        return label_name, encoded_cells(encoder, records, label_name)
 
     def _anchor_target(self, ledger: PrivacyLedger) -> tuple[float, float] | None:
         """(epsilon, delta) the ledger may reach after the anchoring (all of it without a

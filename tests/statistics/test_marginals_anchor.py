@@ -11,10 +11,11 @@ import torch
 from dpforge.data.encoder import TableEncoder
 from dpforge.statistics.anchor import AnchorLoss
 from dpforge.statistics.marginals import (
+    cell_columns,
     default_marginals,
+    encoded_cells,
     measure_marginals,
     measurement_event,
-    one_hot_blocks,
     true_counts,
 )
 
@@ -24,7 +25,7 @@ def encoded(cancer):
     frame, schema = cancer
     encoder = TableEncoder(schema, n_bins=8)
     features, labels = encoder.transform(frame)
-    blocks = one_hot_blocks(features, encoder.spans, labels, "diagnosis", encoder.n_classes)
+    blocks = cell_columns(features, encoder.spans, labels, "diagnosis", encoder.n_classes)
     return frame, encoder, features, labels, blocks
 
 
@@ -139,3 +140,12 @@ def test_the_chi2_loss_is_an_unbiased_estimate_of_the_models_own_distance(encode
     values = np.array(values)
     assert exact > 0
     assert abs(values.mean() - exact) < 4 * values.std() / np.sqrt(len(values))
+
+
+def test_cells_encoded_a_chunk_at_a_time_give_the_same_counts(encoded):
+    """encoded_cells never builds the whole dense encoding; its counts are the same."""
+    frame, encoder, _, _, blocks = encoded
+    chunked = encoded_cells(encoder, frame, "diagnosis", chunk_rows=100)
+    assert set(chunked) == set(blocks)
+    for columns in default_marginals(encoder.spans, "diagnosis") + [("mean_radius", "mean_area")]:
+        np.testing.assert_array_equal(true_counts(chunked, columns), true_counts(blocks, columns))

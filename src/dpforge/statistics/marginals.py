@@ -3,7 +3,8 @@
 A marginal is the histogram of one column, or the joint histogram of two (the label may be one
 of them), on the encoder's cells: categories, or the public numeric cells of
 :mod:`dpforge.statistics.bins`. The counts are read from the encoded records, whose spans are
-one-hot blocks, so the count table of ``(a, b)`` is ``block_a.T @ block_b``.
+one-hot blocks; each is kept as its cell indices (:class:`CellColumn`), and the count table of
+``(a, b)`` is a ``bincount`` of the index pairs.
 
 Privacy. Neighbouring tables differ by one record (added or removed). A record adds exactly one
 to one cell of every marginal, so the vector of ``k`` marginals has L2 sensitivity ``sqrt(k)``;
@@ -29,7 +30,9 @@ __all__ = [
     "default_marginals",
     "measure_marginals",
     "measurement_event",
-    "one_hot_blocks",
+    "CellColumn",
+    "cell_columns",
+    "encoded_cells",
 ]
 
 
@@ -62,18 +65,51 @@ class MeasuredMarginal:
         )
 
 
-def one_hot_blocks(
+@dataclass(frozen=True)
+class CellColumn:
+    """One column of the records as cell indices (0..size-1): a one-hot block, kept small."""
+
+    index: np.ndarray
+    size: int
+
+
+def cell_columns(
     features: np.ndarray,
     spans: Sequence[Span],
     labels: np.ndarray | None,
     label_name: str | None,
     n_classes: int,
-) -> dict[str, np.ndarray]:
-    """Each categorical (or binned) column's one-hot block, and the label's, by column name."""
-    blocks = {s.column: features[:, s.start : s.stop] for s in spans if s.activation == SOFTMAX}
+) -> dict[str, CellColumn]:
+    """Each categorical (or binned) column's cells, and the label's, by column name.
+
+    ``features`` are encoded rows, whose softmax spans are one-hot.
+    """
+    columns = {
+        s.column: CellColumn(features[:, s.start : s.stop].argmax(axis=1).astype(np.int32), s.dim)
+        for s in spans
+        if s.activation == SOFTMAX
+    }
     if label_name is not None and labels is not None:
-        blocks[label_name] = np.eye(n_classes)[labels]
-    return blocks
+        columns[label_name] = CellColumn(np.asarray(labels, dtype=np.int32), n_classes)
+    return columns
+
+
+def encoded_cells(
+    encoder, records, label_name: str | None, chunk_rows: int = 50_000
+) -> dict[str, CellColumn]:
+    """:func:`cell_columns` of ``records``, encoded ``chunk_rows`` at a time so that the dense
+    one-hot matrix of a large table never exists whole (about 8 bytes per cell per row)."""
+    parts = []
+    for start in range(0, len(records), chunk_rows):
+        features, labels = encoder.transform(records.iloc[start : start + chunk_rows])
+        parts.append(cell_columns(features, encoder.spans, labels, label_name, encoder.n_classes))
+    if not parts:
+        features, labels = encoder.transform(records)
+        return cell_columns(features, encoder.spans, labels, label_name, encoder.n_classes)
+    return {
+        name: CellColumn(np.concatenate([p[name].index for p in parts]), parts[0][name].size)
+        for name in parts[0]
+    }
 
 
 def default_marginals(spans: Sequence[Span], label_name: str | None) -> list[tuple[str, ...]]:
@@ -88,17 +124,21 @@ def default_marginals(spans: Sequence[Span], label_name: str | None) -> list[tup
     return marginals
 
 
-def true_counts(blocks: Mapping[str, np.ndarray], columns: tuple[str, ...]) -> np.ndarray:
+def true_counts(cells: Mapping[str, CellColumn], columns: tuple[str, ...]) -> np.ndarray:
     """The exact (private) count table of ``columns``; never released without noise."""
     if len(columns) == 1:
-        return blocks[columns[0]].sum(axis=0)
+        a = cells[columns[0]]
+        return np.bincount(a.index, minlength=a.size).astype(np.float64)
     if len(columns) == 2:
-        return blocks[columns[0]].T @ blocks[columns[1]]
+        a, b = cells[columns[0]], cells[columns[1]]
+        flat = a.index.astype(np.int64) * b.size + b.index
+        counts = np.bincount(flat, minlength=a.size * b.size).astype(np.float64)
+        return counts.reshape(a.size, b.size)
     raise ValueError(f"marginals of 1 or 2 columns are supported, got {columns}")
 
 
 def measure_marginals(
-    blocks: Mapping[str, np.ndarray],
+    blocks: Mapping[str, CellColumn],
     marginals: Sequence[tuple[str, ...]],
     noise_multiplier: float,
     rng: np.random.Generator,
