@@ -214,7 +214,7 @@ class Synthesizer:
             # the anchored generator's widths, unless the caller chose the method's options
             self.config_ = replace(self.config_, generator_hidden=self.anchor_.generator_hidden)
         if isinstance(self.anchor_, FeatureAnchorConfig) and self.default_method_options:
-            self.config_ = array_anchor.anchored_config(self.config_, self.anchor_, self.schema)
+            self.config_ = array_anchor.anchored_config(self.config_, self.anchor_)
         setup = self._resumed_setup(len(records)) or self._new_setup(records)
         # Records of categories or classes the DP threshold did not release are dropped; N,
         # which set q and the plan, stays the number of records read (see keep_released_rows).
