@@ -116,11 +116,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def method_options(args: argparse.Namespace) -> Any:
+    """The method's config with the options given; None (the Synthesizer's defaults, which
+    for an anchored run include the anchored generator) when none was given."""
     config = METHODS[args.method][1]()
-    given: dict[str, Any] = {
-        "generator_net": args.generator,
-        "discriminator_net": args.discriminator,
-    }
+    given: dict[str, Any] = {}
+    if args.generator != "auto":
+        given["generator_net"] = args.generator
+    if args.discriminator != "auto":
+        given["discriminator_net"] = args.discriminator
     if args.batch_size is not None:
         given["batch_size"] = args.batch_size
     if args.generator_hidden is not None:
@@ -131,7 +134,7 @@ def method_options(args: argparse.Namespace) -> Any:
         name, _, text = item.partition("=")
         current = getattr(config, name)
         given[name] = _parse_like(current, text)
-    return replace(config, **given)
+    return replace(config, **given) if given else None
 
 
 def _parse_like(current: Any, text: str) -> Any:

@@ -113,3 +113,17 @@ def test_anchor_kinds_are_checked(digits):
         _fit(schema, train, 1.0, anchor=AnchorConfig())
     with pytest.raises(PrivacyError, match="random-feature embeddings alone"):
         _fit(schema, train, 1.0, epochs=3)
+
+
+def test_share_zero_is_the_discriminator_alone(digits):
+    train, _, schema, _ = digits
+    config = DPCGANConfig(
+        batch_size=32, generator_net="mlp", generator_hidden=(32,), latent_dim=16,
+        discriminator_net="mlp", discriminator_hidden=(32,),
+    )  # fmt: skip
+    synth = _fit(
+        schema, train, 20.0, anchor=FeatureAnchorConfig(share=0.0), method_options=config,
+        epochs=2.5,
+    )  # fmt: skip
+    assert synth.anchor_ is None
+    assert [e.name.split(":")[0] for e in synth.ledger_.entries] == ["dpcgan"]

@@ -152,10 +152,14 @@ class Synthesizer:
     anchor: marginal anchoring for tables (:class:`dpforge.statistics.anchor.AnchorConfig`):
         1-way marginals and label x column marginals measured once with the Gaussian mechanism
         (charged to the budget) and matched by the generator, numeric columns on public cells.
-        "auto" (default) anchors tables and not images or series; None turns it off (the
-        discriminator alone, numeric columns scaled to [-1, 1]). ``AnchorConfig.share`` is the
-        part of the budget after the metadata that the marginals get; 1.0 (default) trains on
-        the marginals alone, without discriminator steps.
+        For images and series, feature anchoring
+        (:class:`dpforge.statistics.features.FeatureAnchorConfig`): per-class mean embeddings
+        in public random Fourier features (series: values and first differences) and the class
+        counts, one Gaussian release charged to the budget, matched by the generator.
+        "auto" (default) anchors tables on marginals and arrays on features; None turns it off
+        (the discriminator alone, numeric columns scaled to [-1, 1]). ``share`` is the part of
+        the budget after the metadata that the measurements get; 1.0 (default) trains on them
+        alone, without discriminator steps.
     method_options: the method's config (``DPCGANConfig``, ``DPWGANConfig``,
         ``GSWGANConfig``): batch size, C, networks, optimizers.
     seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
@@ -245,7 +249,7 @@ class Synthesizer:
             # the anchored generator's widths, unless the caller chose the method's options
             self.config_ = replace(self.config_, generator_hidden=self.anchor_.generator_hidden)
         if isinstance(self.anchor_, FeatureAnchorConfig) and self.default_method_options:
-            self.config_ = array_anchor.anchored_config(self.config_, self.anchor_, self.schema)
+            self.config_ = array_anchor.anchored_config(self.config_, self.anchor_)
         setup = self._resumed_setup(len(records)) or self._new_setup(records)
         # Records of categories or classes the DP threshold did not release are dropped; N,
         # which set q and the plan, stays the number of records read (see keep_released_rows).
@@ -726,6 +730,8 @@ def resolve_anchor(
         anchor.validate()
     except ValueError as exc:
         raise PrivacyError(str(exc)) from None
+    if isinstance(anchor, FeatureAnchorConfig) and anchor.share == 0:
+        return None  # no embedding release: the discriminator alone, with its own generator
     return anchor
 
 

@@ -52,8 +52,7 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     """Fréchet distance between Gaussians fitted to feature rows ``a`` and ``b``."""
     mu_a, mu_b = a.mean(axis=0), b.mean(axis=0)
     cov_a, cov_b = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
-    root, _ = linalg.sqrtm(cov_a @ cov_b, disp=False)
-    root = np.real(root)
+    root = np.real(linalg.sqrtm(cov_a @ cov_b))
     return float(((mu_a - mu_b) ** 2).sum() + np.trace(cov_a + cov_b - 2.0 * root))
 
 

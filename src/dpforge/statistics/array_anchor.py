@@ -157,13 +157,8 @@ def measure_for_run(
     return measure(features, x, labels, encoder.n_classes, sigma, config, seeds[1])
 
 
-def anchored_config(method_config: Any, config: FeatureAnchorConfig, schema: Any) -> Any:
-    """The method's default config with the anchored generator for images (see
-    ``FeatureAnchorConfig.image_generator``); series keep theirs."""
-    if schema.kind != "image":
-        return method_config
+def anchored_config(method_config: Any, config: FeatureAnchorConfig) -> Any:
+    """The method's default config with the anchored generator (``FeatureAnchorConfig``)."""
     return replace(
-        method_config,
-        generator_net=config.image_generator,
-        generator_hidden=config.image_generator_hidden,
+        method_config, generator_net=config.generator_net, generator_hidden=config.generator_hidden
     )

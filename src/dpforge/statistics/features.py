@@ -56,11 +56,10 @@ class FeatureAnchorConfig:
         ``sqrt(1 + c^2)``; the counts' noise std is ``sigma * sqrt(1 + c^2) / c``).
     steps, batch_size, lr: the anchor phase (Adam on the generator, lr decaying linearly to 0).
     weight: weight of the embedding loss added to the generator's GAN loss during refinement.
-    image_generator, image_generator_hidden: the image generator when the method's options are
-        the defaults (a caller who passes ``method_options`` keeps theirs): an MLP, several
-        times cheaper per step on a CPU than the convolutional generator. Series keep the
-        method's default (LSTM) generator, whose curves are smoother than an MLP's (1-NN DTW
-        on ItalyPowerDemand 0.86 against 0.78 at eps 3; bench/results/arrays_anchor.md).
+    generator_net, generator_hidden: the generator when the method's options are the defaults
+        (a caller who passes ``method_options`` keeps theirs): an MLP, two to three times
+        cheaper per step on a CPU than the convolutional (images) and LSTM (series) generators
+        (bench/results/arrays_anchor.md).
     """
 
     share: float = 1.0
@@ -71,8 +70,8 @@ class FeatureAnchorConfig:
     batch_size: int = 500
     lr: float = 2e-3
     weight: float = 1.0
-    image_generator: str = "mlp"
-    image_generator_hidden: tuple[int, ...] = (256, 512)
+    generator_net: str = "mlp"
+    generator_hidden: tuple[int, ...] = (256, 512)
 
     def validate(self) -> None:
         if not 0.0 <= self.share <= 1.0:
