@@ -22,7 +22,7 @@ SMALL_SERIES = {"generator_hidden": (16,), "discriminator_hidden": (32,), "laten
 def _fit(schema, data, config, epochs):
     return Synthesizer(
         schema, method="dpcgan", method_options=config, epsilon=50.0, delta=1e-4, seed=0,
-        epochs=epochs, progress=False,
+        epochs=epochs, progress=False, anchor=None,
     ).fit(data)  # fmt: skip
 
 

@@ -221,7 +221,6 @@ def fit(
     if checkpoint_dir is not None:
         _keep_apart(out, checkpoint_dir)
     public = load_schema(schema_path)
-    data_budget = budget_for_fit(data, budget_file, no_budget_file)
     kind = checked_type(data_type, public)
     samples_path = None
     if samples:
@@ -266,6 +265,7 @@ def fit(
         anchor=anchor_option(public, anchor_share, anchor_bins),
     )
     synth.check_options()  # before the data are read
+    data_budget = budget_for_fit(data, budget_file, no_budget_file)
     records = read_data(
         kind,
         data,

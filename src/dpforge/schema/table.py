@@ -23,7 +23,7 @@ from dpforge.schema.formats import (
     TYPE_FORMAT,
     format_for,
 )
-from dpforge.schema.validation import check_document, closest, read_json_text
+from dpforge.schema.validation import check_document, closest, printable, read_json_text
 
 REVIEW_KEY = "review"
 __all__ = ["COLUMN_TYPES", "SCHEMA_VERSION", "Column", "Schema"]
@@ -156,6 +156,11 @@ class Column:
     categories: tuple[str, ...] | None = None
 
     @property
+    def shown(self) -> str:
+        """The name as messages show it: unprintable characters escaped, so one line."""
+        return printable(str(self.name))
+
+    @property
     def is_numeric(self) -> bool:
         return self.type in ("continuous", "integer")
 
@@ -171,12 +176,12 @@ class Column:
             raise SchemaError(f"a column name must be a non-empty text, got {self.name!r}")
         if self.type not in COLUMN_TYPES:
             raise SchemaError(
-                f"column '{self.name}': unknown type '{self.type}'; use one of {COLUMN_TYPES}"
+                f"column '{self.shown}': unknown type '{self.type}'; use one of {COLUMN_TYPES}"
             )
         if self.is_numeric:
             if self.categories is not None:
                 raise SchemaError(
-                    f"column '{self.name}' is {self.type}: it has bounds, not categories "
+                    f"column '{self.shown}' is {self.type}: it has bounds, not categories "
                     "(make it categorical, or drop the categories)"
                 )
             self._validate_bounds()
@@ -186,13 +191,13 @@ class Column:
     def _validate_categories(self) -> None:
         if self.lower is not None or self.upper is not None:
             raise SchemaError(
-                f"column '{self.name}' is categorical: it has categories, not bounds (make it "
+                f"column '{self.shown}' is categorical: it has categories, not bounds (make it "
                 "continuous or integer, or drop the bounds)"
             )
-        check_values(f"column '{self.name}'", "categories", self.categories)
+        check_values(f"column '{self.shown}'", "categories", self.categories)
 
     def _validate_bounds(self) -> None:
-        check_bounds(f"column '{self.name}'", self.lower, self.upper)
+        check_bounds(f"column '{self.shown}'", self.lower, self.upper)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
@@ -259,7 +264,8 @@ class Schema:
                 return c
         close = closest(name, self.names)
         hint = f" (did you mean '{close}'?)" if close else ""
-        raise SchemaError(f"the schema has no column '{name}'{hint}; its columns are {self.names}")
+        shown = printable(str(name))
+        raise SchemaError(f"the schema has no column '{shown}'{hint}; its columns are {self.names}")
 
     @property
     def label_column(self) -> Column | None:
@@ -295,11 +301,11 @@ class Schema:
         label = self.column(self.label)
         if label.type != "categorical":
             raise SchemaError(
-                f"label column '{self.label}' must be categorical (type '{label.type}' given)"
+                f"label column '{label.shown}' must be categorical (type '{label.type}' given)"
             )
         if label.categories is not None and len(label.categories) < 2:
             raise SchemaError(
-                f"label column '{self.label}' has {len(label.categories)} class(es); a "
+                f"label column '{label.shown}' has {len(label.categories)} class(es); a "
                 "conditional model needs at least 2"
             )
         prior = self.label_prior

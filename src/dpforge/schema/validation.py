@@ -59,6 +59,12 @@ def json_type(value: Any) -> str:
     return "an object"
 
 
+def printable(text: str) -> str:
+    """``text`` with its unprintable characters escaped (a name holding a newline stays on the
+    message's one line); printable text, accents included, is unchanged."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def quote(value: Any) -> str:
     """A short JSON rendering of a (public) value for a message."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
