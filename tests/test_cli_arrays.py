@@ -47,6 +47,7 @@ def test_images_from_a_png_folder(tmp_path, monkeypatch, capsys):
     model = tmp_path / "model"
     args = ["fit", folder, "--schema", schema, "--out", model, "--type", "image"]
     fast = ["--batch-size", "32", "--epochs", "2.5", "--epsilon", "30", "--delta", "1e-4"]
+    fast += ["--anchor-share", "0"]  # the discriminator alone (feature anchoring is the default)
     code, out = run([*args, *fast, "--seed", "0", "--quiet"], monkeypatch, capsys)
     assert code == 0, out
     assert "privacy spent" in out
@@ -105,6 +106,7 @@ def test_time_series_from_a_wide_csv(tmp_path, monkeypatch, capsys):
         [
             "fit", data, "--schema", schema, "--out", model, "--method", "dpwgan",
             "--batch-size", "64", "--epochs", "9", "--epsilon", "30", "--delta", "1e-4",
+            "--anchor-share", "0",
             "--seed", "0", "--quiet", "-n", "20", "--samples-out", out_csv,
         ],
         monkeypatch,

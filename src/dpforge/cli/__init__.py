@@ -41,6 +41,7 @@ from dpforge.options import check_seed
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.storage import (
     atomic_write,
     check_output_file,
@@ -189,8 +190,9 @@ def fit(
     anchor_share: float = typer.Option(
         None,
         "--anchor-share",
-        help="tables: budget share (after metadata) of the measured marginals the generator "
-        "matches; 1 (default) = marginals only, 0 = discriminator only, between = both",
+        help="budget share (after metadata) of what the generator matches (tables: measured "
+        "marginals; images and series: mean random-feature embeddings); 1 (default) = that "
+        "alone, 0 = discriminator only, between = both",
     ),
     anchor_bins: int = typer.Option(
         None, "--anchor-bins", help="tables, anchored: public cells per numeric column (64)"
@@ -287,19 +289,20 @@ def fit(
 
 def anchor_option(
     schema: Schema | ArraySchema, share: float | None, bins: int | None
-) -> AnchorConfig | str | None:
-    """--anchor-share / --anchor-bins as the Synthesizer's ``anchor`` argument."""
-    if isinstance(schema, ArraySchema):
-        if share is not None or bins is not None:
-            raise DpforgeError("--anchor-share and --anchor-bins apply to tables only")
-        return None
+) -> AnchorConfig | FeatureAnchorConfig | None:
+    """--anchor-share / --anchor-bins as the Synthesizer's ``anchor`` argument: marginal
+    anchoring for tables, feature anchoring for images and series; share 0 turns it off."""
     if share == 0:
         return None
-    defaults = AnchorConfig()
-    config = AnchorConfig(
-        share=defaults.share if share is None else share,
-        n_bins=defaults.n_bins if bins is None else bins,
-    )
+    if isinstance(schema, ArraySchema):
+        if bins is not None:
+            raise DpforgeError("--anchor-bins applies to tables only")
+        config = FeatureAnchorConfig(share=FeatureAnchorConfig.share if share is None else share)
+    else:
+        config = AnchorConfig(
+            share=AnchorConfig.share if share is None else share,
+            n_bins=AnchorConfig.n_bins if bins is None else bins,
+        )
     try:
         config.validate()
     except ValueError as exc:
