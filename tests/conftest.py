@@ -36,3 +36,14 @@ def cancer() -> tuple[pd.DataFrame, Schema]:
         for name in frame.columns[:-1]
     ) + (Column("diagnosis", "categorical", categories=("malignant", "benign")),)
     return frame, Schema(columns, label="diagnosis", label_prior="uniform")
+
+
+@pytest.fixture
+def files(tmp_path, cancer):
+    """The cancer table and its schema as files, as a user of the command line has them."""
+    frame, schema = cancer
+    data = tmp_path / "data.csv"
+    frame.to_csv(data, index=False)
+    schema_path = tmp_path / "schema.json"
+    schema_path.write_text(schema.to_json())
+    return data, schema_path

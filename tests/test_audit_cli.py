@@ -3,20 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from dpforge.cli import main
-
-
-def run(args, monkeypatch, capsys) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
+from cli_support import run
 
 
 def test_one_run_audit_on_a_table(tmp_path, cancer, monkeypatch, capsys):

@@ -10,31 +10,10 @@ import time
 
 import pytest
 
-from dpforge.cli import main
+from cli_support import run
 from dpforge.privacy.budget import BUDGET_SUFFIX
 
 FAST = ["--anchor-share", "0", "--batch-size", "64", "--epochs", "12", "--seed", "0", "--quiet"]
-
-
-def run(args, monkeypatch, capsys) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
-
-
-@pytest.fixture
-def files(tmp_path, cancer):
-    frame, schema = cancer
-    data = tmp_path / "data.csv"
-    frame.to_csv(data, index=False)
-    schema_path = tmp_path / "schema.json"
-    schema_path.write_text(schema.to_json())
-    return data, schema_path
 
 
 def _fit(data, schema_path, out, monkeypatch, capsys, *extra):

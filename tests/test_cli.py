@@ -9,33 +9,11 @@ import sys
 import pandas as pd
 import pytest
 
-from dpforge.cli import main
+from cli_support import run
 
 # The discriminator path (no marginal anchoring), at a fixed noise multiplier.
 FAST = ["--anchor-share", "0", "--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0"]
 FAST += ["--quiet"]
-
-
-def run(args, monkeypatch, capsys) -> tuple[int, str]:
-    """Call the console script's entry point; return (exit code, stderr + stdout)."""
-    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
-
-
-@pytest.fixture
-def files(tmp_path, cancer):
-    frame, schema = cancer
-    data = tmp_path / "data.csv"
-    frame.to_csv(data, index=False)
-    schema_path = tmp_path / "schema.json"
-    schema_path.write_text(schema.to_json())
-    return data, schema_path
 
 
 def test_fit_then_sample_with_a_condition(files, tmp_path, monkeypatch, capsys):

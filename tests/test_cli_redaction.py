@@ -4,36 +4,16 @@ keeps the public parts (column names, the kind of problem, what to do)."""
 
 from __future__ import annotations
 
-import sys
-
 import pandas as pd
 import pytest
 
-from dpforge.cli import main
+from cli_support import run as run_cli
 
 FAST = ["--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0", "--quiet"]
 
 
 def run(args, monkeypatch, capsys) -> tuple[int, str]:
-    """Call the console script's entry point; return (exit code, stderr + stdout)."""
-    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, " ".join((captured.err + captured.out).split())  # unwrap the terminal width
-
-
-@pytest.fixture
-def files(tmp_path, cancer):
-    frame, schema = cancer
-    data = tmp_path / "data.csv"
-    frame.to_csv(data, index=False)
-    schema_path = tmp_path / "schema.json"
-    schema_path.write_text(schema.to_json())
-    return data, schema_path
+    return run_cli(args, monkeypatch, capsys, unwrap=True)
 
 
 def _damage(data, column, row, value):

@@ -18,7 +18,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 from filelock import FileLock
 
 from dpforge.model_io import MANIFEST, WEIGHTS
@@ -29,16 +28,6 @@ from dpforge.training import CHECKPOINT_INFO, LEDGER_AHEAD, LOCK
 CLI = [sys.executable, "-c", "from dpforge.cli import main; main()"]
 FIT = ["--target", "diagnosis", "--anchor-share", "0", "--batch-size", "64", "--epsilon", "8"]
 FIT += ["--epochs", "60", "--checkpoint-every", "40"]
-
-
-@pytest.fixture
-def files(tmp_path, cancer):
-    frame, schema = cancer
-    data = tmp_path / "data.csv"
-    frame.to_csv(data, index=False)
-    schema_path = tmp_path / "schema.json"
-    schema_path.write_text(schema.to_json())
-    return data, schema_path
 
 
 def _env() -> dict[str, str]:

@@ -15,7 +15,7 @@ import time
 import pytest
 
 import dpforge.synthesizer as synth_module
-from dpforge.cli import main
+from cli_support import run
 from dpforge.errors import PrivacyError
 from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.methods.dpwgan import DPWGANConfig
@@ -23,27 +23,6 @@ from dpforge.options import MAX_STEPS, MIN_NOISE_MULTIPLIER
 from dpforge.synthesizer import Synthesizer
 
 BASE = ["--anchor-share", "0", "--quiet", "--epsilon", "8", "--target", "diagnosis"]
-
-
-def run(args, monkeypatch, capsys) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
-
-
-@pytest.fixture
-def files(tmp_path, cancer):
-    frame, schema = cancer
-    data = tmp_path / "data.csv"
-    frame.to_csv(data, index=False)
-    schema_path = tmp_path / "schema.json"
-    schema_path.write_text(schema.to_json())
-    return data, schema_path
 
 
 BAD_FIT_OPTIONS = [

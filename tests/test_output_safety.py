@@ -10,39 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
 import dpforge.storage as storage
-from dpforge.cli import main
+from cli_support import run
 from dpforge.cli.io import check_sample_outputs
 from dpforge.errors import OutputExistsError
 from dpforge.model_io import MANIFEST, MODEL_FOLDER, WEIGHTS
 
 FAST = ["--anchor-share", "0", "--batch-size", "64", "--noise-multiplier", "1.5", "--quiet"]
 FAST += ["--epsilon", "8", "--target", "diagnosis", "--seed", "0"]
-
-
-def run(args, monkeypatch, capsys) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["dpforge", *map(str, args)])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
-
-
-@pytest.fixture
-def files(tmp_path, cancer):
-    frame, schema = cancer
-    data = tmp_path / "data.csv"
-    frame.to_csv(data, index=False)
-    schema_path = tmp_path / "schema.json"
-    schema_path.write_text(schema.to_json())
-    return data, schema_path
 
 
 def _listing(folder):
