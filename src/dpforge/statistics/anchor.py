@@ -12,9 +12,10 @@ post-processing, free of privacy cost.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -224,21 +225,27 @@ def stratified_labels(n: int, n_classes: int, device: torch.device | str) -> tor
 
 def train_anchor(
     generator: torch.nn.Module,
-    loss: AnchorLoss,
+    loss: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
     n_classes: int,
-    config: AnchorConfig,
+    config: AnchorConfig | Any,
     rng: torch.Generator,
+    *,
+    betas: tuple[float, float] = (0.9, 0.999),
+    one_thread: bool = True,
 ) -> float:
-    """Adam on the generator alone against the anchor loss; returns the final loss.
+    """Adam on the generator alone against an anchor loss (lr decaying linearly to 0 over
+    ``config.steps``, batches of ``config.batch_size`` with stratified labels); returns the
+    final loss. Used for tables (:class:`AnchorLoss`) and arrays (the embedding loss).
 
-    The loss reads only noisy measurements and generated rows, so the value is public.
+    The loss reads only noisy releases and generated records, so the value is public.
+    ``one_thread``: run on one intra-op thread (see :func:`single_thread`).
     """
-    optimizer = torch.optim.Adam(generator.parameters(), lr=config.lr)
+    optimizer = torch.optim.Adam(generator.parameters(), lr=config.lr, betas=betas)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / max(1, config.steps))
     device = next(generator.parameters()).device
     labels = stratified_labels(config.batch_size, n_classes, device)
     value = float("nan")
-    with single_thread(device):
+    with single_thread(device) if one_thread else nullcontext():
         for _ in range(config.steps):
             z = generator.sample_latent(config.batch_size, rng)
             current = loss(generator(z, labels), labels)

@@ -21,7 +21,7 @@ import torch
 
 from dpforge.privacy.calibration import noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.statistics.anchor import stratified_labels
+from dpforge.statistics.anchor import train_anchor
 from dpforge.statistics.features import (
     FeatureAnchorConfig,
     MeasuredEmbedding,
@@ -110,21 +110,10 @@ def fit_generator(
 ) -> float:
     """Adam on the generator alone against ``loss`` (lr decaying linearly to 0); the final
     loss value (public: it reads only the release and generated records)."""
-    optimizer = torch.optim.Adam(generator.parameters(), lr=config.lr, betas=(0.5, 0.999))
-    decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / max(1, config.steps))
-    device = next(generator.parameters()).device
-    labels = stratified_labels(config.batch_size, n_classes, device)
-    value = float("nan")
     generator.train()
-    for _ in range(config.steps):
-        z = generator.sample_latent(config.batch_size, rng)
-        current = loss(generator(z, labels), labels)
-        optimizer.zero_grad(set_to_none=True)
-        current.backward()
-        optimizer.step()
-        decay.step()
-        value = float(current.detach())
-    return value
+    return train_anchor(
+        generator, loss, n_classes, config, rng, betas=(0.5, 0.999), one_thread=False
+    )
 
 
 def anchor_target(
