@@ -12,8 +12,10 @@ Label fidelity (the share of samples a CNN trained on the real training images a
 class they were generated for, per class too) and a Fréchet distance on that CNN's features
 (synthetic vs real test images) come from :mod:`dpforge.evaluation.reference`.
 
-``--anchor auto`` (the default) is the Synthesizer's default for images: one DP release of
-per-class mean embeddings in public random Fourier features, a generator trained to match them
+``--anchor auto`` (the default) is the Synthesizer's default for images: two DP releases, a
+principal subspace and per-class means and covariances in it, and a class-conditional Gaussian
+generator built from them (:mod:`dpforge.statistics.moments`); ``--anchor-statistic embedding``
+anchors on per-class mean embeddings in public random Fourier features instead
 (:mod:`dpforge.statistics.features`); ``--anchor none`` trains the GAN alone. For the issue-11
 figures::
 
@@ -78,6 +80,8 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
         "batch_size": args.anchor_batch,
         "lr": args.anchor_lr,
         "bandwidths": args.anchor_bandwidths,
+        "statistic": args.anchor_statistic,
+        "rank": args.anchor_rank,
     }
     return replace(FeatureAnchorConfig(), **{k: v for k, v in given.items() if v is not None})
 
@@ -104,6 +108,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--anchor-batch", type=int, default=None)
     p.add_argument("--anchor-lr", type=float, default=None)
     p.add_argument("--anchor-bandwidths", type=_floats, default=None)
+    p.add_argument("--anchor-statistic", default=None, choices=("auto", "moments", "embedding"))
+    p.add_argument("--anchor-rank", type=int, default=None)
     p.add_argument("--reference-epochs", type=int, default=3)
     p.add_argument("--option", action="append", default=[], help="config field=value")
     p.add_argument("--generator", default="auto")

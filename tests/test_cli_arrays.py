@@ -117,3 +117,24 @@ def test_time_series_from_a_wide_csv(tmp_path, monkeypatch, capsys):
     synthetic = read_wide_csv(out_csv, label="class")
     assert synthetic.values.shape == (20, 1, 24)
     assert out_csv.with_suffix(".png").is_file()
+
+
+def test_images_default_to_moment_anchoring_and_the_statistic_is_checked(
+    tmp_path, monkeypatch, capsys
+):
+    train, _, _ = load_digits_images()
+    write_images(ArrayData(np.rint(train.values * 255 / 16), train.labels), tmp_path / "d",
+                 npz=False, grid=False)  # fmt: skip
+    folder, schema = tmp_path / "d" / "images", tmp_path / "schema.json"
+    assert run(["schema", folder, "-o", schema], monkeypatch, capsys)[0] == 0
+    _reviewed(schema, label_prior="uniform")
+    model = tmp_path / "model"
+    args = ["fit", folder, "--schema", schema, "--out", model, "--epsilon", "10"]
+    code, out = run([*args, "--delta", "1e-4", "--seed", "0"], monkeypatch, capsys)
+    assert code == 0, out
+    saved = json.loads((model / "model.json").read_text())
+    ledger = json.dumps(saved["privacy"])
+    assert "principal subspace" in ledger and "covariance in that subspace" in ledger
+    assert saved["config"]["generator_net"] == "gaussian"
+    code, out = run([*args, "--anchor-statistic", "kernels", "--overwrite"], monkeypatch, capsys)
+    assert code != 0 and "--anchor-statistic must be one of" in out and "Traceback" not in out

@@ -53,8 +53,9 @@ from dpforge.statistics.cells import (
     measure_fine_histograms,
     quantile_bins,
 )
-from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
+from dpforge.statistics.features import MOMENTS, FeatureAnchorConfig, MeasuredEmbedding
 from dpforge.statistics.marginals import MeasuredMarginal, encoded_cells
+from dpforge.statistics.moments import ClassMoments, Subspace
 from dpforge.statistics.rounds import (
     anchor_loss,
     fit_anchored_generator,
@@ -103,6 +104,8 @@ class RunSetup:
     cell_edges: dict[str, list[float]] = field(default_factory=dict)  # DP-placed numeric cells
     embedding: MeasuredEmbedding | None = None  # arrays: the feature anchoring's release
     feature_seed: int = 0  # arrays: the seed of the public random feature map
+    subspace: Subspace | None = None  # images: the moment anchoring's first release
+    moments: ClassMoments | None = None  # images: its second release
 
     def to_dict(self) -> dict[str, Any]:
         prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
@@ -116,6 +119,8 @@ class RunSetup:
             "cell_edges": self.cell_edges,
             "embedding": None if self.embedding is None else self.embedding.to_dict(),
             "feature_seed": self.feature_seed,
+            "subspace": None if self.subspace is None else self.subspace.to_dict(),
+            "moments": None if self.moments is None else self.moments.to_dict(),
         }
 
     @classmethod
@@ -131,6 +136,8 @@ class RunSetup:
             dict(d.get("cell_edges", {})),
             None if d.get("embedding") is None else MeasuredEmbedding.from_dict(d["embedding"]),
             int(d.get("feature_seed", 0)),
+            None if d.get("subspace") is None else Subspace.from_dict(d["subspace"]),
+            None if d.get("moments") is None else ClassMoments.from_dict(d["moments"]),
         )
 
 
@@ -248,8 +255,8 @@ class Synthesizer:
         if isinstance(self.anchor_, AnchorConfig) and self.default_method_options:
             # the anchored generator's widths, unless the caller chose the method's options
             self.config_ = replace(self.config_, generator_hidden=self.anchor_.generator_hidden)
-        if isinstance(self.anchor_, FeatureAnchorConfig) and self.default_method_options:
-            self.config_ = array_anchor.anchored_config(self.config_, self.anchor_)
+        if isinstance(self.anchor_, FeatureAnchorConfig):
+            self.config_ = self._array_anchor_config(self.config_)
         setup = self._resumed_setup(len(records)) or self._new_setup(records)
         # Records of categories or classes the DP threshold did not release are dropped; N,
         # which set q and the plan, stays the number of records read (see keep_released_rows).
@@ -280,6 +287,20 @@ class Synthesizer:
         self.label_prior_, self.plan_ = setup.label_prior, plan
         self.generator_ = method.released_generator().eval()
         return self
+
+    def _array_anchor_config(self, config: Any) -> Any:
+        """The anchored generator: the subspace Gaussian for moments (whatever the method's
+        options, unless they name another generator), the anchor's choice by default."""
+        moments = self.anchor_.statistic == MOMENTS
+        if moments and config.generator_net not in ("auto", "gaussian"):
+            raise PrivacyError(
+                f"moment anchoring builds its own generator ('gaussian'), but the method options "
+                f"ask for '{config.generator_net}': leave generator_net at 'auto', or anchor "
+                "with FeatureAnchorConfig(statistic='embedding')"
+            )
+        if moments or self.default_method_options:
+            return array_anchor.anchored_config(config, self.anchor_, self.schema.shape)
+        return config
 
     def _charge_budget(self, budget: RunCharge | None, setup: RunSetup, method: GanMethod) -> Any:
         """Write this run's planned events into the data set's budget file (write-ahead)."""
@@ -322,18 +343,25 @@ class Synthesizer:
         config = self.anchor_
         target = array_anchor.anchor_target(self.epsilon, self.delta, config.share, ledger)
         feature_seed = int(rng.integers(2**62))  # public: drawn from the run's seed, not data
-        embedding = array_anchor.measure_for_run(
-            config, kind_of(schema).encoder(schema), records, target, ledger,
-            (feature_seed, rng),
-        )  # fmt: skip
+        encoder = kind_of(schema).encoder(schema)
+        embedding = subspace = moments = None
+        if config.statistic == MOMENTS:
+            subspace, moments = array_anchor.measure_moments_for_run(
+                config, encoder, records, target, ledger, rng
+            )
+        else:
+            embedding = array_anchor.measure_for_run(
+                config, encoder, records, target, ledger, (feature_seed, rng)
+            )
         if config.share >= 1.0:
             q = METHODS[self.method][0].sample_rate(self.config_, n_public)
             plan = TrainingPlan(0, q, 0.0, self.checkpoint_every)
         else:
             plan = self._plan_budget(n_public, ledger)
         return RunSetup(
-            schema, prior, ledger, plan, n_public, embedding=embedding, feature_seed=feature_seed
-        )
+            schema, prior, ledger, plan, n_public, embedding=embedding,
+            feature_seed=feature_seed, subspace=subspace, moments=moments,
+        )  # fmt: skip
 
     def _encoder(self, schema: Schema | ArraySchema, edges: dict | None = None) -> Any:
         if not isinstance(self.anchor_, AnchorConfig):
@@ -379,7 +407,7 @@ class Synthesizer:
 
     def _anchor_generator(self, method: GanMethod, encoder: Any, setup: RunSetup, records) -> None:
         """Train the generator on the measured marginals (free), unless resuming a GAN run."""
-        if setup.embedding is not None:
+        if setup.embedding is not None or setup.moments is not None:
             self._anchor_array_generator(method, encoder, setup)
             return
         if not setup.marginals:
@@ -406,7 +434,14 @@ class Synthesizer:
         method.generator_average.load_state_dict(method.generator.state_dict())
 
     def _anchor_array_generator(self, method: GanMethod, encoder: Any, setup: RunSetup) -> None:
-        """Train the generator on the released embedding (post-processing), unless resuming."""
+        """Train the generator on the released embedding, or build it from the released moments
+        (post-processing), unless resuming."""
+        if setup.moments is not None:
+            if not (setup.plan.steps and has_checkpoint(self.checkpoint_dir)):
+                torch_generator_init(method, self._seed_sequence(2))  # the discriminator's
+                array_anchor.set_gaussian(method.generator, setup.subspace, setup.moments)
+                method.generator_average.load_state_dict(method.generator.state_dict())
+            return  # the private discriminator (if any) refines the Gaussian's parameters
         layout = encoder.layout
         features = array_anchor.feature_map(
             layout.kind, layout.shape, self.anchor_, setup.feature_seed
@@ -546,7 +581,7 @@ class Synthesizer:
         """Train from scratch or from the checkpoint; returns the private steps a kill wasted
         (charged but not in the model)."""
         generator = make_generator(self._seed_sequence(1), self.device)
-        if not setup.marginals and setup.embedding is None:
+        if not setup.marginals and setup.embedding is None and setup.moments is None:
             torch_generator_init(method, self._seed_sequence(2))
         x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
         y = None if labels is None else torch.as_tensor(labels, device=self.device)
@@ -705,10 +740,10 @@ def torch_generator_init(method: GanMethod, seed: int | None) -> None:
 def resolve_anchor(
     anchor: AnchorConfig | FeatureAnchorConfig | str | None, schema: Any
 ) -> AnchorConfig | FeatureAnchorConfig | None:
-    """The anchoring of this run: "auto" anchors tables on marginals and images and series on
-    random-feature embeddings."""
+    """The anchoring of this run: "auto" anchors tables on marginals, images on moments in a
+    principal subspace and series on random-feature embeddings."""
     if anchor == "auto":
-        return AnchorConfig() if isinstance(schema, Schema) else FeatureAnchorConfig()
+        anchor = AnchorConfig() if isinstance(schema, Schema) else FeatureAnchorConfig()
     if anchor is None:
         return None
     if not isinstance(anchor, AnchorConfig | FeatureAnchorConfig):
@@ -732,6 +767,8 @@ def resolve_anchor(
         raise PrivacyError(str(exc)) from None
     if isinstance(anchor, FeatureAnchorConfig) and anchor.share == 0:
         return None  # no embedding release: the discriminator alone, with its own generator
+    if isinstance(anchor, FeatureAnchorConfig):
+        return array_anchor.resolve_statistic(anchor, schema.kind)
     return anchor
 
 

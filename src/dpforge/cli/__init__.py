@@ -191,8 +191,14 @@ def fit(
         None,
         "--anchor-share",
         help="budget share (after metadata) of what the generator matches (tables: measured "
-        "marginals; images and series: mean random-feature embeddings); 1 (default) = that "
-        "alone, 0 = discriminator only, between = both",
+        "marginals; images: class means and covariances in a principal subspace; series: mean "
+        "random-feature embeddings); 1 (default) = that alone, 0 = discriminator only, "
+        "between = both",
+    ),
+    anchor_statistic: str = typer.Option(
+        None,
+        "--anchor-statistic",
+        help="images and series: moments (default for images) | embedding (default for series)",
     ),
     anchor_bins: int = typer.Option(
         None, "--anchor-bins", help="tables, anchored: public cells per numeric column (64)"
@@ -264,7 +270,7 @@ def fit(
         progress=not quiet,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
-        anchor=anchor_option(public, anchor_share, anchor_bins),
+        anchor=anchor_option(public, anchor_share, anchor_bins, anchor_statistic),
     )
     synth.check_options()  # before the data are read
     data_budget = budget_for_fit(data, budget_file, no_budget_file)
@@ -288,7 +294,7 @@ def fit(
 
 
 def anchor_option(
-    schema: Schema | ArraySchema, share: float | None, bins: int | None
+    schema: Schema | ArraySchema, share: float | None, bins: int | None, statistic: str | None
 ) -> AnchorConfig | FeatureAnchorConfig | None:
     """--anchor-share / --anchor-bins as the Synthesizer's ``anchor`` argument: marginal
     anchoring for tables, feature anchoring for images and series; share 0 turns it off."""
@@ -297,8 +303,13 @@ def anchor_option(
     if isinstance(schema, ArraySchema):
         if bins is not None:
             raise DpforgeError("--anchor-bins applies to tables only")
-        config = FeatureAnchorConfig(share=FeatureAnchorConfig.share if share is None else share)
+        config = FeatureAnchorConfig(
+            share=FeatureAnchorConfig.share if share is None else share,
+            statistic=FeatureAnchorConfig.statistic if statistic is None else statistic,
+        )
     else:
+        if statistic is not None:
+            raise DpforgeError("--anchor-statistic applies to images and series only")
         config = AnchorConfig(
             share=AnchorConfig.share if share is None else share,
             n_bins=AnchorConfig.n_bins if bins is None else bins,
@@ -306,7 +317,8 @@ def anchor_option(
     try:
         config.validate()
     except ValueError as exc:
-        raise DpforgeError(str(exc).replace("anchor share", "--anchor-share")) from None
+        text = str(exc).replace("anchor share", "--anchor-share")
+        raise DpforgeError(text.replace("anchor statistic", "--anchor-statistic")) from None
     return config
 
 

@@ -9,9 +9,10 @@ data type      generators (first: default)     discriminators (plain ``nn.Sequen
 =============  ==============================  ==========================================
 table          ``mlp`` (span heads)            ``mlp`` (row and one-hot label joined)
 image          ``conv`` (DCGAN), ``resnet``     ``conv`` (label as extra constant
-               (GS-WGAN), ``mlp`` (DP-CGAN)     channels), ``mlp`` (flattened + label)
+               (GS-WGAN), ``mlp`` (DP-CGAN),   channels), ``mlp`` (flattened + label)
+               ``gaussian`` (moment anchoring)
 timeseries     ``lstm`` (Frigerio et al.),     ``mlp`` (flattened series + label),
-               ``mlp``                         ``conv`` (1-D, label as extra channels),
+               ``mlp``, ``gaussian``           ``conv`` (1-D, label as extra channels),
                                                ``lstm`` (DPLSTM: Linear maps per time step)
 =============  ==============================  ==========================================
 
@@ -33,6 +34,7 @@ from dpforge.data.encoder import Layout
 from dpforge.errors import PrivacyError
 from dpforge.nets.conv import ConvGenerator, condition_channels, conv1d_critic, conv_critic
 from dpforge.nets.conv import flat_condition as _flat_condition
+from dpforge.nets.gaussian import SubspaceGaussianGenerator
 from dpforge.nets.lstm import LSTMGenerator
 from dpforge.nets.mlp import FlatGenerator, Generator, flat_mlp_critic, make_discriminator
 from dpforge.nets.recurrent import DPLSTM
@@ -40,7 +42,11 @@ from dpforge.nets.resnet import ResNetGenerator
 
 TABLE, IMAGE, TIMESERIES = "table", "image", "timeseries"
 AUTO = "auto"
-GENERATORS = {TABLE: ("mlp",), IMAGE: ("conv", "resnet", "mlp"), TIMESERIES: ("lstm", "mlp")}
+GENERATORS = {
+    TABLE: ("mlp",),
+    IMAGE: ("conv", "resnet", "mlp", "gaussian"),
+    TIMESERIES: ("lstm", "mlp", "gaussian"),
+}
 DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv", "lstm")}
 
 
@@ -99,6 +105,8 @@ def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
         return FlatGenerator(c.latent_dim, n_classes, layout.shape, c.generator_hidden)
     if name == "conv":
         return ConvGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
+    if name == "gaussian":
+        return SubspaceGaussianGenerator(c.latent_dim, n_classes, layout.shape)
     if name == "resnet":
         return ResNetGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
     return LSTMGenerator(c.latent_dim, n_classes, layout.shape, hidden=c.generator_hidden[0])

@@ -45,6 +45,8 @@ def _initialise_layer(layer: nn.Module, generator: torch.Generator) -> list[nn.P
                 _uniform(param, bound, generator)
             else:
                 param.zero_()
+    elif hasattr(layer, "reset_release"):  # a generator set from DP releases, not drawn
+        layer.reset_release()
     elif own:
         raise TypeError(f"no initialisation rule for {type(layer).__name__}'s parameters")
     return own
@@ -55,6 +57,7 @@ def initialise(module: nn.Module, generator: torch.Generator) -> None:
 
     Linear and convolution weights: uniform with bound 1/sqrt(fan in); biases zero.
     GroupNorm/LayerNorm: weight 1, bias 0 (the identity). LSTM: uniform(±1/sqrt(hidden)).
+    A module with ``reset_release()`` (the subspace Gaussian) resets itself: it draws nothing.
     """
     with torch.no_grad():
         for layer in module.modules():

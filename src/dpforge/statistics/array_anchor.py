@@ -1,6 +1,10 @@
 """Feature anchoring of an image or series generator: plan, measure once, train to match.
 
-The run's steps, in the order the Synthesizer calls them:
+Two statistics (``FeatureAnchorConfig.statistic``). ``"moments"`` (images): per-class means and
+covariances in a DP principal subspace, two Gaussian releases planned into the ledger by
+:func:`plan_moments`, turned into a class-conditional Gaussian generator in closed form by
+:func:`set_gaussian` (:mod:`dpforge.statistics.moments`). ``"embedding"`` (series), the run's
+steps in the order the Synthesizer calls them:
 
 1. :func:`plan_embedding` calibrates the noise multiplier so the ledger reaches the anchor's
    (epsilon, delta) and records the release in the ledger BEFORE it runs;
@@ -16,6 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import dp_accounting
 import numpy as np
 import torch
 
@@ -23,6 +28,9 @@ from dpforge.privacy.calibration import noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.statistics.anchor import train_anchor
 from dpforge.statistics.features import (
+    AUTO,
+    EMBEDDING,
+    MOMENTS,
     FeatureAnchorConfig,
     MeasuredEmbedding,
     RandomFeatures,
@@ -30,8 +38,24 @@ from dpforge.statistics.features import (
     measure_embedding,
     views_for,
 )
+from dpforge.statistics.moments import (
+    ClassMoments,
+    Subspace,
+    class_moments,
+    gaussian_parameters,
+    principal_subspace,
+)
 
-__all__ = ["EmbeddingLoss", "fit_generator", "measure", "plan_embedding"]
+__all__ = [
+    "EmbeddingLoss",
+    "fit_generator",
+    "measure",
+    "measure_moments_for_run",
+    "plan_embedding",
+    "plan_moments",
+    "resolve_statistic",
+    "set_gaussian",
+]
 
 
 def plan_embedding(
@@ -146,8 +170,68 @@ def measure_for_run(
     return measure(features, x, labels, encoder.n_classes, sigma, config, seeds[1])
 
 
-def anchored_config(method_config: Any, config: FeatureAnchorConfig) -> Any:
-    """The method's default config with the anchored generator (``FeatureAnchorConfig``)."""
+def anchored_config(method_config: Any, config: FeatureAnchorConfig, shape: tuple[int, ...]) -> Any:
+    """The method's default config with the anchored generator (``FeatureAnchorConfig``): the
+    subspace Gaussian (latent size = rank) for moments, else ``config.generator_net``."""
+    if config.statistic == MOMENTS:
+        rank = subspace_rank(config, shape)
+        return replace(method_config, generator_net="gaussian", latent_dim=rank)
     return replace(
         method_config, generator_net=config.generator_net, generator_hidden=config.generator_hidden
     )
+
+
+def resolve_statistic(config: FeatureAnchorConfig, kind: str) -> FeatureAnchorConfig:
+    """``config`` with ``statistic="auto"`` made concrete: moments for images, else embedding."""
+    if config.statistic != AUTO:
+        return config
+    return replace(config, statistic=MOMENTS if kind == "image" else EMBEDDING)
+
+
+def subspace_rank(config: FeatureAnchorConfig, shape: tuple[int, ...]) -> int:
+    """The subspace dimension: ``config.rank``, at most the record's size."""
+    return min(config.rank, int(np.prod(shape)))
+
+
+def _moments_event(sigma: float) -> dp_accounting.DpEvent:
+    return dp_accounting.ComposedDpEvent([embedding_event(sigma)] * 2)
+
+
+def plan_moments(
+    n_classes: int, target: tuple[float, float] | None, ledger: PrivacyLedger
+) -> float:
+    """The noise multiplier of both moment releases, recorded in ``ledger`` ahead of them."""
+    sigma = 0.0
+    if target is not None:
+        sigma = noise_for_target(_moments_event, target[0], target[1], base_event=ledger.event())
+    what = "class" if n_classes <= 1 else f"{n_classes} classes"
+    ledger.record(
+        "anchor: principal subspace (second moments, mean and count of the records)",
+        embedding_event(sigma),
+    )
+    ledger.record(f"anchor: mean and covariance in that subspace per {what} (and class counts)",
+                  embedding_event(sigma))  # fmt: skip
+    return sigma
+
+
+def measure_moments_for_run(
+    config: FeatureAnchorConfig,
+    encoder,
+    records,
+    target: tuple[float, float] | None,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> tuple[Subspace, ClassMoments]:
+    """Plan both releases (into the ledger), then run them on the encoded records."""
+    x, labels = encoder.transform(records)
+    sigma = plan_moments(encoder.n_classes, target, ledger)
+    rank = subspace_rank(config, encoder.layout.shape)
+    subspace = principal_subspace(x, encoder.n_classes, rank, sigma, config.count_weight, rng)
+    moments = class_moments(x, labels, encoder.n_classes, subspace, sigma, config.count_weight, rng)
+    return subspace, moments
+
+
+def set_gaussian(generator: torch.nn.Module, subspace: Subspace, moments: ClassMoments) -> None:
+    """Build the subspace Gaussian generator from the releases (post-processing)."""
+    means, factors = gaussian_parameters(moments)
+    generator.set_release(subspace.basis, subspace.mean, means, factors)

@@ -40,15 +40,24 @@ __all__ = [
 ]
 
 VALUES, DIFFERENCES = "values", "differences"
+AUTO, MOMENTS, EMBEDDING = "auto", "moments", "embedding"
+STATISTICS = (AUTO, MOMENTS, EMBEDDING)
 
 
 @dataclass(frozen=True)
 class FeatureAnchorConfig:
     """Settings of the feature anchoring for images and series (all public).
 
-    share: fraction of epsilon (after the metadata) spent on the embedding release; 1.0 trains
-        on the embedding alone (no discriminator steps), below 1 the private discriminator
-        refines with the rest.
+    statistic: what is released. ``"moments"``: per-class means and covariances in a DP
+        principal subspace of dimension ``rank`` (:mod:`dpforge.statistics.moments`), from
+        which a class-conditional Gaussian generator is built in closed form (no training);
+        ``"embedding"``: per-class mean embeddings of random Fourier features, matched by a
+        trained generator. ``"auto"``: moments for images, the embedding for series (whose
+        data sets are small: at n = 767 the noise on a covariance drowns its signal).
+    rank: the subspace dimension of ``"moments"`` (40 on MNIST: bench/results/images_moments.md).
+    share: fraction of epsilon (after the metadata) spent on the anchor's releases; 1.0 uses
+        the anchor alone (no discriminator steps), below 1 the private discriminator refines
+        with the rest.
     n_features: random frequencies per view (each gives a cosine and a sine feature).
     bandwidths: Gaussian kernel bandwidths in units of ``sqrt(dimension of the view)`` of data
         scaled to [-1, 1]; the frequencies are split evenly among them (a mixture kernel).
@@ -62,6 +71,8 @@ class FeatureAnchorConfig:
         (bench/results/arrays_anchor.md).
     """
 
+    statistic: str = "auto"
+    rank: int = 40
     share: float = 1.0
     n_features: int = 2000
     bandwidths: tuple[float, ...] = (0.35, 0.7)
@@ -74,6 +85,12 @@ class FeatureAnchorConfig:
     generator_hidden: tuple[int, ...] = (256, 512)
 
     def validate(self) -> None:
+        if self.statistic not in STATISTICS:
+            raise ValueError(
+                f"anchor statistic must be one of {list(STATISTICS)}, got {self.statistic!r}"
+            )
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
+            raise ValueError(f"anchor rank must be a whole number >= 1, got {self.rank!r}")
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
         if self.n_features < 1 or not self.bandwidths or min(self.bandwidths) <= 0:
