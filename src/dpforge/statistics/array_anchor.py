@@ -65,14 +65,28 @@ def plan_embedding(
     ledger: PrivacyLedger,
 ) -> float:
     """The release's noise multiplier (0 without privacy), recorded in ``ledger`` ahead."""
+    what = _per_class(n_classes)
+    names = [f"anchor: mean embeddings of random features per {what} (and class counts)"]
+    return _plan_gaussian_releases(names, target, ledger)
+
+
+def _per_class(n_classes: int) -> str:
+    return "class" if n_classes <= 1 else f"{n_classes} classes"
+
+
+def _plan_gaussian_releases(
+    names: list[str], target: tuple[float, float] | None, ledger: PrivacyLedger
+) -> float:
+    """One noise multiplier for ``len(names)`` Gaussian releases that together bring the
+    ledger to ``target`` (0 without privacy); each is recorded in ``ledger`` ahead of it."""
     sigma = 0.0
     if target is not None:
-        sigma = noise_for_target(embedding_event, target[0], target[1], base_event=ledger.event())
-    what = "class" if n_classes <= 1 else f"{n_classes} classes"
-    ledger.record(
-        f"anchor: mean embeddings of random features per {what} (and class counts)",
-        embedding_event(sigma),
-    )
+        sigma = noise_for_target(
+            lambda s: dp_accounting.ComposedDpEvent([embedding_event(s)] * len(names)),
+            target[0], target[1], base_event=ledger.event(),
+        )  # fmt: skip
+    for name in names:
+        ledger.record(name, embedding_event(sigma))
     return sigma
 
 
@@ -193,25 +207,16 @@ def subspace_rank(config: FeatureAnchorConfig, shape: tuple[int, ...]) -> int:
     return min(config.rank, int(np.prod(shape)))
 
 
-def _moments_event(sigma: float) -> dp_accounting.DpEvent:
-    return dp_accounting.ComposedDpEvent([embedding_event(sigma)] * 2)
-
-
 def plan_moments(
     n_classes: int, target: tuple[float, float] | None, ledger: PrivacyLedger
 ) -> float:
     """The noise multiplier of both moment releases, recorded in ``ledger`` ahead of them."""
-    sigma = 0.0
-    if target is not None:
-        sigma = noise_for_target(_moments_event, target[0], target[1], base_event=ledger.event())
-    what = "class" if n_classes <= 1 else f"{n_classes} classes"
-    ledger.record(
+    names = [
         "anchor: principal subspace (second moments, mean and count of the records)",
-        embedding_event(sigma),
-    )
-    ledger.record(f"anchor: mean and covariance in that subspace per {what} (and class counts)",
-                  embedding_event(sigma))  # fmt: skip
-    return sigma
+        f"anchor: mean and covariance in that subspace per {_per_class(n_classes)} "
+        "(and class counts)",
+    ]
+    return _plan_gaussian_releases(names, target, ledger)
 
 
 def measure_moments_for_run(
