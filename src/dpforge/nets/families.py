@@ -11,8 +11,8 @@ table          ``mlp`` (span heads)            ``mlp`` (row and one-hot label jo
 image          ``conv`` (DCGAN), ``resnet``     ``conv`` (label as extra constant
                (GS-WGAN), ``mlp`` (DP-CGAN)     channels), ``mlp`` (flattened + label)
 timeseries     ``lstm`` (Frigerio et al.),     ``mlp`` (flattened series + label),
-               ``mlp``                         ``conv`` (1-D, label as extra channels),
-                                               ``lstm`` (DPLSTM: Linear maps per time step)
+               ``mlp``, ``conv`` (1-D,          ``conv`` (1-D, label as extra channels),
+               upsampling: smooth curves)      ``lstm`` (DPLSTM: Linear maps per time step)
 =============  ==============================  ==========================================
 
 Every discriminator is a plain ``nn.Sequential`` of Linear, Conv, GroupNorm and parameter-free
@@ -33,6 +33,7 @@ from dpforge.data.encoder import Layout
 from dpforge.errors import PrivacyError
 from dpforge.nets.conv import ConvGenerator, condition_channels, conv1d_critic, conv_critic
 from dpforge.nets.conv import flat_condition as _flat_condition
+from dpforge.nets.conv1d import Conv1dGenerator
 from dpforge.nets.lstm import LSTMGenerator
 from dpforge.nets.mlp import FlatGenerator, Generator, flat_mlp_critic, make_discriminator
 from dpforge.nets.recurrent import DPLSTM
@@ -40,7 +41,11 @@ from dpforge.nets.resnet import ResNetGenerator
 
 TABLE, IMAGE, TIMESERIES = "table", "image", "timeseries"
 AUTO = "auto"
-GENERATORS = {TABLE: ("mlp",), IMAGE: ("conv", "resnet", "mlp"), TIMESERIES: ("lstm", "mlp")}
+GENERATORS = {
+    TABLE: ("mlp",),
+    IMAGE: ("conv", "resnet", "mlp"),
+    TIMESERIES: ("lstm", "mlp", "conv"),
+}
 DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv", "lstm")}
 
 
@@ -97,6 +102,10 @@ def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
         return Generator(c.latent_dim, n_classes, layout.spans, c.generator_hidden, c.gumbel_tau)
     if name == "mlp":
         return FlatGenerator(c.latent_dim, n_classes, layout.shape, c.generator_hidden)
+    if name == "conv" and layout.kind == TIMESERIES:
+        return Conv1dGenerator(
+            c.latent_dim, n_classes, layout.shape, c.generator_channels, c.generator_hidden[0]
+        )
     if name == "conv":
         return ConvGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
     if name == "resnet":
