@@ -66,7 +66,7 @@ from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, plot_neares
 from dpforge.methods import METHODS
 from dpforge.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES
 from dpforge.schema.array import ArraySchema
-from dpforge.statistics.features import FeatureAnchorConfig
+from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 
 METRICS = ("accuracy", "balanced_accuracy")
 VALIDATION_SEED = 12345  # the split of the training part used by --validation
@@ -96,8 +96,10 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
         "steps": args.anchor_steps,
         "n_features": args.anchor_features,
         "bandwidths": args.anchor_bandwidths,
+        "generator_net": args.anchor_generator,
     }
-    return replace(FeatureAnchorConfig(), **{k: v for k, v in given.items() if v is not None})
+    defaults = feature_anchor_defaults("timeseries")  # what the Synthesizer's "auto" gives series
+    return replace(defaults, **{k: v for k, v in given.items() if v is not None})
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -131,6 +133,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--anchor-steps", type=int, default=None)
     p.add_argument("--anchor-features", type=int, default=None)
     p.add_argument("--anchor-bandwidths", type=_floats, default=None)
+    p.add_argument("--anchor-generator", default=None, help="the anchored generator: conv, mlp")
     g = p.add_argument_group("training (unset: TUNED, then the method config's defaults)")
     g.add_argument("--noise-multiplier", type=float, default=None)
     g.add_argument("--epochs", type=float, default=None)

@@ -53,7 +53,11 @@ from dpforge.statistics.cells import (
     measure_fine_histograms,
     quantile_bins,
 )
-from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
+from dpforge.statistics.features import (
+    FeatureAnchorConfig,
+    MeasuredEmbedding,
+    feature_anchor_defaults,
+)
 from dpforge.statistics.marginals import MeasuredMarginal, encoded_cells
 from dpforge.statistics.rounds import (
     anchor_loss,
@@ -708,7 +712,9 @@ def resolve_anchor(
     """The anchoring of this run: "auto" anchors tables on marginals and images and series on
     random-feature embeddings."""
     if anchor == "auto":
-        return AnchorConfig() if isinstance(schema, Schema) else FeatureAnchorConfig()
+        if isinstance(schema, Schema):
+            return AnchorConfig()
+        return feature_anchor_defaults(schema.kind)
     if anchor is None:
         return None
     if not isinstance(anchor, AnchorConfig | FeatureAnchorConfig):

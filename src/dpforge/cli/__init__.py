@@ -41,7 +41,7 @@ from dpforge.options import check_seed
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.features import FeatureAnchorConfig
+from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 from dpforge.storage import (
     atomic_write,
     check_output_file,
@@ -297,7 +297,8 @@ def anchor_option(
     if isinstance(schema, ArraySchema):
         if bins is not None:
             raise DpforgeError("--anchor-bins applies to tables only")
-        config = FeatureAnchorConfig(share=FeatureAnchorConfig.share if share is None else share)
+        config = feature_anchor_defaults(schema.kind)
+        config = config if share is None else replace(config, share=share)
     else:
         config = AnchorConfig(
             share=AnchorConfig.share if share is None else share,

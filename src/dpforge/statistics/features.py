@@ -36,6 +36,7 @@ __all__ = [
     "RandomFeatures",
     "embedding_event",
     "embedding_sensitivity",
+    "feature_anchor_defaults",
     "measure_embedding",
 ]
 
@@ -60,6 +61,9 @@ class FeatureAnchorConfig:
         (a caller who passes ``method_options`` keeps theirs): an MLP, two to three times
         cheaper per step on a CPU than the convolutional (images) and LSTM (series) generators
         (bench/results/arrays_anchor.md).
+
+    These field defaults are the images'; :func:`feature_anchor_defaults` gives the settings
+    for each data type (what ``Synthesizer(anchor="auto")`` and the command line use).
     """
 
     share: float = 1.0
@@ -88,6 +92,26 @@ class FeatureAnchorConfig:
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
                 f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"
             )
+
+
+SERIES_BANDWIDTHS = (0.15, 0.3, 0.6)
+
+
+def feature_anchor_defaults(kind: str) -> FeatureAnchorConfig:
+    """The feature anchoring a user gets for ``kind`` ("image" or "timeseries"; public).
+
+    Images: the dataclass defaults. Series: narrower kernels, (0.15, 0.3, 0.6) instead of
+    (0.35, 0.7), and the 1-D upsampling generator (``generator_net="conv"``, its MLP trunk
+    ``generator_hidden[0]`` wide) instead of the MLP. A series view has ~24 coordinates, not
+    784: at the image bandwidths its kernel cannot tell apart curves that differ only in a few
+    hours (the evening peak that separates the seasons of a power curve), and an MLP draws
+    every hour on its own, so its curves come out jagged and far from every real curve under
+    DTW. Chosen on a validation split of the TRAINING part of ItalyPowerDemand (the test split
+    never read); the tuning log is in bench/results/italy_anchor_notes.md.
+    """
+    if kind == "timeseries":
+        return FeatureAnchorConfig(bandwidths=SERIES_BANDWIDTHS, generator_net="conv")
+    return FeatureAnchorConfig()
 
 
 def embedding_sensitivity(count_weight: float) -> float:
