@@ -474,8 +474,9 @@ def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> str:
         f"- Target (ε, δ) = ({result['epsilon']:g}, {result['delta']:g}), metadata included; "
         f"δ = {result['delta']:g} is below 1/N = {1 / result['n_train']:.2e} (N = "
         f"{result['n_train']}). {result['metadata_share']:.0%} of ε and δ pays for the "
-        "channel's value range, which is NOT public: estimated under DP (two noisy histograms "
-        "each for the per-series minima and maxima, Gaussian noise, charged to the ledger). "
+        "channel's value range, which is NOT public: estimated under DP (one noisy histogram "
+        "each of the per-series minima and maxima on a public quarter-octave grid, Gaussian "
+        "noise, charged to the ledger: dpforge.data.metadata.channel_bound). "
         f"Estimated range per seed: {', '.join(str(x['channel_range']) for x in result['runs'])} "
         f"(the true range of the training series is [{result['train_range'][0]:.3f}, "
         f"{result['train_range'][1]:.3f}]). The length 24 and the two classes are public "
@@ -634,7 +635,8 @@ def append_tuning(result: dict[str, Any], chosen: dict[str, Any], args, path: Pa
     p = result["summary"]["private"]
     defaults = asdict(METHODS[args.method][1]())
     change = ", ".join(
-        f"{k}={v}" for k, v in chosen.items() if k in RUN_KEYS or defaults.get(k) != v
+        [f"{k}={v}" for k, v in chosen.items() if k in RUN_KEYS or defaults.get(k) != v]
+        + [f"{k}={v}" for k, v in vars(args).items() if k.startswith("anchor_") and v is not None]
     )
     row = {
         "change": change or "defaults",

@@ -200,6 +200,10 @@ def test_bounds_reject_bad_parameters():
         dp_bounds(np.ones(10), math.nan, rng())
     with pytest.raises(TypeError):
         dp_bounds(np.ones(10), 1.0, np.random.RandomState(0))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="bins_per_octave"):
+        dp_bounds(np.ones(10), 1.0, rng(), bins_per_octave=0)
+    with pytest.raises(ValueError, match="widen_octaves"):
+        dp_bounds(np.ones(10), 1.0, rng(), widen_octaves=0.0)
 
 
 def test_bounds_are_deterministic_given_the_generator():
