@@ -117,3 +117,21 @@ def test_time_series_from_a_wide_csv(tmp_path, monkeypatch, capsys):
     synthetic = read_wide_csv(out_csv, label="class")
     assert synthetic.values.shape == (20, 1, 24)
     assert out_csv.with_suffix(".png").is_file()
+
+
+def test_the_command_line_anchors_each_kind_on_its_defaults():
+    """--anchor-share alone keeps the data type's defaults (series: the 1-D generator and the
+    narrow kernels of feature_anchor_defaults), as the Python API's anchor="auto" does."""
+    from dataclasses import replace
+
+    from dpforge.cli import anchor_option
+    from dpforge.statistics.features import feature_anchor_defaults
+
+    _, _, series = load_italy_power_demand()
+    _, _, images = load_digits_images()
+    assert anchor_option(series, None, None) == feature_anchor_defaults("timeseries")
+    assert anchor_option(series, 0.5, None) == replace(
+        feature_anchor_defaults("timeseries"), share=0.5
+    )
+    assert anchor_option(images, None, None) == feature_anchor_defaults("image")
+    assert anchor_option(series, 0.0, None) is None
