@@ -66,7 +66,7 @@ from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, plot_neares
 from dpforge.methods import METHODS
 from dpforge.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES
 from dpforge.schema.array import ArraySchema
-from dpforge.statistics.features import FeatureAnchorConfig
+from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 
 METRICS = ("accuracy", "balanced_accuracy")
 VALIDATION_SEED = 12345  # the split of the training part used by --validation
@@ -96,8 +96,10 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
         "steps": args.anchor_steps,
         "n_features": args.anchor_features,
         "bandwidths": args.anchor_bandwidths,
+        "generator_net": args.anchor_generator,
     }
-    return replace(FeatureAnchorConfig(), **{k: v for k, v in given.items() if v is not None})
+    defaults = feature_anchor_defaults("timeseries")  # what the Synthesizer's "auto" gives series
+    return replace(defaults, **{k: v for k, v in given.items() if v is not None})
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -131,6 +133,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--anchor-steps", type=int, default=None)
     p.add_argument("--anchor-features", type=int, default=None)
     p.add_argument("--anchor-bandwidths", type=_floats, default=None)
+    p.add_argument("--anchor-generator", default=None, help="the anchored generator: conv, mlp")
     g = p.add_argument_group("training (unset: TUNED, then the method config's defaults)")
     g.add_argument("--noise-multiplier", type=float, default=None)
     g.add_argument("--epochs", type=float, default=None)
@@ -471,8 +474,9 @@ def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> str:
         f"- Target (ε, δ) = ({result['epsilon']:g}, {result['delta']:g}), metadata included; "
         f"δ = {result['delta']:g} is below 1/N = {1 / result['n_train']:.2e} (N = "
         f"{result['n_train']}). {result['metadata_share']:.0%} of ε and δ pays for the "
-        "channel's value range, which is NOT public: estimated under DP (two noisy histograms "
-        "each for the per-series minima and maxima, Gaussian noise, charged to the ledger). "
+        "channel's value range, which is NOT public: estimated under DP (one noisy histogram "
+        "each of the per-series minima and maxima on a public quarter-octave grid, Gaussian "
+        "noise, charged to the ledger: dpforge.data.metadata.channel_bound). "
         f"Estimated range per seed: {', '.join(str(x['channel_range']) for x in result['runs'])} "
         f"(the true range of the training series is [{result['train_range'][0]:.3f}, "
         f"{result['train_range'][1]:.3f}]). The length 24 and the two classes are public "
@@ -631,7 +635,8 @@ def append_tuning(result: dict[str, Any], chosen: dict[str, Any], args, path: Pa
     p = result["summary"]["private"]
     defaults = asdict(METHODS[args.method][1]())
     change = ", ".join(
-        f"{k}={v}" for k, v in chosen.items() if k in RUN_KEYS or defaults.get(k) != v
+        [f"{k}={v}" for k, v in chosen.items() if k in RUN_KEYS or defaults.get(k) != v]
+        + [f"{k}={v}" for k, v in vars(args).items() if k.startswith("anchor_") and v is not None]
     )
     row = {
         "change": change or "defaults",

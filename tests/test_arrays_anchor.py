@@ -23,8 +23,8 @@ from dpforge.datasets.series import load_italy_power_demand
 from dpforge.errors import PrivacyError
 from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.features import FeatureAnchorConfig
-from dpforge.synthesizer import Synthesizer, load
+from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
+from dpforge.synthesizer import Synthesizer, load, resolve_anchor
 
 pytestmark = pytest.mark.slow
 
@@ -150,6 +150,26 @@ def test_series_anchoring_at_eps_3_classifies_real_curves():
     forest.fit(samples.values.reshape(len(samples), -1), samples.labels)
     accuracy = forest.score(test.values.reshape(len(test), -1), test.labels)
     assert accuracy > 0.85, accuracy
+
+
+def test_series_defaults_anchor_the_upsampling_generator_on_narrow_kernels():
+    """What a user gets for series: the 1-D convolutional generator and the series bandwidths
+    (here with fewer features and steps to keep the test fast), and real test curves
+    classified from its samples."""
+    train, test, schema = load_italy_power_demand()
+    defaults = resolve_anchor("auto", schema)
+    assert defaults == feature_anchor_defaults("timeseries")
+    assert defaults.generator_net == "conv" and max(defaults.bandwidths) < 0.7
+    assert resolve_anchor("auto", load_digits_images()[2]) == feature_anchor_defaults("image")
+    assert feature_anchor_defaults("image").statistic == "moments"
+    anchor = replace(defaults, n_features=500, steps=200, batch_size=200, lr=5e-3)
+    synth = _fit(schema, train, 3.0, anchor=anchor)
+    assert type(synth.generator_).__name__ == "Conv1dGenerator"
+    assert synth.privacy_spent().epsilon <= 3.0 * (1 + 1e-9)
+    samples = synth.sample(len(train), seed=2)
+    forest = RandomForestClassifier(n_estimators=100, random_state=0)
+    forest.fit(samples.values.reshape(len(samples), -1), samples.labels)
+    assert forest.score(test.values.reshape(len(test), -1), test.labels) > 0.85
 
 
 def test_anchor_kinds_are_checked(digits):

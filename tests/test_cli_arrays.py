@@ -138,3 +138,21 @@ def test_images_default_to_moment_anchoring_and_the_statistic_is_checked(
     assert saved["config"]["generator_net"] == "gaussian"
     code, out = run([*args, "--anchor-statistic", "kernels", "--overwrite"], monkeypatch, capsys)
     assert code != 0 and "--anchor-statistic must be one of" in out and "Traceback" not in out
+
+
+def test_the_command_line_anchors_each_kind_on_its_defaults():
+    """--anchor-share alone keeps the data type's defaults (series: the 1-D generator and the
+    narrow kernels of feature_anchor_defaults), as the Python API's anchor="auto" does."""
+    from dataclasses import replace
+
+    from dpforge.cli import anchor_option
+    from dpforge.statistics.features import feature_anchor_defaults
+
+    _, _, series = load_italy_power_demand()
+    _, _, images = load_digits_images()
+    assert anchor_option(series, None, None, None) == feature_anchor_defaults("timeseries")
+    assert anchor_option(series, 0.5, None, None) == replace(
+        feature_anchor_defaults("timeseries"), share=0.5
+    )
+    assert anchor_option(images, None, None, None) == feature_anchor_defaults("image")
+    assert anchor_option(series, 0.0, None, None) is None

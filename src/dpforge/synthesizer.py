@@ -53,7 +53,12 @@ from dpforge.statistics.cells import (
     measure_fine_histograms,
     quantile_bins,
 )
-from dpforge.statistics.features import MOMENTS, FeatureAnchorConfig, MeasuredEmbedding
+from dpforge.statistics.features import (
+    MOMENTS,
+    FeatureAnchorConfig,
+    MeasuredEmbedding,
+    feature_anchor_defaults,
+)
 from dpforge.statistics.marginals import MeasuredMarginal, encoded_cells
 from dpforge.statistics.moments import ClassMoments, Subspace
 from dpforge.statistics.rounds import (
@@ -743,7 +748,9 @@ def resolve_anchor(
     """The anchoring of this run: "auto" anchors tables on marginals, images on moments in a
     principal subspace and series on random-feature embeddings."""
     if anchor == "auto":
-        anchor = AnchorConfig() if isinstance(schema, Schema) else FeatureAnchorConfig()
+        anchor = (
+            AnchorConfig() if isinstance(schema, Schema) else feature_anchor_defaults(schema.kind)
+        )
     if anchor is None:
         return None
     if not isinstance(anchor, AnchorConfig | FeatureAnchorConfig):

@@ -41,7 +41,7 @@ from dpforge.options import check_seed
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.features import FeatureAnchorConfig
+from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 from dpforge.storage import (
     atomic_write,
     check_output_file,
@@ -303,10 +303,9 @@ def anchor_option(
     if isinstance(schema, ArraySchema):
         if bins is not None:
             raise DpforgeError("--anchor-bins applies to tables only")
-        config = FeatureAnchorConfig(
-            share=FeatureAnchorConfig.share if share is None else share,
-            statistic=FeatureAnchorConfig.statistic if statistic is None else statistic,
-        )
+        config = feature_anchor_defaults(schema.kind)
+        given = {"share": share, "statistic": statistic}
+        config = replace(config, **{k: v for k, v in given.items() if v is not None})
     else:
         if statistic is not None:
             raise DpforgeError("--anchor-statistic applies to images and series only")

@@ -36,6 +36,7 @@ from dpforge.errors import DataError, PrivacyError
 __all__ = [
     "DpEstimate",
     "DpNoiseWarning",
+    "bounds_event",
     "dp_bounds",
     "dp_categories",
     "dp_label_prior",
@@ -153,11 +154,15 @@ def noise_multiplier_for(epsilon: float, delta: float, releases: int = 1) -> flo
 # --------------------------------------------------------------------------- bounds
 
 
-def _geometric_edges(min_exponent: int, max_exponent: int) -> np.ndarray:
-    """Public grid: -inf, -2^max, ..., -2^min, 0, 2^min, ..., 2^max, +inf (bins [a, b))."""
+def _geometric_edges(min_exponent: int, max_exponent: int, per_octave: int = 1) -> np.ndarray:
+    """Public grid: -inf, -2^max, ..., -2^min, 0, 2^min, ..., 2^max, +inf (bins [a, b)), with
+    ``per_octave`` bins in every octave (edges 2^(j / per_octave))."""
     if min_exponent >= max_exponent:
         raise ValueError(f"min_exponent ({min_exponent}) must be < max_exponent ({max_exponent})")
-    powers = 2.0 ** np.arange(min_exponent, max_exponent + 1)
+    if per_octave < 1:
+        raise ValueError(f"bins_per_octave must be >= 1, got {per_octave}")
+    steps = np.arange(min_exponent * per_octave, max_exponent * per_octave + 1)
+    powers = 2.0 ** (steps / per_octave)
     return np.concatenate([[-np.inf], -powers[::-1], [0.0], powers, [np.inf]])
 
 
@@ -228,6 +233,9 @@ def dp_bounds(
     min_exponent: int = -10,
     max_exponent: int = 40,
     spurious_bin_prob: float = 0.01,
+    bins_per_octave: int = 1,
+    widen_octaves: float = 1.0,
+    fine: bool = True,
 ) -> DpEstimate:
     """DP (lower, upper) bounds that hold all but about ``quantile`` of the values in each tail.
 
@@ -258,6 +266,16 @@ def dp_bounds(
     coarse histogram is pure noise, that whole range is returned; if only the fine one is, the
     coarse range is; both cases warn with :class:`DpNoiseWarning`. The result always has
     lower < upper.
+
+    Finer public grid, one histogram (``bins_per_octave > 1``, ``fine=False``). The fine stage
+    needs about ``N >= 70σ`` records to be read at all (see :func:`_affordable_bins`); below
+    that its half of the budget is wasted and the result is the coarse range, whose edges are
+    octaves widened by a further octave (seen on 767 daily power curves: [-4, 8] for values
+    in [-2.3, 3.3]). With ``fine=False`` the event is ONE ``GaussianDpEvent(σ)`` (so the same
+    (ε, δ) buys less noise), the grid has ``bins_per_octave`` bins per octave (edges
+    2^(j / bins_per_octave)) and the quantile bins are widened by ``widen_octaves`` (rounded to
+    whole grid bins, at least one) instead of one octave. This is the setting for array
+    channels (:func:`dpforge.data.metadata.complete_array_schema`).
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     _check_rng(rng)
@@ -266,19 +284,20 @@ def dp_bounds(
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
     spurious_bin_prob = _check_probability("spurious_bin_prob", spurious_bin_prob)
+    if not (math.isfinite(widen_octaves) and widen_octaves > 0):
+        raise ValueError(f"widen_octaves must be a finite number > 0, got {widen_octaves}")
     array = _as_finite_floats(values)
-    event = dp_accounting.ComposedDpEvent(
-        [dp_accounting.GaussianDpEvent(sigma), dp_accounting.GaussianDpEvent(sigma)]
-    )
+    event = bounds_event(sigma, fine)
     limit = 2.0 ** (max_exponent + 1)  # overflow bins read as [2^max, 2^(max+1)), mirrored
 
-    coarse_edges = _geometric_edges(min_exponent, max_exponent)
-    coarse = _coarse_range(array, coarse_edges, sigma, rng, quantile, spurious_bin_prob)
+    coarse_edges = _geometric_edges(min_exponent, max_exponent, bins_per_octave)
+    widen = max(1, round(widen_octaves * bins_per_octave))
+    coarse = _coarse_range(array, coarse_edges, sigma, rng, quantile, spurious_bin_prob, widen)
     if coarse is None:
         _warn_noise("the coarse histogram", f"the whole public grid ±{limit:g}")
         return DpEstimate((-limit, limit), event)
     (low, high), coarse_total = _finite_range(*coarse[0], limit), coarse[1]
-    fine_bins = _affordable_bins(coarse_total, sigma, bins)
+    fine_bins = _affordable_bins(coarse_total, sigma, bins) if fine else 0
     if fine_bins < 2:
         return DpEstimate((float(low), float(high)), event)
     fine_edges = np.linspace(low, high, fine_bins + 1)
@@ -287,6 +306,12 @@ def dp_bounds(
         _warn_noise("the fine histogram", f"the coarse range [{low:g}, {high:g}]")
         return DpEstimate((float(low), float(high)), event)
     return DpEstimate((float(fine[0]), float(fine[1])), event)
+
+
+def bounds_event(noise_multiplier: float, fine: bool = True) -> dp_accounting.DpEvent:
+    """The event of :func:`dp_bounds`: two Gaussian histograms, or one when ``fine=False``."""
+    one = dp_accounting.GaussianDpEvent(noise_multiplier)
+    return dp_accounting.ComposedDpEvent([one, one]) if fine else one
 
 
 def _affordable_bins(noisy_total: float, sigma: float, max_bins: int) -> int:
@@ -306,9 +331,10 @@ def _coarse_range(
     rng: np.random.Generator,
     quantile: float,
     spurious_bin_prob: float,
+    widen: int = 1,
 ) -> tuple[tuple[float, float], float] | None:
     """Outer edges of the coarse quantile bins, read after zeroing the bins that noise explains,
-    and the noisy total count of the bins kept.
+    widened by ``widen`` groups of bins, and the noisy total count of the bins kept.
 
     When no single bin stands out (few records spread over many octaves), groups of 2, 4, 8,
     16 adjacent bins are tried: summing noisy counts is post-processing (free), the signal
@@ -325,12 +351,12 @@ def _coarse_range(
             if kept.sum() <= 0:
                 continue
             low, high = _quantile_bins(kept, quantile)
-            return _widened(edges, low, high, width), float(kept.sum())
+            return _widened(edges, low, high, widen * width), float(kept.sum())
     return None
 
 
 def _widened(edges: np.ndarray, low: int, high: int, step: int = 1) -> tuple[float, float]:
-    """The coarse range, one octave wider on each side, snapped to 0 when 0 is near.
+    """The coarse range, ``step`` grid bins wider on each side, snapped to 0 when 0 is near.
 
     Zeroing the sparse bins drops the records of every sparse bin, which pulls the quantiles
     inwards on small data sets (seen: 2/3 of a column outside the range); one extra group of
@@ -340,8 +366,11 @@ def _widened(edges: np.ndarray, low: int, high: int, step: int = 1) -> tuple[flo
     edge, 0 is the inner edge: values spread over many octaves near 0 are then kept as well.
     """
     n_bins = len(edges) - 1
-    lower = 0.0 if edges[low] == 0.0 else float(edges[max(low - step, 0)])
-    upper = 0.0 if edges[high + 1] == 0.0 else float(edges[min(high + 1 + step, n_bins)])
+    zero = int(np.flatnonzero(edges == 0.0)[0])
+    floor_index = zero if edges[low] > 0.0 else 0  # never widen across 0
+    ceiling_index = zero if edges[high + 1] < 0.0 else n_bins
+    lower = 0.0 if edges[low] == 0.0 else float(edges[max(low - step, floor_index)])
+    upper = 0.0 if edges[high + 1] == 0.0 else float(edges[min(high + 1 + step, ceiling_index)])
     if 0.0 < lower <= upper / 8.0:
         lower = 0.0
     elif lower / 8.0 <= upper < 0.0:

@@ -12,8 +12,9 @@ image          ``conv`` (DCGAN), ``resnet``     ``conv`` (label as extra constan
                (GS-WGAN), ``mlp`` (DP-CGAN),   channels), ``mlp`` (flattened + label)
                ``gaussian`` (moment anchoring)
 timeseries     ``lstm`` (Frigerio et al.),     ``mlp`` (flattened series + label),
-               ``mlp``, ``gaussian``           ``conv`` (1-D, label as extra channels),
-                                               ``lstm`` (DPLSTM: Linear maps per time step)
+               ``mlp``, ``conv`` (1-D,          ``conv`` (1-D, label as extra channels),
+               upsampling: smooth curves),     ``lstm`` (DPLSTM: Linear maps per time step)
+               ``gaussian``
 =============  ==============================  ==========================================
 
 Every discriminator is a plain ``nn.Sequential`` of Linear, Conv, GroupNorm and parameter-free
@@ -34,6 +35,7 @@ from dpforge.data.encoder import Layout
 from dpforge.errors import PrivacyError
 from dpforge.nets.conv import ConvGenerator, condition_channels, conv1d_critic, conv_critic
 from dpforge.nets.conv import flat_condition as _flat_condition
+from dpforge.nets.conv1d import Conv1dGenerator
 from dpforge.nets.gaussian import SubspaceGaussianGenerator
 from dpforge.nets.lstm import LSTMGenerator
 from dpforge.nets.mlp import FlatGenerator, Generator, flat_mlp_critic, make_discriminator
@@ -45,7 +47,7 @@ AUTO = "auto"
 GENERATORS = {
     TABLE: ("mlp",),
     IMAGE: ("conv", "resnet", "mlp", "gaussian"),
-    TIMESERIES: ("lstm", "mlp", "gaussian"),
+    TIMESERIES: ("lstm", "mlp", "conv", "gaussian"),
 }
 DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv", "lstm")}
 
@@ -103,6 +105,10 @@ def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
         return Generator(c.latent_dim, n_classes, layout.spans, c.generator_hidden, c.gumbel_tau)
     if name == "mlp":
         return FlatGenerator(c.latent_dim, n_classes, layout.shape, c.generator_hidden)
+    if name == "conv" and layout.kind == TIMESERIES:
+        return Conv1dGenerator(
+            c.latent_dim, n_classes, layout.shape, c.generator_channels, c.generator_hidden[0]
+        )
     if name == "conv":
         return ConvGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
     if name == "gaussian":

@@ -1,0 +1,50 @@
+"""The DP completion of an image/series schema: which releases, what they cost, what they give."""
+
+from __future__ import annotations
+
+import dp_accounting
+import numpy as np
+
+from dpforge.data.arrays import ArrayData
+from dpforge.data.dp_stats import noise_multiplier_for
+from dpforge.data.metadata import MetadataBudget, array_releases_needed, complete_array_schema
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.schema.array import ArraySchema, Channel
+
+
+def series(n: int = 800, seed: int = 0) -> tuple[ArrayData, ArraySchema]:
+    g = np.random.default_rng(seed)
+    values = g.normal(0.5, 1.0, size=(n, 1, 24))
+    labels = g.choice(["a", "b"], size=n)
+    schema = ArraySchema(
+        kind="timeseries", shape=(1, 24), channels=(Channel("demand"),), label="class",
+        classes=("a", "b"), label_prior="uniform",
+    )  # fmt: skip
+    return ArrayData(values, labels), schema
+
+
+def test_a_channel_range_is_two_single_histograms_within_the_metadata_budget():
+    data, schema = series()
+    assert array_releases_needed(schema) == (2, 0)
+    ledger = PrivacyLedger()
+    budget = MetadataBudget(epsilon=0.3, delta=1e-5)
+    completed, prior = complete_array_schema(data, schema, budget, ledger, np.random.default_rng(1))
+    sigma = noise_multiplier_for(0.3, 0.5e-5, 2)
+    assert [entry.event for entry in ledger.entries] == [dp_accounting.GaussianDpEvent(sigma)] * 2
+    assert ledger.epsilon(1e-5) <= 0.3 + 1e-3
+    channel = completed.channels[0]
+    plane = data.values.ravel()
+    assert channel.lower < np.quantile(plane, 0.005) and channel.upper > np.quantile(plane, 0.995)
+    assert channel.upper - channel.lower < 2.0 * (plane.max() - plane.min())
+    np.testing.assert_allclose(prior, [0.5, 0.5])
+
+
+def test_the_non_private_baseline_records_non_private_events():
+    data, schema = series()
+    ledger = PrivacyLedger()
+    budget = MetadataBudget(epsilon=0.0, delta=0.0, non_private=True)
+    completed, _ = complete_array_schema(data, schema, budget, ledger, np.random.default_rng(1))
+    assert [type(e.event).__name__ for e in ledger.entries] == ["NonPrivateDpEvent"] * 2
+    plane = data.values.ravel()
+    assert completed.channels[0].lower <= np.quantile(plane, 0.01)
+    assert completed.channels[0].upper >= np.quantile(plane, 0.99)
