@@ -32,7 +32,7 @@ import numpy as np
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import DataError
 from dpforge.evaluation import plots
-from dpforge.evaluation.attacks import array_matrix, membership_attacks
+from dpforge.evaluation.attacks import ATTACKS, array_matrix, membership_attacks
 from dpforge.evaluation.evaluate import NOT_PRIVATE_NOTICE, json_safe, model_privacy
 from dpforge.evaluation.images import tstr_auroc
 from dpforge.evaluation.reference import ReferenceClassifier, frechet_distance
@@ -167,6 +167,7 @@ def evaluate_arrays(
     seed: int = 0,
     n_synthetic: int | None = None,
     on_step: Callable[[str], None] | None = None,
+    attacks: tuple[str, ...] = ATTACKS,
 ) -> tuple[dict[str, Any], ArrayData]:
     """Utility, attacks, (series) DTW distances and the ledger of an image or series model, as
     a JSON-safe dict, and the synthetic records it sampled."""
@@ -185,8 +186,10 @@ def evaluate_arrays(
         step("dtw")
         acf = _autocorrelation(real_train, real_test, synthetic)
         step("autocorrelation")
-    matrices = [array_matrix(d, schema) for d in (real_train, real_test, synthetic)]
-    attacks = membership_attacks(*matrices, seed=seed, on_done=step)
+    attack_result = None
+    if attacks:
+        matrices = [array_matrix(d, schema) for d in (real_train, real_test, synthetic)]
+        attack_result = membership_attacks(*matrices, seed=seed, attacks=attacks, on_done=step)
     result = {
         "data_type": schema.kind,
         "notice": NOT_PRIVATE_NOTICE,
@@ -201,7 +204,7 @@ def evaluate_arrays(
         "dtw": dtw,
         "autocorrelation": acf,
         "reference": reference,
-        "attacks": attacks,
+        "attacks": attack_result,
         "privacy": model_privacy(model),
     }
     return json_safe(result), synthetic
