@@ -1,25 +1,36 @@
 """Attack sanity in numbers (issue 12): the membership attacks see overfitting, and DP hides it.
 
-On a small subset of Adult (``--train-rows`` rows, 200 by default, drawn with the seed from the
-balanced training file) the same code path is fitted four ways, and the three attacks of
-``dpforge.evaluation.attacks`` are run against each release:
+Set-up, per seed. One pool of records, Adult's balanced TRAINING file reduced to ``--columns``
+(age, fnlwgt, hours-per-week and the label by default), is permuted with the seed; the first
+``--members`` rows (40 by default) are the members (the only rows any model trains on), the next
+``--held-out-rows`` are the attacker's non-member targets and reference set, and the next
+``--synthetic-rows`` are the ``holdout`` release. Members and non-members therefore come from the
+same file and the same distribution: a difference between them is membership only.
 
-* ``copy``: the training rows themselves released as "synthetic" (what a generator that
-  memorised everything would give: the attacks' ceiling);
-* ``overfit``: the non-private baseline of ``--method`` (DP-WGAN by default; epsilon = inf:
-  sigma = 0, C = inf, no anchoring), generator and critic two hidden layers of ``--hidden``
-  units, trained for many epochs (``--overfit-epochs``) so that it overfits 200 rows;
-* ``dp``: the same configuration at a small epsilon (``--epsilon``, delta 1e-5),
-  same number of epochs (sigma calibrated by the accountant);
-* ``default``: dpforge's default table synthesizer (marginal anchoring) at the same epsilon;
-* ``holdout``: other real rows, never trained on, released as "synthetic" (the attacks'
-  floor: AUC near 0.5 whatever the attack).
+Releases (``--synthetic-rows`` rows each), attacked with the three attacks of
+``dpforge.evaluation.attacks``:
 
-Members: the training rows. Non-members and the attacker's reference rows: held-out rows of the
-Adult TEST file (``--held-out-rows``, never used in training). Every release has
-``--synthetic-rows`` rows. Each model is fitted once per seed; the attack's split of targets
-uses the same seed. Single-threaded. Results: ``bench/results/attacks.json`` and ``.md`` (with
-the command), rewritten after every run::
+* ``copy``: the members themselves (the attacks' ceiling, not a model);
+* ``holdout``: other rows of the pool, never trained on (the floor: AUC 0.5 whatever the attack);
+* ``anchor-overfit``: dpforge's default table synthesizer (marginal anchoring, no discriminator
+  steps) with privacy OFF (epsilon = inf): it measures the members' 1-way, label x column and
+  column-pair marginals exactly (with 3 feature columns every pair is selected) on fine
+  data-following cells, and trains its generator to reproduce them. On a few dozen members this
+  is the deliberately overfitted model: a real generator fitted to statistics that, at this
+  size, pin down the members;
+* ``anchor-dp``: the same synthesizer and settings at ``--epsilon`` (delta 1e-5);
+* ``gan-overfit``: DP-WGAN with privacy off (sigma = 0, no clipping, no anchoring), generator
+  and critic two hidden layers of ``--hidden`` units, full-batch, ``--gan-epochs`` epochs at
+  learning rate ``--gan-lr``;
+* ``gan-dp``: the same DP-WGAN at ``--epsilon`` (sigma calibrated by the accountant).
+
+All releases are encoded with one schema for the attacks: the model schema, with fnlwgt's bounds
+(left to dpforge's DP estimate when training) taken from the held-out rows' range widened by
+10 %. With ``--members`` m, each attack has m member and m non-member targets, so an AUC of 0.5
+has a standard error of about sqrt((m + 1) / (12 m^2)) (0.065 at m = 40; Hanley-McNeil at the
+measured AUC is printed), and TPR at 1 % FPR is the TPR at zero false positives when m < 100.
+Single-threaded. Results: ``bench/results/attacks.json`` and ``.md`` (with the command),
+rewritten after every run::
 
     OMP_NUM_THREADS=1 python bench/bench_attacks.py
 """
@@ -45,33 +56,42 @@ from dpforge import Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.evaluation.attacks import ATTACKS, membership_attacks, table_matrix
 from dpforge.evaluation.inputs import typed_table
-from dpforge.methods import METHODS
+from dpforge.methods.dpcgan import DPCGANConfig
+from dpforge.methods.dpwgan import DPWGANConfig
 from dpforge.schema.table import Schema
+from dpforge.statistics.anchor import AnchorConfig
 
-RELEASES = ("copy", "overfit", "dp", "default", "holdout")
+RELEASES = ("copy", "holdout", "anchor-overfit", "anchor-dp", "gan-overfit", "gan-dp")
 RESULTS = Path(__file__).resolve().parent / "results"
+DELTA = 1e-5
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--train-rows", type=int, default=200)
+    p.add_argument("--members", type=int, default=40)
+    p.add_argument("--columns", default="age,fnlwgt,hours-per-week")
     p.add_argument("--held-out-rows", type=int, default=2000)
     p.add_argument("--synthetic-rows", type=int, default=2000)
-    p.add_argument("--overfit-epochs", type=float, default=1500.0)
     p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--method", default="dpwgan", choices=sorted(METHODS))
+    p.add_argument("--anchor-steps", type=int, default=3000)
+    p.add_argument("--gan-epochs", type=float, default=30000.0)
+    p.add_argument("--gan-lr", type=float, default=1e-3)
     p.add_argument("--hidden", type=int, default=256, help="width of both hidden layers, G and D")
-    p.add_argument("--seeds", default="0,1")
+    p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--releases", default=",".join(RELEASES))
     p.add_argument("--out", type=Path, default=RESULTS / "attacks.json")
     return p.parse_args(argv)
 
 
+def subset_schema(schema: Schema, columns: list[str]) -> Schema:
+    """Adult's public schema reduced to ``columns`` and the label."""
+    keep = [c for c in schema.columns if c.name in columns or c.name == schema.label]
+    return Schema(tuple(keep), label=schema.label, label_prior=schema.label_prior)
+
+
 def complete_schema(schema: Schema, rows: pd.DataFrame) -> Schema:
     """Bounds for the columns Adult leaves to DP (fnlwgt, capital-loss): the held-out rows' range
-    widened by 10 %, used only to encode records for the attacks of releases that are not
-    models (copy, holdout); a fitted model's own completed schema is used for it."""
+    widened by 10 %; used only to encode records for the attacks, the same for every release."""
     columns = []
     for column in schema.columns:
         if column.is_numeric and not column.is_complete:
@@ -82,77 +102,74 @@ def complete_schema(schema: Schema, rows: pd.DataFrame) -> Schema:
     return Schema(tuple(columns), label=schema.label, label_prior=schema.label_prior)
 
 
-def fit_release(kind: str, args, train, seed: int, schema: Schema) -> tuple[Any, dict]:
-    """The fitted model of ``kind`` (or None) and what to record about it."""
-    wide = (args.hidden, args.hidden)
-    config = METHODS[args.method][1](
-        batch_size=args.batch_size, generator_hidden=wide, discriminator_hidden=wide
-    )
-    if kind == "overfit":
-        synth = Synthesizer(
-            schema, method=args.method, epsilon=math.inf, method_options=config,
-            epochs=args.overfit_epochs, anchor=None, seed=seed, progress=False,
+def make_model(kind: str, args, schema: Schema, n: int, seed: int) -> Synthesizer | None:
+    """The synthesizer of release ``kind`` (None for the copy and holdout releases)."""
+    epsilon = math.inf if kind.endswith("overfit") else args.epsilon
+    if kind.startswith("anchor"):
+        # the default synthesizer; batch size (unused without discriminator steps, but checked
+        # against the data size) fitted to the few members, the anchored generator's widths kept
+        anchor = AnchorConfig(steps=args.anchor_steps)
+        options = DPCGANConfig(batch_size=min(n, 64), generator_hidden=anchor.generator_hidden)
+        return Synthesizer(
+            schema, epsilon=epsilon, delta=DELTA, method_options=options, anchor=anchor,
+            seed=seed, progress=False,
         )  # fmt: skip
-    elif kind == "dp":
-        synth = Synthesizer(
-            schema, method=args.method, epsilon=args.epsilon, delta=1e-5, method_options=config,
-            epochs=args.overfit_epochs, anchor=None, seed=seed, progress=False,
+    if kind.startswith("gan"):
+        wide = (args.hidden, args.hidden)
+        options = DPWGANConfig(
+            batch_size=n, generator_hidden=wide, discriminator_hidden=wide,
+            g_lr=args.gan_lr, d_lr=args.gan_lr,
         )  # fmt: skip
-    elif kind == "default":
-        synth = Synthesizer(schema, epsilon=args.epsilon, delta=1e-5, seed=seed, progress=False)
-    else:
-        return None, {}
-    started = time.perf_counter()
-    synth.fit(train)
-    info = {
-        "fit_seconds": round(time.perf_counter() - started, 1),
-        "epsilon_spent": synth.privacy_spent().epsilon,
-        "steps": synth.plan_.steps,
-        "noise_multiplier": synth.plan_.noise_multiplier,
-    }
-    return synth, info
+        return Synthesizer(
+            schema, method="dpwgan", epsilon=epsilon, delta=DELTA, method_options=options,
+            epochs=args.gan_epochs, anchor=None, seed=seed, progress=False,
+        )  # fmt: skip
+    return None
 
 
-def release_rows(kind: str, synth, args, train, spare, seed: int) -> pd.DataFrame:
-    if kind == "copy":
-        return train
-    if kind == "holdout":
-        return spare.iloc[: args.synthetic_rows]
-    return synth.sample(args.synthetic_rows, seed=seed)
-
-
-def one_run(kind: str, seed: int, args, data) -> dict[str, Any]:
-    full_train, full_test, schema = data
+def one_run(kind: str, seed: int, args, pool: pd.DataFrame, schema: Schema) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    train = full_train.iloc[rng.choice(len(full_train), args.train_rows, replace=False)]
-    train = train.reset_index(drop=True)
-    order = rng.permutation(len(full_test))
-    held = full_test.iloc[order[: args.held_out_rows]].reset_index(drop=True)
-    spare = full_test.iloc[order[args.held_out_rows :]].reset_index(drop=True)
-    synth, info = fit_release(kind, args, train, seed, schema)
-    encode_schema = synth.schema_ if synth is not None else complete_schema(schema, held)
-    released = release_rows(kind, synth, args, train, spare, seed)
+    order = rng.permutation(len(pool))
+    n, h = args.members, args.held_out_rows
+    members = pool.iloc[order[:n]].reset_index(drop=True)
+    held = pool.iloc[order[n : n + h]].reset_index(drop=True)
+    spare = pool.iloc[order[n + h : n + h + args.synthetic_rows]].reset_index(drop=True)
+    synth = make_model(kind, args, schema, n, seed)
+    info: dict[str, Any] = {}
+    if synth is not None:
+        started = time.perf_counter()
+        synth.fit(members)
+        info = {
+            "fit_seconds": round(time.perf_counter() - started, 1),
+            "epsilon_spent": synth.privacy_spent().epsilon,
+            "discriminator_steps": synth.plan_.steps,
+            "noise_multiplier": synth.plan_.noise_multiplier,
+            "ledger": [e.name for e in synth.ledger_.entries],
+        }
+        released = synth.sample(args.synthetic_rows, seed=seed)
+    else:
+        released = members if kind == "copy" else spare
+    encode = complete_schema(schema, held)
     matrices = [
-        table_matrix(typed_table(t, encode_schema, role), encode_schema)
-        for t, role in ((train, "train"), (held, "held out"), (released, "release"))
+        table_matrix(typed_table(t, encode, role), encode)
+        for t, role in ((members, "train"), (held, "held out"), (released, "release"))
     ]
-    started = time.perf_counter()
     result = membership_attacks(*matrices, seed=seed)
     attacks = {
         name: {k: a[k] for k in ("auc", "tpr_at_1pct_fpr")} for name, a in result["attacks"].items()
     }
-    return {
-        "release": kind,
-        "seed": seed,
-        **info,
-        "attack_seconds": round(time.perf_counter() - started, 1),
-        "targets": result["targets"],
-        "synthetic_rows": len(released),
-        "attacks": attacks,
-    }
+    return {"release": kind, "seed": seed, **info, "targets": result["targets"], "attacks": attacks}
+
+
+def auc_standard_error(auc: float, n_pos: int, n_neg: int) -> float:
+    """Hanley & McNeil (1982): the standard error of an AUC from n_pos and n_neg scores."""
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    var = auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)
+    return math.sqrt(max(var, 0.0) / (n_pos * n_neg))
 
 
 def markdown(record: dict[str, Any]) -> str:
+    s = record["settings"]
     lines = [
         "# Membership attacks: overfitted vs DP (issue 12)",
         "",
@@ -161,30 +178,38 @@ def markdown(record: dict[str, Any]) -> str:
         f"{record['machine']['cpu_count']} cores, torch threads "
         f"{record['machine']['torch_threads']}.",
         "",
-        f"Adult, {record['settings']['train_rows']} training rows (members), non-members and "
-        f"reference from {record['settings']['held_out_rows']} held-out rows of the test file; "
-        f"{record['settings']['synthetic_rows']} released rows. AUC 0.5 = guessing; "
-        "TPR@1%FPR: share of members found at 1 % false positives. Mean over seeds "
-        "(min-max in brackets).",
+        f"Adult's balanced training file, columns {s['columns']} + label, one pool permuted per "
+        f"seed: {s['members']} members (training rows), {s['held_out_rows']} held-out rows "
+        "(non-member targets + attacker's reference) and the holdout release, all from that "
+        f"one pool; {s['synthetic_rows']} released rows. Cells: mean AUC over seeds ± its "
+        "standard error for one run (Hanley-McNeil at that AUC, "
+        f"{s['members']} members vs {s['members']} non-members), [min-max over seeds]; TPR at "
+        "1 % FPR as mean [min-max].",
         "",
-        "| release | eps spent | "
+        "| release | eps spent | seeds | "
         + " | ".join(f"{a} AUC | {a} TPR@1%" for a in ATTACKS)
         + " | fit s |",
-        "|---|---|" + "---|---|" * len(ATTACKS) + "---|",
+        "|---|---|---|" + "---|---|" * len(ATTACKS) + "---|",
     ]
     for kind in RELEASES:
         runs = [r for r in record["runs"] if r["release"] == kind]
-        if not runs:
-            continue
-        cells = [kind, _eps(runs)]
-        for a in ATTACKS:
-            for key in ("auc", "tpr_at_1pct_fpr"):
-                values = [r["attacks"][a][key] for r in runs]
-                cells.append(f"{np.mean(values):.3f} [{min(values):.2f}-{max(values):.2f}]")
-        cells.append(_fit_seconds(runs))
-        lines.append("| " + " | ".join(cells) + " |")
+        if runs:
+            lines.append(_row(kind, runs))
     lines += ["", "Releases: see the docstring of bench/bench_attacks.py.", ""]
     return "\n".join(lines)
+
+
+def _row(kind: str, runs: list[dict]) -> str:
+    cells = [kind, _eps(runs), str(len(runs))]
+    for a in ATTACKS:
+        aucs = [r["attacks"][a]["auc"] for r in runs]
+        t = runs[0]["targets"]
+        se = auc_standard_error(float(np.mean(aucs)), t["members"], t["non_members"])
+        cells.append(f"{np.mean(aucs):.3f} ± {se:.3f} [{min(aucs):.2f}-{max(aucs):.2f}]")
+        tprs = [r["attacks"][a]["tpr_at_1pct_fpr"] for r in runs]
+        cells.append(f"{np.mean(tprs):.2f} [{min(tprs):.2f}-{max(tprs):.2f}]")
+    cells.append(_fit_seconds(runs))
+    return "| " + " | ".join(cells) + " |"
 
 
 def _eps(runs: list[dict]) -> str:
@@ -204,7 +229,10 @@ def _fit_seconds(runs: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(1)
-    train, test, schema = load_adult()
+    train, _, schema = load_adult()
+    columns = args.columns.split(",")
+    schema = subset_schema(schema, columns)
+    pool = train[schema.names].reset_index(drop=True)
     record = {
         "command": "OMP_NUM_THREADS=1 python bench/bench_attacks.py "
         + shlex.join(sys.argv[1:] if argv is None else argv),
@@ -215,9 +243,9 @@ def main(argv: list[str] | None = None) -> None:
     }
     for seed in (int(s) for s in args.seeds.split(",")):
         for kind in args.releases.split(","):
-            run = one_run(kind, seed, args, (train, test, schema))
+            run = one_run(kind, seed, args, pool, schema)
             record["runs"].append(run)
-            print(json.dumps(run), flush=True)
+            print(json.dumps(run, default=str), flush=True)
             write(record, args.out)
 
 

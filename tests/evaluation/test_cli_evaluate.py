@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import sys
@@ -11,7 +10,6 @@ import pytest
 
 from dpforge.cli import main
 from dpforge.evaluation.evaluate import HEADLINE_SCORES
-from dpforge.schema.array import image_schema
 
 FEW = "lr,nb,dt"
 
@@ -119,18 +117,37 @@ def test_evaluate_bad_options(fitted, tmp_path, capsys, extra, message):
     assert code == 2 and message in text and not out.exists()
 
 
-class _ImageModel:
-    schema_ = image_schema((1, 8, 8), classes=("0", "1"))
+def test_evaluate_a_time_series_model(tmp_path, capsys):
+    """Series models are evaluated too (they were refused before): utility, DTW, autocorrelation
+    and attacks in the JSON, the NOT-private notice on the console."""
+    import numpy as np
 
+    from dpforge.datasets.series import load_italy_power_demand
+    from dpforge.methods.dpcgan import DPCGANConfig
+    from dpforge.synthesizer import Synthesizer
 
-def test_evaluate_refuses_image_models(fitted, tmp_path, capsys, monkeypatch):
-    command = importlib.import_module("dpforge.cli.evaluate")  # the module, not the function
-    monkeypatch.setattr(command, "load", lambda path: _ImageModel())
+    train, test, schema = load_italy_power_demand()
+    config = DPCGANConfig(
+        batch_size=64, generator_hidden=(16,), discriminator_hidden=(32,), latent_dim=8
+    )
+    Synthesizer(
+        schema, method="dpcgan", method_options=config, epsilon=50.0, delta=1e-4, seed=0,
+        epochs=9, progress=False, anchor=None,
+    ).fit(train).save(tmp_path / "model")  # fmt: skip
+    for name, data in (("train", train), ("test", test)):
+        np.savez(tmp_path / f"{name}.npz", x=data.values, y=data.labels.astype(str))
     out = tmp_path / "m.json"
-    code, text = run(evaluate_args(fitted, out), capsys)
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and "not supported yet" in text
-    assert not out.exists()
+    args = [tmp_path / "model", tmp_path / "train.npz", tmp_path / "test.npz"]
+    code, text = run(evaluate_args(args, out, "--rows", 200), capsys)
+    assert code == 0, text
+    result = json.loads(out.read_text())
+    assert result["data_type"] == "timeseries" and result["rows"]["synthetic"] == 200
+    assert result["utility"]["mean"]["real"]["auroc_macro"] > 0.8  # RF accuracy on real series
+    assert result["autocorrelation"]["real_train"][0] == pytest.approx(1.0)
+    assert set(result["attacks"]["attacks"]) == {"dcr", "domias", "classifier"}
+    assert "NOT differentially private" in " ".join(text.split()) and "autocorrelation" in text
+    code, _ = run(evaluate_args(args, tmp_path / "n.json", "--rows", 200, "--no-attacks"), capsys)
+    assert code == 0 and json.loads((tmp_path / "n.json").read_text())["attacks"] is None
 
 
 def test_evaluate_checks_real_files_against_the_schema(fitted, tmp_path, capsys):

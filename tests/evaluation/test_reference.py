@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpforge.evaluation.reference import frechet_distance, label_fidelity
+from dpforge.evaluation.reference import frechet_distance, inception_score, label_fidelity
 
 
 def test_label_fidelity_overall_and_per_class():
@@ -36,3 +36,14 @@ def test_frechet_distance_of_two_gaussians_matches_the_closed_form():
     a = rng.normal(size=(200_000, 2))
     b = 2.0 * rng.normal(size=(200_000, 2))
     assert frechet_distance(a, b) == pytest.approx(2.0, abs=0.05)
+
+
+def test_inception_score_bounds_and_pinned_value():
+    k = 4
+    confident_even = np.eye(k)[np.arange(400) % k]  # sure of a class, classes evenly spread
+    assert inception_score(confident_even) == pytest.approx(k, rel=1e-6)
+    assert inception_score(np.full((100, k), 1.0 / k)) == pytest.approx(1.0)  # no opinion
+    assert inception_score(np.tile(np.eye(k)[0], (50, 1))) == pytest.approx(1.0)  # one class only
+    # two images, p = (0.9, 0.1) and (0.1, 0.9): marginal (0.5, 0.5), KL = 0.9 ln 1.8 + 0.1 ln 0.2
+    value = inception_score(np.array([[0.9, 0.1], [0.1, 0.9]]))
+    assert value == pytest.approx(np.exp(0.9 * np.log(1.8) + 0.1 * np.log(0.2)), rel=1e-9)

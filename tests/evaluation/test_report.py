@@ -18,8 +18,14 @@ import pytest
 
 import dpforge
 from dpforge.cli import main
-from dpforge.evaluation.report import RELEASE_NOTICE, describe_event, verdict
+from dpforge.evaluation.report import (
+    RELEASE_NOTICE,
+    describe_event,
+    model_description,
+    verdict,
+)
 from dpforge.methods.dpcgan import DPCGANConfig
+from dpforge.statistics.anchor import AnchorConfig
 
 FAST = DPCGANConfig(batch_size=64, latent_dim=8, generator_hidden=(16,), discriminator_hidden=(16,))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -203,3 +209,38 @@ def test_plots_handle_integer_columns_of_small_range():
     )
     assert histograms(schema, [("a", frame), ("b", frame)]).startswith("data:image/png")
     assert density_pair(schema, ("years", "hours"), [("a", frame)]).startswith("data:image/png")
+
+
+@pytest.mark.parametrize(
+    ("anchor", "epochs", "title"),
+    [
+        (
+            AnchorConfig(steps=20, batch_size=64),
+            None,
+            "marginal anchoring (no discriminator steps)",
+        ),
+        (
+            AnchorConfig(share=0.5, steps=20, batch_size=64),
+            25,
+            "marginal anchoring + dpcgan refinement (",
+        ),
+        (None, 25, "dpcgan ("),
+    ],
+)
+def test_the_title_names_what_ran(cancer, anchor, epochs, title, tmp_path, capsys):
+    """An anchored-only model ran no GAN step: its report must not call it a dpcgan model."""
+    frame, schema = cancer
+    synth = dpforge.Synthesizer(
+        schema, epsilon=3.0, delta=1e-5, method_options=FAST, seed=0, progress=False,
+        epochs=epochs, anchor=anchor,
+    ).fit(frame.iloc[:300])  # fmt: skip
+    assert model_description(synth).startswith(title)
+    synth.save(tmp_path / "model")
+    code, _ = run(["report", tmp_path / "model", "--release", "-o", tmp_path / "r.html"], capsys)
+    assert code == 0
+    text = (tmp_path / "r.html").read_text(encoding="utf-8")
+    heading = re.search(r"<h1>(.*?)</h1>", text).group(1)
+    assert heading.startswith("dpforge release report: " + title), heading
+    if epochs is None:  # anchored only: no discriminator step was taken, none is named
+        assert dpforge.load(tmp_path / "model").plan_.steps == 0
+        assert "dpcgan" not in heading

@@ -16,7 +16,13 @@ from PIL import Image
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import DataError, OutputExistsError
 from dpforge.evaluation import series
-from dpforge.evaluation.series import dtw_distance, nearest_by_dtw, plot_nearest, tstr_accuracy
+from dpforge.evaluation.series import (
+    autocorrelation,
+    dtw_distance,
+    nearest_by_dtw,
+    plot_nearest,
+    tstr_accuracy,
+)
 
 CLASSES = ("sine", "square", "saw")
 LENGTH = 48
@@ -225,3 +231,25 @@ def test_plot_nearest_refuses_to_overwrite_unless_asked(tmp_path, split):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="n must"):
         plot_nearest(train, test, tmp_path / "other.png", n=0)
+
+
+def test_autocorrelation_of_known_series():
+    t = np.arange(64)
+    alternating = np.where(t % 2 == 0, 1.0, -1.0)[None, None, :]
+    acf = autocorrelation(alternating, 3)
+    # biased estimator: lag k sums 64 - k products of +-1 over a sum of squares of 64
+    np.testing.assert_allclose(acf, [1.0, -63 / 64, 62 / 64, -61 / 64])
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=(200, 2, 100))
+    acf = autocorrelation(ArrayData(noise), 5)
+    assert acf[0] == pytest.approx(1.0) and np.abs(acf[1:]).max() < 0.03  # white noise
+    walk = np.cumsum(noise, axis=2)
+    assert autocorrelation(walk, 1)[1] > 0.8  # a random walk remembers its last step
+    assert len(autocorrelation(walk, 500)) == 100  # capped at the length - 1
+
+
+def test_autocorrelation_refuses_constant_series_and_bad_lags():
+    with pytest.raises(DataError, match="constant"):
+        autocorrelation(np.ones((3, 1, 10)), 2)
+    with pytest.raises(ValueError, match="max_lag"):
+        autocorrelation(np.zeros((3, 1, 10)) + np.arange(10), -1)

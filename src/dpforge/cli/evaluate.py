@@ -1,9 +1,11 @@
-"""``dpforge evaluate``: utility, fidelity and the privacy ledger of a table model, as JSON.
+"""``dpforge evaluate``: utility, fidelity, attacks and the privacy ledger of a model, as JSON.
 
 The model samples synthetic rows (as many as the real training rows unless ``--rows``); the
 metrics compare them with the real training rows and score classifiers on the real test rows
-(see :mod:`dpforge.evaluation.evaluate`). The metrics file is computed from private data and is
-NOT differentially private: it is never written into the model folder, and the command says so.
+(tables: :mod:`dpforge.evaluation.evaluate`; images and series:
+:func:`dpforge.evaluation.array_report.evaluate_arrays`). The metrics file is computed from
+private data and is NOT differentially private: it is never written into the model folder, and
+the command says so.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from pathlib import Path
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from dpforge.cli.io import read_data
+from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
 from dpforge.data.tables import read_csv, validate_table
 from dpforge.errors import DpforgeError, OutputExistsError
+from dpforge.evaluation.array_report import evaluate_arrays
 from dpforge.evaluation.attacks import ATTACKS
 from dpforge.evaluation.evaluate import HEADLINE_SCORES, evaluate_table
 from dpforge.evaluation.released import dp_category_columns, without_dp_categories
@@ -25,7 +31,7 @@ from dpforge.schema.table import Schema
 from dpforge.storage import atomic_write
 from dpforge.synthesizer import Synthesizer, load
 
-__all__ = ["evaluate", "parse_classifiers", "real_table"]
+__all__ = ["evaluate", "parse_classifiers", "real_arrays", "real_table"]
 
 console = Console(stderr=True)
 
@@ -64,6 +70,20 @@ def real_table(path: Path, synth: Synthesizer) -> pd.DataFrame:
     return validate_table(read_csv(path), schema, out_of_bounds="clip")
 
 
+def real_arrays(path: Path, synth) -> ArrayData:
+    """Real images or series read like ``dpforge fit`` reads them (image folder or .npz; series
+    as .npz or a wide CSV with the label column) and checked against the model's schema.
+    Records of a class the model's DP threshold did not release are set aside, the rule the
+    fit applied (see :mod:`dpforge.evaluation.released`)."""
+    schema = synth.schema_
+    label = schema.label if schema.kind == "timeseries" else None
+    data = read_data(schema.kind, path, label=label, channels=tuple(schema.names))
+    names = [entry.name for entry in synth.ledger_.entries]
+    dp_classes = any(n.startswith(f"metadata: classes of '{schema.label}'") for n in names)
+    checked = validate_arrays(data, schema.with_classes(None) if dp_classes else schema, "clip")
+    return keep_released_records(checked, schema)
+
+
 def _summary(result: dict, out: Path) -> None:
     rows = result["rows"]
     console.print(
@@ -95,6 +115,67 @@ def _summary(result: dict, out: Path) -> None:
         f"{_number(fidelity['tvd']['mean_two_way'])}; mean KS {_number(fidelity['ks']['mean'])}; "
         f"association difference {fidelity['association']['mean_abs_difference']:.3f}"
     )
+    _privacy_lines(result, out)
+
+
+def _evaluate_arrays(synth, paths, out: Path, options, overwrite: bool) -> None:
+    """Images and series: :func:`evaluate_arrays` with a progress bar, then a short summary."""
+    rows, seed, attacks = options
+    train, test = (real_arrays(path, synth) for path in paths)
+    columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("evaluating", total=3 + (len(ATTACKS) if attacks else 0))
+
+        def done(name: str) -> None:
+            progress.update(task, advance=1, description=f"done: {name}")
+
+        result, _ = evaluate_arrays(
+            synth, train, test, seed, rows, done, ATTACKS if attacks else ()
+        )
+    text = json.dumps(result, indent=2, allow_nan=False) + "\n"
+    atomic_write(out, lambda p: p.write_text(text), overwrite=overwrite)
+    _array_summary(result, out)
+
+
+def _array_summary(result: dict, out: Path) -> None:
+    rows = result["rows"]
+    console.print(
+        f"evaluated {rows['synthetic']} synthetic {result['data_type']} records against "
+        f"{rows['real_train']} real training and {rows['real_test']} real test records"
+    )
+    utility = result["utility"]
+    if utility is not None:
+        mean = utility["mean"]
+        console.print(
+            f"utility, {utility['measure']}: synthetic {mean['synthetic']['auroc_macro']:.3f} / "
+            f"real {mean['real']['auroc_macro']:.3f}"
+        )
+    reference = result["reference"]
+    if reference is not None:
+        console.print(
+            f"reference CNN: label fidelity {reference['label_fidelity']:.3f} (real "
+            f"{reference['label_fidelity_real_train']:.3f}), Fréchet distance "
+            f"{reference['frechet_to_test']:.3g} (real "
+            f"{reference['frechet_real_train_to_test']:.3g}), inception score "
+            f"{reference['inception_score']:.2f} (real "
+            f"{reference['inception_score_real_train']:.2f})"
+        )
+    if result["dtw"] is not None:
+        d = result["dtw"]
+        console.print(
+            f"median DTW to the nearest real training series: synthetic "
+            f"{d['synthetic_to_train_median']:.3g}, real test {d['test_to_train_median']:.3g}"
+        )
+    if result["autocorrelation"] is not None:
+        acf = result["autocorrelation"]
+        console.print(
+            f"autocorrelation, mean |difference| from real training: synthetic "
+            f"{acf['mean_abs_diff_synthetic']:.3f}, real test {acf['mean_abs_diff_real_test']:.3f}"
+        )
+    _privacy_lines(result, out)
+
+
+def _privacy_lines(result: dict, out: Path) -> None:
     if result["attacks"] is not None:
         scores = ", ".join(
             f"{name} AUC {a['auc']:.3f}" for name, a in result["attacks"]["attacks"].items()
@@ -112,12 +193,15 @@ def _number(value: float | None) -> str:
 
 
 def evaluate(
-    model: Path = typer.Argument(..., help="a table model folder written by 'dpforge fit'"),
+    model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
     real_train: Path = typer.Option(
-        ..., "--real-train", help="CSV of the real rows the model was trained on"
+        ...,
+        "--real-train",
+        help="the real records the model was trained on (tables: CSV; images: folder or .npz; "
+        "series: .npz or wide CSV)",
     ),
     real_test: Path = typer.Option(
-        ..., "--real-test", help="CSV of held-out real rows (used only to score classifiers)"
+        ..., "--real-test", help="held-out real records, never used in training (same format)"
     ),
     out: Path = typer.Option(..., "-o", "--out", help="the metrics file to write (JSON)"),
     rows: int = typer.Option(
@@ -139,10 +223,8 @@ def evaluate(
         raise DpforgeError(f"--rows must be at least 1, got {rows}")
     synth = load(model)
     if not isinstance(synth.schema_, Schema):
-        raise DpforgeError(
-            "dpforge evaluate supports table models only for now; image and time-series "
-            "models are not supported yet"
-        )
+        _evaluate_arrays(synth, (real_train, real_test), out, (rows, seed, attacks), overwrite)
+        return
     train = real_table(real_train, synth)
     test = real_table(real_test, synth)
     result = evaluate_table(

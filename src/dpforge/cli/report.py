@@ -14,9 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dpforge.cli.evaluate import parse_classifiers, real_table
-from dpforge.cli.io import read_data
-from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
+from dpforge.cli.evaluate import parse_classifiers, real_arrays, real_table
 from dpforge.errors import DpforgeError, OutputExistsError
 from dpforge.evaluation.array_report import array_report
 from dpforge.evaluation.attacks import ATTACKS
@@ -68,20 +66,6 @@ def _full_report(synth, args: dict, progress: Progress) -> str:
         on_step=done,
     )
     return text
-
-
-def real_arrays(path: Path, synth) -> ArrayData:
-    """Real images or series read like ``dpforge fit`` reads them (image folder or .npz; series
-    as .npz or a wide CSV with the label column) and checked against the model's schema.
-    Records of a class the model's DP threshold did not release are set aside, the rule the
-    fit applied (see :mod:`dpforge.evaluation.released`)."""
-    schema = synth.schema_
-    label = schema.label if schema.kind == "timeseries" else None
-    data = read_data(schema.kind, path, label=label, channels=tuple(schema.names))
-    names = [entry.name for entry in synth.ledger_.entries]
-    dp_classes = any(n.startswith(f"metadata: classes of '{schema.label}'") for n in names)
-    checked = validate_arrays(data, schema.with_classes(None) if dp_classes else schema, "clip")
-    return keep_released_records(checked, schema)
 
 
 def _full_array_report(synth, args: dict, progress: Progress) -> str:

@@ -10,6 +10,14 @@ page with the ledger and the membership attacks:
 * series: DTW distance from synthetic series to their nearest real training series, next to
   that of real test series (a synthetic series much closer than real test series are is a
   near copy); per-class mean and 10-90 % bands, synthetic next to real;
+* series: mean autocorrelation per lag, synthetic next to real training and real test series;
+  the first synthetic series drawn over their nearest real series by DTW;
+* images: a reference CNN trained here on the real training images
+  (:mod:`dpforge.evaluation.reference`) judges the synthetic images: label fidelity overall and
+  per class (does a sample generated for class c look like a c to it?), the Fréchet distance of
+  its penultimate features to the real test images and its inception score, each next to the
+  same score of real training images, with the classifier's own accuracy on the real test
+  images (how far its judgement can be trusted);
 * images: a sample grid per class, synthetic next to real;
 * membership attacks on flattened records (:func:`~dpforge.evaluation.attacks.array_matrix`).
 """
@@ -24,24 +32,33 @@ import numpy as np
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import DataError
 from dpforge.evaluation import plots
-from dpforge.evaluation.attacks import array_matrix, membership_attacks
+from dpforge.evaluation.attacks import ATTACKS, array_matrix, membership_attacks
 from dpforge.evaluation.evaluate import NOT_PRIVATE_NOTICE, json_safe, model_privacy
 from dpforge.evaluation.images import tstr_auroc
+from dpforge.evaluation.reference import ReferenceClassifier, frechet_distance
 from dpforge.evaluation.report import (
     attack_html,
     esc,
     headline_html,
     img_html,
     ledger_html,
+    model_description,
     page_html,
     table_html,
 )
-from dpforge.evaluation.series import nearest_by_dtw, tstr_accuracy
+from dpforge.evaluation.series import (
+    autocorrelation,
+    nearest_by_dtw,
+    nearest_figure,
+    tstr_accuracy,
+)
 from dpforge.schema.array import ArraySchema
 
 __all__ = ["array_report", "evaluate_arrays"]
 
 MAX_DTW = 200  # series compared by DTW (each side), to keep the report minutes-fast
+MAX_LAG = 24  # autocorrelation lags shown (capped at the series length - 1)
+NEAREST_SHOWN = 6  # synthetic series drawn over their nearest real series
 
 
 def _utility(schema: ArraySchema, train, test, synthetic, seed: int) -> dict[str, Any] | None:
@@ -89,6 +106,60 @@ def _dtw(train: ArrayData, test: ArrayData, synthetic: ArrayData, rng) -> dict[s
     }
 
 
+def _pixel_range(schema: ArraySchema) -> tuple[float, float]:
+    return min(c.lower for c in schema.channels), max(c.upper for c in schema.channels)
+
+
+def _reference_scores(
+    schema: ArraySchema, train: ArrayData, test: ArrayData, synthetic: ArrayData, seed: int, step
+) -> dict[str, Any] | None:
+    """Label fidelity, Fréchet distance and inception score by a CNN trained on ``train``;
+    real training images (as many as synthetic ones) give each score's real-data reference."""
+    if schema.label is None:
+        return None
+    classes = tuple(schema.classes or ())
+    reference = ReferenceClassifier(classes, seed=seed, pixel_range=_pixel_range(schema))
+    reference.fit(train)
+    step("reference classifier")
+    rng = np.random.default_rng(seed)
+    n = min(len(synthetic), len(train))
+    chosen = np.sort(rng.choice(len(train), size=n, replace=False))
+    real = ArrayData(train.values[chosen], None if train.labels is None else train.labels[chosen])
+    test_features = reference.features(test, "real test")
+    fidelity = reference.label_fidelity(synthetic)
+    result = {
+        "classifier": "CNN trained here on the real training images (not Inception)",
+        "classifier_test_accuracy": reference.accuracy(test),
+        "label_fidelity": fidelity.value,
+        "label_fidelity_per_class": fidelity.details["per_class"],
+        "label_fidelity_real_train": reference.label_fidelity(real).value,
+        "chance": fidelity.details["chance"],
+        "frechet_to_test": frechet_distance(reference.features(synthetic), test_features),
+        "frechet_real_train_to_test": frechet_distance(
+            reference.features(real, "real training"), test_features
+        ),
+        "inception_score": reference.inception_score(synthetic),
+        "inception_score_real_train": reference.inception_score(real, "real training"),
+        "images": {"synthetic": len(synthetic), "real_train": n, "real_test": len(test)},
+    }
+    step("label fidelity, Fréchet distance, inception score")
+    return result
+
+
+def _autocorrelation(train: ArrayData, test: ArrayData, synthetic: ArrayData) -> dict[str, Any]:
+    curves = {
+        name: autocorrelation(data.values, MAX_LAG)
+        for name, data in (("synthetic", synthetic), ("real_train", train), ("real_test", test))
+    }
+    real = curves["real_train"]
+    return {
+        "lags": list(range(len(real))),
+        **{name: curve.tolist() for name, curve in curves.items()},
+        "mean_abs_diff_synthetic": float(np.abs(curves["synthetic"] - real)[1:].mean()),
+        "mean_abs_diff_real_test": float(np.abs(curves["real_test"] - real)[1:].mean()),
+    }
+
+
 def evaluate_arrays(
     model: Any,
     real_train: ArrayData,
@@ -96,6 +167,7 @@ def evaluate_arrays(
     seed: int = 0,
     n_synthetic: int | None = None,
     on_step: Callable[[str], None] | None = None,
+    attacks: tuple[str, ...] = ATTACKS,
 ) -> tuple[dict[str, Any], ArrayData]:
     """Utility, attacks, (series) DTW distances and the ledger of an image or series model, as
     a JSON-safe dict, and the synthetic records it sampled."""
@@ -106,12 +178,18 @@ def evaluate_arrays(
     synthetic = model.sample(len(real_train) if n_synthetic is None else n_synthetic, seed=seed)
     utility = _utility(schema, real_train, real_test, synthetic, seed)
     step("utility")
-    dtw = None
-    if schema.kind != "image":
+    dtw = acf = reference = None
+    if schema.kind == "image":
+        reference = _reference_scores(schema, real_train, real_test, synthetic, seed, step)
+    else:
         dtw = _dtw(real_train, real_test, synthetic, np.random.default_rng(seed))
         step("dtw")
-    matrices = [array_matrix(d, schema) for d in (real_train, real_test, synthetic)]
-    attacks = membership_attacks(*matrices, seed=seed, on_done=step)
+        acf = _autocorrelation(real_train, real_test, synthetic)
+        step("autocorrelation")
+    attack_result = None
+    if attacks:
+        matrices = [array_matrix(d, schema) for d in (real_train, real_test, synthetic)]
+        attack_result = membership_attacks(*matrices, seed=seed, attacks=attacks, on_done=step)
     result = {
         "data_type": schema.kind,
         "notice": NOT_PRIVATE_NOTICE,
@@ -124,7 +202,9 @@ def evaluate_arrays(
         "utility": utility,
         "fidelity": None,
         "dtw": dtw,
-        "attacks": attacks,
+        "autocorrelation": acf,
+        "reference": reference,
+        "attacks": attack_result,
         "privacy": model_privacy(model),
     }
     return json_safe(result), synthetic
@@ -152,6 +232,65 @@ def _pictures(schema: ArraySchema, real: ArrayData, synthetic: ArrayData) -> str
     )
 
 
+def _autocorrelation_html(acf: dict[str, Any]) -> str:
+    curves = [
+        ("synthetic", np.asarray(acf["synthetic"])),
+        ("real (training)", np.asarray(acf["real_train"])),
+        ("real (test)", np.asarray(acf["real_test"])),
+    ]
+    return (
+        "<h2>Autocorrelation</h2><p>Mean sample autocorrelation of the series at each lag: "
+        "synthetic series should follow the real ones. Mean absolute difference from the real "
+        "training series over lags 1 and up: synthetic "
+        f"{acf['mean_abs_diff_synthetic']:.3f}, real test {acf['mean_abs_diff_real_test']:.3f} "
+        "(the sampling noise between two real sets).</p>"
+        + img_html(plots.autocorrelations(curves), "autocorrelation")
+    )
+
+
+def _nearest_html(real: ArrayData, synthetic: ArrayData, seed: int) -> str:
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(len(real), size=min(MAX_DTW, len(real)), replace=False))
+    labels = None if real.labels is None else real.labels[picked]
+    figure = nearest_figure(synthetic, ArrayData(real.values[picked], labels), NEAREST_SHOWN)
+    return (
+        "<h2>Synthetic series next to their nearest real series</h2><p>The first "
+        f"{NEAREST_SHOWN} synthetic series (solid), each over its nearest series by DTW among "
+        f"{len(picked)} real training series (dashed); a distance near 0 would be a near copy."
+        "</p>" + img_html(plots.figure_uri(figure), "nearest real series")
+    )
+
+
+def _reference_html(ref: dict[str, Any]) -> str:
+    per_class = [(name, value) for name, value in ref["label_fidelity_per_class"].items()]
+    n = ref["images"]
+    return (
+        "<h2>Judged by a reference classifier</h2><p>A CNN trained here on the real training "
+        "images (not Inception: no pretrained weights are used, so these values compare only "
+        f"with each other) reaches accuracy {ref['classifier_test_accuracy']:.3f} on the "
+        f"{n['real_test']} real test images. Label fidelity: share of images it assigns to "
+        f"the class they were generated for (chance {ref['chance']:.3f}). Fréchet distance: "
+        "between its penultimate features of the images and of the real test images (lower "
+        "is closer). Inception score: exp E KL(p(y|x) || p(y)) of its class probabilities (up "
+        f"to the number of classes). Real training images ({n['real_train']}, as many as "
+        "synthetic ones where possible) give each score's real-data reference.</p>"
+        + table_html(
+            ("score", "synthetic", "real training images"),
+            [
+                ("label fidelity", ref["label_fidelity"], ref["label_fidelity_real_train"]),
+                (
+                    "Fréchet distance to real test",
+                    ref["frechet_to_test"],
+                    ref["frechet_real_train_to_test"],
+                ),
+                ("inception score", ref["inception_score"], ref["inception_score_real_train"]),
+            ],
+        )
+        + "<h3>Label fidelity per class</h3>"
+        + table_html(("requested class", "share labelled as requested"), per_class)
+    )
+
+
 def array_report(
     model: Any,
     real_train: ArrayData,
@@ -163,7 +302,8 @@ def array_report(
     """The full (NOT differentially private) HTML report of an image or time-series model."""
     result, synthetic = evaluate_arrays(model, real_train, real_test, seed, n_synthetic, on_step)
     sections = [
-        f"<h1>dpforge evaluation report: {esc(model.method)} {esc(result['data_type'])} model</h1>",
+        f"<h1>dpforge evaluation report: {esc(result['data_type'])} model, "
+        f"{esc(model_description(model))}</h1>",
         f'<p class="warn">NOT DIFFERENTIALLY PRIVATE. {esc(NOT_PRIVATE_NOTICE)} Do not write it '
         "into the model folder.</p>",
         headline_html(model, result),
@@ -197,5 +337,12 @@ def array_report(
                 ],
             )
         )
-    sections += [_pictures(model.schema_, real_train, synthetic), attack_html(result)]
+    if result["autocorrelation"] is not None:
+        sections.append(_autocorrelation_html(result["autocorrelation"]))
+    if result["reference"] is not None:
+        sections.append(_reference_html(result["reference"]))
+    sections.append(_pictures(model.schema_, real_train, synthetic))
+    if model.schema_.kind != "image":
+        sections.append(_nearest_html(real_train, synthetic, seed))
+    sections.append(attack_html(result))
     return page_html("dpforge evaluation report (NOT differentially private)", sections), result

@@ -29,6 +29,7 @@ __all__ = [
     "image_grid",
     "roc_curves",
     "series_panels",
+    "autocorrelations",
 ]
 
 REAL, SYNTHETIC = "#1f77b4", "#d62728"
@@ -184,5 +185,20 @@ def series_panels(series: np.ndarray, labels: Sequence[str] | None, title: str) 
         ax.fill_between(t, *np.percentile(block, [10, 90], axis=0), alpha=0.3, color=SYNTHETIC)
         ax.plot(t, block.mean(axis=0), color=SYNTHETIC)
         ax.set_title(f"{title}: class {cls}", fontsize=8)
+    fig.tight_layout()
+    return figure_uri(fig)
+
+
+def autocorrelations(curves: Sequence[tuple[str, np.ndarray]]) -> str:
+    """Mean autocorrelation against lag, one line per set of series."""
+    fig, ax = plt.subplots(figsize=(5.0, 3.2))
+    styles = {"synthetic": (SYNTHETIC, "-"), "real (training)": (REAL, "-")}
+    for name, curve in curves:
+        colour, line = styles.get(name, ("grey", "--"))
+        ax.plot(np.arange(len(curve)), curve, color=colour, linestyle=line, marker=".", label=name)
+    ax.axhline(0.0, color="black", linewidth=0.5)
+    ax.set_xlabel("lag (time steps)")
+    ax.set_ylabel("mean autocorrelation")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return figure_uri(fig)

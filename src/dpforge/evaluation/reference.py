@@ -7,6 +7,12 @@
 * **Fréchet distance** — between Gaussians fitted to the reference classifier's penultimate
   features (128 units) of synthetic and real images (the FID formula; the features are our own
   small CNN's, not Inception's, so the values are comparable only with each other).
+  :func:`frechet_distance` takes feature rows, so standard Inception features computed by the
+  user (e.g. with a locally supplied Inception network) can be passed to it instead.
+* **Inception score** — exp(E_x KL(p(y|x) || p(y))) with p(y|x) the reference classifier's
+  class probabilities (Salimans et al. 2016, with our classifier in place of Inception): 1 when
+  every sample looks alike to it, the number of classes when samples are confidently
+  classified and spread evenly over the classes.
 
 Like every score on real data, these are for the data steward's own assessment, not DP.
 """
@@ -31,7 +37,7 @@ from dpforge.evaluation.images import (
 )
 from dpforge.evaluation.utility import MetricResult
 
-__all__ = ["ReferenceClassifier", "frechet_distance", "label_fidelity"]
+__all__ = ["ReferenceClassifier", "frechet_distance", "inception_score", "label_fidelity"]
 
 
 def label_fidelity(
@@ -54,6 +60,14 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     cov_a, cov_b = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
     root = np.real(linalg.sqrtm(cov_a @ cov_b))
     return float(((mu_a - mu_b) ** 2).sum() + np.trace(cov_a + cov_b - 2.0 * root))
+
+
+def inception_score(proba: np.ndarray) -> float:
+    """exp of the mean KL divergence between each row of class probabilities and their mean."""
+    p = np.clip(np.asarray(proba, dtype=np.float64), 1e-12, 1.0)
+    p = p / p.sum(axis=1, keepdims=True)
+    marginal = p.mean(axis=0, keepdims=True)
+    return float(np.exp((p * (np.log(p) - np.log(marginal))).sum(axis=1).mean()))
 
 
 class ReferenceClassifier:
@@ -90,6 +104,22 @@ class ReferenceClassifier:
 
     def predict(self, data: ArrayData, role: str = "synthetic") -> np.ndarray:
         return self._run(data, role, None).argmax(axis=1)
+
+    def proba(self, data: ArrayData, role: str = "synthetic") -> np.ndarray:
+        """Class probabilities (softmax of the logits), one row per image."""
+        logits = self._run(data, role, None)
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def accuracy(self, data: ArrayData, role: str = "real test") -> float:
+        """Share of labelled images classified as their label (how far its labels can be
+        trusted when it judges synthetic images)."""
+        truth = encode_array_labels(data, self.classes, role)
+        return float((self.predict(data, role) == truth).mean())
+
+    def inception_score(self, data: ArrayData, role: str = "synthetic") -> float:
+        return inception_score(self.proba(data, role))
 
     def features(self, data: ArrayData, role: str = "synthetic") -> np.ndarray:
         """The penultimate layer (after the 128-unit ReLU)."""

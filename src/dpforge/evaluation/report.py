@@ -46,6 +46,7 @@ from dpforge.storage import atomic_write
 __all__ = [
     "RELEASE_NOTICE",
     "describe_event",
+    "model_description",
     "release_report",
     "table_report",
     "verdict",
@@ -259,11 +260,32 @@ def _public_private(model: Any) -> str:
     )
 
 
+# -- what ran ------------------------------------------------------------------------------
+def model_description(model: Any) -> str:
+    """What actually trained the released generator, read from the model's public metadata
+    (its ledger and its plan), not from the method name alone: a model anchored on measured
+    marginals (tables) or feature embeddings (images, series) with no discriminator steps is
+    not a GAN run, though its method field still names the GAN that would refine it."""
+    names = [entry.name for entry in model.ledger_.entries]
+    anchors = [n for n in names if n.startswith("anchor:")]
+    kind = ""
+    if anchors:
+        features = any("random features" in n for n in anchors)
+        kind = "feature anchoring" if features else "marginal anchoring"
+    steps = int(getattr(model.plan_, "steps", 0) or 0)
+    gan = f"{model.method} ({steps} discriminator steps)"
+    if kind and steps == 0:
+        return f"{kind} (no discriminator steps)"
+    if kind:
+        return f"{kind} + {model.method} refinement ({steps} discriminator steps)"
+    return gan
+
+
 # -- the full table report -----------------------------------------------------------------
 def headline_html(model: Any, result: dict | None) -> str:
     report = model.privacy_spent()
     rows = [
-        ("method", model.method),
+        ("what ran", model_description(model)),
         (
             "ε (PLD, reported)",
             _fmt(report.epsilon_pld if report.epsilon_pld is not None else report.epsilon),
@@ -287,6 +309,16 @@ def headline_html(model: Any, result: dict | None) -> str:
         if result["fidelity"] is not None:
             tvd = result["fidelity"]["tvd"]["mean_one_way"]
             rows.append(("fidelity (mean 1-way TVD)", _fmt(tvd)))
+        reference = result.get("reference")
+        if reference is not None:
+            rows.append(
+                (
+                    "label fidelity (reference CNN)",
+                    f"{_fmt(reference['label_fidelity'])} (real training images "
+                    f"{_fmt(reference['label_fidelity_real_train'])}, chance "
+                    f"{_fmt(reference['chance'])})",
+                )
+            )
         if result["attacks"] is not None:
             auc = result["attacks"]["max_auc"]
             rows.append(
@@ -516,7 +548,7 @@ def table_report(
     result = evaluate_tables(tables, model, classifiers, seed, EVAL_BINS, attacks, on_step)
     step = on_step or (lambda name: None)
     sections = [
-        f"<h1>dpforge evaluation report: {esc(model.method)} model</h1>",
+        f"<h1>dpforge evaluation report: {esc(model_description(model))}</h1>",
         f'<p class="warn">NOT DIFFERENTIALLY PRIVATE. {esc(NOT_PRIVATE_NOTICE)} Do not write it '
         "into the model folder.</p>",
         headline_html(model, result),
@@ -537,7 +569,7 @@ def release_report(
     """The public HTML report: ledger, schema and synthetic-only statistics and pictures."""
     schema = model.schema_
     sections = [
-        f"<h1>dpforge release report: {esc(model.method)} model</h1>",
+        f"<h1>dpforge release report: {esc(model_description(model))}</h1>",
         f'<p class="public">{esc(RELEASE_NOTICE)}</p>',
         headline_html(model, None),
         ledger_html(model),

@@ -12,6 +12,8 @@ Series are ``ArrayData`` of shape ``(n, channels, length)``.
 * :func:`tstr_accuracy` — accuracy on real test series of a random forest (raw values) and of
   1-nearest-neighbour by DTW, both trained on the synthetic series. Called with the REAL
   training series instead, the same function gives the real-data reference.
+* :func:`autocorrelation` — the mean sample autocorrelation of a set of series at each lag, to
+  compare the temporal structure of synthetic and real series.
 * :func:`plot_nearest` — a PNG showing generated series overlaid on their nearest real series,
   the usual eyeball check (and a hint of memorisation when a distance is near 0).
 
@@ -182,6 +184,30 @@ def nearest_by_dtw(
     return indices, distances
 
 
+def autocorrelation(series: np.ndarray | ArrayData, max_lag: int) -> np.ndarray:
+    """Mean over series and channels of the sample autocorrelation at lags 0..``max_lag``.
+
+    Each series (and channel) is centred on its own mean and normalised by its own sum of
+    squares (the usual biased estimator, 1 at lag 0); constant series carry no correlation
+    and are left out. ``max_lag`` is capped at the series length minus 1.
+    """
+    x = _as_series(series, 3, "series")
+    if isinstance(max_lag, bool) or not isinstance(max_lag, int | np.integer) or max_lag < 0:
+        raise ValueError(f"max_lag must be a non-negative integer, got {max_lag!r}")
+    length = x.shape[2]
+    lags = min(int(max_lag), length - 1)
+    centred = x - x.mean(axis=2, keepdims=True)
+    power = (centred**2).sum(axis=2)
+    varying = power > 1e-12
+    if not varying.any():
+        raise DataError("every series is constant: its autocorrelation is undefined")
+    out = np.empty(lags + 1)
+    for k in range(lags + 1):
+        products = (centred[..., : length - k] * centred[..., k:]).sum(axis=2)
+        out[k] = (products[varying] / power[varying]).mean()
+    return out
+
+
 # -- TSTR ----------------------------------------------------------------------------------------
 def _knn_dtw_proba(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, k: int, window: int | None
@@ -265,9 +291,22 @@ def plot_nearest(
     The file is written to a temporary file and renamed into place; an existing ``path`` raises
     ``OutputExistsError`` unless ``overwrite``. Returns the path. Needs matplotlib.
     """
+    figure = nearest_figure(synthetic, reference, n, window)
+    atomic_write(
+        Path(path), lambda tmp: figure.savefig(tmp, format="png", dpi=100), overwrite=overwrite
+    )
+    return Path(path)
+
+
+def nearest_figure(
+    synthetic: np.ndarray | ArrayData,
+    reference: np.ndarray | ArrayData,
+    n: int = 6,
+    window: int | None = None,
+):
+    """The matplotlib Figure of :func:`plot_nearest` (for a page that embeds it)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
-    path = Path(path)
     shown = _as_series(synthetic, 3, "synthetic")[:n]
     real = _as_series(reference, 3, "reference")
     nearest, distances = nearest_by_dtw(shown, real, window)
@@ -282,8 +321,7 @@ def plot_nearest(
         )
         _draw_pair(ax, shown[k], real[nearest[k]], title)
     figure.suptitle("generated (solid) and nearest real series by DTW (dashed)", fontsize=10)
-    atomic_write(path, lambda tmp: figure.savefig(tmp, format="png", dpi=100), overwrite=overwrite)
-    return path
+    return figure
 
 
 def _figure(panels: int):
