@@ -244,3 +244,12 @@ def test_the_title_names_what_ran(cancer, anchor, epochs, title, tmp_path, capsy
     if epochs is None:  # anchored only: no discriminator step was taken, none is named
         assert dpforge.load(tmp_path / "model").plan_.steps == 0
         assert "dpcgan" not in heading
+
+
+def test_the_title_of_an_image_model_names_moment_anchoring():
+    from dpforge.datasets.images import load_digits_images
+
+    train, _, schema = load_digits_images()
+    synth = dpforge.Synthesizer(schema, epsilon=3.0, delta=1e-4, seed=0, progress=False)
+    description = model_description(synth.fit(train))
+    assert description == "moment anchoring (class-conditional Gaussians) (no discriminator steps)"

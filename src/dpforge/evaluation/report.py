@@ -264,14 +264,17 @@ def _public_private(model: Any) -> str:
 def model_description(model: Any) -> str:
     """What actually trained the released generator, read from the model's public metadata
     (its ledger and its plan), not from the method name alone: a model anchored on measured
-    marginals (tables) or feature embeddings (images, series) with no discriminator steps is
+    marginals (tables), moments or feature embeddings (images, series) with no discriminator steps is
     not a GAN run, though its method field still names the GAN that would refine it."""
     names = [entry.name for entry in model.ledger_.entries]
     anchors = [n for n in names if n.startswith("anchor:")]
     kind = ""
     if anchors:
-        features = any("random features" in n for n in anchors)
-        kind = "feature anchoring" if features else "marginal anchoring"
+        kind = "marginal anchoring"
+        if any("random features" in n for n in anchors):
+            kind = "feature anchoring"
+        if any("principal subspace" in n for n in anchors):
+            kind = "moment anchoring (class-conditional Gaussians)"
     steps = int(getattr(model.plan_, "steps", 0) or 0)
     gan = f"{model.method} ({steps} discriminator steps)"
     if kind and steps == 0:
