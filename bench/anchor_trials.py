@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> None:
         n_bins=args.n_bins,
         select_pairs=not args.no_select,
         batch_size=args.batch_size,
-        implied_weight=args.implied_weight, loss=args.loss,
+        implied_weight=args.implied_weight,
+        loss=args.loss,
     )
     from dpforge.methods.dpcgan import DPCGANConfig
 

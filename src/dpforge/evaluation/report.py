@@ -264,8 +264,8 @@ def _public_private(model: Any) -> str:
 def model_description(model: Any) -> str:
     """What actually trained the released generator, read from the model's public metadata
     (its ledger and its plan), not from the method name alone: a model anchored on measured
-    marginals (tables), moments or feature embeddings (images, series) with no discriminator steps is
-    not a GAN run, though its method field still names the GAN that would refine it."""
+    marginals (tables), moments or feature embeddings (images, series) with no discriminator
+    steps is not a GAN run, though its method field still names the GAN that would refine it."""
     names = [entry.name for entry in model.ledger_.entries]
     anchors = [n for n in names if n.startswith("anchor:")]
     kind = ""

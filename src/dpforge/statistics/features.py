@@ -118,10 +118,10 @@ def feature_anchor_defaults(kind: str) -> FeatureAnchorConfig:
     """The feature anchoring a user gets for ``kind`` ("image" or "timeseries"; public).
 
     Images: moments in a principal subspace (the embedding settings below apply when a user
-    picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2) instead of
-    (0.35, 0.7), and the 1-D upsampling generator (``generator_net="conv"``, its MLP trunk
-    ``generator_hidden[0]`` wide) instead of the MLP. At the image bandwidths the kernel on a
-    short series cannot tell apart curves that differ only in a few hours (the evening peak
+    picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2)
+    instead of (0.35, 0.7), and the 1-D upsampling generator (``generator_net="conv"``, its MLP
+    trunk ``generator_hidden[0]`` wide) instead of the MLP. At the image bandwidths the kernel
+    on a short series cannot tell apart curves that differ only in a few hours (the evening peak
     that separates the seasons of a power curve); an MLP draws every hour on its own, so its
     curves come out jagged. Chosen on a validation split of the TRAINING part of
     ItalyPowerDemand (the test split never read; 14 settings, 2 seeds each, 1-NN DTW accuracy
