@@ -253,3 +253,29 @@ def test_the_title_of_an_image_model_names_moment_anchoring():
     synth = dpforge.Synthesizer(schema, epsilon=3.0, delta=1e-4, seed=0, progress=False)
     description = model_description(synth.fit(train))
     assert description == "moment anchoring (class-conditional Gaussians) (no discriminator steps)"
+
+
+def test_series_bands_are_drawn_in_the_colour_of_their_source():
+    """Real series' bands in the real colour, synthetic ones in the synthetic colour."""
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from dpforge.evaluation import plots
+
+    series = np.random.default_rng(0).normal(size=(40, 1, 24))
+    labels = np.array(["a", "b"] * 20)
+
+    def colours(uri: str) -> set[tuple[int, int, int]]:
+        png = base64.b64decode(uri.split(",", 1)[1])
+        return set(Image.open(io.BytesIO(png)).convert("RGB").getdata())
+
+    def rgb(hex_colour: str) -> tuple[int, int, int]:
+        return tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+
+    real = colours(plots.series_panels(series, labels, "real", plots.REAL))
+    synthetic = colours(plots.series_panels(series, labels, "synthetic"))
+    assert rgb(plots.REAL) in real and rgb(plots.SYNTHETIC) not in real
+    assert rgb(plots.SYNTHETIC) in synthetic and rgb(plots.REAL) not in synthetic

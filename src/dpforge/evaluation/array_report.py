@@ -225,10 +225,13 @@ def _pictures(schema: ArraySchema, real: ArrayData, synthetic: ArrayData) -> str
     return "\n".join(
         f"<h3>{esc(name)} series: per-class mean and 10-90% band</h3>"
         + img_html(
-            plots.series_panels(np.asarray(data.values, dtype=float), data.labels, name),
+            plots.series_panels(np.asarray(data.values, dtype=float), data.labels, name, colour),
             f"{name} bands",
         )
-        for name, data in (("synthetic", synthetic), ("real (training)", real))
+        for name, data, colour in (
+            ("synthetic", synthetic, plots.SYNTHETIC),
+            ("real (training)", real, plots.REAL),
+        )
     )
 
 

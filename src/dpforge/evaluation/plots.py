@@ -174,16 +174,19 @@ def image_grid(images: np.ndarray, labels: Sequence[str] | None, per_class: int 
     return figure_uri(fig)
 
 
-def series_panels(series: np.ndarray, labels: Sequence[str] | None, title: str) -> str:
-    """Per class: mean and 10-90 % band of the series (first channel) over time."""
+def series_panels(
+    series: np.ndarray, labels: Sequence[str] | None, title: str, colour: str = SYNTHETIC
+) -> str:
+    """Per class: mean and 10-90 % band of the series (first channel) over time, in ``colour``
+    (the synthetic colour by default; pass ``REAL`` for real series)."""
     labels = np.zeros(len(series)).astype(str) if labels is None else np.asarray(labels).astype(str)
     classes = list(dict.fromkeys(labels.tolist()))
     fig, axes = plt.subplots(1, len(classes), figsize=(3.6 * len(classes), 2.8), squeeze=False)
     for ax, cls in zip(axes.flat, classes, strict=True):
         block = series[labels == cls][:, 0, :]
         t = np.arange(block.shape[1])
-        ax.fill_between(t, *np.percentile(block, [10, 90], axis=0), alpha=0.3, color=SYNTHETIC)
-        ax.plot(t, block.mean(axis=0), color=SYNTHETIC)
+        ax.fill_between(t, *np.percentile(block, [10, 90], axis=0), alpha=0.3, color=colour)
+        ax.plot(t, block.mean(axis=0), color=colour)
         ax.set_title(f"{title}: class {cls}", fontsize=8)
     fig.tight_layout()
     return figure_uri(fig)
