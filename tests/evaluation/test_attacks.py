@@ -60,6 +60,25 @@ def test_attacks_find_memorised_records_and_guess_on_fresh_ones():
     assert leaky["max_auc"] == max(r["auc"] for r in leaky["attacks"].values())
 
 
+def test_the_floor_separates_a_file_difference_from_leakage():
+    """Training and held-out rows from two shifted populations: a model that copies nothing
+    (fresh rows of the training population) still 'wins', and so does its floor (spare real
+    training rows released); on one population the floor stays near 0.5."""
+    rng = np.random.default_rng(3)
+    train = population(rng, 900)
+    shifted = population(rng, 600) + 0.8  # another file, another period
+    fresh = population(rng, 300)
+    drifted = membership_attacks(train, shifted, fresh, seed=0, max_targets=300)
+    for name in ATTACKS:
+        attack = drifted["attacks"][name]
+        assert attack["auc"] > 0.55 and attack["floor_auc"] > 0.55, name
+        assert abs(attack["auc"] - attack["floor_auc"]) < 0.1, name
+    assert drifted["max_auc_over_floor"] < 0.6 < drifted["max_auc"]
+    assert drifted["floor_rows"] == 300  # as many spare training rows as released rows
+    same = membership_attacks(train, population(rng, 600), fresh, seed=0, max_targets=300)
+    assert abs(same["max_floor_auc"] - 0.5) < 0.1
+
+
 def test_attack_selection_and_progress_callback():
     rng = np.random.default_rng(2)
     seen = []

@@ -147,6 +147,10 @@ def test_events_in_plain_words_and_verdicts():
     assert "guessing" in " ".join(verdict(3.0, 0.5, 0.5)) and "clearly below" in " ".join(
         verdict(3.0, 0.5, 0.5)
     )
+    assert "floor" not in " ".join(verdict(3.0, 0.5, 0.5, 0.52)).split("Thresholds")[0]
+    drifted = " ".join(verdict(3.0, 0.9, 0.52, 0.76))  # Thyroid: the files differ
+    assert "difference between the training and held-out files" in drifted
+    assert "guessing" in drifted
 
 
 # -- a real browser --------------------------------------------------------------------------

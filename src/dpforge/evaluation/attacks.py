@@ -78,6 +78,12 @@ ATTACK_NOTE = (
     "set of other held-out real rows. AUC 0.5 is guessing; TPR at 1% FPR is the share of "
     "members found when only 1% of non-members are wrongly accused."
 )
+FLOOR_NOTE = (
+    "Floor: each attack run again with real training rows that are NOT targets as the "
+    "release (no model involved). Those rows carry no membership information about the "
+    "targets, so an AUC above 0.5 there measures a difference between the training and the "
+    "held-out rows (two files, two periods), not leakage; read each attack against its floor."
+)
 MAX_TARGETS = 1000
 DENSITY_COMPONENTS = 10
 ROC_POINTS = 101
@@ -122,6 +128,7 @@ class MembershipTargets:
     members: np.ndarray
     non_members: np.ndarray
     reference: np.ndarray
+    spare: np.ndarray  # training rows that are not targets: the floor's "release"
 
     def counts(self) -> dict[str, int]:
         return {
@@ -143,8 +150,9 @@ def membership_targets(
         raise DataError("membership attacks need at least 4 held-out real rows and 2 training rows")
     order = rng.permutation(len(held_out))
     n = min(len(held_out) // 2, len(train), max_targets)
-    members = train[rng.choice(len(train), size=n, replace=False)]
-    return MembershipTargets(members, held_out[order[:n]], held_out[order[n:]])
+    picked = rng.permutation(len(train))
+    members, spare = train[picked[:n]], train[picked[n:]]
+    return MembershipTargets(members, held_out[order[:n]], held_out[order[n:]], spare)
 
 
 # -- scoring -------------------------------------------------------------------------------
@@ -244,24 +252,38 @@ def membership_attacks(
     if unknown or not attacks:
         raise ValueError(f"attacks must be a non-empty selection of {ATTACKS}, got {attacks}")
     targets = membership_targets(train, held_out, np.random.default_rng(seed), max_targets)
-    run = {
-        "dcr": lambda: distance_attack(targets, synthetic),
-        "domias": lambda: density_ratio_attack(targets, synthetic, seed),
-        "classifier": lambda: classifier_attack(targets, synthetic, seed),
-    }
+    floor = targets.spare[: len(synthetic)]
     results = {}
     with threadpool_limits(limits=1):
         for name in attacks:
-            results[name] = run[name]().to_dict()
+            results[name] = _attack(name, targets, synthetic, seed).to_dict()
+            if len(floor) >= 2:
+                results[name]["floor_auc"] = _attack(name, targets, floor, seed).auc
             if on_done is not None:
                 on_done(name)
     best = max(results.values(), key=lambda r: r["auc"])
     return {
         "note": ATTACK_NOTE,
+        "floor_note": FLOOR_NOTE,
         "seed": seed,
         "targets": targets.counts(),
         "synthetic_rows": len(synthetic),
+        "floor_rows": len(floor),
         "attacks": results,
         "max_auc": best["auc"],
         "max_tpr_at_1pct_fpr": max(r["tpr_at_1pct_fpr"] for r in results.values()),
+        "max_floor_auc": max((r.get("floor_auc", 0.5) for r in results.values()), default=0.5),
+        "max_auc_over_floor": max(
+            r["auc"] - max(0.5, r.get("floor_auc", 0.5)) for r in results.values()
+        )
+        + 0.5,  # fmt: skip
     }
+
+
+def _attack(name: str, targets: MembershipTargets, release: np.ndarray, seed: int) -> AttackResult:
+    """Attack ``name`` on the targets, with ``release`` as the records the attacker holds."""
+    if name == "dcr":
+        return distance_attack(targets, release)
+    if name == "domias":
+        return density_ratio_attack(targets, release, seed)
+    return classifier_attack(targets, release, seed)
