@@ -178,9 +178,14 @@ def _array_summary(result: dict, out: Path) -> None:
 def _privacy_lines(result: dict, out: Path) -> None:
     if result["attacks"] is not None:
         scores = ", ".join(
-            f"{name} AUC {a['auc']:.3f}" for name, a in result["attacks"]["attacks"].items()
+            f"{name} AUC {a['auc']:.3f}"
+            + (f" (floor {a['floor_auc']:.3f})" if "floor_auc" in a else "")
+            for name, a in result["attacks"]["attacks"].items()
         )
-        console.print(f"membership attacks (0.5 = guessing): {scores}")
+        console.print(
+            f"membership attacks (0.5 = guessing; floor: real non-target training rows "
+            f"released): {scores}"
+        )
     console.print(f"privacy of the model: {result['privacy']['summary']}")
     console.print(
         "[bold red]NOT differentially private[/bold red]: these metrics are computed from "
