@@ -50,6 +50,12 @@ def _spent(folder) -> int:
     return max(state["spent"], state["step"], reserved)
 
 
+def _fraction(tmp_path) -> float:
+    """How far the run got by its progress log (0 before its first line)."""
+    steps = re.findall(r"step (\d+)/(\d+)", (tmp_path / "run.log").read_text())
+    return max((int(a) / int(b) for a, b in steps), default=0.0)
+
+
 def _logged(tmp_path) -> int:
     steps = re.findall(r"step (\d+)/\d+", (tmp_path / "run.log").read_text())
     return max(map(int, steps), default=0)
@@ -64,7 +70,11 @@ def test_sigkill_at_random_moments_never_hides_a_step(files, tmp_path):
         deadline = time.monotonic() + 120
         while not (folder / CHECKPOINT_INFO).exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(float(rng.uniform(0.2, 2.5)))
+        # kill at a random point of the plan, read from the progress log: a fixed sleep let a
+        # fast machine finish (and release) before the kill landed
+        target = float(rng.uniform(0.1, 0.6))
+        while process.poll() is None and _fraction(tmp_path) < target:
+            time.sleep(0.01)
         if process.poll() is not None:
             break  # finished before the kill: the loop ends with a released model
         os.kill(process.pid, signal.SIGKILL)
