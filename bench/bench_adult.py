@@ -45,7 +45,7 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
-from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+from bench_common import floats, machine  # noqa: E402 (bench/ is on sys.path when run)
 from dpforge import Schema, Synthesizer
 from dpforge.datasets.adult import ADULT_LABEL, adult_schema, load_adult, load_adult_file
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
@@ -86,10 +86,6 @@ TUNED: dict[str, dict[str, Any]] = {
 
 
 # -- arguments -----------------------------------------------------------------------------------
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(v) for v in text.split(",") if v.strip())
-
-
 def _seeds(text: str) -> list[int]:
     """'3' -> [0, 1, 2]; '0,4' -> [0, 4]."""
     if "," in text:
@@ -109,7 +105,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "registered method",
     )  # fmt: skip
     p.add_argument(
-        "--epsilons", type=_floats, default=None,
+        "--epsilons", type=floats, default=None,
         help="comma list, for every selected method; default: the issue's plan",
     )  # fmt: skip
     p.add_argument("--delta", type=float, default=1e-5)

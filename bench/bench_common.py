@@ -4,10 +4,26 @@ from __future__ import annotations
 
 import os
 import platform
+from dataclasses import replace
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+
+def widths(text: str) -> tuple[int, ...]:
+    """ "256,512" -> (256, 512): layer widths or channels given on the command line."""
+    return tuple(int(w) for w in text.split(",") if w.strip())
+
+
+def floats(text: str) -> tuple[float, ...]:
+    """ "0.1,0.2" -> (0.1, 0.2): a list of numbers given on the command line."""
+    return tuple(float(w) for w in text.split(",") if w.strip())
+
+
+def with_overrides(config: Any, given: dict[str, Any]) -> Any:
+    """``config`` (a dataclass) with the options the command line actually set (not None)."""
+    return replace(config, **{k: v for k, v in given.items() if v is not None})
 
 
 def machine() -> dict[str, Any]:

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+from bench_common import floats, machine, widths, with_overrides  # noqa: E402 (bench/ is on sys.path when run)
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
@@ -61,14 +61,6 @@ PUBLISHED = {
 }
 
 
-def _widths(text: str) -> tuple[int, ...]:
-    return tuple(int(w) for w in text.split(",") if w.strip())
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(w) for w in text.split(",") if w.strip())
-
-
 def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
     """The Synthesizer's ``anchor``: None for the GAN alone, else the defaults with overrides."""
     if args.anchor == "none":
@@ -83,7 +75,7 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
         "statistic": args.anchor_statistic,
         "rank": args.anchor_rank,
     }
-    return replace(FeatureAnchorConfig(), **{k: v for k, v in given.items() if v is not None})
+    return with_overrides(FeatureAnchorConfig(), given)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -107,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--anchor-features", type=int, default=None)
     p.add_argument("--anchor-batch", type=int, default=None)
     p.add_argument("--anchor-lr", type=float, default=None)
-    p.add_argument("--anchor-bandwidths", type=_floats, default=None)
+    p.add_argument("--anchor-bandwidths", type=floats, default=None)
     p.add_argument("--anchor-statistic", default=None, choices=("auto", "moments", "embedding"))
     p.add_argument("--anchor-rank", type=int, default=None)
     p.add_argument("--reference-epochs", type=int, default=3)
@@ -115,8 +107,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--generator", default="auto")
     p.add_argument("--discriminator", default="auto")
     p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--generator-hidden", type=_widths, default=None)
-    p.add_argument("--discriminator-hidden", type=_widths, default=None)
+    p.add_argument("--generator-hidden", type=widths, default=None)
+    p.add_argument("--discriminator-hidden", type=widths, default=None)
     p.add_argument("--out", type=Path, default=None, help="JSON results (and .md, grid PNG)")
     return p.parse_args(argv)
 
@@ -147,7 +139,7 @@ def _parse_like(current: Any, text: str) -> Any:
     if isinstance(current, bool):
         return text.lower() in ("1", "true", "yes")
     if isinstance(current, tuple):
-        return _widths(text)
+        return widths(text)
     if current is None:
         return int(text) if text.lstrip("-").isdigit() else float(text)
     return type(current)(text)

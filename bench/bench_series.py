@@ -48,7 +48,7 @@ import math
 import statistics
 import sys
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ import torch
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
-from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+from bench_common import floats, machine, widths, with_overrides  # noqa: E402 (bench/ is on sys.path when run)
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.series import load_italy_power_demand
@@ -79,14 +79,6 @@ TUNED: dict[str, Any] = {"generator_net": "lstm", "discriminator_net": "mlp", "e
 
 
 # -- arguments -----------------------------------------------------------------------------------
-def _widths(text: str) -> tuple[int, ...]:
-    return tuple(int(w) for w in text.split(",") if w.strip())
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(w) for w in text.split(",") if w.strip())
-
-
 def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
     """The Synthesizer's ``anchor``: None for the GAN alone, else the defaults with overrides."""
     if args.anchor == "none":
@@ -99,7 +91,7 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
         "generator_net": args.anchor_generator,
     }
     defaults = feature_anchor_defaults("timeseries")  # what the Synthesizer's "auto" gives series
-    return replace(defaults, **{k: v for k, v in given.items() if v is not None})
+    return with_overrides(defaults, given)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -132,7 +124,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--anchor-share", type=float, default=None)
     p.add_argument("--anchor-steps", type=int, default=None)
     p.add_argument("--anchor-features", type=int, default=None)
-    p.add_argument("--anchor-bandwidths", type=_floats, default=None)
+    p.add_argument("--anchor-bandwidths", type=floats, default=None)
     p.add_argument("--anchor-generator", default=None, help="the anchored generator: conv, mlp")
     g = p.add_argument_group("training (unset: TUNED, then the method config's defaults)")
     g.add_argument("--noise-multiplier", type=float, default=None)
@@ -144,9 +136,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--d-steps", type=int, default=None, help="critic steps per G step")
     g.add_argument("--clip-norm", type=float, default=None)
     g.add_argument("--latent-dim", type=int, default=None)
-    g.add_argument("--generator-hidden", type=_widths, default=None, help="LSTM: first = hidden")
-    g.add_argument("--discriminator-hidden", type=_widths, default=None, help="e.g. 128,128")
-    g.add_argument("--discriminator-channels", type=_widths, default=None, help="conv critic")
+    g.add_argument("--generator-hidden", type=widths, default=None, help="LSTM: first = hidden")
+    g.add_argument("--discriminator-hidden", type=widths, default=None, help="e.g. 128,128")
+    g.add_argument("--discriminator-channels", type=widths, default=None, help="conv critic")
     g.add_argument("--d-lr", type=float, default=None)
     g.add_argument("--d-beta1", type=float, default=None, help="critic Adam beta1")
     g.add_argument("--g-lr", type=float, default=None)

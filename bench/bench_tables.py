@@ -57,8 +57,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bench_adult import _floats, _json_default, _sample_rate, _seeds, fmt, mean_std  # noqa: E402
-from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+from bench_adult import _json_default, _sample_rate, _seeds, fmt, mean_std  # noqa: E402
+from bench_common import floats, machine  # noqa: E402 (bench/ is on sys.path when run)
 from dpforge import Schema, Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.datasets.thyroid import load_thyroid
@@ -122,7 +122,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--epsilons",
-        type=_floats,
+        type=floats,
         default=None,
         help="keep only these of each dataset's epsilons (Adult 1, 3; Thyroid 3.7)",
     )

@@ -33,7 +33,7 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
-from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+from bench_common import machine, widths  # noqa: E402 (bench/ is on sys.path when run)
 from dpforge import Schema, Synthesizer
 from dpforge.datasets.thyroid import load_thyroid
 from dpforge.evaluation.utility import tstr_auroc
@@ -51,10 +51,6 @@ PUBLISHED = [
 
 
 # -- arguments -----------------------------------------------------------------------------------
-def _widths(text: str) -> tuple[int, ...]:
-    return tuple(int(w) for w in text.split(",") if w.strip())
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -87,8 +83,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--clip-norm", type=float, default=None)
     g.add_argument("--d-steps", type=int, default=None, help="D steps per G step")
     g.add_argument("--latent-dim", type=int, default=None)
-    g.add_argument("--generator-hidden", type=_widths, default=None, help="e.g. 256,256")
-    g.add_argument("--discriminator-hidden", type=_widths, default=None)
+    g.add_argument("--generator-hidden", type=widths, default=None, help="e.g. 256,256")
+    g.add_argument("--discriminator-hidden", type=widths, default=None)
     g.add_argument("--d-lr-start", type=float, default=None)
     g.add_argument("--d-lr-end", type=float, default=None)
     g.add_argument("--d-lr-decay-steps", type=int, default=None)
