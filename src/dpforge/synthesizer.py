@@ -112,6 +112,11 @@ class RunSetup:
     subspace: Subspace | None = None  # images: the moment anchoring's first release
     moments: ClassMoments | None = None  # images: its second release
 
+    @property
+    def array_anchored(self) -> bool:
+        """Whether an image or series generator is anchored (embedding or moments)."""
+        return self.embedding is not None or self.moments is not None
+
     def to_dict(self) -> dict[str, Any]:
         prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
         return {
@@ -412,7 +417,7 @@ class Synthesizer:
 
     def _anchor_generator(self, method: GanMethod, encoder: Any, setup: RunSetup, records) -> None:
         """Train the generator on the measured marginals (free), unless resuming a GAN run."""
-        if setup.embedding is not None or setup.moments is not None:
+        if setup.array_anchored:
             self._anchor_array_generator(method, encoder, setup)
             return
         if not setup.marginals:
@@ -586,7 +591,7 @@ class Synthesizer:
         """Train from scratch or from the checkpoint; returns the private steps a kill wasted
         (charged but not in the model)."""
         generator = make_generator(self._seed_sequence(1), self.device)
-        if not setup.marginals and setup.embedding is None and setup.moments is None:
+        if not setup.marginals and not setup.array_anchored:
             torch_generator_init(method, self._seed_sequence(2))
         x = torch.as_tensor(features, dtype=torch.float32, device=self.device)
         y = None if labels is None else torch.as_tensor(labels, device=self.device)

@@ -12,6 +12,8 @@ import math
 import torch
 from torch import nn
 
+from dpforge.nets.gaussian import SubspaceGaussianGenerator
+
 _NORMS = (nn.GroupNorm, nn.LayerNorm)
 
 
@@ -45,7 +47,7 @@ def _initialise_layer(layer: nn.Module, generator: torch.Generator) -> list[nn.P
                 _uniform(param, bound, generator)
             else:
                 param.zero_()
-    elif hasattr(layer, "reset_release"):  # a generator set from DP releases, not drawn
+    elif isinstance(layer, SubspaceGaussianGenerator):  # set from DP releases, never drawn
         layer.reset_release()
     elif own:
         raise TypeError(f"no initialisation rule for {type(layer).__name__}'s parameters")
@@ -57,7 +59,7 @@ def initialise(module: nn.Module, generator: torch.Generator) -> None:
 
     Linear and convolution weights: uniform with bound 1/sqrt(fan in); biases zero.
     GroupNorm/LayerNorm: weight 1, bias 0 (the identity). LSTM: uniform(±1/sqrt(hidden)).
-    A module with ``reset_release()`` (the subspace Gaussian) resets itself: it draws nothing.
+    The subspace Gaussian generator resets to its pre-release state: it draws nothing.
     """
     with torch.no_grad():
         for layer in module.modules():
