@@ -13,14 +13,19 @@ waste budget but never hide it. ``TrainingState.spent`` counts the private steps
 a kill wasted included; the loop stops when ``spent`` reaches the plan, so a resumed run that
 lost steps trains for fewer steps than planned and never spends more than the plan.
 
-Training stops with :class:`TrainingDivergedError` as soon as a loss or a network weight is
-not finite (NaN or infinite): nothing diverged is checkpointed or released.
+Training stops with :class:`TrainingDivergedError` as soon as a weight of the generator (or
+of its weight average) is not finite (NaN or infinite): nothing diverged is checkpointed or
+released. The stop reads nothing else: the generator's weights after each step are
+post-processing of the DP releases (noisy discriminator gradients, anchoring measurements,
+GS-WGAN's sanitized gradients), so whether and at which step the run stops is covered by the
+guarantee, and the message may name that step. A non-private discriminator loss, or a critic
+trained without noise (GS-WGAN), is never read: a diverged discriminator shows up in the
+generator's weights at its next step.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -78,7 +83,7 @@ class TrainingState:
 
 
 class TrainingDivergedError(DpforgeError):
-    """A loss or weight became NaN or infinite: training stopped, nothing is released."""
+    """The generator's weights became NaN or infinite: training stopped, nothing is released."""
 
 
 RESERVE_FRACTION = 10  # the ledger is written ahead every checkpoint_every // 10 steps
@@ -105,7 +110,7 @@ def train(
     state.spent = max(state.spent, state.step)
     method.prepare(features.shape[0], plan, generator)
     chunk = max(1, plan.checkpoint_every // RESERVE_FRACTION)
-    reserved, seen = state.spent, set()
+    reserved = state.spent
     with _progress_bar(progress) as bar:
         task = bar.add_task("training", total=plan.steps, completed=state.spent, losses="")
         log_every = _log_interval(bar, plan.steps) if progress else 0
@@ -115,40 +120,32 @@ def train(
                 reserve(reserved)
             method.train_step(features, labels, state, generator)
             state.spent += 1
-            check_finite([method.generator], state, plan, seen)
+            check_finite(method, state, plan)
             bar.update(task, completed=state.spent, losses=_loss_text(state, method))
             if log_every and state.spent % log_every == 0:
                 bar.console.print(f"step {state.spent}/{plan.steps}  {_loss_text(state, method)}")
             if checkpoint is not None and state.step % plan.checkpoint_every == 0:
-                check_finite(method.trained_networks(), state, plan, seen)
                 checkpoint(state)
-    check_finite(method.trained_networks(), state, plan, seen)
     if checkpoint is not None and state.step % plan.checkpoint_every != 0:
         checkpoint(state)  # the final state: a re-run releases this same model, not an older one
     return state
 
 
-def check_finite(
-    networks: list[torch.nn.Module], state: TrainingState, plan: TrainingPlan, seen: set[str]
-) -> None:
-    """Stop training when a loss or a weight of ``networks`` is not finite.
+def check_finite(method: GanMethod, state: TrainingState, plan: TrainingPlan) -> None:
+    """Stop training when a weight of the generator or of its average is not finite.
 
-    A loss is NaN before it is first computed; ``seen`` collects the losses that have been
-    finite, after which NaN means divergence. The message names the step and what to change,
-    never a loss or weight value (they are computed from private records).
+    Only released quantities are read (see the module notes): the generator's weights are
+    post-processing of the DP releases, so the stop and the step it names are inside the
+    guarantee. Losses are not read: the discriminator's is computed on real records without
+    noise. The message never holds a weight value.
     """
-    bad = False
-    for name, value in (("d", state.d_loss), ("g", state.g_loss)):
-        if math.isfinite(value):
-            seen.add(name)
-        elif math.isinf(value) or name in seen:
-            bad = True
-    if bad or not all(_finite_module(m) for m in networks):
+    networks = [method.generator, method.released_generator()]
+    if not all(_finite_module(m) for m in networks):
         raise TrainingDivergedError(
-            f"training diverged at private step {state.spent} of {plan.steps}: a loss or a "
-            "network weight became NaN or infinite, so nothing is released; the last "
-            "checkpoint written before it (if any) is kept. Lower --clip-norm, --gp-weight or "
-            "the learning rates and run again (the budget of the steps run is spent)"
+            f"training diverged at private step {state.spent} of {plan.steps}: the generator's "
+            "weights became NaN or infinite, so nothing is released; the last checkpoint "
+            "written before it (if any) is kept. Lower --clip-norm, --gp-weight or the "
+            "learning rates and run again (the budget of the steps run is spent)"
         )
 
 
