@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -145,3 +146,42 @@ def test_candidates_with_a_checkpoint_folder_are_refused(cancer, tmp_path):
     with pytest.raises(PrivacyError, match="checkpoint_dir"):
         tune([candidate], frame, PublicScore(_balance), Repetitions(2.0, 1.0),
              np.random.default_rng(0))  # fmt: skip
+
+
+def _tiny_candidates(schema, lrs=(0.15, 0.05)):
+    """Candidates that print their progress (as a user's would, progress=True by default)."""
+    from dpforge.methods.dpcgan import DPCGANConfig
+
+    small = {"batch_size": 32, "latent_dim": 8, "generator_hidden": (16,),
+             "discriminator_hidden": (16,)}  # fmt: skip
+    return [
+        Synthesizer(
+            schema,
+            epsilon=2.0,
+            delta=DELTA,
+            anchor=None,
+            epochs=6.0,
+            progress=True,
+            method_options=DPCGANConfig(d_lr_start=lr, **small),
+        )  # fmt: skip
+        for lr in lrs
+    ]
+
+
+def test_only_the_released_trial_prints(cancer, capsys):
+    """Issue 20.3: every trial printed its generator losses while it trained; a discarded
+    trial's are not covered by the search's guarantee. Only the released trial's lines appear,
+    once, after the search: as many as one trial prints, each a step count and G's loss."""
+    frame, schema = cancer
+    score = PublicScore(_balance, "label balance")
+    result = tune(_tiny_candidates(schema), frame, score, Repetitions(2.0, 1.0),
+                  np.random.default_rng(5))  # fmt: skip
+    assert result.trials == 2
+    captured = capsys.readouterr()
+    lines = [line for line in captured.out.splitlines() if line.startswith("step ")]
+    steps = result.synthesizer.plan_.steps
+    assert len(lines) == steps // max(1, steps // 20)  # one trial's lines, not one per trial
+    assert len({line.split()[1] for line in lines}) == len(lines)  # no step shown twice
+    for line in lines:
+        assert re.fullmatch(rf"step \d+/{steps}  G -?\d+\.\d{{3}}\s*", line), line
+    assert "step " not in captured.err

@@ -14,6 +14,11 @@ algorithm:
 3. release only the best-scoring trial (its model, its candidate index and its score); K and
    the candidates' indices are data-independent, but no other trial's score or model leaves.
 
+Console output is an output too (design.md section 2, rule 8): a trial's progress lines (the
+generator's loss) and warnings are computed from the records, and the search's guarantee covers
+the released trial only. Every trial's output is therefore held back while it runs
+(:class:`_Transcript`) and only the released trial's is printed, once the search has ended.
+
 Every trial must spend the SAME dp-accounting event (same method, ε, δ, batch size, epochs or
 noise multiplier, metadata and anchoring settings: the hyperparameters tuned are then learning
 rates, networks, steps ratios, ...). The first trial's planned events fix it; the tuning event is
@@ -36,11 +41,15 @@ no RDP form and is refused: declare such metadata in the schema when tuning.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import math
 import numbers
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import dp_accounting
@@ -321,23 +330,58 @@ def tune(
             f"drew {trials} trials, more than {MAX_TRIALS}; use a smaller mean (the search "
             "must run every trial drawn, so it stops here before any trial)"
         )
-    best: tuple[float, int, Synthesizer] | None = None
+    best: tuple[float, int, Synthesizer, _Transcript] | None = None
     for index in range(trials):
         guard.trial_index = index
         choice = int(rng.integers(len(candidates)))
         trial = copy.deepcopy(candidates[choice])
         trial.seed = int(rng.integers(2**_SEED_BITS))
-        trial.fit(data, budget=guard)
-        value = score(trial, rng)
+        with _held_output() as transcript:
+            trial.fit(data, budget=guard)
+            value = score(trial, rng)
         if best is None or value > best[0]:
-            best = (value, choice, trial)
+            best = (value, choice, trial, transcript)
     if best is None:
         return TuningResult(None, None, None, 0, repetitions, None, _kind(score))
-    value, choice, synthesizer = best
+    value, choice, synthesizer, transcript = best
+    transcript.replay()  # the released trial's output only
     event = repetitions.event(guard.trial_event)
     synthesizer.ledger_ = PrivacyLedger()
     synthesizer.ledger_.record(guard.entry_name(), event)
     return TuningResult(synthesizer, choice, value, trials, repetitions, event, _kind(score))
+
+
+@dataclass
+class _Transcript:
+    """What one trial printed (stdout, stderr) and warned, held until the search ends."""
+
+    out: io.StringIO = field(default_factory=io.StringIO)
+    err: io.StringIO = field(default_factory=io.StringIO)
+    caught: list[warnings.WarningMessage] = field(default_factory=list)
+
+    def replay(self) -> None:
+        """Print and warn what the trial did, in the order of each stream."""
+        sys.stdout.write(self.out.getvalue())
+        sys.stderr.write(self.err.getvalue())
+        for w in self.caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+@contextlib.contextmanager
+def _held_output() -> Iterator[_Transcript]:
+    """Hold a trial's console output and warnings back (computed from the records: only the
+    released trial's may be shown; see the module notes)."""
+    transcript = _Transcript()
+    with (
+        contextlib.redirect_stdout(transcript.out),
+        contextlib.redirect_stderr(transcript.err),
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
+        try:
+            yield transcript
+        finally:
+            transcript.caught = list(caught)
 
 
 def _kind(score: Score) -> str:
