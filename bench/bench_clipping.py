@@ -21,19 +21,14 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import statistics
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench_common import (  # noqa: E402 (bench/ is on sys.path when run)
+import harness
+from clip_steps import (
     CLIP,
     SIGMA,
     dp_vmap_step,
@@ -41,6 +36,7 @@ from bench_common import (  # noqa: E402 (bench/ is on sys.path when run)
     nonprivate_step,
 )
 from dpforge.privacy.clipping import clipped_gradient_sum
+from timing import alone, interleaved, load_average, paired_ratio, summaries
 
 # (data dimension, number of classes, hidden width)
 PRESETS = {
@@ -95,27 +91,6 @@ def dp_ghost_step(model, opt, real, fake, targets, noise_gen, microbatches: int 
     noisy_update(model, opt, clipped.grads, units, noise_gen)
 
 
-def _time_ms(fn: Callable[[], None]) -> tuple[float, float]:
-    """Wall-clock and process CPU milliseconds of one call.
-
-    CPU time (all threads) is less disturbed than wall time when other jobs share the cores.
-    """
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
-
-
-def _summary(times: list[float]) -> dict[str, float]:
-    q = statistics.quantiles(times, n=4)
-    return {
-        "median_ms": statistics.median(times),
-        "p25_ms": q[0],
-        "p75_ms": q[2],
-        "min_ms": min(times),
-        "n": len(times),
-    }
-
-
 def _ratios(figures: dict[str, dict[str, float]], key: str) -> dict[str, float]:
     """Each step's ``key`` figure divided by the non-private step's."""
     base = figures["nonprivate"][key]
@@ -124,7 +99,7 @@ def _ratios(figures: dict[str, dict[str, float]], key: str) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> dict:
     """Time the steps and return the figures."""
-    load_before = _load_average()
+    machine = harness.machine()  # the load average before, among the rest
     data_dim, n_classes, hidden = PRESETS[args.preset]
     in_dim = data_dim + n_classes
     real, fake = make_batch(args.batch_size, data_dim, n_classes, seed=1)
@@ -144,25 +119,18 @@ def run(args: argparse.Namespace) -> dict:
         "dp_vmap": lambda: dp_vmap_step(models["vm"], opts["vm"], real, fake, targets, noise_gen),
     }
     timed = ["nonprivate", "dp_ghost"] + ([f"dp_ghost_m{mb}"] if mb > 0 else [])
-    for _ in range(args.warmup):
-        for name in timed:
-            steps[name]()
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in timed}
-    for r in range(args.repeats):  # interleaved: drift and other jobs hit every step alike
-        for name in timed if r % 2 == 0 else timed[::-1]:  # alternate which step runs first
-            samples[name].append(_time_ms(steps[name]))
+    # interleaved: drift and other jobs hit every step alike
+    samples = interleaved({name: steps[name] for name in timed}, args.repeats, args.warmup)
     # Per-round ratios: a step and the non-private step timed moments apart see the same load.
     paired = {
-        f"{name}/nonprivate": statistics.median(
-            w / base for (w, _), (base, _) in zip(samples[name], samples["nonprivate"], strict=True)
+        f"{name}/nonprivate": paired_ratio(
+            [w for w, _ in samples[name]], [w for w, _ in samples["nonprivate"]]
         )
         for name in timed
     }
     if args.vmap_repeats > 0:
-        steps["dp_vmap"]()  # warm-up
-        samples["dp_vmap"] = [_time_ms(steps["dp_vmap"]) for _ in range(args.vmap_repeats)]
-    wall = {name: _summary([w for w, _ in t]) for name, t in samples.items()}
-    cpu = {name: _summary([c for _, c in t]) for name, t in samples.items()}
+        samples["dp_vmap"] = alone(steps["dp_vmap"], args.vmap_repeats)
+    wall, cpu = summaries(samples)
     return {
         "benchmark": "DP discriminator step, ghost-norm clipping vs non-private",
         "network": f"{in_dim} -> Linear {hidden} -> LeakyReLU(0.2) -> Linear 1",
@@ -180,36 +148,9 @@ def run(args: argparse.Namespace) -> dict:
             "wall_min": _ratios(wall, "min_ms"),
             "cpu_median": _ratios(cpu, "median_ms"),
         },
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "processor": _cpu_name(),
-            # Other work on the machine slows both steps; the 1-minute load average says how much.
-            "load_average_1min_before_after": [load_before, _load_average()],
-        },
+        # Other work on the machine slows both steps; the 1-minute load average says how much.
+        "machine": {**machine, "load_average_1min_after": load_average()},
     }
-
-
-def _load_average() -> float | None:
-    """The 1-minute load average, where the platform has one."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def _cpu_name() -> str:
-    """The CPU model from /proc/cpuinfo where available."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -222,8 +163,8 @@ def main(argv: list[str] | None = None) -> None:
         "--microbatches", type=int, default=0, help="also time m < B microbatch clipping (0: no)"
     )
     parser.add_argument("--vmap-repeats", type=int, default=10, help="0 skips the vmap step")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    harness.add_threads(parser, default=None)
+    harness.add_out(parser)
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -238,10 +179,11 @@ def main(argv: list[str] | None = None) -> None:
     for kind, ratios in result["ratios"].items():
         text = ", ".join(f"{k.split('/')[0]} {v:.2f}x" for k, v in ratios.items() if v != 1.0)
         print(f"ratio to non-private ({kind}): {text}")
-    print(f"load average before/after: {result['machine']['load_average_1min_before_after']}")
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    m = result["machine"]
+    print(f"load average before/after: {m['load_average_1min']}, {m['load_average_1min_after']}")
+    if args.out is not None:  # JSON only: the .md next to it is the hand-written analysis
+        result.update(harness.provenance(__file__, argv), machine=result["machine"])
+        harness.write_results(args.out, result, result["benchmark"], None)
 
 
 if __name__ == "__main__":

@@ -26,27 +26,23 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench_common import (  # noqa: E402 (bench/ is on sys.path when run)
+import harness
+from clip_steps import (
     CLIP,
     SIGMA,
     dp_vmap_step,
-    machine,
     noisy_update,
     nonprivate_step,
 )
 from dpforge.nets.recurrent import DPLSTM
 from dpforge.privacy.clipping import clipped_gradient_sum
+from timing import alone, interleaved, load_average, paired_ratio, summaries
 
 LR = 0.05
 N_CLASSES = {"mnist": 10, "lstm": 2}
@@ -99,30 +95,6 @@ def dp_ghost_step(model, opt, real, fake, targets, noise_gen) -> None:
     noisy_update(model, opt, clipped.grads, real.shape[0], noise_gen)
 
 
-def _time_ms(fn: Callable[[], None]) -> tuple[float, float]:
-    """Wall-clock and process CPU milliseconds of one call."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
-
-
-def _summary(times: list[float]) -> dict[str, float]:
-    q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
-    return {
-        "median_ms": statistics.median(times),
-        "p25_ms": q[0],
-        "p75_ms": q[2],
-        "min_ms": min(times),
-        "n": len(times),
-    }
-
-
-def _paired(samples: dict[str, list[tuple[float, float]]], name: str) -> float:
-    """Median over rounds of the step's wall time over the non-private step's, same round."""
-    pairs = zip(samples[name], samples["nonprivate"], strict=True)
-    return statistics.median(w / base for (w, _), (base, _) in pairs)
-
-
 def time_batch(preset: str, batch: int, args: argparse.Namespace) -> dict:
     """Time the three steps at one batch size (B real + B fake records)."""
     real, fake = make_batch(preset, batch, seed=1)
@@ -136,19 +108,15 @@ def time_batch(preset: str, batch: int, args: argparse.Namespace) -> dict:
         "dp_vmap": lambda: dp_vmap_step(models["vm"], opts["vm"], real, fake, targets, noise_gen),
     }
     timed = ["nonprivate", "dp_ghost"]
-    for _ in range(args.warmup):
-        for name in timed:
-            steps[name]()
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in timed}
-    for r in range(args.repeats):
-        for name in timed if r % 2 == 0 else timed[::-1]:
-            samples[name].append(_time_ms(steps[name]))
-    paired = {"dp_ghost/nonprivate": _paired(samples, "dp_ghost")}
+    samples = interleaved({name: steps[name] for name in timed}, args.repeats, args.warmup)
+    paired = {
+        "dp_ghost/nonprivate": paired_ratio(
+            [w for w, _ in samples["dp_ghost"]], [w for w, _ in samples["nonprivate"]]
+        )
+    }
     if args.vmap_repeats > 0:
-        steps["dp_vmap"]()  # warm-up
-        samples["dp_vmap"] = [_time_ms(steps["dp_vmap"]) for _ in range(args.vmap_repeats)]
-    wall = {name: _summary([w for w, _ in t]) for name, t in samples.items()}
-    cpu = {name: _summary([c for _, c in t]) for name, t in samples.items()}
+        samples["dp_vmap"] = alone(steps["dp_vmap"], args.vmap_repeats)
+    wall, cpu = summaries(samples)
     base_wall, base_cpu = wall["nonprivate"]["median_ms"], cpu["nonprivate"]["median_ms"]
     return {
         "rows_per_step": {"real": batch, "fake": batch},
@@ -171,7 +139,7 @@ NETWORKS = {
 
 def run(args: argparse.Namespace) -> dict:
     """Time every preset at every batch size, for each thread count, and return the figures."""
-    load_before = _load_average()
+    machine = harness.machine()  # the load average before, among the rest
     runs = {}
     for threads in args.threads:
         torch.set_num_threads(threads)
@@ -189,18 +157,8 @@ def run(args: argparse.Namespace) -> dict:
         "vmap_repeats": args.vmap_repeats,
         "warmup": args.warmup,
         "threads": runs,
-        "machine": {
-            **machine(),
-            "load_average_1min_before_after": [load_before, _load_average()],
-        },
+        "machine": {**machine, "load_average_1min_after": load_average()},
     }
-
-
-def _load_average() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
 
 
 def _print(result: dict) -> None:
@@ -235,13 +193,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--threads", type=int, nargs="+", default=[2], help="torch thread counts to time"
     )
-    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    harness.add_out(parser)
     args = parser.parse_args(argv)
     result = run(args)
     _print(result)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    if args.out is not None:  # JSON only: the .md next to it is the hand-written analysis
+        result.update(harness.provenance(__file__, argv), machine=result["machine"])
+        harness.write_results(args.out, result, result["benchmark"], None)
 
 
 if __name__ == "__main__":

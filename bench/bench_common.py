@@ -1,79 +1,10 @@
-"""What every benchmark records about the machine it ran on."""
+"""Kept for bench/bench_audit.py (owned elsewhere): what it imports now lives in harness.py.
+
+New code imports ``harness`` directly; once bench_audit.py does too, this file can go.
+"""
 
 from __future__ import annotations
 
-import os
-import platform
-from dataclasses import replace
-from typing import Any
+from harness import machine
 
-import torch
-import torch.nn.functional as F
-
-
-def widths(text: str) -> tuple[int, ...]:
-    """ "256,512" -> (256, 512): layer widths or channels given on the command line."""
-    return tuple(int(w) for w in text.split(",") if w.strip())
-
-
-def floats(text: str) -> tuple[float, ...]:
-    """ "0.1,0.2" -> (0.1, 0.2): a list of numbers given on the command line."""
-    return tuple(float(w) for w in text.split(",") if w.strip())
-
-
-def with_overrides(config: Any, given: dict[str, Any]) -> Any:
-    """``config`` (a dataclass) with the options the command line actually set (not None)."""
-    return replace(config, **{k: v for k, v in given.items() if v is not None})
-
-
-def machine() -> dict[str, Any]:
-    """Platform, processor, cores and library versions, for the results files."""
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-    }
-
-
-# -- the discriminator steps the clipping benchmarks time side by side ----------------------------
-SIGMA = 1.1  # noise multiplier of the timed DP steps
-CLIP = 1.0  # clipping bound C of the timed DP steps
-
-
-def nonprivate_step(model, opt, real, fake) -> None:
-    """Plain GAN discriminator step."""
-    opt.zero_grad(set_to_none=True)
-    real_logits, fake_logits = model(real)[:, 0], model(fake)[:, 0]
-    loss = F.binary_cross_entropy_with_logits(
-        real_logits, torch.ones_like(real_logits)
-    ) + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits))
-    loss.backward()
-    opt.step()
-
-
-def noisy_update(model, opt, summed, batch: int, noise_gen: torch.Generator) -> None:
-    """Add N(0, sigma^2 C^2) to the clipped sum once, divide by the expected batch, step."""
-    with torch.no_grad():
-        for p, g in zip(model.parameters(), summed, strict=True):
-            noise = torch.randn(g.shape, generator=noise_gen, dtype=g.dtype, device=g.device)
-            p.grad = g.add_(noise, alpha=SIGMA * CLIP).div_(batch)
-    opt.step()
-
-
-def dp_vmap_step(model, opt, real, fake, targets, noise_gen) -> None:
-    """DP step with per-example gradients materialised by torch.func (the reference)."""
-    inputs = torch.cat([real, fake])
-    params = {k: v.detach() for k, v in model.named_parameters()}
-
-    def one(p, x, t):
-        logit = torch.func.functional_call(model, p, (x.unsqueeze(0),))[0, 0]
-        return F.binary_cross_entropy_with_logits(logit, t)
-
-    grads = torch.func.vmap(torch.func.grad(one), in_dims=(None, 0, 0))(params, inputs, targets)
-    norms = torch.cat([g.reshape(g.shape[0], -1) for g in grads.values()], dim=1).norm(dim=1)
-    factors = torch.clamp(CLIP / (norms + 1e-12), max=1.0)
-    summed = [torch.einsum("n,n...->...", factors, g) for g in grads.values()]
-    noisy_update(model, opt, summed, real.shape[0], noise_gen)
+__all__ = ["machine"]
