@@ -38,12 +38,8 @@ rewritten after every run::
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
-import shlex
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +47,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+import harness
 from dpforge import Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.evaluation.attacks import ATTACKS, membership_attacks, table_matrix
@@ -62,7 +58,6 @@ from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
 
 RELEASES = ("copy", "holdout", "anchor-overfit", "anchor-dp", "gan-overfit", "gan-dp")
-RESULTS = Path(__file__).resolve().parent / "results"
 DELTA = 1e-5
 
 
@@ -77,9 +72,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gan-epochs", type=float, default=30000.0)
     p.add_argument("--gan-lr", type=float, default=1e-3)
     p.add_argument("--hidden", type=int, default=256, help="width of both hidden layers, G and D")
-    p.add_argument("--seeds", default="0,1,2")
+    harness.add_seeds(p, "0,1,2")
+    harness.add_data_dir(p)
     p.add_argument("--releases", default=",".join(RELEASES))
-    p.add_argument("--out", type=Path, default=RESULTS / "attacks.json")
+    harness.add_out(p, harness.RESULTS / "attacks.json")
     return p.parse_args(argv)
 
 
@@ -137,10 +133,10 @@ def one_run(kind: str, seed: int, args, pool: pd.DataFrame, schema: Schema) -> d
     synth = make_model(kind, args, schema, n, seed)
     info: dict[str, Any] = {}
     if synth is not None:
-        started = time.perf_counter()
-        synth.fit(members)
+        with harness.Timer() as fit:
+            synth.fit(members)
         info = {
-            "fit_seconds": round(time.perf_counter() - started, 1),
+            "fit_seconds": round(fit.seconds, 1),
             "epsilon_spent": synth.privacy_spent().epsilon,
             "discriminator_steps": synth.plan_.steps,
             "noise_multiplier": synth.plan_.noise_multiplier,
@@ -168,16 +164,13 @@ def auc_standard_error(auc: float, n_pos: int, n_neg: int) -> float:
     return math.sqrt(max(var, 0.0) / (n_pos * n_neg))
 
 
-def markdown(record: dict[str, Any]) -> str:
+TITLE = "Membership attacks: overfitted vs DP (issue 12)"
+
+
+def markdown(record: dict[str, Any]) -> list[str]:
+    """The Markdown body under the harness header: one row per release."""
     s = record["settings"]
     lines = [
-        "# Membership attacks: overfitted vs DP (issue 12)",
-        "",
-        f"Command: `{record['command']}`  ",
-        f"Date: {record['date']}; machine: {record['machine']['processor']}, "
-        f"{record['machine']['cpu_count']} cores, torch threads "
-        f"{record['machine']['torch_threads']}.",
-        "",
         f"Adult's balanced training file, columns {s['columns']} + label, one pool permuted per "
         f"seed: {s['members']} members (training rows), {s['held_out_rows']} held-out rows "
         "(non-member targets + attacker's reference) and the holdout release, all from that "
@@ -196,7 +189,7 @@ def markdown(record: dict[str, Any]) -> str:
         if runs:
             lines.append(_row(kind, runs))
     lines += ["", "Releases: see the docstring of bench/bench_attacks.py.", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _row(kind: str, runs: list[dict]) -> str:
@@ -229,19 +222,16 @@ def _fit_seconds(runs: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(1)
-    train, _, schema = load_adult()
+    train, _, schema = load_adult(harness.data_dir(args.data_dir))
     columns = args.columns.split(",")
     schema = subset_schema(schema, columns)
     pool = train[schema.names].reset_index(drop=True)
     record = {
-        "command": "OMP_NUM_THREADS=1 python bench/bench_attacks.py "
-        + shlex.join(sys.argv[1:] if argv is None else argv),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        **harness.provenance(__file__, argv),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "runs": [],
     }
-    for seed in (int(s) for s in args.seeds.split(",")):
+    for seed in harness.seeds(args):
         for kind in args.releases.split(","):
             run = one_run(kind, seed, args, pool, schema)
             record["runs"].append(run)
@@ -250,14 +240,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def write(record: dict[str, Any], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    safe = json.loads(json.dumps(record, default=str).replace("Infinity", '"inf"'))
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(safe, indent=2) + "\n")
-    tmp.replace(out)
-    md = out.with_suffix(".md")
-    md.with_suffix(".md.tmp").write_text(markdown(record))
-    md.with_suffix(".md.tmp").replace(md)
+    """Both files, by the harness's writer (rewritten after every run)."""
+    harness.write_results(out, record, TITLE, markdown(record))
 
 
 if __name__ == "__main__":

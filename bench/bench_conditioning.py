@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
+import harness
 from dpforge import Synthesizer
 from dpforge.datasets.images import load_digits_images
 from dpforge.methods import METHODS
@@ -37,7 +36,7 @@ def _flat(data) -> np.ndarray:
 
 def fit(way: str, epsilon: float, train, schema, seed: int) -> tuple[Synthesizer, float]:
     """``way`` is a method name (the GAN alone) or "anchor" (feature anchoring, defaults)."""
-    started = time.perf_counter()
+    timer = harness.Timer()
     if way == "anchor":
         synth = Synthesizer(
             schema, epsilon=epsilon, delta=1e-5, seed=seed, progress=False,
@@ -50,7 +49,7 @@ def fit(way: str, epsilon: float, train, schema, seed: int) -> tuple[Synthesizer
             method_options=config, seed=seed, progress=False, anchor=None,
         )  # fmt: skip
     synth.fit(train)
-    return synth, time.perf_counter() - started
+    return synth, timer.elapsed
 
 
 def score(synth, reference, test, seed: int) -> dict:
@@ -76,8 +75,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--ways", default="anchor,dpcgan,dpwgan")
     p.add_argument("--epsilons", default="10,inf")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=None, help="results .md or .json (both written)")
     args = p.parse_args(argv)
+    record = harness.provenance(__file__, argv)
     torch.set_num_threads(1)
     train, test, schema = load_digits_images()
     reference = LogisticRegression(max_iter=2000).fit(_flat(train), train.labels.astype(int))
@@ -91,15 +91,16 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(row), flush=True)
             rows.append(row)
     if args.out is not None:
-        args.out.write_text(markdown(rows, real, "python " + " ".join(sys.argv)))
+        record.update(rows=rows, real_tstr_lr_accuracy=real)
+        harness.write_results(args.out.with_suffix(".json"), record, TITLE, markdown(rows, real))
 
 
-def markdown(rows: list[dict], real: float, command: str) -> str:
+TITLE = "Conditioning on sklearn 8x8 digits: GANs alone vs feature anchoring"
+
+
+def markdown(rows: list[dict], real: float) -> list[str]:
+    """The Markdown body: one row per way and epsilon."""
     lines = [
-        "# Conditioning on sklearn 8x8 digits: GANs alone vs feature anchoring",
-        "",
-        f"Command: `{command}`",
-        "",
         f"GANs: method defaults, batch 64, {GAN_EPOCHS:g} epochs, anchor=None. Anchor: "
         "FeatureAnchorConfig() defaults. 1,000 samples, 100 per requested class. Reference "
         f"and TSTR classifier: logistic regression; real-data TSTR accuracy {real:.3f}.",
@@ -113,7 +114,7 @@ def markdown(rows: list[dict], real: float, command: str) -> str:
             f"| {r['way']} | {eps} | {r['label_fidelity']:.3f} | {r['worst_class']:.2f} | "
             f"{r['tstr_lr_accuracy']:.3f} | {r['fit_seconds']} |"
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 if __name__ == "__main__":

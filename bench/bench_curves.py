@@ -18,24 +18,21 @@ from __future__ import annotations
 
 import argparse
 import base64
-import datetime
 import json
 import math
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from bench_common import machine  # noqa: E402 (bench/ is on sys.path when run)
+import harness
 from dpforge import Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.evaluation.curves import plot_curve, privacy_utility_curve
 from dpforge.methods import METHODS
 
-RESULTS = Path(__file__).resolve().parent / "results"
+TITLE = "Privacy–utility curve on Adult (issue 12)"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,7 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--method", default="default", choices=["default", *sorted(METHODS)])
     p.add_argument("--epochs", type=float, default=None, help="GAN methods: epochs at every ε")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=RESULTS / "curves.json")
+    harness.add_data_dir(p)
+    harness.add_out(p, harness.RESULTS / "curves.json")
     return p.parse_args(argv)
 
 
@@ -66,15 +64,10 @@ def fitter(args, schema, train):
     return fit
 
 
-def markdown(record: dict[str, Any]) -> str:
+def markdown(record: dict[str, Any]) -> list[str]:
+    """The Markdown body under the harness header: one row per ε, then the plot."""
+    record = harness.jsonable(record)  # infinite epsilons as "inf"
     lines = [
-        "# Privacy–utility curve on Adult (issue 12)",
-        "",
-        f"Command: `{record['command']}`  ",
-        f"Date: {record['date']}; {record['machine']['processor']}, "
-        f"{record['machine']['cpu_count']} cores, torch threads "
-        f"{record['machine']['torch_threads']}.",
-        "",
         f"Method: {record['settings']['method']}; {record['settings']['train_rows']} training "
         f"rows, {record['settings']['test_rows']} test rows; seed {record['settings']['seed']}. "
         "AuROC: mean of logistic regression and random forest (macro, real test rows).",
@@ -92,19 +85,12 @@ def markdown(record: dict[str, Any]) -> str:
             f"{p['tvd_two_way']:.3f} | {attacks} | {p['fit_seconds']:.0f} |"
         )
     lines += ["", "![curves](curves.png)", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def write(record: dict[str, Any], points: list[dict[str, Any]], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    safe = json.loads(json.dumps(record, default=str).replace("Infinity", '"inf"'))
-    for path, text in (
-        (out, json.dumps(safe, indent=2) + "\n"),
-        (out.with_suffix(".md"), markdown(safe)),
-    ):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+    """JSON and Markdown by the harness's writer, and the plot next to them."""
+    harness.write_results(out, record, TITLE, markdown(record))
     uri = plot_curve(points, title=f"Adult, {record['settings']['method']}")
     png = out.with_suffix(".png")
     tmp = png.with_name(png.name + ".tmp")
@@ -115,16 +101,13 @@ def write(record: dict[str, Any], points: list[dict[str, Any]], out: Path) -> No
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(1)
-    full_train, full_test, schema = load_adult()
+    full_train, full_test, schema = load_adult(harness.data_dir(args.data_dir))
     rng = np.random.default_rng(args.seed)
     train = full_train.iloc[rng.choice(len(full_train), args.train_rows, replace=False)]
     test = full_test.iloc[rng.choice(len(full_test), args.test_rows, replace=False)]
     train, test = train.reset_index(drop=True), test.reset_index(drop=True)
     record = {
-        "command": "OMP_NUM_THREADS=1 python bench/bench_curves.py "
-        + shlex.join(sys.argv[1:] if argv is None else argv),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        **harness.provenance(__file__, argv),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "points": [],
     }

@@ -15,7 +15,7 @@ Measures, on 1,000 synthetic images with labels from the uniform prior (the clas
 Example (each line a run, written as it finishes)::
 
     PYTHONPATH=$PWD/src OMP_NUM_THREADS=1 nice -n 10 python bench/bench_gswgan_sanitize.py \\
-        --seeds 0 1 2 --epsilon 10 --steps 500 --out bench/results/gswgan_sanitize.jsonl
+        --seeds 0,1,2 --epsilon 10 --steps 500 --out bench/results/gswgan_sanitize.jsonl
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -32,6 +30,7 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
+import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.images import load_digits_images
@@ -67,7 +66,7 @@ def run_one(variant: str, seed: int, args: argparse.Namespace, data) -> dict:
     train, test, schema = data
     config = GSWGANConfig(sanitize="per_sample" if variant == "nonprivate" else variant)
     k = config.resolved(len(train)).num_discriminators
-    started = time.perf_counter()
+    timer = harness.Timer()
     synth = Synthesizer(
         schema,
         method="gswgan",
@@ -79,7 +78,7 @@ def run_one(variant: str, seed: int, args: argparse.Namespace, data) -> dict:
         progress=False,
         anchor=None,
     ).fit(train)
-    seconds = time.perf_counter() - started
+    seconds = timer.elapsed
     synthetic = synth.sample(args.samples, seed=seed + 100)
     report = synth.privacy_spent()
     return {
@@ -138,7 +137,7 @@ def summary(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    harness.add_seeds(parser, "0,1,2")
     parser.add_argument("--variants", nargs="+", default=["per_sample", "batch", "nonprivate"])
     parser.add_argument("--epsilon", type=float, default=10.0)
     parser.add_argument("--delta", type=float, default=1e-5)
@@ -153,18 +152,13 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     data = load_digits_images()
     train, test, schema = data
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("a") as out:
-        real = {"variant": "real_data", **scores(train, train, test, schema.classes, 0)}
-        real["command"] = "python " + " ".join(sys.argv)
-        out.write(json.dumps(real) + "\n")
-        out.flush()
-        for seed in args.seeds:
-            for variant in args.variants:
-                result = run_one(variant, seed, args, data)
-                print(json.dumps({k: v for k, v in result.items() if k != "plan"}), flush=True)
-                out.write(json.dumps(result) + "\n")
-                out.flush()
+    real = {"variant": "real_data", **scores(train, train, test, schema.classes, 0)}
+    harness.append_jsonl(args.out, {**real, **harness.provenance(__file__, argv)})
+    for seed in harness.seeds(args):
+        for variant in args.variants:
+            result = run_one(variant, seed, args, data)
+            print(json.dumps({k: v for k, v in result.items() if k != "plan"}), flush=True)
+            harness.append_jsonl(args.out, result)
 
 
 if __name__ == "__main__":

@@ -33,15 +33,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import time
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from bench_common import floats, machine, widths, with_overrides  # noqa: E402 (bench/ is on sys.path when run)
+import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
@@ -50,6 +47,7 @@ from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
 from dpforge.methods import METHODS
 from dpforge.statistics.features import FeatureAnchorConfig
+from harness import floats, widths, with_overrides
 
 PUBLISHED = {
     "mnist": [
@@ -81,7 +79,7 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default="mnist", choices=("mnist", "fashion-mnist"))
-    p.add_argument("--data-dir", default=None)
+    harness.add_data_dir(p)
     p.add_argument("--method", default="dpcgan", choices=sorted(METHODS))
     p.add_argument("--epsilon", type=float, default=9.6)
     p.add_argument("--delta", type=float, default=1e-5)
@@ -92,7 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--cnn-epochs", type=int, default=5)
-    p.add_argument("--threads", type=int, default=1)
+    harness.add_threads(p)
     p.add_argument("--anchor", default="auto", choices=("auto", "none"))
     p.add_argument("--anchor-share", type=float, default=None)
     p.add_argument("--anchor-steps", type=int, default=None)
@@ -109,7 +107,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--generator-hidden", type=widths, default=None)
     p.add_argument("--discriminator-hidden", type=widths, default=None)
-    p.add_argument("--out", type=Path, default=None, help="JSON results (and .md, grid PNG)")
+    harness.add_out(p)
     return p.parse_args(argv)
 
 
@@ -148,10 +146,12 @@ def _parse_like(current: Any, text: str) -> Any:
 def evaluate(
     synthetic: ArrayData, test: ArrayData, classes, args, reference: ReferenceClassifier
 ) -> dict[str, Any]:
-    started = time.perf_counter()
-    fidelity = reference.label_fidelity(synthetic)
-    auroc = tstr_auroc(synthetic, test, classes, seed=args.seed)
-    cnn = tstr_cnn_accuracy(synthetic, test, classes, epochs=args.cnn_epochs, seed=args.seed)
+    """Label fidelity, LR / MLP AuROC, CNN accuracy and Fréchet distance of ``synthetic``."""
+    with harness.Timer() as timer:
+        fidelity = reference.label_fidelity(synthetic)
+        auroc = tstr_auroc(synthetic, test, classes, seed=args.seed)
+        cnn = tstr_cnn_accuracy(synthetic, test, classes, epochs=args.cnn_epochs, seed=args.seed)
+        frechet = reference.frechet(synthetic, test)
     return {
         "lr_auroc_macro": auroc["logistic"].value,
         "mlp_auroc_macro": auroc["mlp"].value,
@@ -160,16 +160,19 @@ def evaluate(
         "cnn_accuracy": cnn.value,
         "label_fidelity": fidelity.value,
         "label_fidelity_per_class": fidelity.details["per_class"],
-        "frechet_distance": reference.frechet(synthetic, test),
-        "eval_seconds": round(time.perf_counter() - started, 1),
+        "frechet_distance": frechet,
+        "eval_seconds": round(timer.seconds, 1),
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, argv: list[str] | None = None) -> dict[str, Any]:
+    """Fit, sample, score the synthetic images and as many real ones; the results record."""
     torch.set_num_threads(args.threads)
-    train, test, schema = load_idx_dataset(args.dataset, args.data_dir, args.n_train)
+    data_dir = harness.data_dir(args.data_dir)
+    train, test, schema = load_idx_dataset(args.dataset, data_dir, args.n_train)
     config = method_options(args)
-    started = time.perf_counter()
+    stamp = harness.provenance(__file__, argv)
+    timer = harness.Timer()
     synth = Synthesizer(
         schema,
         method=args.method,
@@ -183,13 +186,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         anchor=anchor_option(args),
         progress=False,
     ).fit(train)
-    fit_seconds = time.perf_counter() - started
+    fit_seconds = timer.elapsed
     synthetic = synth.sample(args.samples, seed=args.seed + 1)
     real = ArrayData(train.values[: args.samples], train.labels[: args.samples])
     report = synth.privacy_spent()
     reference = ReferenceClassifier(schema.classes, args.reference_epochs, args.seed).fit(train)
     return {
-        "command": "python " + " ".join(sys.argv),
+        **stamp,
         "dataset": args.dataset,
         "n_train": len(train),
         "method": args.method,
@@ -204,7 +207,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "synthetic": evaluate(synthetic, test, schema.classes, args, reference),
         "real": evaluate(real, test, schema.classes, args, reference),
         "published": PUBLISHED[args.dataset],
-        "machine": machine(),
         "_grid": synthetic,
     }
 
@@ -223,14 +225,18 @@ def _row(name: str, m: dict[str, Any]) -> str:
     )
 
 
-def markdown(result: dict[str, Any]) -> str:
+def title(result: dict[str, Any]) -> str:
+    """The report's title: data set, method and privacy."""
+    return (
+        f"{result['dataset']}: {result['method']} at {_epsilon_text(result)}, "
+        f"delta = {result['delta']:g}"
+    )
+
+
+def markdown(result: dict[str, Any]) -> list[str]:
+    """The Markdown body under the harness header."""
     s, r = result["synthetic"], result["real"]
-    rows = [
-        f"# {result['dataset']}: {result['method']} at {_epsilon_text(result)}, "
-        f"delta = {result['delta']:g}",
-        "",
-        f"Command: `{result['command']}`",
-        "",
+    return [
         f"{result['n_train']} training images, {result['plan']['steps']} private steps, "
         f"sigma = {result['plan']['noise_multiplier']:.4g}, q = "
         f"{result['plan']['sample_rate']:.4g}, fit {result['fit_seconds']} s.",
@@ -247,21 +253,17 @@ def markdown(result: dict[str, Any]) -> str:
         + ", ".join(f"{k}: {v:.2f}" for k, v in s["label_fidelity_per_class"].items()),
         "",
         "Published: " + "; ".join(result["published"]),
-        "",
-        f"Machine: {result['machine']}",
     ]
-    return "\n".join(rows) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    result = run(args)
+    result = run(args, argv)
     grid = result.pop("_grid")
-    print(json.dumps({k: v for k, v in result.items() if k != "config"}, indent=2))
+    shown = {k: v for k, v in result.items() if k not in ("config", "machine", "versions")}
+    print(json.dumps(harness.jsonable(shown), indent=2))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-        args.out.with_suffix(".md").write_text(markdown(result))
+        harness.write_results(args.out, result, title(result), markdown(result))
         write_images(
             grid,
             args.out.with_name(args.out.stem + "_samples"),

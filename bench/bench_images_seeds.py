@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
 import bench_images
+import harness
 
 COLUMNS = ("cnn_accuracy", "label_fidelity", "frechet_distance", "lr_auroc_macro")
 
@@ -27,10 +27,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", default="mnist,fashion-mnist")
     p.add_argument("--epsilons", default="10,1,inf")
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--data-dir", required=True)
+    harness.add_seeds(p, "3")
+    harness.add_data_dir(p)
     p.add_argument("--work", type=Path, required=True)
-    p.add_argument("--results", type=Path, required=True)
+    p.add_argument("--results", type=Path, required=True, help="summary .md (.json next to it)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--extra", default="", help="more bench_images.py arguments, space-separated")
     return p.parse_args(argv)
@@ -48,12 +48,12 @@ def _mean_std(values: list[float]) -> str:
     return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
 
 
-def summary(runs: dict[tuple[str, str], list[dict]], command: str) -> str:
+TITLE = "Images: moment anchoring (issue 11), train on synthetic, test on real"
+
+
+def summary(runs: dict[tuple[str, str], list[dict]]) -> list[str]:
+    """The Markdown body: one row per data set x epsilon, synthetic and real."""
     lines = [
-        "# Images: moment anchoring (issue 11), train on synthetic, test on real",
-        "",
-        f"Command: `{command}`",
-        "",
         "One row per data set and epsilon (delta = 1e-5, metadata included; mean ± std over",
         "seeds). CNN: accuracy of a small CNN trained on 10,000 synthetic images, on the 10,000",
         "real test images. Label fidelity and Fréchet distance: a reference CNN trained on the",
@@ -71,25 +71,29 @@ def summary(runs: dict[tuple[str, str], list[dict]], command: str) -> str:
             lines.append(
                 f"| {dataset} | {label} | {len(results)} | " + " | ".join(cells) + f" | {fit} |"
             )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run (or, with --resume, reuse) every data set x epsilon x seed; rewrite the summary."""
     args = parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    command = "python " + " ".join(sys.argv)
+    record = {**harness.provenance(__file__, argv), "runs": {}}
     runs: dict[tuple[str, str], list[dict]] = {}
     for dataset in args.datasets.split(","):
         for epsilon in args.epsilons.split(","):
-            for seed in range(args.seeds):
+            for seed in harness.seeds(args):
                 out = args.work / f"{_name(dataset, epsilon, seed)}.json"
                 if not (args.resume and out.exists()):
                     bench_images.main(
-                        ["--dataset", dataset, "--data-dir", args.data_dir, "--epsilon", epsilon,
-                         "--seed", str(seed), "--out", str(out), *args.extra.split()]
+                        ["--dataset", dataset, "--data-dir", str(harness.data_dir(args.data_dir)),
+                         "--epsilon", epsilon, "--seed", str(seed), "--out", str(out),
+                         *args.extra.split()]
                     )  # fmt: skip
                 runs.setdefault((dataset, epsilon), []).append(json.loads(out.read_text()))
-                args.results.write_text(summary(runs, command))
+                record["runs"].setdefault(f"{dataset} eps {epsilon}", []).append(str(out))
+                out_json = args.results.with_suffix(".json")
+                harness.write_results(out_json, record, TITLE, summary(runs))
 
 
 if __name__ == "__main__":

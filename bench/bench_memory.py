@@ -41,7 +41,7 @@ RESULTS = Path(__file__).parent / "results" / "bench_memory.md"
 CLI = [sys.executable, "-c", "from dpforge.cli import main; main()"]
 IN_MEMORY = """
 import sys
-from dpforge.synthesizer import load
+from dpforge import load
 load(sys.argv[1]).sample(int(sys.argv[2]), seed=0).to_csv(sys.argv[3], index=False)
 """
 
