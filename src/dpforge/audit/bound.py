@@ -28,7 +28,9 @@ from dpforge.errors import PrivacyError
 __all__ = [
     "AuditGuesses",
     "best_lower_bound",
+    "THRESHOLDS",
     "clopper_pearson",
+    "distinguishing_bound",
     "epsilon_lower_bound",
     "guesses_from_scores",
     "p_value",
@@ -172,3 +174,36 @@ def two_sample_lower_bound(
     if b_high == 0.0:
         return _EPSILON_CEILING
     return min(_EPSILON_CEILING, math.log((a_low - delta) / b_high))
+
+
+THRESHOLDS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)  # in noise standard deviations
+
+
+def distinguishing_bound(
+    inside: dict[str, np.ndarray],
+    outside: dict[str, np.ndarray],
+    delta: float,
+    confidence: float,
+    thresholds: Sequence[float] = THRESHOLDS,
+) -> tuple[float, str | None, int]:
+    """The best ε refuted by a fixed grid of events, Bonferroni over the grid.
+
+    ``inside[name]`` / ``outside[name]``: one statistic per run with / without the canary, in
+    units of the claimed noise's standard deviation (so a threshold grid fixed in advance fits
+    every audit). Events: statistic above ``t`` (canary side likelier) and below ``-t`` (the
+    other direction of the privacy inequality). Returns (bound, its event, number of events).
+    """
+    events = [(n, t, d) for n in inside for t in thresholds for d in ("above", "below")]
+    alpha = (1.0 - confidence) / len(events)
+    best, best_event = 0.0, None
+    for name, threshold, direction in events:
+        a, b = inside[name], outside[name]
+        if direction == "above":
+            hits_a, hits_b = int((a > threshold).sum()), int((b > threshold).sum())
+            bound = two_sample_lower_bound(hits_a, a.size, hits_b, b.size, delta, alpha)
+        else:
+            hits_a, hits_b = int((a < -threshold).sum()), int((b < -threshold).sum())
+            bound = two_sample_lower_bound(hits_b, b.size, hits_a, a.size, delta, alpha)
+        if bound > best:
+            best, best_event = bound, f"{name} {direction} {threshold:g} σ"
+    return best, best_event, len(events)

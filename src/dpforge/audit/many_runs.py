@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from dpforge.audit.bound import two_sample_lower_bound
+from dpforge.audit.bound import distinguishing_bound
 from dpforge.audit.parts import DpSgdParts, package_parts
 from dpforge.audit.result import AuditResult
 from dpforge.errors import PrivacyError
@@ -38,7 +38,6 @@ from dpforge.privacy.accounting import dpsgd_event, epsilon
 
 __all__ = ["ManyRunsConfig", "many_runs_audit"]
 
-THRESHOLDS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)  # in noise standard deviations
 CANARY_ANGLE = 0.1  # radians between the canary and the other records' direction
 
 
@@ -142,18 +141,9 @@ def many_runs_audit(
     seeds = generator.integers(2**62, size=2)
     with_canary = _side(config, parts, True, int(seeds[0]))
     without = _side(config, parts, False, int(seeds[1]))
-    events = [
-        (name, threshold, direction)
-        for name in with_canary
-        for threshold in THRESHOLDS
-        for direction in ("above", "below")
-    ]
-    alpha = (1.0 - config.confidence) / len(events)
-    best, best_event = 0.0, None
-    for name, threshold, direction in events:
-        bound = _event_bound(with_canary[name], without[name], threshold, direction, config, alpha)
-        if bound > best:
-            best, best_event = bound, f"{name} {direction} {threshold:g} σ"
+    best, best_event, n_events = distinguishing_bound(
+        with_canary, without, config.delta, config.confidence
+    )
     claimed = epsilon(
         dpsgd_event(config.sample_rate, config.noise_multiplier, config.steps), config.delta
     )
@@ -164,24 +154,5 @@ def many_runs_audit(
         lower_bound=best,
         delta=config.delta,
         confidence=config.confidence,
-        details={"config": asdict(config), "best_event": best_event, "events": len(events)},
+        details={"config": asdict(config), "best_event": best_event, "events": n_events},
     )
-
-
-def _event_bound(
-    inside: np.ndarray,
-    outside: np.ndarray,
-    threshold: float,
-    direction: str,
-    config: ManyRunsConfig,
-    alpha: float,
-) -> float:
-    """ε refuted by one event: "above" tests canary-present as the likelier side, "below" the
-    canary-absent side (the other direction of the privacy inequality)."""
-    if direction == "above":
-        hits_in, hits_out = int((inside > threshold).sum()), int((outside > threshold).sum())
-        return two_sample_lower_bound(hits_in, inside.size, hits_out, outside.size,
-                                      config.delta, alpha)  # fmt: skip
-    hits_in, hits_out = int((inside < -threshold).sum()), int((outside < -threshold).sum())
-    return two_sample_lower_bound(hits_out, outside.size, hits_in, inside.size,
-                                  config.delta, alpha)  # fmt: skip
