@@ -1,12 +1,10 @@
 """The one harness every benchmark script uses: data folder, seeds, timing, results files.
 
-A benchmark is only worth its numbers if someone can tell how they were made, so every script
-records the same things the same way: the exact command line (``python bench/x.py ...`` as
-run), the date, the machine and library versions, and the figures. They go to ONE writer,
-:func:`write_results`, which writes the JSON and the Markdown next to it (atomically, so a
-stopped run never leaves half a file). The data folder (``--data-dir``, else the environment
-variable ``DPSYNTH_DATA_DIR``, else ``../shared/datasets`` next to the repository) and the seeds
-(``--seeds``: a count or a comma list) are parsed here too, so every script reads them alike.
+Numbers are only worth keeping if one can tell how they were made, so every script records the
+command as run, the date, the machine and versions next to its figures, through ONE writer
+(:func:`write_results`: JSON plus the Markdown next to it, each replaced atomically). The data
+folder (``--data-dir``, else $DPSYNTH_DATA_DIR, else ``../shared/datasets`` next to the
+repository) and the seeds (``--seeds``: a count or a comma list) are parsed here too.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ RESULTS = REPO / "bench" / "results"
 DATA_DIR_ENV = "DPSYNTH_DATA_DIR"
 LIBRARY_DATA_DIR_ENV = "DPFORGE_DATA_DIR"  # what dpforge.datasets reads on its own
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "datasets"
-VERSIONED = ("dpforge", "torch", "numpy", "pandas", "scikit-learn", "dp-accounting", "opendp")
 
 
 # -- command-line values ---------------------------------------------------------------------------
@@ -42,10 +39,8 @@ def data_dir(given: str | Path | None = None) -> Path:
     $DPFORGE_DATA_DIR), else ``../shared/datasets`` relative to the repository root."""
     if given is not None:
         return Path(given)
-    for name in (DATA_DIR_ENV, LIBRARY_DATA_DIR_ENV):
-        if os.environ.get(name):
-            return Path(os.environ[name])
-    return DEFAULT_DATA_DIR
+    env = os.environ.get(DATA_DIR_ENV) or os.environ.get(LIBRARY_DATA_DIR_ENV)
+    return Path(env) if env else DEFAULT_DATA_DIR
 
 
 def seed_list(text: str, first: int = 0) -> list[int]:
@@ -96,7 +91,7 @@ def add_seeds(parser: argparse.ArgumentParser, default: str = "3", first: bool =
 
 
 def seeds(args: argparse.Namespace) -> list[int]:
-    """The seeds that ``--seeds`` (and ``--first-seed``) name."""
+    """The seeds that ``--seeds`` (and ``--first-seed``) name; a bad value exits with why."""
     try:
         return seed_list(str(args.seeds), getattr(args, "first_seed", 0))
     except (ValueError, argparse.ArgumentTypeError) as exc:
@@ -144,7 +139,7 @@ def machine() -> dict[str, Any]:
 
     try:
         load = os.getloadavg()[0]
-    except (AttributeError, OSError):
+    except (AttributeError, OSError):  # no load average on this platform
         load = None
     return {
         "platform": platform.platform(),
@@ -159,19 +154,16 @@ def machine() -> dict[str, Any]:
 
 def cpu_name() -> str:
     """The CPU model from /proc/cpuinfo where there is one, else what platform says."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.is_file() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else platform.processor() or platform.machine()
 
 
 def versions() -> dict[str, str]:
     """Installed versions of the libraries the figures depend on."""
     out = {}
-    for name in VERSIONED:
+    for name in ("dpforge", "torch", "numpy", "pandas", "scikit-learn", "dp-accounting", "opendp"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -290,8 +282,7 @@ def write_results(out: Path, record: dict[str, Any], title: str, body: list[str]
 
 
 def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    (tmp := path.with_name(f".{path.name}.tmp")).write_text(text)
     tmp.replace(path)
 
 
