@@ -20,6 +20,7 @@ import torch
 
 from dpforge.audit.parts import DpSgdParts, add_flat, clip_and_sum
 from dpforge.audit.release_targets import metadata_estimates
+from dpforge.methods import dpcgan, dpwgan
 from dpforge.privacy.clipping import clip_factors, clipped_gradient_sum
 from dpforge.privacy.noise import add_gaussian_noise
 from dpforge.privacy.sampling import PoissonSampler
@@ -102,7 +103,8 @@ SENSITIVITY_X2 = "sensitivity × 2"
 
 
 def _noise_arg_divided(position: int, factor: float = 4.0):
-    """Wrap ``real`` so that its positional argument ``position`` (a noise) is divided."""
+    """Wrap ``real`` so that its positional argument ``position`` (a noise, or with a factor
+    below 1 a clip norm multiplied) is divided by ``factor``."""
 
     def make(real):
         def broken(*args, **kwargs):
@@ -163,5 +165,28 @@ RELEASE_DEFECTS = {
     "label-prior": [
         Defect(NOISE_BY_4, metadata_estimates, "gaussian_histogram", _noise_arg_divided(1)),
         Defect(SENSITIVITY_X2, metadata_estimates, "_class_counts", _counted_twice),
+    ],
+}
+
+
+def _tf_privacy_microbatch_noise(real):
+    """TF-Privacy's microbatch noise: sigma C, where one record moves a clipped mean by 2C."""
+    return property(lambda self: self.noise_multiplier * self.config.clip_norm)
+
+
+STEP_DEFECTS = {
+    "dpcgan": [
+        Defect(NOISE_BY_4, dpcgan, "add_gaussian_noise", _noise_arg_divided(1)),
+        Defect(SENSITIVITY_X2, dpcgan, "clipped_gradient_sum", _noise_arg_divided(3, 0.5)),
+    ],
+    "dpcgan, microbatches": [
+        Defect(NOISE_BY_4, dpcgan, "add_gaussian_noise", _noise_arg_divided(1)),
+        Defect(SENSITIVITY_X2, dpcgan.DPCGAN, "noise_std", _tf_privacy_microbatch_noise),
+    ],
+    "dpwgan": [
+        Defect(NOISE_BY_4, dpwgan, "add_gaussian_noise", _noise_arg_divided(1)),
+        Defect(
+            SENSITIVITY_X2, dpwgan, "clipped_gradient_sum_with_penalty", _noise_arg_divided(6, 0.5)
+        ),
     ],
 }
