@@ -5,6 +5,14 @@
 * :func:`many_runs_audit`: many short runs of the DP-SGD step with and without a canary record,
   a distinguishing event and Clopper-Pearson intervals.
 
+Those two drive the DP-SGD parts on a step assembled for the audit. The audits of the code a fit
+really runs, with the same statistics:
+
+* :func:`release_audit`: the anchoring releases and the metadata estimates, each through its real
+  measurement function with and without a canary record;
+* :func:`step_audit`: the methods' own ``train_step`` (ghost-norm clipping, microbatches,
+  DP-WGAN's gradient penalty) with and without a canary record.
+
 A bound above the claimed ε proves the implementation (or its accounting) wrong; a bound below
 it is what a correct implementation must give, and says nothing about how tight the claim is.
 """
@@ -12,14 +20,20 @@ it is what a correct implementation must give, and says nothing about how tight 
 from dpforge.audit.many_runs import ManyRunsConfig, many_runs_audit
 from dpforge.audit.one_run import OneRunConfig, one_run_audit
 from dpforge.audit.parts import DpSgdParts, package_parts
+from dpforge.audit.releases import ReleaseAuditConfig, release_audit
 from dpforge.audit.result import AuditResult
+from dpforge.audit.training_step import StepAuditConfig, step_audit
 
 __all__ = [
     "AuditResult",
     "DpSgdParts",
     "ManyRunsConfig",
     "OneRunConfig",
+    "ReleaseAuditConfig",
+    "StepAuditConfig",
     "many_runs_audit",
     "one_run_audit",
     "package_parts",
+    "release_audit",
+    "step_audit",
 ]

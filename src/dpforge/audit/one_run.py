@@ -23,8 +23,12 @@ One training run of the discriminator's DP-SGD on a real table, with m gradient 
 
 The step is assembled here from the method's own pieces and the package's DP-SGD parts
 (:mod:`dpforge.audit.parts`) rather than by calling ``DPCGAN.discriminator_step``, because
-canaries must enter between the clipping and the noise; everything the step does to private
-data is the package's code. The run is a throw-away audit model: nothing of it is saved.
+canaries must enter between the clipping and the noise, and the canaries are clipped by
+:func:`~dpforge.privacy.clipping.clip_factors`, outside the ghost-norm path that clips real
+rows. So this audit checks a copy of the step, not the code that trains (issue 20.7): the
+audit of the step as training calls it is :mod:`dpforge.audit.training_step`, and the
+anchoring releases are audited by :mod:`dpforge.audit.releases`. The run is a throw-away audit
+model: nothing of it is saved.
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpforge.data import dp_stats as metadata_estimates
 from dpforge.data.encoder import TableEncoder
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import cells, features, marginals, moments, rounds
+from dpforge.statistics import dp_stats as metadata_estimates
 
 __all__ = ["ReleaseTarget", "TARGETS", "metadata_estimates"]
 
