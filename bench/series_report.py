@@ -78,7 +78,7 @@ def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> list[str
         f"{result['n_train']}). {result['metadata_share']:.0%} of ε and δ pays for the "
         "channel's value range, which is NOT public: estimated under DP (one noisy histogram "
         "each of the per-series minima and maxima on a public quarter-octave grid, Gaussian "
-        "noise, charged to the ledger: dpforge.data.metadata.channel_bound). "
+        "noise, charged to the ledger: dpforge.statistics.metadata.channel_bound). "
         f"Estimated range per seed: {', '.join(str(x['channel_range']) for x in result['runs'])} "
         f"(the true range of the training series is [{result['train_range'][0]:.3f}, "
         f"{result['train_range'][1]:.3f}]). The length 24 and the two classes are public "

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-import dpforge.synthesizer as synth_module
+import dpforge.pipeline.refine as synth_module
 from cli_support import run
 from dpforge.errors import PrivacyError
 from dpforge.methods.dpcgan import DPCGANConfig

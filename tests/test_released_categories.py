@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dpforge
-import dpforge.synthesizer as synth_module
+import dpforge.pipeline.refine as synth_module
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.images import load_digits_images
 from dpforge.methods.dpcgan import DPCGANConfig

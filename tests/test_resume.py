@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
+import torch
 
-import dpforge.synthesizer as synth_module
+import dpforge.pipeline.refine as synth_module
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.images import load_digits_images
 from dpforge.errors import PrivacyError
@@ -180,9 +180,12 @@ def test_a_checkpoint_is_one_unit_step_and_networks_together(digits, tmp_path, m
     info = json.loads((folder / "checkpoint.json").read_text())
     info["state"]["step"] = 7  # a stale or edited JSON copy
     (folder / "checkpoint.json").write_text(json.dumps(info))
-    synth = Synthesizer(schema, **_options("dpcgan"))
-    synth.config_ = CONFIGS["dpcgan"]
-    encoder = synth_module.kind_of(schema).encoder(schema)
-    method = synth._build_method(encoder, np.full(10, 0.1), 1.0)
+    from dpforge.kinds import kind_of
+    from dpforge.methods import METHODS
+
+    encoder = kind_of(schema).encoder(schema)
+    prior = torch.full((10,), 0.1)
+    method_cls = METHODS["dpcgan"][0]
+    method = method_cls(CONFIGS["dpcgan"], encoder.layout, encoder.n_classes, prior, 1.0, "cpu")
     state, _ = load_checkpoint(folder, method, synth_module.make_generator(0))
     assert state.step == 0

@@ -132,7 +132,7 @@ def test_impossible_privacy_requests_are_refused(cancer, kwargs, pattern):
 
 def test_interrupted_fit_resumes_without_paying_twice(cancer, tmp_path, monkeypatch):
     """Resuming replays exactly the uninterrupted run: same ledger, same generator."""
-    import dpforge.synthesizer as synth_module
+    import dpforge.pipeline.refine as synth_module
 
     frame, schema = cancer
     options = dict(epsilon=4.0, noise_multiplier=2.0, checkpoint_every=50)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import TableEncoder
-from dpforge.data.kinds import kind_of
+from dpforge.kinds import kind_of
 from dpforge.errors import ModelFileError
 from dpforge.model_check import (
     DIGEST_KEY,

@@ -6,10 +6,10 @@ import dp_accounting
 import numpy as np
 
 from dpforge.data.arrays import ArrayData
-from dpforge.data.dp_stats import noise_multiplier_for
-from dpforge.data.metadata import MetadataBudget, array_releases_needed, complete_array_schema
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema, Channel
+from dpforge.statistics.dp_stats import noise_multiplier_for
+from dpforge.statistics.metadata import MetadataBudget, array_releases_needed, complete_array_schema
 
 
 def series(n: int = 800, seed: int = 0) -> tuple[ArrayData, ArraySchema]:

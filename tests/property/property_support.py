@@ -84,8 +84,8 @@ def no_training() -> Iterator[None]:
         raise TrainingStarted
 
     with (
-        mock.patch("dpforge.synthesizer.train", refuse),
-        mock.patch("dpforge.synthesizer.fit_anchored_generator", refuse),
+        mock.patch("dpforge.pipeline.refine.train", refuse),
+        mock.patch("dpforge.pipeline.measure.measure_adaptive", refuse),
     ):
         yield
 

@@ -2,7 +2,7 @@
 
 Each channel is scaled by its public range [lower, upper] to [-1, 1] (the generators end in
 tanh); labels become class indices. Nothing is estimated here: the schema must be complete
-(declared, or completed under DP by ``dpforge.data.metadata.complete_array_schema``).
+(declared, or completed under DP by ``dpforge.statistics.metadata.complete_array_schema``).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class TableEncoder:
         if incomplete:
             raise SchemaError(
                 f"columns {incomplete} have no public bounds/categories yet; estimate them "
-                "with DP first (dpforge.data.metadata) or declare them in the schema"
+                "with DP first (dpforge.statistics.metadata) or declare them in the schema"
             )
         self.schema = schema
         self.n_bins = n_bins

@@ -41,6 +41,7 @@ __all__ = [
     "anchor_loss",
     "fit_anchored_generator",
     "measure_round_one",
+    "measure_selected_pairs",
     "plan_anchoring",
 ]
 
@@ -144,23 +145,46 @@ def fit_anchored_generator(
 ) -> tuple[list[MeasuredMarginal], AnchorLoss]:
     """Train on round 1, run the selection and round 2 when planned; returns all measurements
     and the final loss (for the discriminator's refinement)."""
+    measured = measure_selected_pairs(
+        generator, measured, plan, blocks, spans, label_name, prior, config, rngs
+    )
+    loss = anchor_loss(measured, spans, label_name, prior, config)
+    train_anchor(generator, loss, _n_classes(prior), config, rngs[1])
+    return measured, loss
+
+
+def measure_selected_pairs(
+    generator: torch.nn.Module,
+    measured: list[MeasuredMarginal],
+    plan: AnchorPlan,
+    blocks: Mapping[str, np.ndarray],
+    spans: Sequence[Span],
+    label_name: str | None,
+    prior: torch.Tensor | None,
+    config: AnchorConfig,
+    rngs: tuple[np.random.Generator, torch.Generator],
+) -> list[MeasuredMarginal]:
+    """The adaptive releases, when planned: ``generator`` (a scout, trained here on round 1)
+    is compared with the data on every candidate pair, the noisy scores choose the pairs, and
+    round 2 measures them. Returns round 1's measurements plus round 2's."""
+    if not plan.pairs:
+        return measured
     numpy_rng, torch_rng = rngs
-    n_classes = 0 if prior is None else prior.shape[0]
+    n_classes = _n_classes(prior)
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior, config)
     train_anchor(generator, loss, n_classes, config, torch_rng)
-    if not plan.pairs:
-        return measured, loss
     model = model_pair_distributions(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
     cell_noise = plan.pair_noise * math.sqrt(plan.pairs)
     total = measured[0].total  # the public N the first round was projected to
     chosen = select_pairs(blocks, model, plan.pairs, plan.score_noise, cell_noise, numpy_rng, total)
-    measured = measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total)
-    loss = anchor_loss(measured, spans, label_name, prior, config)
-    train_anchor(generator, loss, n_classes, config, torch_rng)
-    return measured, loss
+    return measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total)
+
+
+def _n_classes(prior: torch.Tensor | None) -> int:
+    return 0 if prior is None else prior.shape[0]
 
 
 def anchor_loss(measured, spans, label_name, prior, config: AnchorConfig) -> AnchorLoss:

@@ -2,7 +2,7 @@
 
 Bounds of numeric columns, categories of categorical columns and the label prior are data-
 dependent: reading them from the data for free would leak (design.md section 2, rule 2). Each
-missing value is estimated by a DP mechanism from ``dpforge.data.dp_stats``, and its event is
+missing value is estimated by a DP mechanism from ``dpforge.statistics.dp_stats``, and its event is
 recorded in the run's ledger, so it is charged to the same (epsilon, delta) budget as training.
 
 Budget split: the metadata get ``share`` of epsilon and of delta. Half of the metadata delta is
@@ -21,17 +21,17 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.arrays import ArrayData
-from dpforge.data.dp_stats import (
+from dpforge.errors import PrivacyError
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.schema.array import ArraySchema, Channel
+from dpforge.schema.table import Column, Schema
+from dpforge.statistics.dp_stats import (
     DpEstimate,
     dp_bounds,
     dp_categories,
     dp_label_prior,
     noise_multiplier_for,
 )
-from dpforge.errors import PrivacyError
-from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.schema.array import ArraySchema, Channel
-from dpforge.schema.table import Column, Schema
 
 
 @dataclass(frozen=True)

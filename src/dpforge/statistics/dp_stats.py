@@ -275,7 +275,7 @@ def dp_bounds(
     (ε, δ) buys less noise), the grid has ``bins_per_octave`` bins per octave (edges
     2^(j / bins_per_octave)) and the quantile bins are widened by ``widen_octaves`` (rounded to
     whole grid bins, at least one) instead of one octave. This is the setting for array
-    channels (:func:`dpforge.data.metadata.complete_array_schema`).
+    channels (:func:`dpforge.statistics.metadata.complete_array_schema`).
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     _check_rng(rng)

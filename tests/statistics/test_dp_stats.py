@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from dpforge.data.dp_stats import (
+from dpforge.errors import DataError, PrivacyError
+from dpforge.statistics.dp_stats import (
     DpEstimate,
     DpNoiseWarning,
     _geometric_edges,
@@ -25,7 +26,6 @@ from dpforge.data.dp_stats import (
     gaussian_histogram,
     noise_multiplier_for,
 )
-from dpforge.errors import DataError, PrivacyError
 
 DATA_DIR = Path(
     os.environ.get(
@@ -259,7 +259,7 @@ def test_channel_bounds_are_tighter_than_the_two_stage_default_and_clip_little()
     within epsilon 0.3), over 40 draws of the noise, the quarter-octave single histogram keeps
     at least 99 % of the values in every draw and its median width is at most 1.5 times the
     data's range; the two-stage octave default, at the sigma of its four releases, is over 2x."""
-    from dpforge.data.metadata import channel_bound
+    from dpforge.statistics.metadata import channel_bound
 
     x = curves(767, 0)
     mins, maxs = x.min(1), x.max(1)

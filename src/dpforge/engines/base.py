@@ -1,0 +1,48 @@
+"""The engine seam: the one interface through which a run reaches the private records.
+
+A run is a pipeline of stages (:mod:`dpforge.pipeline`); only two of them may read records:
+``measure`` (exact aggregates, to which a mechanism then adds noise) and ``refine`` (DP-SGD
+on Poisson-sampled batches). Every read names its stage, and an engine refuses a read from any
+other stage, so a stage that touches records by mistake fails loudly instead of leaking.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from dpforge.errors import PrivacyError
+
+MEASURE = "measure"
+REFINE = "refine"
+READING_STAGES = frozenset({MEASURE, REFINE})
+
+
+class Engine(ABC):
+    """Holds the private records of one run and hands them only to the reading stages."""
+
+    @abstractmethod
+    def _records(self) -> Any:
+        """The validated records (engine-specific); called only through :meth:`read`."""
+
+    @abstractmethod
+    def size(self, stage: str) -> int:
+        """The number of records (a private fact: only the reading stages may ask)."""
+
+    def read(self, stage: str) -> Any:
+        """The records, for ``stage`` (``measure`` or ``refine``); any other stage is refused."""
+        check_reading_stage(stage)
+        return self._records()
+
+    def replace(self, records: Any) -> None:
+        """Keep ``records`` instead (the measure stage drops rows of unreleased categories)."""
+        raise PrivacyError(f"{type(self).__name__} cannot replace its records")
+
+
+def check_reading_stage(stage: str) -> None:
+    """Refuse a read of private records from a stage that must not read them."""
+    if stage not in READING_STAGES:
+        raise PrivacyError(
+            f"internal error: the '{stage}' stage asked for the private records; only "
+            f"{sorted(READING_STAGES)} may read them"
+        )

@@ -1,0 +1,89 @@
+"""Data kinds as plug-ins: tables, images and series.
+
+A kind (:class:`TableKind`, :class:`ArrayKind`) says how its records are checked, how its
+undeclared metadata are estimated under DP and how records are encoded. Its anchoring
+(:mod:`dpforge.kinds.base`) says what it measures and how its generator is fitted. The facade
+and the pipeline call these and never branch on the kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpforge.errors import PrivacyError
+from dpforge.kinds.arrays import ArrayKind, EmbeddingAnchoring, MomentAnchoring
+from dpforge.kinds.base import Anchoring, Measured, NoAnchoring
+from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
+from dpforge.schema.array import ArraySchema
+from dpforge.schema.table import Schema
+from dpforge.statistics import array_anchor
+from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.features import MOMENTS, FeatureAnchorConfig, feature_anchor_defaults
+
+__all__ = [
+    "CLIP_NOTE",
+    "Anchoring",
+    "ArrayKind",
+    "Measured",
+    "TableKind",
+    "anchoring_for",
+    "kind_of",
+    "resolve_anchor",
+]
+
+
+def kind_of(schema: Schema | ArraySchema) -> type[TableKind] | type[ArrayKind]:
+    """The plug-in for ``schema``'s data kind."""
+    return ArrayKind if isinstance(schema, ArraySchema) else TableKind
+
+
+def anchoring_for(anchor: AnchorConfig | FeatureAnchorConfig | None) -> Anchoring:
+    """The anchoring plug-in of a resolved anchor configuration (see :func:`resolve_anchor`)."""
+    if anchor is None:
+        return NoAnchoring()
+    if isinstance(anchor, AnchorConfig):
+        return MarginalAnchoring(anchor)
+    if anchor.statistic == MOMENTS:
+        return MomentAnchoring(anchor)
+    return EmbeddingAnchoring(anchor)
+
+
+def resolve_anchor(
+    anchor: AnchorConfig | FeatureAnchorConfig | str | None, schema: Any
+) -> AnchorConfig | FeatureAnchorConfig | None:
+    """The anchoring of this run: "auto" anchors tables on marginals, images on moments in a
+    principal subspace and series on random-feature embeddings."""
+    if anchor == "auto":
+        anchor = (
+            AnchorConfig() if isinstance(schema, Schema) else feature_anchor_defaults(schema.kind)
+        )
+    if anchor is None:
+        return None
+    _check_anchor_type(anchor, schema)
+    try:
+        anchor.validate()
+    except ValueError as exc:
+        raise PrivacyError(str(exc)) from None
+    if isinstance(anchor, FeatureAnchorConfig) and anchor.share == 0:
+        return None  # no embedding release: the discriminator alone, with its own generator
+    if isinstance(anchor, FeatureAnchorConfig):
+        return array_anchor.resolve_statistic(anchor, schema.kind)
+    return anchor
+
+
+def _check_anchor_type(anchor: Any, schema: Any) -> None:
+    if not isinstance(anchor, AnchorConfig | FeatureAnchorConfig):
+        raise PrivacyError(
+            f"anchor must be 'auto', None, an AnchorConfig (tables) or a FeatureAnchorConfig "
+            f"(images, series), got {anchor!r}"
+        )
+    if isinstance(anchor, AnchorConfig) and not isinstance(schema, Schema):
+        raise PrivacyError(
+            "marginal anchoring (AnchorConfig) is for tables; images and series take a "
+            "FeatureAnchorConfig, or anchor=None"
+        )
+    if isinstance(anchor, FeatureAnchorConfig) and isinstance(schema, Schema):
+        raise PrivacyError(
+            "feature anchoring (FeatureAnchorConfig) is for images and series; tables take an "
+            "AnchorConfig, or anchor=None"
+        )

@@ -1,0 +1,180 @@
+"""Images and series: array records, anchored on class moments or random-feature embeddings.
+
+:class:`ArrayKind` checks :class:`ArrayData` against an :class:`ArraySchema`.
+:class:`MomentAnchoring` (images' default) releases a principal subspace and per-class moments
+in it and builds the class-conditional Gaussian generator from them in closed form;
+:class:`EmbeddingAnchoring` (series' default) releases per-class mean embeddings in public
+random features and trains the generator to match them (:mod:`dpforge.statistics.array_anchor`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpforge.data.array_encoder import ArrayEncoder
+from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
+from dpforge.errors import DataError, PrivacyError
+from dpforge.kinds.base import Anchoring, Measured
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.noise import make_generator
+from dpforge.schema.array import ArraySchema
+from dpforge.statistics import array_anchor
+from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
+from dpforge.statistics.metadata import MetadataBudget, complete_array_schema
+from dpforge.statistics.moments import ClassMoments, Subspace
+
+
+class ArrayKind:
+    """Images and time series: :class:`ArrayData` checked against an :class:`ArraySchema`."""
+
+    name = "array"
+
+    @staticmethod
+    def validate(data: Any, schema: ArraySchema, out_of_bounds: str) -> ArrayData:
+        if isinstance(data, np.ndarray):
+            data = ArrayData(data)
+        if not isinstance(data, ArrayData):
+            raise DataError(
+                f"a {schema.kind} schema needs ArrayData (see dpforge.data.images / "
+                f"dpforge.data.series), got {type(data).__name__}"
+            )
+        return validate_arrays(data, schema, out_of_bounds)
+
+    @staticmethod
+    def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
+        return complete_array_schema(data, schema, budget, ledger, rng)
+
+    @staticmethod
+    def released(data: ArrayData, schema: ArraySchema) -> ArrayData:
+        """The records whose class was released (see ``keep_released_records``)."""
+        return keep_released_records(data, schema)
+
+    @staticmethod
+    def may_clip(schema: ArraySchema, out_of_bounds: str) -> bool:
+        """Whether the encoder may clip values, decided from public settings only."""
+        return out_of_bounds == "clip" or any(not c.is_complete for c in schema.channels)
+
+    @staticmethod
+    def encoder(schema: ArraySchema) -> ArrayEncoder:
+        return ArrayEncoder(schema)
+
+    @staticmethod
+    def label(schema: ArraySchema) -> tuple[str | None, tuple[str, ...]]:
+        return schema.label, tuple(schema.classes or ())
+
+
+@dataclass
+class MeasuredArrays(Measured):
+    """The feature anchoring's releases: an embedding, or a subspace and moments in it."""
+
+    embedding: MeasuredEmbedding | None = None
+    feature_seed: int = 0  # the seed of the public random feature map
+    subspace: Subspace | None = None
+    moments: ClassMoments | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "embedding": None if self.embedding is None else self.embedding.to_dict(),
+            "feature_seed": self.feature_seed,
+            "subspace": None if self.subspace is None else self.subspace.to_dict(),
+            "moments": None if self.moments is None else self.moments.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MeasuredArrays:
+        def read(key: str, kind: Any) -> Any:
+            return None if d.get(key) is None else kind.from_dict(d[key])
+
+        return cls(
+            read("embedding", MeasuredEmbedding),
+            int(d.get("feature_seed", 0)),
+            read("subspace", Subspace),
+            read("moments", ClassMoments),
+        )
+
+    @property
+    def fitted(self) -> bool:
+        return self.embedding is not None or self.moments is not None
+
+
+class _FeatureAnchoring(Anchoring):
+    """What both array anchorings share: the budget target and the public feature seed."""
+
+    def __init__(self, config: FeatureAnchorConfig) -> None:
+        self.config = config
+
+    def measured_from_dict(self, d: dict[str, Any]) -> MeasuredArrays:
+        return MeasuredArrays.from_dict(d)
+
+    def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredArrays:
+        """Plan the release(s) into the ledger, then run them on the encoded records."""
+        target = array_anchor.anchor_target(run.epsilon, run.delta, self.config.share, ledger)
+        feature_seed = int(rng.integers(2**62))  # public: drawn from the run's seed, not data
+        encoder = ArrayKind.encoder(schema)
+        return self._release(encoder, records, target, ledger, (feature_seed, rng))
+
+
+class MomentAnchoring(_FeatureAnchoring):
+    """Images: class-conditional Gaussians in a DP principal subspace."""
+
+    def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
+        """The subspace Gaussian, whatever the method's options, unless they name another
+        generator."""
+        if config.generator_net not in ("auto", "gaussian"):
+            raise PrivacyError(
+                f"moment anchoring builds its own generator ('gaussian'), but the method options "
+                f"ask for '{config.generator_net}': leave generator_net at 'auto', or anchor "
+                "with FeatureAnchorConfig(statistic='embedding')"
+            )
+        return array_anchor.anchored_config(config, self.config, schema.shape)
+
+    def _release(self, encoder, records, target, ledger, seeds) -> MeasuredArrays:
+        subspace, moments = array_anchor.measure_moments_for_run(
+            self.config, encoder, records, target, ledger, seeds[1]
+        )
+        return MeasuredArrays(feature_seed=seeds[0], subspace=subspace, moments=moments)
+
+    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+        """Build the Gaussian from the released moments (post-processing), unless resuming;
+        a private discriminator (if any) then refines the Gaussian's parameters."""
+        if resumed:
+            return
+        run.init_networks(method)  # the discriminator's
+        measured = setup.measured
+        array_anchor.set_gaussian(method.generator, measured.subspace, measured.moments)
+        method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+class EmbeddingAnchoring(_FeatureAnchoring):
+    """Images or series: per-class mean embeddings in public random Fourier features."""
+
+    def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
+        if not default_options:
+            return config
+        return array_anchor.anchored_config(config, self.config, schema.shape)
+
+    def _release(self, encoder, records, target, ledger, seeds) -> MeasuredArrays:
+        embedding = array_anchor.measure_for_run(
+            self.config, encoder, records, target, ledger, seeds
+        )
+        return MeasuredArrays(embedding=embedding, feature_seed=seeds[0])
+
+    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+        """Train the generator on the released embedding (free), unless resuming."""
+        layout = setup.encoder.layout
+        features = array_anchor.feature_map(
+            layout.kind, layout.shape, self.config, setup.measured.feature_seed
+        )
+        loss = array_anchor.EmbeddingLoss(setup.measured.embedding, features)
+        method.anchor = (loss, self.config.weight)
+        if resumed:
+            return
+        run.init_networks(method)
+        rng = make_generator(run.seed_sequence(3))
+        array_anchor.fit_generator(
+            method.generator, loss, setup.encoder.n_classes, self.config, rng
+        )
+        method.generator_average.load_state_dict(method.generator.state_dict())

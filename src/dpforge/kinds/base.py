@@ -1,0 +1,81 @@
+"""What every data kind plugs into the pipeline: its anchoring (what it measures, how its
+generator is fitted to the measurements).
+
+An :class:`Anchoring` is asked, in the pipeline's order:
+
+1. ``method_config``: the generator the anchoring fits (widths, network family);
+2. ``measure(run, ...)``: plan its releases into the ledger, then run them on the records
+   (the measure stage, the only place besides refinement that reads records);
+3. ``encoder``: the encoder the generator's outputs are decoded with;
+4. ``measure_adaptive``: releases chosen from earlier noisy releases (tables: the pair
+   selection and its second round), still in the measure stage;
+5. ``fit``: the generator fitted to all measurements (post-processing, free).
+
+:class:`NoAnchoring` is the pipeline without measurements: the discriminator alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpforge.privacy.ledger import PrivacyLedger
+
+
+@dataclass
+class Measured:
+    """An anchoring's releases, as a checkpoint stores them; nothing measured by default."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the generator is fitted to these measurements (else it starts untrained)."""
+        return False
+
+
+class Anchoring:
+    """The pipeline's hooks for one kind and anchor configuration (see the module notes)."""
+
+    config: Any = None
+
+    @property
+    def alone(self) -> bool:
+        """Whether the measurements are the whole run (no discriminator steps)."""
+        return self.config is not None and self.config.share >= 1.0
+
+    def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
+        return config
+
+    def measure(
+        self,
+        run: Any,
+        schema: Any,
+        records: Any,
+        ledger: PrivacyLedger,
+        rng: np.random.Generator,
+        n_public: int,
+    ) -> Measured:
+        """Plan this anchoring's releases into ``ledger``, then run them on ``records``
+        (``n_public``: the record count that sizes the releases)."""
+        return Measured()
+
+    def measured_from_dict(self, d: dict[str, Any]) -> Measured:
+        return Measured()
+
+    def encoder(self, kind: Any, schema: Any, measured: Measured) -> Any:
+        return kind.encoder(schema)
+
+    def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
+        """Releases chosen from the earlier ones (none by default); ``records()`` reads the
+        records through the engine."""
+
+    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+        """Fit ``method``'s generator to ``setup``'s measurements (post-processing)."""
+
+
+class NoAnchoring(Anchoring):
+    """No measurements: a private discriminator trains the generator alone."""

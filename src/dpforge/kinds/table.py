@@ -1,0 +1,225 @@
+"""Tables: records checked against a column schema, anchored on DP-measured marginals.
+
+:class:`TableKind` checks a pandas DataFrame, estimates undeclared metadata under DP and
+encodes rows. :class:`MarginalAnchoring` is the default table pipeline (README, "Tables"):
+fine histograms that place the numeric cells, round 1 (1-way and label x column marginals),
+the pair selection and round 2, then the generator fitted to all of them
+(:mod:`dpforge.statistics.rounds`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpforge.data.encoder import TableEncoder
+from dpforge.data.tables import keep_released_rows, validate_table
+from dpforge.errors import DataError
+from dpforge.kinds.base import Anchoring, Measured
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.noise import make_generator
+from dpforge.schema.table import Schema
+from dpforge.statistics.anchor import AnchorConfig, train_anchor
+from dpforge.statistics.cells import (
+    adaptive_columns,
+    bins_from_edges,
+    measure_fine_histograms,
+    quantile_bins,
+)
+from dpforge.statistics.marginals import MeasuredMarginal, encoded_cells
+from dpforge.statistics.metadata import MetadataBudget, complete_schema
+from dpforge.statistics.rounds import (
+    AnchorPlan,
+    anchor_loss,
+    measure_round_one,
+    measure_selected_pairs,
+    plan_anchoring,
+)
+
+CLIP_NOTE = (
+    "values outside the bounds (declared, or estimated under DP) are clipped to them; how many "
+    "values, and in which columns, is not reported: it depends on the private records"
+)
+
+
+class TableKind:
+    """Tables: a pandas DataFrame checked against a column :class:`Schema`."""
+
+    name = "table"
+
+    @staticmethod
+    def validate(data: Any, schema: Schema, out_of_bounds: str) -> pd.DataFrame:
+        if not isinstance(data, pd.DataFrame):
+            raise DataError(
+                f"a table schema needs a pandas DataFrame, got {type(data).__name__}; for images "
+                "or time series use an image/timeseries schema"
+            )
+        return validate_table(data, schema, out_of_bounds=out_of_bounds)
+
+    @staticmethod
+    def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
+        return complete_schema(data, schema, budget, ledger, rng)
+
+    @staticmethod
+    def released(data: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+        """The rows whose categories were all released (see ``keep_released_rows``)."""
+        return keep_released_rows(data, schema)
+
+    @staticmethod
+    def may_clip(schema: Schema, out_of_bounds: str) -> bool:
+        """Whether the encoder may clip values, decided from public settings only: some numeric
+        column has DP-estimated bounds, or values outside declared bounds are to be clipped."""
+        numeric = [c for c in schema.feature_columns if c.is_numeric]
+        return bool(numeric) and (
+            out_of_bounds == "clip" or any(not c.is_complete for c in numeric)
+        )
+
+    @staticmethod
+    def encoder(schema: Schema) -> TableEncoder:
+        return TableEncoder(schema)
+
+    @staticmethod
+    def label(schema: Schema) -> tuple[str | None, tuple[str, ...]]:
+        column = schema.label_column
+        return (None, ()) if column is None else (column.name, tuple(column.categories or ()))
+
+
+@dataclass
+class MeasuredTable(Measured):
+    """The marginals and the DP-placed numeric cells; the plan and cell indices stay in memory."""
+
+    marginals: tuple[MeasuredMarginal, ...] = ()
+    cell_edges: dict[str, list[float]] = field(default_factory=dict)
+    plan: AnchorPlan | None = None  # not checkpointed: a resumed run does not measure again
+    blocks: Any = None  # the records' cell indices (private, never stored)
+    rngs: Any = None  # the generators the selection and the fit share
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "marginals": [m.to_dict() for m in self.marginals],
+            "cell_edges": self.cell_edges,
+        }
+
+    @property
+    def fitted(self) -> bool:
+        return bool(self.marginals)
+
+
+class MarginalAnchoring(Anchoring):
+    """Tables anchored on DP-measured marginals (:class:`AnchorConfig`)."""
+
+    def __init__(self, config: AnchorConfig) -> None:
+        self.config = config
+
+    def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
+        """The anchored generator's widths, unless the caller chose the method's options."""
+        if not default_options:
+            return config
+        return replace(config, generator_hidden=self.config.generator_hidden)
+
+    def measured_from_dict(self, d: dict[str, Any]) -> MeasuredTable:
+        marginals = tuple(MeasuredMarginal.from_dict(m) for m in d.get("marginals", []))
+        return MeasuredTable(marginals, dict(d.get("cell_edges", {})))
+
+    def encoder(self, kind: Any, schema: Schema, measured: MeasuredTable) -> TableEncoder:
+        cells = bins_from_edges(schema.feature_columns, measured.cell_edges)
+        return TableEncoder(schema, n_bins=self.config.n_bins, cells=cells)
+
+    def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredTable:
+        """Plan every anchoring release into the ledger, then place the cells and run round 1."""
+        if self.config.share == 0:
+            return MeasuredTable()
+        public = self.encoder(TableKind, schema, MeasuredTable())
+        label = schema.label_column
+        adaptive = adaptive_columns(schema.feature_columns, self.config.n_bins)
+        plan = plan_anchoring(
+            self.config, public.spans, label and label.name, self._target(run, ledger),
+            ledger, adaptive=len(adaptive),
+        )  # fmt: skip
+        fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
+        n_bins = self.config.n_bins
+        edges = {
+            c.name: quantile_bins(c, fine[c.name], n_public, n_bins).edges.tolist()
+            for c in adaptive
+        }
+        encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges))
+        label_name, blocks = _blocks(encoder, records)
+        measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)
+        self.plan_ = plan  # public: the noise of each release, fixed before any ran
+        return MeasuredTable(tuple(measured), edges, plan, blocks)
+
+    def _target(self, run: Any, ledger: PrivacyLedger) -> tuple[float, float] | None:
+        """(epsilon, delta) the ledger may reach after the anchoring (all of it without a
+        discriminator); None for the non-private baseline."""
+        if not math.isfinite(run.epsilon):
+            return None
+        share = self.config.share
+        spent_share = min(1.0, run.metadata_share + (1 - run.metadata_share) * share)
+        return run.epsilon * spent_share, run.delta * spent_share - ledger.extra_delta()
+
+    def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
+        """The pair selection and round 2, with a scout generator fitted to round 1
+        (``records()`` reads the records, if their cells are not at hand)."""
+        measured = setup.measured
+        if not measured.marginals:
+            return
+        run.init_networks(method)
+        measured.rngs = (
+            np.random.default_rng(run.seed_sequence(4)),
+            make_generator(run.seed_sequence(3)),
+        )
+        if measured.plan.pairs:
+            blocks = measured.blocks or _blocks(setup.encoder, records())[1]
+            label_name, spans = _label_name(setup.encoder), setup.encoder.spans
+            setup.measured.marginals = tuple(
+                measure_selected_pairs(
+                    method.generator,
+                    list(measured.marginals),
+                    measured.plan,
+                    blocks,
+                    spans,
+                    label_name,
+                    _prior(setup),
+                    self.config,
+                    measured.rngs,
+                )  # fmt: skip
+            )
+
+    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+        """Train the generator on every measured marginal (free); a resumed discriminator run
+        takes the anchored generator from its checkpoint and keeps only the loss."""
+        measured, encoder = setup.measured, setup.encoder
+        if not measured.marginals:
+            return
+        prior = _prior(setup)
+        loss = anchor_loss(
+            measured.marginals, encoder.spans, _label_name(encoder), prior, self.config
+        )
+        method.anchor = (loss, self.config.weight)
+        if resumed:
+            return
+        n_classes = 0 if prior is None else prior.shape[0]
+        train_anchor(method.generator, loss, n_classes, self.config, measured.rngs[1])
+        method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def _label_name(encoder: TableEncoder) -> str | None:
+    label = encoder.schema.label_column
+    return None if label is None else label.name
+
+
+def _prior(setup: Any) -> torch.Tensor | None:
+    if setup.label_prior is None:
+        return None
+    return torch.as_tensor(setup.label_prior, dtype=torch.float32)
+
+
+def _blocks(encoder: TableEncoder, records: pd.DataFrame):
+    """The label's name and every column's cell indices (encoded a chunk at a time)."""
+    label_name = _label_name(encoder)
+    return label_name, encoded_cells(encoder, records, label_name)

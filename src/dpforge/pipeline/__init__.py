@@ -1,0 +1,63 @@
+"""A fit is a pipeline of named stages (docs/architecture.md):
+
+plan     what may be released, each release's dp-accounting event in the ledger before it
+         runs, and the data set's budget file charged (:mod:`.plan`);
+measure  the records checked, then the planned releases (:mod:`.measure`);
+fit      the generator fitted to the noisy measurements: post-processing (:mod:`.fit`);
+refine   optional: a private discriminator trains it further with DP-SGD (:mod:`.refine`);
+release  the ledger completed and checked, the generator handed out (:mod:`.release`).
+
+Only ``measure`` and ``refine`` read records, through the run's engine
+(:mod:`dpforge.engines`), which refuses any other stage. The data kind plugs in through its
+anchoring (:mod:`dpforge.kinds`); nothing here branches on the kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpforge import options as run_options
+from dpforge.engines.base import Engine
+from dpforge.methods import METHODS
+from dpforge.pipeline import fit as fit_stage
+from dpforge.pipeline import measure as measure_stage
+from dpforge.pipeline import refine as refine_stage
+from dpforge.pipeline import release as release_stage
+from dpforge.pipeline.checkpoints import is_resumed, resumed_setup
+from dpforge.pipeline.plan import charge_budget, check_request
+from dpforge.pipeline.release import Released
+from dpforge.pipeline.run import RunSettings, RunSetup
+from dpforge.privacy.budget import RunCharge
+
+__all__ = ["Released", "RunSettings", "RunSetup", "run_pipeline"]
+
+
+def run_pipeline(
+    run: RunSettings, engine: Engine, options: Any, budget: RunCharge | None
+) -> tuple[Released, Any]:
+    """Fit on ``engine``'s records; returns what is released and the budget file's record.
+
+    ``options`` are the method options the caller gave (``run.config`` is resolved from them
+    once the number of records is known).
+    """
+    n_records = measure_stage.check_records(run, engine)
+    check_request(run, n_records)
+    _resolve_config(run, options, n_records)
+    setup = resumed_setup(run, n_records) or measure_stage.measure(run, engine, n_records)
+    measure_stage.keep_released(run, engine, setup)
+    setup.encoder = run.anchoring.encoder(run.kind, setup.schema, setup.measured)
+    method = fit_stage.build_method(run, setup)
+    charged = charge_budget(run, budget, setup, method)
+    resumed = is_resumed(run, setup)
+    if not resumed:
+        measure_stage.measure_adaptive(run, setup, method, engine)
+    fit_stage.fit(run, setup, method, resumed)
+    wasted = refine_stage.refine(run, setup, method, engine)
+    return release_stage.release(run, setup, method, wasted), charged
+
+
+def _resolve_config(run: RunSettings, options: Any, n_records: int) -> None:
+    """The method's config for this data size, with the anchoring's generator."""
+    config = METHODS[run.method][0].resolve_config(options, n_records)
+    run_options.check_against_size(config, n_records)
+    run.config = run.anchoring.method_config(config, run.default_options, run.schema)

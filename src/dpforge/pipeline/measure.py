@@ -1,0 +1,50 @@
+"""The measure stage: check the records, then run the planned releases on them.
+
+With :mod:`dpforge.pipeline.refine`, the only stage that reads private records, and only
+through the engine. Each release is recorded in the ledger before it runs (the kind's
+anchoring plans its own); the releases are the metadata estimates of the schema's undeclared
+parts, then the anchoring's measurements, then (tables) the adaptive pair selection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpforge.engines.base import MEASURE, Engine
+from dpforge.pipeline.plan import metadata_budget, plan_training
+from dpforge.pipeline.run import RunSettings, RunSetup
+from dpforge.privacy.ledger import PrivacyLedger
+
+
+def check_records(run: RunSettings, engine: Engine) -> int:
+    """Check every record against the schema (bad input is refused, naming the record);
+    returns the number of records read."""
+    records = run.kind.validate(engine.read(MEASURE), run.schema, run.out_of_bounds)
+    engine.replace(records)
+    return engine.size(MEASURE)
+
+
+def measure(run: RunSettings, engine: Engine, n_records: int) -> RunSetup:
+    """A new run's releases: the metadata, then the anchoring's measurements; then the plan
+    of the discriminator's steps that fits what is left of the budget."""
+    ledger = PrivacyLedger()
+    rng = np.random.default_rng(run.seed_sequence(0))
+    records = engine.read(MEASURE)
+    schema, prior = run.kind.complete(records, run.schema, metadata_budget(run), ledger, rng)
+    released = run.kind.released(records, schema)
+    measured = run.anchoring.measure(run, schema, released, ledger, rng, n_records)
+    plan = plan_training(run, n_records, ledger)
+    return RunSetup(schema, prior, ledger, plan, n_records, measured)
+
+
+def keep_released(run: RunSettings, engine: Engine, setup: RunSetup) -> None:
+    """Drop the records of categories or classes the DP threshold did not release; N, which set
+    q and the plan, stays the number of records read (see ``keep_released_rows``)."""
+    engine.replace(run.kind.released(engine.read(MEASURE), setup.schema))
+
+
+def measure_adaptive(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> None:
+    """Releases chosen from the earlier noisy ones (tables: pair selection and round 2)."""
+    run.anchoring.measure_adaptive(run, setup, method, lambda: engine.read(MEASURE))

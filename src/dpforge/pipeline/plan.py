@@ -1,0 +1,135 @@
+"""The plan stage: what the run may release, fixed before the releases run.
+
+Metadata and anchoring releases are planned by the kind's anchoring, each into the ledger just
+before it runs (their noise follows from the budget). This module plans the rest: it checks the
+privacy request, sets the discriminator's steps and noise so the whole ledger reaches the target
+(the accountant decides, :mod:`dpforge.privacy.calibration`), and charges the data set's budget
+file with the run's planned events before any discriminator step.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dpforge import options as run_options
+from dpforge.errors import PrivacyError
+from dpforge.methods import METHODS
+from dpforge.pipeline.run import RunSettings, RunSetup
+from dpforge.privacy.budget import RunCharge
+from dpforge.privacy.calibration import noise_for_target, steps_for_target
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.statistics.features import FeatureAnchorConfig
+from dpforge.statistics.metadata import MetadataBudget
+from dpforge.training import TrainingPlan
+
+DEFAULT_EPOCHS = 50.0
+MIN_STEPS = 100
+_ANCHOR_ONLY_NOTE = {
+    False: "noise_multiplier and epochs set the discriminator's steps, but this run "
+    "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
+    "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
+    "discriminator alone, or between 0 and 1 to refine with it",
+    True: "noise_multiplier and epochs set the discriminator's steps, but this run "
+    "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "
+    "for images and series): pass anchor=None for the discriminator alone, or a "
+    "FeatureAnchorConfig with share between 0 and 1 to refine with it",
+}
+
+
+def check_request(run: RunSettings, n_records: int) -> None:
+    """Refuse a privacy request that cannot be met or makes no sense, before any release."""
+    if run.delta >= 1.0 / n_records and math.isfinite(run.epsilon):
+        raise PrivacyError(
+            f"delta = {run.delta:g} is not below 1/N = {1 / n_records:.3g} for N = "
+            f"{n_records} records: such a delta allows publishing a whole record; choose "
+            f"delta well below 1/N (e.g. {_suggest_delta(n_records):g})"
+        )
+    if run.noise_multiplier is not None and run.epochs is not None and math.isfinite(run.epsilon):
+        raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
+    alone = run.anchoring.alone
+    if alone and (run.noise_multiplier is not None or run.epochs is not None):
+        raise PrivacyError(_ANCHOR_ONLY_NOTE[isinstance(run.anchor, FeatureAnchorConfig)])
+    if not math.isfinite(run.epsilon) and run.epochs is None and not alone:
+        raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
+
+
+def metadata_budget(run: RunSettings) -> MetadataBudget:
+    """The part of the budget set aside for DP estimates of undeclared metadata."""
+    if not math.isfinite(run.epsilon):
+        return MetadataBudget(epsilon=0.0, delta=0.0, non_private=True)
+    return MetadataBudget(run.epsilon * run.metadata_share, run.delta * run.metadata_share)
+
+
+def sample_rate(run: RunSettings, n_records: int) -> float:
+    """The discriminator's Poisson sampling rate q."""
+    return METHODS[run.method][0].sample_rate(run.config, n_records)
+
+
+def plan_training(run: RunSettings, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:
+    """The discriminator's steps and noise: none when the measurements are the whole run, else
+    what the budget left after ``ledger`` allows."""
+    q = sample_rate(run, n_records)
+    if run.anchoring.alone:
+        return TrainingPlan(0, q, 0.0, run.checkpoint_every)
+    if not math.isfinite(run.epsilon):
+        steps = run_options.check_steps(max(1, round(run.epochs / q)), f"epochs={run.epochs:g}")
+        return TrainingPlan(steps, q, 0.0, run.checkpoint_every)
+    sigma, steps = _calibrate(run, q, ledger)
+    if steps < MIN_STEPS:
+        raise PrivacyError(
+            f"the budget epsilon = {run.epsilon:g} allows only {steps} training steps at "
+            f"noise multiplier {sigma:.3g} (at least {MIN_STEPS} are needed to learn "
+            "anything): raise epsilon, lower the noise multiplier or the batch size"
+        )
+    return TrainingPlan(steps, q, sigma, run.checkpoint_every)
+
+
+def _calibrate(run: RunSettings, q: float, ledger: PrivacyLedger) -> tuple[float, int]:
+    """(noise multiplier, steps): the one not given, calibrated to reach the target."""
+    method_cls = METHODS[run.method][0]
+    delta, base = run.delta - ledger.extra_delta(), ledger.event()
+
+    def event(sigma: float, steps: int):
+        return method_cls.training_event(run.config, q, sigma, steps)
+
+    if run.noise_multiplier is None:
+        epochs = DEFAULT_EPOCHS if run.epochs is None else run.epochs
+        steps = run_options.check_steps(max(1, round(epochs / q)), f"epochs={epochs:g}")
+        sigma = noise_for_target(lambda s: event(s, steps), run.epsilon, delta, base_event=base)
+        return sigma, steps
+    sigma = run.noise_multiplier
+    steps = steps_for_target(
+        lambda n: event(sigma, n), run.epsilon, delta, base_event=base,
+        max_steps=run_options.MAX_STEPS + 1,
+    )  # fmt: skip
+    run_options.check_steps(steps, f"noise multiplier {sigma:g} at epsilon {run.epsilon:g}")
+    return sigma, steps
+
+
+def planned_ledger(run: RunSettings, setup: RunSetup, method: Any) -> PrivacyLedger:
+    """The ledger this run will have: the releases so far and the planned discriminator steps."""
+    planned = PrivacyLedger(setup.ledger.entries)
+    if setup.plan.steps:
+        planned.record(
+            f"{run.method}: {setup.plan.steps} discriminator steps",
+            method.step_event(setup.plan.sample_rate, setup.plan.steps),
+        )
+    return planned
+
+
+def charge_budget(run: RunSettings, budget: RunCharge | None, setup: RunSetup, method: Any) -> Any:
+    """Write this run's planned events into the data set's budget file (write-ahead)."""
+    if budget is None:
+        return None
+    return budget.charge(
+        planned_ledger(run, setup, method),
+        epsilon=run.epsilon,
+        delta=run.delta,
+        description=f"{run.method} fit, target epsilon {run.epsilon:g}, delta {run.delta:g}",
+        checkpoint=run.checkpoint_dir,
+    )
+
+
+def _suggest_delta(n_records: int) -> float:
+    return 10.0 ** math.floor(math.log10(1.0 / (10 * n_records)))

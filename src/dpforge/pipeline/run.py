@@ -1,0 +1,102 @@
+"""What every stage of a run shares: the settings (:class:`RunSettings`), and what the run has
+decided so far (:class:`RunSetup`, the part a checkpoint stores)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpforge import options as run_options
+from dpforge.engines.base import Engine
+from dpforge.kinds import Anchoring, Measured, kind_of
+from dpforge.nets.init import initialise
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.noise import make_generator
+from dpforge.schema.array import ArraySchema, schema_from_dict
+from dpforge.schema.table import Schema
+from dpforge.training import TrainingPlan
+
+
+@dataclass
+class RunSettings:
+    """The facade's options, resolved for one run: nothing here depends on the records."""
+
+    schema: Schema | ArraySchema
+    method: str
+    epsilon: float
+    delta: float
+    noise_multiplier: float | None
+    epochs: float | None
+    metadata_share: float
+    config: Any  # the method's config (resolved for the data size in the pipeline)
+    default_options: bool  # whether the caller left the method's options at their defaults
+    anchor: Any  # the resolved AnchorConfig / FeatureAnchorConfig / None
+    anchoring: Anchoring
+    out_of_bounds: str
+    seed: int | None
+    device: str
+    progress: bool
+    checkpoint_dir: Path | None
+    checkpoint_every: int
+    engine: Engine = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> Any:
+        return kind_of(self.schema)
+
+    def seed_sequence(self, stream: int) -> int | None:
+        """The seed of random stream ``stream`` of this run (None: seeded from the OS)."""
+        return seed_sequence(self.seed, stream)
+
+    def init_networks(self, method: Any) -> None:
+        """Initialise the method's networks from the run's stream 2 (no global RNG)."""
+        generator = make_generator(self.seed_sequence(2))
+        for module in method.trained_networks():
+            initialise(module, generator)
+        method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def seed_sequence(seed: int | None, stream: int) -> int | None:
+    """modulo 2**63: every seed options.check_seed allows gives a valid torch seed."""
+    return None if seed is None else (seed * 1000 + stream) % run_options.SEED_LIMIT
+
+
+@dataclass
+class RunSetup:
+    """What a run decided before training: completed schema, prior, ledger so far, plan, and its
+    anchoring's measurements. ``encoder`` is rebuilt from these, never stored."""
+
+    schema: Schema | ArraySchema
+    label_prior: np.ndarray | None
+    ledger: PrivacyLedger
+    plan: TrainingPlan
+    n_records: int
+    measured: Measured = field(default_factory=Measured)
+    encoder: Any = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
+        return {
+            "schema": self.schema.to_dict(),
+            "label_prior": prior,
+            "ledger": self.ledger.to_dict(),
+            "plan": asdict(self.plan),
+            "n_records": self.n_records,
+            **self.measured.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], anchoring: Anchoring) -> RunSetup:
+        """Read a checkpoint's setup (the keys of every dpforge version that wrote one)."""
+        prior = d["label_prior"]
+        return cls(
+            schema_from_dict(d["schema"], allow_review=True),
+            None if prior is None else np.asarray(prior, dtype=np.float64),
+            PrivacyLedger.from_dict(d["ledger"]),
+            TrainingPlan(**d["plan"]),
+            int(d["n_records"]),
+            anchoring.measured_from_dict(d),
+        )
