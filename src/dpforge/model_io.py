@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import TableEncoder
-from dpforge.kinds import kind_of
 from dpforge.errors import ModelFileError
+from dpforge.kinds import kind_of
 from dpforge.model_check import (
     DIGEST_KEY,
     FORMAT,

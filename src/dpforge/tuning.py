@@ -240,15 +240,22 @@ class _TrialGuard:
         self.trial_event: dp_accounting.DpEvent | None = None
         self.trial_index = 0
 
-    def charge(
+    def reserve(
         self,
-        ledger: PrivacyLedger,
         *,
         epsilon: float,
         delta: float,
         description: str,
         checkpoint: Any = None,
+        resume_of: str | None = None,
     ) -> None:
+        """Keep the trial's target; the search is charged once the first trial's plan is known
+        (:meth:`settle`), since the search's event is made of the trial's."""
+        self.target = (epsilon, delta, description)
+
+    def settle(self, run: Any, ledger: PrivacyLedger) -> None:
+        """Check the trial's planned ``ledger`` (and charge the search, at the first trial)."""
+        epsilon, delta, description = self.target
         if ledger.extra_delta() > 0:
             raise PrivacyError(
                 "a tuning trial pays delta outside its events (categories released by a DP "

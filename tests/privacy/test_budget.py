@@ -103,13 +103,30 @@ def test_a_renamed_copy_finds_the_budget_file_by_its_hash(data):
     assert DataBudget.for_data(other).path == budget_path_for(other)
 
 
-def test_a_resumed_run_is_not_charged_twice(data, tmp_path):
+def test_a_run_is_resumed_by_its_id_never_by_its_folder(data, tmp_path):
     budget = DataBudget.for_data(data)
-    first = _charge(budget, _ledger(), checkpoint=tmp_path / "ckpt")
-    again = _charge(budget, _ledger(), checkpoint=tmp_path / "ckpt")
-    assert again == first and len(budget.status().runs) == 1
-    _charge(budget, _ledger(steps=10), checkpoint=tmp_path / "ckpt")  # other events: a new run
-    assert len(budget.status().runs) == 2
+    folder = tmp_path / "ckpt"
+    first = _charge(budget, _ledger(), checkpoint=folder)
+    again = _charge(budget, _ledger(), checkpoint=folder)  # same folder, same events: a new run
+    assert again != first and len(budget.status().runs) == 2
+    held = budget.reserve(epsilon=1.0, delta=DELTA, description="r", checkpoint=folder)
+    resumed = budget.reserve(epsilon=1.0, delta=DELTA, description="r", resume_of=held.run_id)
+    assert resumed == held and len(budget.status().runs) == 3
+
+
+def test_a_reservation_counts_its_whole_target_until_settled(data):
+    budget = DataBudget.for_data(data)
+    budget.set_total(2.0, DELTA)
+    held = budget.reserve(epsilon=1.5, delta=DELTA / 2, description="a fit")
+    assert budget.status().spent.epsilon == pytest.approx(1.5)
+    assert "1 unfinished" in budget.status().summary()
+    with pytest.raises(BudgetExceededError):  # 1.5 reserved + 1.0 > 2
+        budget.reserve(epsilon=1.0, delta=DELTA / 2, description="another")
+    settled = budget.settle(held, _ledger(steps=10))
+    assert not settled.reserved
+    assert budget.status().spent.epsilon == pytest.approx(_ledger(steps=10).report(DELTA).epsilon)
+    budget.settle(settled, PrivacyLedger())  # refused before any release: the run is removed
+    assert budget.status().runs == ()
 
 
 def test_a_foreign_or_corrupt_file_is_never_overwritten(data):
@@ -163,10 +180,12 @@ def test_fit_charges_before_training_and_refuses_beyond_the_total(cancer, tmp_pa
             schema, epsilon=eps, delta=DELTA, anchor=None, epochs=12.0, seed=0, progress=False
         )
 
+    import dpforge.pipeline.refine as refine_stage
+
     trained = []
-    real_train = Synthesizer._train
+    real_train = refine_stage.train
     monkeypatch.setattr(
-        Synthesizer, "_train", lambda self, *a: trained.append(1) or real_train(self, *a)
+        refine_stage, "train", lambda *a, **k: trained.append(1) or real_train(*a, **k)
     )
     synth = synthesizer(2.0).fit(frame, budget=budget)
     run = budget.status().runs[0]
@@ -190,3 +209,68 @@ def test_a_fit_resumed_from_its_checkpoint_is_charged_once(cancer, tmp_path):
     assert len(budget.status().runs) == 1
     Synthesizer(schema, **options).fit(frame, budget=budget)  # a new run pays again
     assert len(budget.status().runs) == 2
+
+
+@pytest.mark.slow
+def test_fits_on_one_checkpoint_folder_are_each_charged(cancer, tmp_path):
+    """Issue 20.1: a later anchor-only fit with the same --checkpoint-dir is a new release."""
+    from dpforge.statistics.anchor import AnchorConfig
+
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    budget.set_total(4.0, DELTA)
+    options = dict(epsilon=3.0, delta=DELTA, seed=0, progress=False)
+    anchor = AnchorConfig(steps=20, batch_size=256)
+    folder = tmp_path / "ck"
+    Synthesizer(schema, anchor=anchor, checkpoint_dir=folder, **options).fit(frame, budget=budget)
+    with pytest.raises(BudgetExceededError):
+        Synthesizer(schema, anchor=anchor, checkpoint_dir=folder, **options).fit(
+            frame, budget=budget
+        )
+    assert len(budget.status().runs) == 1
+    assert budget.status().spent.epsilon <= 4.0
+
+
+def test_a_fit_stopped_by_a_dp_outcome_has_spent_its_budget(cancer, tmp_path):
+    """Issue 20.2: the budget file is charged before the first release, so a fit that stops
+    on a DP outcome ('no category is frequent enough') has paid for it."""
+    from dpforge.schema.table import Column, Schema
+
+    frame, schema = cancer
+    frame = frame.assign(code=[f"c{i}" for i in range(len(frame))])  # every value unique
+    columns = (*schema.columns, Column("code", "categorical"))  # categories: estimated under DP
+    schema = Schema(columns, label=schema.label, label_prior=schema.label_prior)
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    synth = Synthesizer(schema, epsilon=1.0, delta=DELTA, seed=0, progress=False)
+    with pytest.raises(PrivacyError, match="frequent enough"):
+        synth.fit(frame, budget=budget)
+    (run,) = budget.status().runs
+    assert not run.reserved and len(run.ledger) >= 1  # the category release ran and is charged
+    assert budget.status().spent.epsilon > 0
+
+
+def test_a_killed_fit_keeps_its_whole_reservation(cancer, tmp_path, monkeypatch):
+    import dpforge.pipeline.measure as measure_stage
+
+    frame, schema = cancer
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measure_stage, "plan_training", killed)
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    with pytest.raises(KeyboardInterrupt):
+        Synthesizer(schema, epsilon=2.0, delta=DELTA, seed=0, progress=False).fit(
+            frame, budget=budget
+        )
+    (run,) = budget.status().runs
+    assert run.reserved and budget.status().spent.epsilon == pytest.approx(2.0)
+
+
+def test_a_fit_refused_before_any_release_leaves_no_charge(cancer, tmp_path):
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    bad = frame.assign(diagnosis="unknown class")
+    with pytest.raises(Exception, match="unknown class"):
+        Synthesizer(schema, epsilon=2.0, delta=DELTA, progress=False).fit(bad, budget=budget)
+    assert budget.status().runs == ()

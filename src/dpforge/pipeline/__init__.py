@@ -18,16 +18,18 @@ from typing import Any
 
 from dpforge import options as run_options
 from dpforge.engines.base import Engine
+from dpforge.errors import DpforgeError
 from dpforge.methods import METHODS
 from dpforge.pipeline import fit as fit_stage
 from dpforge.pipeline import measure as measure_stage
 from dpforge.pipeline import refine as refine_stage
 from dpforge.pipeline import release as release_stage
-from dpforge.pipeline.checkpoints import is_resumed, resumed_setup
-from dpforge.pipeline.plan import charge_budget, check_request
+from dpforge.pipeline.checkpoints import checkpoint_budget_run, is_resumed, resumed_setup
+from dpforge.pipeline.plan import check_request, planned_ledger, reserve_budget, settle_budget
 from dpforge.pipeline.release import Released
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.budget import RunCharge
+from dpforge.privacy.ledger import PrivacyLedger
 
 __all__ = ["Released", "RunSettings", "RunSetup", "run_pipeline"]
 
@@ -40,20 +42,35 @@ def run_pipeline(
     ``options`` are the method options the caller gave (``run.config`` is resolved from them
     once the number of records is known).
     """
-    n_records = measure_stage.check_records(run, engine)
-    check_request(run, n_records)
-    _resolve_config(run, options, n_records)
-    setup = resumed_setup(run, n_records) or measure_stage.measure(run, engine, n_records)
-    measure_stage.keep_released(run, engine, setup)
-    setup.encoder = run.anchoring.encoder(run.kind, setup.schema, setup.measured)
+    resume_of = checkpoint_budget_run(run)
+    charged = reserve_budget(run, budget, resume_of)
+    run.budget_run = getattr(charged, "run_id", None)
+    ledger = PrivacyLedger()
+    try:
+        setup = _measure(run, engine, options, ledger)
+    except DpforgeError:  # a DP outcome (or bad input) stopped it: what it recorded is spent
+        if charged is not None and run.budget_run != resume_of:
+            settle_budget(budget, charged, ledger)
+        raise
     method = fit_stage.build_method(run, setup)
-    charged = charge_budget(run, budget, setup, method)
+    charged = settle_budget(budget, charged, planned_ledger(run, setup, method)) or charged
     resumed = is_resumed(run, setup)
     if not resumed:
         measure_stage.measure_adaptive(run, setup, method, engine)
     fit_stage.fit(run, setup, method, resumed)
     wasted = refine_stage.refine(run, setup, method, engine)
     return release_stage.release(run, setup, method, wasted), charged
+
+
+def _measure(run: RunSettings, engine: Engine, options: Any, ledger: PrivacyLedger) -> RunSetup:
+    """Check the records, then take the setup from the checkpoint or measure it anew."""
+    n_records = measure_stage.check_records(run, engine)
+    check_request(run, n_records)
+    _resolve_config(run, options, n_records)
+    setup = resumed_setup(run, n_records) or measure_stage.measure(run, engine, n_records, ledger)
+    measure_stage.keep_released(run, engine, setup)
+    setup.encoder = run.anchoring.encoder(run.kind, setup.schema, setup.measured)
+    return setup
 
 
 def _resolve_config(run: RunSettings, options: Any, n_records: int) -> None:

@@ -16,6 +16,8 @@ from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.resume import DATA_KEY, SETTINGS_KEY, check_resume, flat_settings
 from dpforge.training import has_checkpoint, read_checkpoint_info
 
+BUDGET_RUN_KEY = "budget_run"  # the id of the run's record in the data set's budget file
+
 
 def privacy_settings(run: RunSettings, n_records: int) -> dict[str, Any]:
     """Every setting that fixes this run's accounting, as its checkpoint stores them."""
@@ -53,6 +55,13 @@ def resumed_setup(run: RunSettings, n_records: int) -> RunSetup | None:
     options = {k: v for k, v in stored.items() if k != DATA_KEY}
     check_resume(options, privacy_settings(run, n_records), run.checkpoint_dir)
     return setup
+
+
+def checkpoint_budget_run(run: RunSettings) -> str | None:
+    """The budget run id the checkpoint recorded (None: no checkpoint, or an older one)."""
+    if not has_checkpoint(run.checkpoint_dir):
+        return None
+    return read_checkpoint_info(run.checkpoint_dir).get(BUDGET_RUN_KEY)
 
 
 def is_resumed(run: RunSettings, setup: RunSetup) -> bool:

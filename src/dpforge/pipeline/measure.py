@@ -26,10 +26,9 @@ def check_records(run: RunSettings, engine: Engine) -> int:
     return engine.size(MEASURE)
 
 
-def measure(run: RunSettings, engine: Engine, n_records: int) -> RunSetup:
-    """A new run's releases: the metadata, then the anchoring's measurements; then the plan
-    of the discriminator's steps that fits what is left of the budget."""
-    ledger = PrivacyLedger()
+def measure(run: RunSettings, engine: Engine, n_records: int, ledger: PrivacyLedger) -> RunSetup:
+    """A new run's releases into ``ledger``: the metadata, then the anchoring's measurements;
+    then the plan of the discriminator's steps that fits what is left of the budget."""
     rng = np.random.default_rng(run.seed_sequence(0))
     records = engine.read(MEASURE)
     schema, prior = run.kind.complete(records, run.schema, metadata_budget(run), ledger, rng)

@@ -3,8 +3,9 @@
 Metadata and anchoring releases are planned by the kind's anchoring, each into the ledger just
 before it runs (their noise follows from the budget). This module plans the rest: it checks the
 privacy request, sets the discriminator's steps and noise so the whole ledger reaches the target
-(the accountant decides, :mod:`dpforge.privacy.calibration`), and charges the data set's budget
-file with the run's planned events before any discriminator step.
+(the accountant decides, :mod:`dpforge.privacy.calibration`), and reserves the run's whole target
+in the data set's budget file before the first release, and settles it with the planned ledger
+once the releases ran (:mod:`dpforge.privacy.budget`).
 """
 
 from __future__ import annotations
@@ -118,17 +119,25 @@ def planned_ledger(run: RunSettings, setup: RunSetup, method: Any) -> PrivacyLed
     return planned
 
 
-def charge_budget(run: RunSettings, budget: RunCharge | None, setup: RunSetup, method: Any) -> Any:
-    """Write this run's planned events into the data set's budget file (write-ahead)."""
+def reserve_budget(run: RunSettings, budget: RunCharge | None, resume_of: str | None) -> Any:
+    """Reserve the run's whole target in the data set's budget file, before the first release
+    (a resumed run finds its reservation through the id its checkpoint recorded)."""
     if budget is None:
         return None
-    return budget.charge(
-        planned_ledger(run, setup, method),
+    return budget.reserve(
         epsilon=run.epsilon,
         delta=run.delta,
         description=f"{run.method} fit, target epsilon {run.epsilon:g}, delta {run.delta:g}",
         checkpoint=run.checkpoint_dir,
+        resume_of=resume_of,
     )
+
+
+def settle_budget(budget: RunCharge | None, record: Any, ledger: PrivacyLedger) -> Any:
+    """Replace the reservation by ``ledger`` (the events that ran and those planned)."""
+    if budget is None:
+        return None
+    return budget.settle(record, ledger)
 
 
 def _suggest_delta(n_records: int) -> float:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from dpforge.engines.base import REFINE, Engine
-from dpforge.pipeline.checkpoints import privacy_settings
+from dpforge.pipeline.checkpoints import BUDGET_RUN_KEY, privacy_settings
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.resume import DATA_KEY, SETTINGS_KEY, check_resume, data_fingerprint
@@ -57,7 +57,7 @@ def _checkpointing(run: RunSettings, setup: RunSetup, method: Any, generator, fi
     folder, state = run.checkpoint_dir, TrainingState()
     settings = privacy_settings(run, setup.n_records)
     settings[DATA_KEY] = fingerprint
-    run_info = {"setup": setup.to_dict(), SETTINGS_KEY: settings}
+    run_info = {"setup": setup.to_dict(), SETTINGS_KEY: settings, BUDGET_RUN_KEY: run.budget_run}
     if has_checkpoint(folder):
         check_resume(read_checkpoint_info(folder).get(SETTINGS_KEY), settings, folder)
         state, _ = load_checkpoint(folder, method, generator)

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from dpforge import options as run_options
-from dpforge.engines.base import Engine
 from dpforge.kinds import Anchoring, Measured, kind_of
 from dpforge.nets.init import initialise
 from dpforge.privacy.ledger import PrivacyLedger
@@ -41,7 +40,7 @@ class RunSettings:
     progress: bool
     checkpoint_dir: Path | None
     checkpoint_every: int
-    engine: Engine = field(repr=False, default=None)  # type: ignore[assignment]
+    budget_run: str | None = None  # the run's id in the data set's budget file, if any
 
     @property
     def kind(self) -> Any:

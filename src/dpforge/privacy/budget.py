@@ -20,11 +20,17 @@ budget file is used. Copies elsewhere cannot be recognised: point every copy at 
 ``--budget PATH`` (``DataBudget(path)`` in Python). The hash and the ledgers come from the
 private data and stay in this private file; nothing here prints them.
 
-Write-ahead: a run's events are added BEFORE its training starts, under a file lock (the
-``filelock`` package, lock file ``<budget file>.lock``), and the file is replaced atomically.
-A run that crashes has then wasted its budget but can never hide it; a run that would take the
-data set past its declared total is refused before its first training step, with nothing written.
-A run resumed from a checkpoint (same checkpoint folder, same events) is not charged twice.
+Write-ahead: a fit RESERVES its whole target (ε, δ) before its first release (metadata
+estimates included), under a file lock (the ``filelock`` package, lock file
+``<budget file>.lock``), and the file is replaced atomically. Once its releases have run and its
+discriminator steps are planned, the reservation is SETTLED: replaced by the run's ledger (what
+ran and what is planned; never more than the reservation). A run that stops on a DP outcome
+("no category is frequent enough") is settled with the events it recorded; a run that is
+killed keeps its whole reservation. A reservation counts as its (ε, δ) by basic composition
+with the accountant's ε of all settled events: a run can waste budget, never hide it. A run
+that would take the data set past its declared total is refused before it reads a record,
+with nothing written. A run resumed from a checkpoint is recognised by the budget run id its
+checkpoint records (never by a folder name) and is not charged twice.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import numbers
 import os
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -70,21 +76,22 @@ class BudgetExceededError(PrivacyError):
 
 
 class RunCharge(Protocol):
-    """What ``Synthesizer.fit(data, budget=...)`` calls with a run's planned ledger before it
-    trains: :class:`DataBudget` (the budget file), or the tuning search's per-trial check."""
+    """What ``Synthesizer.fit(data, budget=...)`` calls: :class:`DataBudget` (the budget file),
+    or the tuning search's per-trial check. ``reserve`` comes before the run's first release;
+    ``settle`` once its releases ran and its discriminator steps are planned (with that ledger),
+    or when it stops on a DP outcome (with the events recorded so far)."""
 
-    def charge(
+    def reserve(
         self,
-        ledger: PrivacyLedger,
         *,
         epsilon: float,
         delta: float,
         description: str,
         checkpoint: str | Path | None = None,
+        resume_of: str | None = None,
     ) -> Any: ...
 
-
-# --------------------------------------------------------------------------- the data's identity
+    def settle(self, run: Any, ledger: PrivacyLedger) -> Any: ...
 
 
 def data_sha256(path: str | Path) -> str:
@@ -139,6 +146,7 @@ class BudgetedRun:
     ledger: PrivacyLedger
     checkpoint: str | None = None
     data_sha256: str | None = None
+    reserved: bool = False  # True: counts as its whole (epsilon, delta) until settled
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BudgetedRun) and self.to_dict() == other.to_dict()
@@ -155,14 +163,20 @@ class BudgetedRun:
             "checkpoint": self.checkpoint,
             "data_sha256": self.data_sha256,
             "ledger": self.ledger.to_dict(),
+            "reserved": self.reserved,
         }
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> BudgetedRun:
         keys = {"id", "started", "description", "epsilon", "delta", "checkpoint",
                 "data_sha256", "ledger"}  # fmt: skip
+        if isinstance(data, dict) and set(data) == keys:  # written before reservations
+            data = {**data, "reserved": False}
+        keys = keys | {"reserved"}
         if not isinstance(data, dict) or set(data) != keys:
             raise ModelFileError(f"{where}: a run record needs exactly the keys {sorted(keys)}")
+        if not isinstance(data["reserved"], bool):
+            raise ModelFileError(f"{where}: run 'reserved' must be true or false")
         for key in ("id", "started", "description"):
             if not isinstance(data[key], str):
                 raise ModelFileError(f"{where}: run '{key}' must be text")
@@ -178,7 +192,7 @@ class BudgetedRun:
         if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not epsilon > 0:
             raise ModelFileError(f'{where}: run {data["id"]}: epsilon must be > 0 or "inf"')
         return cls(data["id"], data["started"], data["description"], float(epsilon), delta,
-                   ledger, data["checkpoint"], data["data_sha256"])  # fmt: skip
+                   ledger, data["checkpoint"], data["data_sha256"], data["reserved"])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -208,6 +222,9 @@ class BudgetStatus:
             used = "nothing spent yet"
         else:
             used = f"{self.spent.summary()} spent over {len(self.runs)} run(s)"
+            held = sum(run.reserved for run in self.runs)
+            if held:
+                used += f" ({held} unfinished, counted at their whole target)"
         if self.total_epsilon is None:
             return f"{used}; no total declared (dpforge budget set DATA --epsilon E --delta D)"
         return f"{used}; declared total ε = {self.total_epsilon:g} at δ = {self.total_delta:g}"
@@ -303,31 +320,75 @@ class DataBudget:
         description: str,
         checkpoint: str | Path | None = None,
     ) -> BudgetedRun:
-        """Add a run's planned ``ledger`` before it trains; refuse it if it would overspend.
-
-        Returns the run record written (or, for a resumed run already charged with the same
-        checkpoint folder and the same events, the earlier record: nothing is added).
+        """Add a run whose complete ``ledger`` is known before it reads any record (the tuning
+        search's events); refuse it if it would overspend. Every call is a new run.
 
         Raises:
             BudgetExceededError: with the declared total, the composed ε of the runs so far
                 and of this run added to them; the file is left unchanged.
         """
+        return self._add(PrivacyLedger(ledger.entries), epsilon, delta, description, checkpoint)
+
+    def reserve(
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        description: str,
+        checkpoint: str | Path | None = None,
+        resume_of: str | None = None,
+    ) -> BudgetedRun:
+        """Reserve a run's whole target (ε, δ) before its first release (see the module notes).
+
+        ``resume_of``: the budget run id a checkpoint recorded; when the file holds that run,
+        the run is resumed and nothing is added.
+
+        Raises:
+            BudgetExceededError: the reservation would take the data set past its total.
+        """
+        if resume_of is not None:
+            earlier = [r for r in self.status().runs if r.run_id == resume_of]
+            if earlier:
+                return earlier[0]
+        return self._add(PrivacyLedger(), epsilon, delta, description, checkpoint, reserved=True)
+
+    def settle(self, run: BudgetedRun, ledger: PrivacyLedger) -> BudgetedRun:
+        """Replace ``run``'s reservation (or earlier settlement) by ``ledger``: the events that
+        ran and those planned. ``ledger`` must stay within the run's own target, which the
+        pipeline's plan guarantees; the run keeps its place in the file. An empty ``ledger``
+        (the run was refused before its first release) removes the run."""
+        with self._locked():
+            state = self._load()
+            for i, item in enumerate(state["runs"]):
+                if item.get("id") != run.run_id:
+                    continue
+                settled = replace(run, ledger=PrivacyLedger(ledger.entries), reserved=False)
+                if len(ledger):
+                    state["runs"][i] = settled.to_dict()
+                else:  # refused before any release: nothing was spent, nothing to keep
+                    del state["runs"][i]
+                self._write(state)
+                return settled
+        raise PrivacyError(
+            f"{self.path} no longer holds run {run.run_id}, whose budget was reserved: it was "
+            "edited or replaced while the run was going; nothing is released"
+        )
+
+    def _add(self, ledger, epsilon, delta, description, checkpoint, reserved=False):
         folder = None if checkpoint is None else str(Path(checkpoint).resolve())
         with self._locked():
             state = self._load()
             runs = _runs(state, self.path)
-            earlier = _same_run(runs, ledger, folder)
-            if earlier is not None:
-                return earlier
             run = BudgetedRun(
                 run_id=uuid.uuid4().hex,
                 started=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 description=description,
                 epsilon=float(epsilon),
                 delta=float(delta),
-                ledger=PrivacyLedger(ledger.entries),
+                ledger=ledger,
                 checkpoint=folder,
                 data_sha256=self.data_sha256,
+                reserved=reserved,
             )
             _refuse_overspend(state, runs, run, self.path)
             state["runs"].append(run.to_dict())
@@ -444,28 +505,31 @@ def _runs(state: dict[str, Any], path: Path) -> list[BudgetedRun]:
             enumerate(state["runs"])]  # fmt: skip
 
 
-def _same_run(
-    runs: Iterable[BudgetedRun], ledger: PrivacyLedger, folder: str | None
-) -> BudgetedRun | None:
-    """The earlier charge of a resumed run: same checkpoint folder, same events."""
-    if folder is None:
-        return None
-    events = ledger.to_dict()
-    for run in runs:
-        if run.checkpoint == folder and run.ledger.to_dict() == events:
-            return run
-    return None
-
-
 def _composed(runs: Iterable[BudgetedRun], delta: float | None) -> PrivacyReport | None:
-    """The accountant's ε of every event of every run, at ``delta`` (default: Σ run δ)."""
+    """The accountant's ε of every settled run's events, at ``delta`` (default: Σ run δ) less
+    the reservations' δ, plus the reservations' ε (basic composition)."""
     runs = list(runs)
     if not runs:
         return None
-    ledger = PrivacyLedger(entry for run in runs for entry in run.ledger.entries)
     if delta is None:
         delta = min(math.fsum(run.delta for run in runs), 0.5)
-    return ledger.report(delta)
+    held = [run for run in runs if run.reserved]
+    reserved_eps = math.fsum(run.epsilon for run in held)
+    reserved_delta = math.fsum(run.delta for run in held)
+    ledger = PrivacyLedger(
+        entry for run in runs if not run.reserved for entry in run.ledger.entries
+    )
+    if not len(ledger):
+        return PrivacyReport(reserved_eps, reserved_eps, delta)
+    report = ledger.report(delta - reserved_delta)
+    return PrivacyReport(
+        _plus(report.epsilon_pld, reserved_eps), _plus(report.epsilon_rdp, reserved_eps),
+        delta, report.extra_delta,
+    )  # fmt: skip
+
+
+def _plus(epsilon: float | None, reserved: float) -> float | None:
+    return None if epsilon is None else epsilon + reserved
 
 
 def _status(path: Path, state: dict[str, Any]) -> BudgetStatus:
