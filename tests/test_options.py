@@ -127,9 +127,13 @@ def test_the_calculator_refuses_tiny_noise_and_endless_runs(args, message):
 
 def test_the_calculator_stops_its_noise_search_at_the_floor(monkeypatch, capsys):
     code, text = run(
-        ["privacy", "-n", "60000", "-b", "256", "--epsilon", "1e300", "--epochs", "1", "--json"],
+        ["privacy", "-n", "60000", "-b", "256", "--epsilon", "100", "--epochs", "1", "--json"],
         monkeypatch,
         capsys,
     )
     assert code == 0, text
     assert f'"noise_multiplier": {MIN_NOISE_MULTIPLIER}' in text
+    # Issue 25: a target above MAX_EPSILON (100) is refused, as fit refuses it.
+    args = ["privacy", "-n", "60000", "-b", "256", "--epsilon", "1e300", "--epochs", "1"]
+    code, text = run(args, monkeypatch, capsys)
+    assert code == 2 and "above 100" in text

@@ -8,7 +8,10 @@ The bounds below are the ones whose breach made dpforge hang or run out of memor
 - the noise multiplier is at least ``MIN_NOISE_MULTIPLIER``: below it the privacy-loss
   distribution the accountant builds grows without bound (sigma = 1e-9 ran out of memory),
   and the epsilon it certifies is far beyond any meaningful guarantee anyway;
-- epsilon is at most ``MAX_EPSILON`` (``math.inf`` asks for the non-private baseline);
+- epsilon is at most ``MAX_EPSILON`` (``math.inf`` asks for the non-private baseline); below
+  ``SENSIBLE_EPSILON`` a warning says the samples will be noise (a delta typed as epsilon?);
+- delta is at least ``MIN_DELTA``: below it the PLD accountant's truncated tails exceed delta
+  and it can only certify epsilon = inf;
 - a run plans at most ``MAX_STEPS`` private steps (``--epochs 1e7`` or a huge noise multiplier
   planned hundreds of millions);
 - seeds are whole numbers in [0, 2**63), what the random generators take.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import fields
 from typing import Any
 
@@ -26,6 +30,8 @@ from dpforge.errors import PrivacyError
 MAX_STEPS = 1_000_000
 MAX_GP_WEIGHT = 1e4
 MAX_EPSILON = 100.0
+SENSIBLE_EPSILON = 0.01
+MIN_DELTA = 1e-12
 MIN_NOISE_MULTIPLIER = 0.3
 MAX_NOISE_MULTIPLIER = 2.0**20
 SEED_LIMIT = 2**63
@@ -49,21 +55,49 @@ def _number(value: Any, name: str) -> float:
 
 
 def check_budget(epsilon: Any, delta: Any, metadata_share: Any) -> None:
-    """epsilon in (0, MAX_EPSILON] or inf; delta in (0, 1); metadata share in [0, 1)."""
+    """epsilon in (0, MAX_EPSILON] or inf; delta in [MIN_DELTA, 1); metadata share in [0, 1)."""
     eps = _number(epsilon, "epsilon")
     if not eps > 0:
         raise PrivacyError(f"epsilon must be > 0 (inf for no privacy), got {epsilon}")
-    if math.isfinite(eps) and eps > MAX_EPSILON:
-        raise PrivacyError(
-            f"epsilon={eps:g} is above {MAX_EPSILON:g}, where the guarantee protects no one; "
-            "choose epsilon between 0.1 and 10, or inf for a non-private baseline"
-        )
-    d = _number(delta, "delta")
-    if not 0 < d < 1:
-        raise PrivacyError(f"delta must be in (0, 1), got {delta}")
+    check_epsilon_cap(eps, "epsilon")
+    warn_tiny_epsilon(eps, "epsilon")
+    check_delta(delta)
     share = _number(metadata_share, "metadata_share")
     if not 0 <= share < 1:
         raise PrivacyError(f"metadata_share must be in [0, 1), got {metadata_share}")
+
+
+def check_epsilon_cap(eps: float, name: str) -> None:
+    """Refuse a finite epsilon above MAX_EPSILON, where the guarantee protects no one."""
+    if math.isfinite(eps) and eps > MAX_EPSILON:
+        raise PrivacyError(
+            f"{name}={eps:g} is above {MAX_EPSILON:g}, where the guarantee protects no one; "
+            "choose epsilon between 0.1 and 10, or inf for a non-private baseline"
+        )
+
+
+def warn_tiny_epsilon(eps: float, name: str) -> None:
+    """Warn (not refuse) below SENSIBLE_EPSILON: accepted, but the samples will be noise."""
+    if 0 < eps < SENSIBLE_EPSILON:
+        warnings.warn(
+            f"{name}={eps:g} is far below the usual 0.1 to 10: the noise will drown every "
+            "signal and the samples will be noise. Did you mean it as delta, or epsilon=1?",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def check_delta(delta: Any, name: str = "delta") -> float:
+    """delta in [MIN_DELTA, 1): below MIN_DELTA the PLD accountant can only certify inf."""
+    d = _number(delta, name)
+    if not 0 < d < 1:
+        raise PrivacyError(f"{name}={d} must be in (0, 1); choose delta well below 1/N")
+    if d < MIN_DELTA:
+        raise PrivacyError(
+            f"{name}={d:g} is below {MIN_DELTA:g}, the smallest delta the PLD accountant "
+            f"resolves (it would certify epsilon = inf); choose delta of at least {MIN_DELTA:g}"
+        )
+    return d
 
 
 def check_noise_multiplier(sigma: Any, name: str = "noise_multiplier") -> float | None:

@@ -4,11 +4,17 @@ Give the data set size N and the expected batch size B (Poisson sampling, q = B/
 the three: a noise multiplier σ, a training length (--epochs or --steps), a target ε. The third
 is computed: ε under PLD (reported) and RDP, or the PLD-calibrated σ, or the steps that fit.
 Printed ε values are rounded up; --json prints the unrounded numbers.
+
+Every request ends within bounded time and memory: σ, steps, ε and δ are checked against the
+bounds of :mod:`dpforge.options` first, and an ε above ``PLD_EPSILON_CEILING`` (by the cheap
+RDP accountant) is reported by RDP alone, never handed to the PLD accountant, whose memory grows
+with ε.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -18,7 +24,14 @@ from rich.console import Console
 from rich.table import Table
 
 from dpforge.errors import PrivacyError
-from dpforge.options import MAX_STEPS, check_noise_multiplier, check_steps
+from dpforge.options import (
+    MAX_STEPS,
+    check_delta,
+    check_epsilon_cap,
+    check_noise_multiplier,
+    check_steps,
+    warn_tiny_epsilon,
+)
 from dpforge.privacy.accounting import (
     PrivacyReport,
     dpsgd_event,
@@ -26,7 +39,15 @@ from dpforge.privacy.accounting import (
     privacy_report,
     validate_delta,
 )
-from dpforge.privacy.calibration import noise_for_epsilon, steps_for_epsilon
+from dpforge.privacy.accounting import (
+    epsilon as epsilon_of,
+)
+from dpforge.privacy.calibration import (
+    PLD_EPSILON_CEILING,
+    noise_for_epsilon,
+    rdp_epsilon_above,
+    steps_for_epsilon,
+)
 
 __all__ = ["privacy"]
 
@@ -95,7 +116,11 @@ def privacy(
     """
     _check_sizes(dataset_size, batch_size)
     check_noise_multiplier(noise_multiplier)
-    d = validate_delta(delta, dataset_size)
+    if epsilon is not None:
+        check_epsilon_cap(epsilon, "--epsilon")
+        warn_tiny_epsilon(epsilon, "--epsilon")
+    logging.getLogger("absl").setLevel(logging.ERROR)  # RDP's "returning 0" notes at huge σ
+    d = validate_delta(check_delta(delta), dataset_size)
     n_steps = _steps(dataset_size, batch_size, epochs, steps)
     result = _solve(dataset_size, batch_size, noise_multiplier, n_steps, epsilon, d)
     if as_json:
@@ -105,6 +130,11 @@ def privacy(
         console.print(_table(result))
         if result.solved == "steps" and result.steps == 0:
             console.print("Not even one step fits the target: raise --epsilon or --sigma.")
+        if result.report.epsilon_pld is None:
+            console.print(
+                f"ε is above {PLD_EPSILON_CEILING:g} (RDP), which protects no one; PLD was not "
+                "run. Raise --sigma, or use fewer steps or a smaller batch."
+            )
 
 
 def _check_sizes(dataset_size: int, batch_size: int) -> None:
@@ -130,10 +160,13 @@ def _steps(
         return None
     if not (epochs > 0 and math.isfinite(epochs)):
         raise PrivacyError(f"--epochs={epochs} must be a positive number")
-    n = round(epochs * dataset_size / batch_size)
+    planned = epochs * dataset_size / batch_size  # may overflow to inf: checked before round()
+    if planned > MAX_STEPS:
+        return check_steps(MAX_STEPS + 1, f"--epochs={epochs:g}")
+    n = round(planned)
     if n < 1:
         raise PrivacyError(f"--epochs={epochs} is less than one step at q = B/N; give more epochs")
-    return check_steps(n, f"--epochs={epochs:g}")
+    return n
 
 
 def _solve(
@@ -157,7 +190,7 @@ def _solve(
     if steps is None and (noise is None or target is None):
         raise PrivacyError("give --epochs or --steps (or both --epsilon and --noise-multiplier)")
     if target is None:
-        report = privacy_report(dpsgd_event(q, noise, steps), delta)
+        report = _bounded_report(dpsgd_event(q, noise, steps), delta)
         return _Result("epsilon", *sizes, noise, steps, delta, report)
     if noise is None:
         sigma = noise_for_epsilon(target, delta, q, steps)
@@ -166,6 +199,14 @@ def _solve(
     n = steps_for_epsilon(target, delta, q, noise, max_steps=MAX_STEPS)
     report = privacy_report(dpsgd_event(q, noise, n), delta)
     return _Result("steps", *sizes, noise, n, delta, report, target)
+
+
+def _bounded_report(event: Any, delta: float) -> PrivacyReport:
+    """The privacy report, by RDP alone when its ε is above PLD_EPSILON_CEILING (PLD's memory
+    grows with ε: a million steps at σ = 1 and q = 1 ran out of memory)."""
+    if rdp_epsilon_above(event, delta, PLD_EPSILON_CEILING):
+        return PrivacyReport(None, epsilon_of(event, delta, "rdp"), delta)
+    return privacy_report(event, delta)
 
 
 def _table(result: _Result) -> Table:

@@ -4,6 +4,11 @@ Every function verifies its answer with the accountant that reports epsilon, so 
 with it never exceeds its target. ``*_for_target`` take any mechanism as a function from the
 free parameter to its DpEvent; ``*_for_epsilon`` are the DP-SGD (Poisson-sampled Gaussian)
 cases.
+
+Every evaluation is bounded in memory and time: the PLD accountant's grid grows with epsilon
+(sigma = 1 over a million full-batch steps ran out of memory), so an event whose RDP epsilon
+(cheap at any step count) is above ``PLD_EPSILON_CEILING`` counts as epsilon = inf, an upper
+bound that only makes a search more cautious.
 """
 
 from __future__ import annotations
@@ -31,7 +36,14 @@ from dpforge.privacy.accounting import (
     validate_delta,
 )
 
-__all__ = ["noise_for_epsilon", "noise_for_target", "steps_for_epsilon", "steps_for_target"]
+__all__ = [
+    "PLD_EPSILON_CEILING",
+    "bounded_epsilon",
+    "noise_for_epsilon",
+    "noise_for_target",
+    "steps_for_epsilon",
+    "steps_for_target",
+]
 
 NOISE_DECIMALS = 4  # calibrated σ is rounded UP to this many decimals (printable as is)
 # Calibration does not search below this σ (the PLD of a smaller σ grows without bound: the
@@ -40,6 +52,27 @@ _MIN_NOISE = MIN_NOISE_MULTIPLIER
 _MAX_NOISE = MAX_NOISE_MULTIPLIER
 _CALIBRATION_TOL = 0.5 * 10.0**-NOISE_DECIMALS
 _STEP_GROWTH = 8  # the step search brackets the answer in [n, 8n] before calibrating
+# Above this RDP epsilon the PLD accountant is not asked (its grid, hence its memory, grows with
+# epsilon: at 1,000 over a million steps it needs 0.7 GB and 7 s; at 8,000, 1.4 GB and 20 s).
+PLD_EPSILON_CEILING = 1000.0
+
+
+def bounded_epsilon(event: dp_accounting.DpEvent, delta: float, accountant: str) -> float:
+    """ε of ``event`` with bounded memory: inf when ``accountant`` is PLD and the RDP ε (an
+    upper bound, cheap at any step count) is above PLD_EPSILON_CEILING.
+
+    inf is an upper bound, so a calibration that uses it stays on the safe side.
+    """
+    if accountant == "pld" and rdp_epsilon_above(event, delta, PLD_EPSILON_CEILING):
+        return math.inf
+    return _epsilon(event, delta, accountant)
+
+
+def rdp_epsilon_above(event: dp_accounting.DpEvent, delta: float, ceiling: float) -> bool:
+    """True when the RDP accountant can analyse ``event`` and puts its ε above ``ceiling``."""
+    if not make_accountant("rdp").supports(event):
+        return False
+    return _epsilon(event, delta, "rdp") > ceiling
 
 
 def _with_base(base: dp_accounting.DpEvent, event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
@@ -50,7 +83,7 @@ def _with_base(base: dp_accounting.DpEvent, event: dp_accounting.DpEvent) -> dp_
 
 def _spent_by_base(base: dp_accounting.DpEvent, delta: float, target: float, acc: str) -> float:
     """ε of the base event; PrivacyError when it alone reaches the target."""
-    spent = _epsilon(base, delta, acc)
+    spent = bounded_epsilon(base, delta, acc)
     if spent >= target:
         raise PrivacyError(
             f"epsilon={target} is already spent by the recorded events (epsilon={spent:.4g}); "
@@ -102,7 +135,7 @@ def noise_for_target(
     _spent_by_base(base, d, target, acc)
 
     def gap(sigma: float) -> float:
-        return _epsilon(event_of(sigma), d, acc) - target
+        return bounded_epsilon(event_of(sigma), d, acc) - target
 
     low, high = _bracket_noise(gap, target)
     if low is None:
@@ -121,8 +154,10 @@ def noise_for_target(
 def _bracket_noise(gap: Any, target: float) -> tuple[float | None, float]:
     """(low, high) with gap(low) > 0 ≥ gap(high), found by doubling from σ = 1.
 
-    ``low`` is None when even the smallest searched σ meets the target.
+    ``low`` is None when even the smallest searched σ meets the target. An unreachable target
+    is refused first, with the smallest ε that the largest σ gives.
     """
+    _check_reachable(gap, target)
     sigma = 1.0
     if gap(sigma) <= 0.0:
         while sigma > _MIN_NOISE:
@@ -131,14 +166,28 @@ def _bracket_noise(gap: Any, target: float) -> tuple[float | None, float]:
                 return lower, sigma
             sigma = lower
         return None, _MIN_NOISE
-    while sigma < _MAX_NOISE:
-        if gap(2.0 * sigma) <= 0.0:
-            return sigma, 2.0 * sigma
+    while 2.0 * sigma < _MAX_NOISE and gap(2.0 * sigma) > 0.0:
         sigma *= 2.0
+    return sigma, min(2.0 * sigma, _MAX_NOISE)
+
+
+def _check_reachable(gap: Any, target: float) -> None:
+    """PrivacyError naming the smallest reachable ε when even σ = _MAX_NOISE misses ``target``."""
+    smallest = gap(_MAX_NOISE) + target
+    if smallest <= target:
+        return
+    shown = f"above {PLD_EPSILON_CEILING:g}" if math.isinf(smallest) else _ceil_4(smallest)
     raise PrivacyError(
-        f"epsilon={target} cannot be reached with any noise_multiplier up to {_MAX_NOISE:g}; "
-        "raise the target, or use fewer steps or a smaller sample rate"
+        f"epsilon={target:g} cannot be reached: even noise_multiplier={_MAX_NOISE:.0f} (the "
+        f"largest) gives epsilon {shown}; choose epsilon of at least that, or fewer steps or a "
+        "smaller sample rate"
     )
+
+
+def _ceil_4(value: float) -> str:
+    """``value`` rounded UP to 4 significant digits (a reachable bound is never understated)."""
+    digits = 3 - math.floor(math.log10(value)) if value > 0 else 4
+    return f"{math.ceil(value * 10**digits) / 10**digits:.{max(digits, 0)}f}"
 
 
 def _round_noise_up(sigma: float, gap: Any) -> float:
@@ -200,7 +249,7 @@ def steps_for_target(
     _spent_by_base(base, d, target, acc)
 
     def fits(n: int) -> bool:
-        return _epsilon(event_of(n), d, acc) <= target
+        return bounded_epsilon(event_of(n), d, acc) <= target
 
     if cap == 0 or not fits(1):
         return 0
