@@ -142,12 +142,14 @@ def test_schema_draft_must_be_reviewed_before_fit(files, tmp_path, monkeypatch, 
     code, out = run(
         ["schema", data, "-o", blank, "--target", "diagnosis", "--no-values"], monkeypatch, capsys
     )
-    assert code == 0
-    code, out = run(
-        ["fit", data, "--schema", blank, "--out", tmp_path / "m", "--epsilon", "8", *FAST],
-        monkeypatch,
-        capsys,
-    )
+    assert code == 0 and "REVIEW NEEDED" in out and "column types" in out
+    fit_blank = ["fit", data, "--schema", blank, "--out", tmp_path / "m", "--epsilon", "8", *FAST]
+    code, out = run(fit_blank, monkeypatch, capsys)
+    assert "review" in _one_line_error(code, out) and "type" in out  # issue 20.5
+    document = json.loads(blank.read_text())
+    del document["review"]  # a person checked the inferred types
+    blank.write_text(json.dumps(document))
+    code, out = run(fit_blank, monkeypatch, capsys)
     assert code == 0, out
     assert "metadata: bounds of 'mean_area'" in out
 

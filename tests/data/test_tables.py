@@ -5,7 +5,7 @@ import pytest
 
 from dpforge.data.tables import draft_schema, read_csv, validate_table
 from dpforge.errors import DataError, SchemaError
-from dpforge.schema.table import Column, Schema
+from dpforge.schema.table import Column, Schema, refuse_draft
 
 SCHEMA = Schema(
     columns=(
@@ -89,8 +89,23 @@ def test_draft_schema_flags_private_values_and_fit_refuses_it():
     with pytest.raises(SchemaError, match="draft"):
         Schema.from_dict(draft.to_dict())
     blank = draft_schema(_frame(), label="outcome", with_values=False)
-    assert not blank.notes and blank.column("weight").lower is None
-    assert Schema.from_dict(blank.to_dict()) == blank
+    assert blank.column("weight").lower is None
+    assert Schema.from_dict(blank.to_dict(), allow_review=True) == blank
+
+
+def test_a_draft_without_values_flags_its_inferred_types_and_fit_refuses_it():
+    """Issue 20.5: one record flips a type (41.5 makes integer continuous), so the types of a
+    --no-values draft are read from the data too: flagged, and refused until reviewed."""
+    frame = _frame()
+    blank = draft_schema(frame, label="outcome", with_values=False)
+    assert blank.notes and "INFERRED FROM THE PRIVATE FILE" in blank.notes[0]
+    with pytest.raises(SchemaError, match="type"):
+        Schema.from_dict(blank.to_dict())
+    with pytest.raises(SchemaError, match="type"):
+        refuse_draft(blank)
+    reviewed = blank.to_dict()
+    del reviewed["review"]
+    assert Schema.from_dict(reviewed).notes == ()
 
 
 @pytest.mark.parametrize(

@@ -93,6 +93,8 @@ def print_privacy(synth: Synthesizer) -> None:
         )
 
 
+CHECKPOINT_EVERY = 500
+LAYOUTS = ("wide", "long")
 TYPE_HELP = "table | image | timeseries (default: from the schema, or guessed from DATA)"
 LAYOUT_HELP = "time series CSV layout: wide (one row per series) or long (id, time, values)"
 
@@ -126,14 +128,22 @@ def schema(
         drafted = draft(kind, records, target)
         values = bool(drafted.notes)
     atomic_write(out, lambda p: p.write_text(drafted.to_json() + "\n"), overwrite=overwrite)
+    console.print(_draft_message(out, kind, values, bool(drafted.notes)))
+
+
+def _draft_message(out: Path, kind: str, values: bool, flagged: bool) -> str:
+    """What the person must check in the draft: its values and, for tables, its types."""
+    if not flagged:
+        return f"wrote {out}: check it; null values are estimated under DP"
+    what = "values" if kind != TABLE else "column types and values" if values else "column types"
+    todo = "Check each type against public knowledge (a code book)" if kind == TABLE else ""
     if values:
-        console.print(
-            "[bold red]REVIEW NEEDED[/bold red]: values in "
-            f"{out} were read from the private data and are not private. Replace them with "
-            "public knowledge or null (DP estimate), then delete the 'review' entry."
-        )
-    else:
-        console.print(f"wrote {out}: check the column types; null values are estimated under DP")
+        todo += "; replace" if todo else "Replace"
+        todo += " each value with public knowledge or null (DP estimate)"
+    return (
+        f"[bold red]REVIEW NEEDED[/bold red]: the {what} in {out} were read from the private "
+        f"data and are not private. {todo}, then delete the 'review' entry."
+    )
 
 
 @app.command()
@@ -207,7 +217,7 @@ def fit(
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
     checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
     checkpoint_every: int = typer.Option(
-        500, "--checkpoint-every", help="private steps between checkpoints"
+        CHECKPOINT_EVERY, "--checkpoint-every", help="private steps between checkpoints"
     ),
     samples: int = typer.Option(0, "-n", "--samples", help="also write this many records"),
     samples_out: Path = typer.Option(None, "--samples-out"),
@@ -224,6 +234,7 @@ def fit(
     ),
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
+    check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
     inputs = tuple(p for p in (data, schema_path, labels) if p is not None)
     check_output_folder(out, MODEL_FOLDER, overwrite=overwrite, inputs=inputs)
     if checkpoint_dir is not None:
@@ -291,6 +302,36 @@ def fit(
         console.print(f"wrote {samples} synthetic records to {', '.join(map(str, written))}")
     print_privacy(synth)
     print_budget_line(data_budget)
+
+
+def check_fit_extras(
+    samples: int,
+    samples_out: Path | None,
+    layout: str,
+    checkpoint_dir: Path | None,
+    checkpoint_every: int,
+) -> None:
+    """The fit options that need neither the schema nor the data, checked before any work:
+    a refused run must not have trained a model first, nor leave anything on disk."""
+    if checkpoint_dir is None and checkpoint_every != CHECKPOINT_EVERY:
+        warnings.warn(
+            f"--checkpoint-every {checkpoint_every} has no effect without --checkpoint-dir; "
+            "add --checkpoint-dir PATH to make the run resumable",
+            UserWarning,
+            stacklevel=2,
+        )
+    if samples < 0:
+        raise DpforgeError(
+            f"--samples {samples}: give the number of synthetic records to write (at least 1), "
+            "or leave it out to write none"
+        )
+    if samples_out is not None and not samples:
+        raise DpforgeError(
+            f"--samples-out {samples_out} was given without --samples: say how many records "
+            "to write, e.g. --samples 1000"
+        )
+    if layout not in LAYOUTS:
+        raise DpforgeError(f"--layout {layout!r}: choose one of {list(LAYOUTS)}")
 
 
 def anchor_option(

@@ -15,7 +15,7 @@ import pandas as pd
 
 from dpforge.errors import DataError, private
 from dpforge.schema.formats import LARGEST
-from dpforge.schema.table import REVIEW_KEY, Column, Schema
+from dpforge.schema.table import LARGEST_INTEGER, REVIEW_KEY, Column, Schema
 
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 MAX_CATEGORICAL_LEVELS_FOR_NUMBERS = 10
@@ -259,9 +259,17 @@ def _check_label(table: pd.DataFrame, schema: Schema) -> None:
 
 # -- drafting a schema -----------------------------------------------------------------------
 DRAFT_WARNING = (
-    "DRAFT: the bounds and categories below were READ FROM THE PRIVATE FILE and are NOT "
-    "differentially private. Replace each with public knowledge (a code book, a measurement "
-    "range), or set it to null so that dpforge estimates it under DP and charges the budget. "
+    "DRAFT: the column types, bounds and categories below were READ FROM THE PRIVATE FILE and "
+    "are NOT differentially private. Replace each value with public knowledge (a code book, a "
+    "measurement range), or set it to null so that dpforge estimates it under DP and charges "
+    "the budget; check each type the same way. "
+    f"Delete this '{REVIEW_KEY}' entry when done: dpforge refuses a schema that still has it."
+)
+TYPES_WARNING = (
+    "DRAFT: the column types below were INFERRED FROM THE PRIVATE FILE and are NOT "
+    "differentially private: one record can change a type (a fraction turns integer into "
+    "continuous, one more distinct value turns categorical into integer). Check each type "
+    "against public knowledge (a code book) and correct it; null values are estimated under DP. "
     f"Delete this '{REVIEW_KEY}' entry when done: dpforge refuses a schema that still has it."
 )
 
@@ -280,7 +288,7 @@ def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
     if _looks_numeric(series):
         numbers = np.array([float(v) for v in present])
         numbers = numbers[np.isfinite(numbers)]  # validate_table refuses the others by row
-        whole = bool(np.all(np.mod(numbers, 1) == 0))
+        whole = _exact_whole_numbers(numbers)
         levels = len(np.unique(numbers))
         if whole and levels <= MAX_CATEGORICAL_LEVELS_FOR_NUMBERS and len(numbers) >= 5 * levels:
             cats = sorted({canonical_text(float(v)) for v in present}, key=float)
@@ -289,6 +297,13 @@ def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
         return Column(name, "integer" if whole else "continuous", lower=lower, upper=upper)
     cats = tuple(sorted({canonical_text(v) for v in present})) if with_values else None
     return Column(name, "categorical", categories=cats)
+
+
+def _exact_whole_numbers(numbers: np.ndarray) -> bool:
+    """Whole numbers that an integer column can hold exactly (|x| <= 2**53)."""
+    if numbers.size and np.abs(numbers).max() > LARGEST_INTEGER:
+        return False
+    return bool(np.all(np.mod(numbers, 1) == 0))
 
 
 def _drafted_bounds(numbers: np.ndarray) -> tuple[float | None, float | None]:
@@ -339,8 +354,9 @@ def _has_fractions(values: list) -> bool:
 def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: bool = True) -> Schema:
     """Draft a schema from a private file: types always, values only when asked.
 
-    The values are read without any privacy protection, so the draft carries a review note that
-    makes ``fit`` refuse it until a person has replaced them (see DRAFT_WARNING).
+    The types, and the values when asked, are read without any privacy protection, so the
+    draft always carries a review note that makes ``fit`` refuse it until a person has checked
+    them (DRAFT_WARNING with values, TYPES_WARNING without).
     """
     if frame.empty:
         raise DataError("the data have no rows to draft a schema from")
@@ -357,6 +373,6 @@ def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: boo
                 str(name), "categorical", categories=None if cats is None else tuple(cats)
             )
         columns.append(column)
-    notes = (DRAFT_WARNING,) if with_values else ()
+    notes = (DRAFT_WARNING if with_values else TYPES_WARNING,)
     prior = "dp" if label is not None else "uniform"
     return Schema(columns=tuple(columns), label=label, label_prior=prior, notes=notes)

@@ -26,21 +26,27 @@ from dpforge.schema.formats import (
 from dpforge.schema.validation import check_document, closest, printable, read_json_text
 
 REVIEW_KEY = "review"
+# The largest bound of an integer column: every whole number up to 2**53 is exact in float64
+# (what the generator computes in); beyond it samples lose digits, and past 2**63 they overflow.
+LARGEST_INTEGER = 2**53
+REVIEW_TODO = (
+    "check each column's type against public knowledge (a code book) and replace every value "
+    "read from the data with public knowledge or null (estimated under DP)"
+)
 __all__ = ["COLUMN_TYPES", "SCHEMA_VERSION", "Column", "Schema"]
 
 
 def refuse_draft(schema: Any) -> None:
     """Refuse a schema (table or array) that still carries the review flags of a draft.
 
-    A draft's bounds, categories or classes were read from the private data without any
-    protection; training on them would release them with no ledger entry. Every entry that can
-    start a fit calls this, not only the JSON reader.
+    A draft's column types, bounds, categories or classes were read from the private data
+    without any protection; training on them would release them with no ledger entry. Every
+    entry that can start a fit calls this, not only the JSON reader.
     """
     if getattr(schema, "notes", ()):
         raise SchemaError(
-            "this schema is a draft whose values were read from the private data and still "
-            f"carries its '{REVIEW_KEY}' note; review the values, replace them with public "
-            "knowledge or null (estimated under DP), then remove the note (notes=())"
+            f"this schema is a draft read from the private data and still carries its "
+            f"'{REVIEW_KEY}' note; {REVIEW_TODO}, then remove the note (notes=())"
         )
 
 
@@ -59,6 +65,17 @@ def check_bounds(owner: str, lower: float | None, upper: float | None) -> None:
             )
     if lower is not None and upper is not None and not lower < upper:
         raise SchemaError(f"{owner}: lower bound {lower} must be below upper bound {upper}")
+
+
+def check_integer_bounds(owner: str, lower: float | None, upper: float | None) -> None:
+    """An integer column's bounds lie within ±2**53, where every whole number is exact."""
+    for key, value in (("lower", lower), ("upper", upper)):
+        if value is not None and abs(value) > LARGEST_INTEGER:
+            raise SchemaError(
+                f"{owner} is integer: its {key} bound {value:g} is beyond the largest usable "
+                f"range -{LARGEST_INTEGER} to {LARGEST_INTEGER} (2**53; whole numbers beyond "
+                "it are not exact); give bounds within it, or make the column continuous"
+            )
 
 
 def check_prior_kind(label: str | None, prior: Any) -> None:
@@ -198,6 +215,8 @@ class Column:
 
     def _validate_bounds(self) -> None:
         check_bounds(f"column '{self.shown}'", self.lower, self.upper)
+        if self.type == "integer":
+            check_integer_bounds(f"column '{self.shown}'", self.lower, self.upper)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
@@ -342,9 +361,8 @@ class Schema:
             raise SchemaError(f"this is a {d['type']} schema, not a table schema")
         if d.get(REVIEW_KEY) and not allow_review:
             raise SchemaError(
-                "this schema is a draft whose values were read from the private file; review "
-                f"them, replace them with public knowledge or null, then delete the "
-                f"'{REVIEW_KEY}' entry"
+                f"this schema is a draft read from the private file; {REVIEW_TODO}, then "
+                f"delete its '{REVIEW_KEY}' entry"
             )
         return cls(
             columns=tuple(Column.from_dict(c) for c in d["columns"]),
