@@ -1,8 +1,8 @@
 """Peak memory (ru_maxrss) after each phase of the default table fit (marginal anchoring).
 
-Wraps the Synthesizer's phases to print the process's peak RSS before and after each, to find
-where fitting a large table spends its memory (issue 14, Scale). Diagnostic only: it changes
-nothing in the fit.
+Wraps each stage of the pipeline (dpforge.pipeline: measure, fit, refine, release) to print the
+process's peak RSS before and after it, to find where fitting a large table spends its memory
+(issue 14, Scale). Diagnostic only: it changes nothing in the fit.
 
     head -100001 /tmp/bench_memory_fit/big.csv > /tmp/big100k.csv   # from bench_memory.py
     OMP_NUM_THREADS=1 nice -n 5 python bench/fit_memory_phases.py /tmp/big100k.csv \
@@ -17,8 +17,16 @@ import time
 
 import pandas as pd
 
-import dpforge.synthesizer as synth_module
+import dpforge.pipeline as pipeline
+from dpforge import Synthesizer
 from dpforge.schema.array import load_schema
+
+STAGES = {
+    "measure_stage": ("check_records", "release_size", "measure", "measure_adaptive"),
+    "fit_stage": ("build_method", "fit"),
+    "refine_stage": ("refine",),
+    "release_stage": ("release",),
+}
 
 
 def report(tag: str) -> None:
@@ -38,15 +46,14 @@ def traced(function, name: str):
 
 def main() -> None:
     data, schema = sys.argv[1], sys.argv[2]
-    for name in ("measure_round_one", "fit_anchored_generator", "measure_fine_histograms"):
-        setattr(synth_module, name, traced(getattr(synth_module, name), name))
-    for name in ("_blocks", "_measure_marginals"):
-        method = getattr(synth_module.Synthesizer, name)
-        setattr(synth_module.Synthesizer, name, traced(method, name))
+    for stage, names in STAGES.items():
+        module = getattr(pipeline, stage)
+        for name in names:
+            setattr(module, name, traced(getattr(module, name), f"{stage}.{name}"))
     report("start")
     frame = pd.read_csv(data)
     report("read_csv")
-    synth = synth_module.Synthesizer(load_schema(schema), epsilon=3.0, delta=1e-7, seed=0)
+    synth = Synthesizer(load_schema(schema), epsilon=3.0, delta=1e-7, seed=0)
     synth.progress = False
     synth.fit(frame)
     report("end of fit")

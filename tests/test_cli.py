@@ -10,6 +10,9 @@ import pandas as pd
 import pytest
 
 from cli_support import run
+from dpforge.privacy.budget import BUDGET_SUFFIX, DataBudget
+
+BUDGET_FILE = "data.csv" + BUDGET_SUFFIX
 
 # The discriminator path (no marginal anchoring), at a fixed noise multiplier.
 FAST = ["--anchor-share", "0", "--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0"]
@@ -84,7 +87,7 @@ def _one_line_error(code: int, out: str) -> str:
         (lambda f: f.drop(columns="mean_texture"), [], "not in the data: ['mean_texture']"),
         (lambda f: f, ["--epsilon", "0"], "epsilon must be > 0"),
         (lambda f: f, ["--delta", "0.01"], "not below 1/N"),
-        (lambda f: f, ["--epsilon", "0.01"], "allows only"),
+        (lambda f: f, ["--epsilon", "0.3"], "allows only"),
     ],
 )
 def test_bad_input_gives_one_line_and_no_output(
@@ -98,7 +101,15 @@ def test_bad_input_gives_one_line_and_no_output(
     )
     assert pattern in _one_line_error(code, out)
     assert not model.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "schema.json"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    if pattern != "allows only":  # refused before any release: nothing charged, nothing written
+        assert left == ["data.csv", "schema.json"]
+        return
+    # A DP outcome: the plan is refused after the record count and the metadata were released
+    # (issue 20.2), so the budget file keeps what they spent.
+    assert left == ["data.csv", BUDGET_FILE, BUDGET_FILE + ".lock", "schema.json"]
+    (charged,) = DataBudget(tmp_path / BUDGET_FILE).status().runs
+    assert not charged.reserved and charged.ledger.entries[0].name.startswith("record count")
 
 
 def test_empty_file_and_single_class(files, tmp_path, monkeypatch, capsys):

@@ -60,7 +60,8 @@ def test_a_value_the_threshold_dropped_neither_fails_the_fit_nor_is_quoted(cance
         ).fit(frame)  # fmt: skip
     assert synth.schema_.column("site").categories == ("north", "south")
     assert set(synth.schema_.column("diagnosis").categories) == {"benign", "malignant"}
-    assert synth.plan_.sample_rate == pytest.approx(64 / len(frame))  # the N read
+    released_n = 64 / synth.plan_.sample_rate  # the DP count of all records read, not N - 1
+    assert released_n == pytest.approx(round(released_n)) and abs(released_n - len(frame)) < 50
     rows = synth.sample(300, seed=1)
     assert RARE not in set(rows["site"]) | set(rows["diagnosis"])
     said = " ".join(str(w.message) for w in caught) + " ".join(
@@ -89,4 +90,6 @@ def test_a_class_the_threshold_dropped_is_not_trained_on(tmp_path, monkeypatch):
     ).fit(data)  # fmt: skip
     assert RARE not in synth.schema_.classes and len(synth.schema_.classes) == 10
     assert seen["classes"] == 10 and seen["n"] == len(data) - 1  # the rare record is dropped
-    assert seen["q"] == pytest.approx(32 / len(data))  # q from the declared N, not from N - 1
+    # q = B / N, N the record count released under DP (of all records read, not N - 1)
+    released_n = 32 / seen["q"]
+    assert released_n == pytest.approx(round(released_n)) and abs(released_n - len(data)) < 20

@@ -44,9 +44,11 @@ def test_fit_returns_self_and_spends_no_more_than_the_target(fitted):
     assert report.epsilon_pld <= 8.0
     assert report.epsilon_pld > 7.5  # the planner uses the budget
     assert report.epsilon_rdp >= report.epsilon_pld
-    steps = fitted.plan_.steps
+    steps, q = fitted.plan_.steps, fitted.plan_.sample_rate
+    # q = B / N with N the record count released under DP (569 records, noise std about 7)
+    assert 64 / q == round(64 / q) and abs(64 / q - 569) < 50
     assert fitted.ledger_.entries[-1].event == dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(64 / 569, dp_accounting.GaussianDpEvent(1.5)), steps
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(1.5)), steps
     )
 
 

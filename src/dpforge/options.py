@@ -165,15 +165,17 @@ def check_method_config(config: Any, epsilon: float) -> None:
 
 
 def check_against_size(config: Any, n_records: int) -> None:
-    """Options that must fit the number of records N (public here: it sets q = B/N)."""
+    """Options that must fit the number of records N, as released under DP (it sets q = B/N;
+    at a small epsilon the released count is coarse, which the message says)."""
     if config.batch_size > n_records:
         raise PrivacyError(
-            f"batch size {config.batch_size} is larger than the {n_records} records: choose a "
-            "smaller --batch-size"
+            f"batch size {config.batch_size} is larger than the {n_records} records counted "
+            "under DP (the count is noisy at a small epsilon): choose a smaller --batch-size "
+            "or a larger epsilon"
         )
     critics = getattr(config, "num_discriminators", None)
     if critics is not None and critics > n_records:
         raise PrivacyError(
-            f"--num-discriminators {critics} is more than the {n_records} records (each critic "
-            "needs its own records): choose fewer, e.g. N // 64"
+            f"--num-discriminators {critics} is more than the {n_records} records counted under "
+            "DP (each critic needs its own records): choose fewer, e.g. N // 64"
         )

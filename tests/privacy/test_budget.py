@@ -212,23 +212,26 @@ def test_a_fit_resumed_from_its_checkpoint_is_charged_once(cancer, tmp_path):
 
 
 @pytest.mark.slow
-def test_fits_on_one_checkpoint_folder_are_each_charged(cancer, tmp_path):
-    """Issue 20.1: a later anchor-only fit with the same --checkpoint-dir is a new release."""
+def test_a_fit_is_resumed_by_its_checkpoint_record_never_by_its_folder(cancer, tmp_path):
+    """Issue 20.1: a later fit naming the same --checkpoint-dir is a resume only when the
+    folder holds that run's own record; otherwise it is a new release and is charged."""
+    from dpforge.pipeline.checkpoints import MEASURED
     from dpforge.statistics.anchor import AnchorConfig
 
     frame, schema = cancer
     budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
     budget.set_total(4.0, DELTA)
-    options = dict(epsilon=3.0, delta=DELTA, seed=0, progress=False)
-    anchor = AnchorConfig(steps=20, batch_size=256)
     folder = tmp_path / "ck"
-    Synthesizer(schema, anchor=anchor, checkpoint_dir=folder, **options).fit(frame, budget=budget)
+    options = dict(epsilon=3.0, delta=DELTA, seed=0, progress=False, checkpoint_dir=folder)
+    anchor = AnchorConfig(steps=20, batch_size=256)
+    first = Synthesizer(schema, anchor=anchor, **options).fit(frame, budget=budget)
+    again = Synthesizer(schema, anchor=anchor, **options).fit(frame, budget=budget)
+    assert len(budget.status().runs) == 1  # the measure stage's checkpoint: nothing measured
+    assert again.ledger_.to_dict() == first.ledger_.to_dict()
+    (folder / MEASURED).unlink()  # the same folder name, but no record of the run: a new run
     with pytest.raises(BudgetExceededError):
-        Synthesizer(schema, anchor=anchor, checkpoint_dir=folder, **options).fit(
-            frame, budget=budget
-        )
-    assert len(budget.status().runs) == 1
-    assert budget.status().spent.epsilon <= 4.0
+        Synthesizer(schema, anchor=anchor, **options).fit(frame, budget=budget)
+    assert len(budget.status().runs) == 1 and budget.status().spent.epsilon <= 4.0
 
 
 def test_a_fit_stopped_by_a_dp_outcome_has_spent_its_budget(cancer, tmp_path):

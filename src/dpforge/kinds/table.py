@@ -168,11 +168,7 @@ class MarginalAnchoring(Anchoring):
         measured = setup.measured
         if not measured.marginals:
             return
-        run.init_networks(method)
-        measured.rngs = (
-            np.random.default_rng(run.seed_sequence(4)),
-            make_generator(run.seed_sequence(3)),
-        )
+        _start_generator(run, method, measured)
         if measured.plan.pairs:
             blocks = measured.blocks or _blocks(setup.encoder, records())[1]
             label_name, spans = _label_name(setup.encoder), setup.encoder.spans
@@ -203,9 +199,21 @@ class MarginalAnchoring(Anchoring):
         method.anchor = (loss, self.config.weight)
         if resumed:
             return
+        if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
+            _start_generator(run, method, measured)
         n_classes = 0 if prior is None else prior.shape[0]
         train_anchor(method.generator, loss, n_classes, self.config, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
+    """Initialise the networks from the run's seed, and the generators the selection and the
+    fit share (numpy stream 4, torch stream 3)."""
+    run.init_networks(method)
+    measured.rngs = (
+        np.random.default_rng(run.seed_sequence(4)),
+        make_generator(run.seed_sequence(3)),
+    )
 
 
 def _label_name(encoder: TableEncoder) -> str | None:

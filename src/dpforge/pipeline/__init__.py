@@ -17,15 +17,27 @@ from __future__ import annotations
 from typing import Any
 
 from dpforge import options as run_options
-from dpforge.engines.base import Engine
+from dpforge.engines.base import MEASURE, Engine
 from dpforge.errors import DpforgeError
 from dpforge.methods import METHODS
 from dpforge.pipeline import fit as fit_stage
 from dpforge.pipeline import measure as measure_stage
 from dpforge.pipeline import refine as refine_stage
 from dpforge.pipeline import release as release_stage
-from dpforge.pipeline.checkpoints import checkpoint_budget_run, is_resumed, resumed_setup
-from dpforge.pipeline.plan import check_request, planned_ledger, reserve_budget, settle_budget
+from dpforge.pipeline.checkpoints import (
+    check_resumable,
+    checkpoint_budget_run,
+    checkpoint_setup,
+    is_resumed,
+    save_measured,
+)
+from dpforge.pipeline.plan import (
+    check_delta,
+    check_request,
+    planned_ledger,
+    reserve_budget,
+    settle_budget,
+)
 from dpforge.pipeline.release import Released
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.budget import RunCharge
@@ -42,39 +54,56 @@ def run_pipeline(
     ``options`` are the method options the caller gave (``run.config`` is resolved from them
     once the number of records is known).
     """
+    n_records = measure_stage.check_records(run, engine)  # bad input: refused, nothing charged
+    check_delta(run, n_records)
     resume_of = checkpoint_budget_run(run)
     charged = reserve_budget(run, budget, resume_of)
     run.budget_run = getattr(charged, "run_id", None)
     ledger = PrivacyLedger()
     try:
-        setup = _measure(run, engine, options, ledger)
+        setup = _measure(run, engine, options, ledger, n_records)
     except DpforgeError:  # a DP outcome (or bad input) stopped it: what it recorded is spent
         if charged is not None and run.budget_run != resume_of:
             settle_budget(budget, charged, ledger)
         raise
     method = fit_stage.build_method(run, setup)
     charged = settle_budget(budget, charged, planned_ledger(run, setup, method)) or charged
-    resumed = is_resumed(run, setup)
-    if not resumed:
+    if setup.measuring:  # measured now, not read from a checkpoint
         measure_stage.measure_adaptive(run, setup, method, engine)
+        save_measured(run, setup, engine.read(MEASURE))
+    resumed = is_resumed(run, setup)
     fit_stage.fit(run, setup, method, resumed)
     wasted = refine_stage.refine(run, setup, method, engine)
     return release_stage.release(run, setup, method, wasted), charged
 
 
-def _measure(run: RunSettings, engine: Engine, options: Any, ledger: PrivacyLedger) -> RunSetup:
-    """Check the records, then take the setup from the checkpoint or measure it anew."""
-    n_records = measure_stage.check_records(run, engine)
-    check_request(run, n_records)
-    _resolve_config(run, options, n_records)
-    setup = resumed_setup(run, n_records) or measure_stage.measure(run, engine, n_records, ledger)
+def _measure(
+    run: RunSettings, engine: Engine, options: Any, ledger: PrivacyLedger, n_records: int
+) -> RunSetup:
+    """Take the setup from the checkpoint or measure it anew (the record count first: every
+    size used before noise is that DP release, never N itself)."""
+    setup = checkpoint_setup(run)
+    if setup is None:
+        n_public = measure_stage.release_size(run, n_records, ledger)
+        _start(run, options, n_public)
+        setup = measure_stage.measure(run, engine, (n_records, n_public), ledger)
+        setup.measuring = True
+    else:
+        _start(run, options, setup.n_public)
+        check_resumable(run, setup, n_records, engine.read(MEASURE))
     measure_stage.keep_released(run, engine, setup)
     setup.encoder = run.anchoring.encoder(run.kind, setup.schema, setup.measured)
     return setup
 
 
-def _resolve_config(run: RunSettings, options: Any, n_records: int) -> None:
-    """The method's config for this data size, with the anchoring's generator."""
-    config = METHODS[run.method][0].resolve_config(options, n_records)
-    run_options.check_against_size(config, n_records)
+def _start(run: RunSettings, options: Any, n_public: float) -> None:
+    """Check the request and resolve the method's config for the released record count."""
+    check_request(run)
+    _resolve_config(run, options, round(n_public))
+
+
+def _resolve_config(run: RunSettings, options: Any, n: int) -> None:
+    """The method's config for ``n`` records, with the anchoring's generator."""
+    config = METHODS[run.method][0].resolve_config(options, n)
+    run_options.check_against_size(config, n)
     run.config = run.anchoring.method_config(config, run.default_options, run.schema)

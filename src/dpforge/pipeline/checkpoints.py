@@ -1,26 +1,47 @@
-"""Resume: a run's setup and accounting settings as its checkpoint stores them.
+"""Resume per stage: a run's setup and accounting settings as its checkpoints store them.
 
-The checkpoint records everything that fixes the accounting (:func:`privacy_settings`); a run
-resumed with any difference is refused before its first step (design rule 9). A resumed run
-takes its setup (metadata, measurements, plan) from the checkpoint and never measures again.
+Two stages save their output in the checkpoint folder: ``measure`` (``measured.json``: every
+release, the plan and the ledger, written once all measurements ran) and ``refine``
+(``checkpoint.json`` + tensors, every ``checkpoint_every`` steps, :mod:`dpforge.training`). A
+run restarts at the first stage not yet saved: after the refine checkpoint it continues the
+discriminator's steps; after the measure checkpoint it fits the generator again from the saved
+releases (post-processing, free) and measures nothing again. Each checkpoint records everything
+that fixes the accounting (:func:`privacy_settings`), a fingerprint of the records and the
+budget run id, and a resume with any difference is refused before its first step (design rule
+9). The folder is private: it holds the exact record count and the fingerprint.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, is_dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from dpforge.errors import PrivacyError
 from dpforge.pipeline.plan import sample_rate
 from dpforge.pipeline.run import RunSettings, RunSetup
-from dpforge.privacy.resume import DATA_KEY, SETTINGS_KEY, check_resume, flat_settings
+from dpforge.privacy.resume import (
+    DATA_KEY,
+    SETTINGS_KEY,
+    check_resume,
+    data_fingerprint,
+    flat_settings,
+)
+from dpforge.storage import read_json, write_json
 from dpforge.training import has_checkpoint, read_checkpoint_info
 
 BUDGET_RUN_KEY = "budget_run"  # the id of the run's record in the data set's budget file
+RECORDS_KEY = "records_sha256"  # the measure checkpoint's fingerprint of the raw records
+MEASURED = "measured.json"
 
 
-def privacy_settings(run: RunSettings, n_records: int) -> dict[str, Any]:
-    """Every setting that fixes this run's accounting, as its checkpoint stores them."""
+def privacy_settings(run: RunSettings, n_records: int, n_public: float) -> dict[str, Any]:
+    """Every setting that fixes this run's accounting, as its (private) checkpoint stores
+    them: the exact record count too, so that other data are refused."""
     anchor = run.anchor
     return flat_settings(
         {
@@ -32,7 +53,7 @@ def privacy_settings(run: RunSettings, n_records: int) -> dict[str, Any]:
             "metadata_share": run.metadata_share,
             "out_of_bounds": run.out_of_bounds,
             "n_records": n_records,
-            "sample_rate": sample_rate(run, n_records),
+            "sample_rate": sample_rate(run, n_public),
             "method_options": asdict(run.config),
             "anchor": asdict(anchor) if is_dataclass(anchor) else anchor,
             "schema": run.schema.to_dict(),
@@ -40,28 +61,70 @@ def privacy_settings(run: RunSettings, n_records: int) -> dict[str, Any]:
     )
 
 
-def resumed_setup(run: RunSettings, n_records: int) -> RunSetup | None:
-    """The checkpoint's setup, if there is one and it was made with this run's settings."""
-    if not has_checkpoint(run.checkpoint_dir):
-        return None
-    info = read_checkpoint_info(run.checkpoint_dir)
-    setup = RunSetup.from_dict(info["setup"], run.anchoring)
-    if setup.n_records != n_records:
+def latest_checkpoint(run: RunSettings) -> dict[str, Any] | None:
+    """The info of the latest stage saved in the checkpoint folder (refine, else measure)."""
+    if has_checkpoint(run.checkpoint_dir):
+        return read_checkpoint_info(run.checkpoint_dir)
+    if run.checkpoint_dir is not None and (Path(run.checkpoint_dir) / MEASURED).is_file():
+        return read_json(Path(run.checkpoint_dir) / MEASURED)
+    return None
+
+
+def checkpoint_setup(run: RunSettings) -> RunSetup | None:
+    """The saved setup, if a stage was saved (checked by :func:`check_resumable`)."""
+    info = latest_checkpoint(run)
+    return None if info is None else RunSetup.from_dict(info["setup"], run.anchoring)
+
+
+def save_measured(run: RunSettings, setup: RunSetup, records: Any) -> None:
+    """Save the measure stage's output (atomically), so that a later kill never measures
+    again; nothing when the run has no checkpoint folder or its refine stage saved already."""
+    if run.checkpoint_dir is None or has_checkpoint(run.checkpoint_dir):
+        return
+    settings = privacy_settings(run, setup.n_records, setup.n_public)
+    info = {
+        "setup": setup.to_dict(),
+        SETTINGS_KEY: settings,
+        RECORDS_KEY: records_fingerprint(records),
+        BUDGET_RUN_KEY: run.budget_run,
+    }
+    Path(run.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    write_json(Path(run.checkpoint_dir) / MEASURED, info)
+
+
+def records_fingerprint(records: Any) -> str:
+    """SHA-256 of the validated records (a table's rows, or arrays and labels): private, kept
+    in the checkpoint folder only."""
+    if isinstance(records, pd.DataFrame):
+        hashed = pd.util.hash_pandas_object(records, index=False).to_numpy()
+        return data_fingerprint(hashed, np.asarray(list(records.columns), dtype=str))
+    labels = None if records.labels is None else np.asarray(records.labels, dtype=str)
+    return hashlib.sha256(data_fingerprint(np.asarray(records.values), labels).encode()).hexdigest()
+
+
+def check_resumable(run: RunSettings, setup: RunSetup, n_records: int, records: Any) -> None:
+    """Refuse to resume unless the checkpoint was made on these data with these settings."""
+    info = latest_checkpoint(run)
+    if RECORDS_KEY in info and info[RECORDS_KEY] != records_fingerprint(records):
         raise PrivacyError(
-            f"the checkpoint in {run.checkpoint_dir} was made on {setup.n_records} records, "
-            f"not {n_records}: use another --checkpoint-dir or delete it"
+            f"cannot resume from {run.checkpoint_dir}: the data differ from those the checkpoint "
+            "was made on; resume on the same data, or use another --checkpoint-dir"
+        )
+    if setup.n_records != n_records:  # the counts themselves are private: not in the message
+        raise PrivacyError(
+            f"the checkpoint in {run.checkpoint_dir} was made on another number of records: "
+            "resume on the same data, or use another --checkpoint-dir"
         )
     stored = info.get(SETTINGS_KEY) or {}
     options = {k: v for k, v in stored.items() if k != DATA_KEY}
-    check_resume(options, privacy_settings(run, n_records), run.checkpoint_dir)
-    return setup
+    current = privacy_settings(run, n_records, setup.n_public)
+    check_resume(options, current, run.checkpoint_dir)
 
 
 def checkpoint_budget_run(run: RunSettings) -> str | None:
-    """The budget run id the checkpoint recorded (None: no checkpoint, or an older one)."""
-    if not has_checkpoint(run.checkpoint_dir):
-        return None
-    return read_checkpoint_info(run.checkpoint_dir).get(BUDGET_RUN_KEY)
+    """The budget run id the latest checkpoint recorded (None: none, or an older one)."""
+    info = latest_checkpoint(run)
+    return None if info is None else info.get(BUDGET_RUN_KEY)
 
 
 def is_resumed(run: RunSettings, setup: RunSetup) -> bool:

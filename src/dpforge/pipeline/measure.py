@@ -11,31 +11,48 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 from dpforge.engines.base import MEASURE, Engine
-from dpforge.pipeline.plan import metadata_budget, plan_training
+from dpforge.pipeline.plan import metadata_budget, plan_training, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
 
 
 def check_records(run: RunSettings, engine: Engine) -> int:
     """Check every record against the schema (bad input is refused, naming the record);
-    returns the number of records read."""
+    returns the number of records read (private: it sizes nothing that is released)."""
     records = run.kind.validate(engine.read(MEASURE), run.schema, run.out_of_bounds)
     engine.replace(records)
     return engine.size(MEASURE)
 
 
-def measure(run: RunSettings, engine: Engine, n_records: int, ledger: PrivacyLedger) -> RunSetup:
-    """A new run's releases into ``ledger``: the metadata, then the anchoring's measurements;
-    then the plan of the discriminator's steps that fits what is left of the budget."""
+def release_size(run: RunSettings, n_records: int, ledger: PrivacyLedger) -> float:
+    """The record count released with the Gaussian mechanism (one record moves it by 1 under
+    add/remove): the N that sizes q, the numeric cells and the marginals' totals, so that no
+    exact size reaches what is released (design.md rule 10)."""
+    sigma = size_noise(run)
+    event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
+    ledger.record("record count (sizes the sampling rate, cells and totals)", event)
+    rng = np.random.default_rng(run.seed_sequence(5))
+    noisy = n_records + rng.normal(0.0, sigma) if sigma > 0 else float(n_records)
+    return max(1.0, round(noisy))  # rounding and the floor are post-processing
+
+
+def measure(
+    run: RunSettings, engine: Engine, sizes: tuple[int, float], ledger: PrivacyLedger
+) -> RunSetup:
+    """A new run's releases into ``ledger`` (which holds the record count's): the metadata,
+    then the anchoring's measurements; then the plan of the discriminator's steps that fits
+    what is left of the budget. ``sizes``: the exact and the released record count."""
+    n_records, n_public = sizes
     rng = np.random.default_rng(run.seed_sequence(0))
     records = engine.read(MEASURE)
     schema, prior = run.kind.complete(records, run.schema, metadata_budget(run), ledger, rng)
     released = run.kind.released(records, schema)
-    measured = run.anchoring.measure(run, schema, released, ledger, rng, n_records)
-    plan = plan_training(run, n_records, ledger)
-    return RunSetup(schema, prior, ledger, plan, n_records, measured)
+    measured = run.anchoring.measure(run, schema, released, ledger, rng, n_public)
+    plan = plan_training(run, n_public, ledger)
+    return RunSetup(schema, prior, ledger, plan, n_records, measured, n_public=n_public)
 
 
 def keep_released(run: RunSettings, engine: Engine, setup: RunSetup) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import dp_accounting
+
 from dpforge import options as run_options
 from dpforge.errors import PrivacyError
 from dpforge.methods import METHODS
@@ -24,6 +26,7 @@ from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.statistics.metadata import MetadataBudget
 from dpforge.training import TrainingPlan
 
+SIZE_SHARE = 0.05  # of the run's budget, for the record count N that sizes q, cells and totals
 DEFAULT_EPOCHS = 50.0
 MIN_STEPS = 100
 _ANCHOR_ONLY_NOTE = {
@@ -38,14 +41,19 @@ _ANCHOR_ONLY_NOTE = {
 }
 
 
-def check_request(run: RunSettings, n_records: int) -> None:
-    """Refuse a privacy request that cannot be met or makes no sense, before any release."""
+def check_delta(run: RunSettings, n_records: int) -> None:
+    """Refuse delta >= 1/N before any release (a bad request, like bad input: the message
+    gives an order of magnitude for delta, never N)."""
     if run.delta >= 1.0 / n_records and math.isfinite(run.epsilon):
         raise PrivacyError(
-            f"delta = {run.delta:g} is not below 1/N = {1 / n_records:.3g} for N = "
-            f"{n_records} records: such a delta allows publishing a whole record; choose "
-            f"delta well below 1/N (e.g. {_suggest_delta(n_records):g})"
+            f"delta = {run.delta:g} is not below 1/N for the N records given: such a delta "
+            f"allows publishing a whole record; choose delta well below 1/N "
+            f"(e.g. {_suggest_delta(n_records):g})"
         )
+
+
+def check_request(run: RunSettings) -> None:
+    """Refuse a privacy request whose options contradict each other."""
     if run.noise_multiplier is not None and run.epochs is not None and math.isfinite(run.epsilon):
         raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
     alone = run.anchoring.alone
@@ -55,6 +63,15 @@ def check_request(run: RunSettings, n_records: int) -> None:
         raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
 
 
+def size_noise(run: RunSettings) -> float:
+    """The noise multiplier of the record count's release: ``SIZE_SHARE`` of the run's budget
+    in the zCDP sense (a Gaussian's cost grows as 1 / sigma^2); 0 for the non-private run."""
+    if not math.isfinite(run.epsilon):
+        return 0.0
+    whole = noise_for_target(dp_accounting.GaussianDpEvent, run.epsilon, run.delta)
+    return whole / math.sqrt(SIZE_SHARE)
+
+
 def metadata_budget(run: RunSettings) -> MetadataBudget:
     """The part of the budget set aside for DP estimates of undeclared metadata."""
     if not math.isfinite(run.epsilon):
@@ -62,15 +79,15 @@ def metadata_budget(run: RunSettings) -> MetadataBudget:
     return MetadataBudget(run.epsilon * run.metadata_share, run.delta * run.metadata_share)
 
 
-def sample_rate(run: RunSettings, n_records: int) -> float:
-    """The discriminator's Poisson sampling rate q."""
-    return METHODS[run.method][0].sample_rate(run.config, n_records)
+def sample_rate(run: RunSettings, n_public: float) -> float:
+    """The discriminator's Poisson sampling rate q = B / N, N the count released under DP."""
+    return METHODS[run.method][0].sample_rate(run.config, n_public)
 
 
-def plan_training(run: RunSettings, n_records: int, ledger: PrivacyLedger) -> TrainingPlan:
+def plan_training(run: RunSettings, n_public: float, ledger: PrivacyLedger) -> TrainingPlan:
     """The discriminator's steps and noise: none when the measurements are the whole run, else
     what the budget left after ``ledger`` allows."""
-    q = sample_rate(run, n_records)
+    q = sample_rate(run, n_public)
     if run.anchoring.alone:
         return TrainingPlan(0, q, 0.0, run.checkpoint_every)
     if not math.isfinite(run.epsilon):
@@ -140,5 +157,5 @@ def settle_budget(budget: RunCharge | None, record: Any, ledger: PrivacyLedger) 
     return budget.settle(record, ledger)
 
 
-def _suggest_delta(n_records: int) -> float:
-    return 10.0 ** math.floor(math.log10(1.0 / (10 * n_records)))
+def _suggest_delta(n_public: float) -> float:
+    return 10.0 ** math.floor(math.log10(1.0 / (10 * n_public)))

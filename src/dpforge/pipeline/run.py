@@ -72,9 +72,11 @@ class RunSetup:
     label_prior: np.ndarray | None
     ledger: PrivacyLedger
     plan: TrainingPlan
-    n_records: int
+    n_records: int  # exact: kept in the private checkpoint only, to refuse other data
     measured: Measured = field(default_factory=Measured)
     encoder: Any = field(default=None, repr=False)
+    n_public: float = 0.0  # the record count released under DP: what sizes every release
+    measuring: bool = field(default=False, repr=False)  # measured in this process, not resumed
 
     def to_dict(self) -> dict[str, Any]:
         prior = None if self.label_prior is None else [float(p) for p in self.label_prior]
@@ -84,6 +86,7 @@ class RunSetup:
             "ledger": self.ledger.to_dict(),
             "plan": asdict(self.plan),
             "n_records": self.n_records,
+            "n_public": self.n_public,
             **self.measured.to_dict(),
         }
 
@@ -98,4 +101,6 @@ class RunSetup:
             TrainingPlan(**d["plan"]),
             int(d["n_records"]),
             anchoring.measured_from_dict(d),
+            # checkpoints written before the count was released used the exact N
+            n_public=float(d.get("n_public", d["n_records"])),
         )

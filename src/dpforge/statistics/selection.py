@@ -61,6 +61,15 @@ def model_pair_distributions(
     }
 
 
+def pair_scores(
+    blocks: Mapping[str, np.ndarray], model: Mapping[tuple[str, str], np.ndarray], total: float
+) -> np.ndarray:
+    """Each pair's L1 distance between the data's count table and the model's, scaled to the
+    public ``total`` (the record count released under DP). With ``total`` fixed, adding or
+    removing one record moves one cell of each table by 1: every score by at most 1."""
+    return np.array([np.abs(true_counts(blocks, p) - total * model[p]).sum() for p in model])
+
+
 def select_pairs(
     blocks: Mapping[str, np.ndarray],
     model: Mapping[tuple[str, str], np.ndarray],
@@ -77,7 +86,7 @@ def select_pairs(
     the public number of records the model's distributions are scaled to.
     """
     pairs = list(model)
-    scores = np.array([np.abs(true_counts(blocks, p) - total * model[p]).sum() for p in pairs])
+    scores = pair_scores(blocks, model, total)
     if score_noise > 0:
         scores = scores + rng.normal(0.0, score_noise * math.sqrt(len(pairs)), len(pairs))
     penalty = np.array([math.sqrt(2 / math.pi) * measure_noise * model[p].size for p in pairs])
