@@ -37,6 +37,7 @@ import torch
 from filelock import FileLock, Timeout
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from dpforge.distributed import ONE_PROCESS, GradientReducer
 from dpforge.errors import DpforgeError, ModelFileError, PrivacyError
 from dpforge.methods.base import GanMethod
 from dpforge.privacy.ledger import PrivacyLedger
@@ -100,15 +101,20 @@ def train(
     checkpoint: Callable[[TrainingState], None] | None = None,
     reserve: Callable[[int], None] | None = None,
     progress: bool = True,
+    reducer: GradientReducer = ONE_PROCESS,
 ) -> TrainingState:
     """Run the planned steps from ``state.spent`` on; return the final state.
 
     ``reserve(n)`` must record durably that up to ``n`` private steps may have run; it is called
-    before the steps it covers (see the module notes).
+    before the steps it covers (see the module notes). ``reducer`` is the seam to the other
+    processes of a multi-process run (:mod:`dpforge.distributed`): every rank passes all the
+    records and trains on its shard; ``generator`` must be seeded identically on every rank.
     """
     state = state or TrainingState()
     state.spent = max(state.spent, state.step)
-    method.prepare(features.shape[0], plan, generator)
+    features, labels = _shard(features, labels, reducer)
+    method.prepare(features.shape[0], plan, generator, reducer)
+    reducer.broadcast_state(method.state_parts())  # the replicas start identical
     chunk = max(1, plan.checkpoint_every // RESERVE_FRACTION)
     reserved = state.spent
     with _progress_bar(progress) as bar:
@@ -129,6 +135,14 @@ def train(
     if checkpoint is not None and state.step % plan.checkpoint_every != 0:
         checkpoint(state)  # the final state: a re-run releases this same model, not an older one
     return state
+
+
+def _shard(
+    features: torch.Tensor, labels: torch.Tensor | None, reducer: GradientReducer
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """This rank's contiguous shard of the records (all of them in one process)."""
+    part = reducer.shard(features.shape[0])
+    return features[part], None if labels is None else labels[part]
 
 
 def check_finite(method: GanMethod, state: TrainingState, plan: TrainingPlan) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import dp_accounting
 import torch
 
+from dpforge.distributed import ONE_PROCESS, GradientReducer
 from dpforge.errors import PrivacyError
 from dpforge.nets.families import Layout, Networks, build_networks
 from dpforge.nets.mlp import one_hot
@@ -92,6 +93,9 @@ class GanMethod:
     # (AnchorLoss, weight) when the generator also matches measured marginals (set by the
     # Synthesizer; post-processing of a DP release, so it adds no privacy cost).
     anchor: tuple[Any, float] | None = None
+    # The ranks' seam (dpforge.distributed): identity in one process, set by ``prepare``.
+    reducer: GradientReducer = ONE_PROCESS
+    rank_generator: torch.Generator | None = None
 
     def __init__(
         self,
@@ -174,14 +178,34 @@ class GanMethod:
         return self.networks.d_input(rows, self.condition(labels, rows))
 
     # -- steps ---------------------------------------------------------------------------------
-    def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:
-        """Set up sampling before the first step (or after a resume)."""
+    def prepare(
+        self,
+        n_records: int,
+        plan: Any,
+        generator: torch.Generator,
+        reducer: GradientReducer = ONE_PROCESS,
+    ) -> None:
+        """Set up sampling before the first step (or after a resume).
+
+        ``n_records`` are this rank's records (all of them in one process); they are sampled at
+        the plan's GLOBAL rate q, so the union over the ranks is a Poisson sample at rate q.
+        """
+        self.reducer = reducer
+        self.rank_generator = reducer.record_generator(generator)
         self.sampler = PoissonSampler(n_records, plan.sample_rate)
+
+    def record_generator(self, generator: torch.Generator) -> torch.Generator:
+        """The generator for draws whose count depends on this rank's real batch (sampling,
+        microbatch ids, WGAN-GP partners): the run's own in one process, the rank's own on
+        several (``generator`` must stay identical across ranks)."""
+        if self.reducer.world_size == 1 or self.rank_generator is None:
+            return generator
+        return self.rank_generator
 
     def train_step(self, features, labels, state, generator: torch.Generator) -> None:
         """One private step (a discriminator step on a Poisson sample), and a generator step
         after every n_D of them. ``state`` is the loop's TrainingState, updated in place."""
-        index = self.sampler.sample(generator)
+        index = self.sampler.sample(self.record_generator(generator))
         batch_labels = None if labels is None else labels[index]
         stats = self.discriminator_step(features[index], batch_labels, state.step, generator)
         state.d_loss = stats.d_loss
@@ -261,6 +285,18 @@ class GanMethod:
             rows, labels = self.generate(self.config.batch_size, generator, training=True)
             scores = self.discriminator(self.d_input(rows, labels))[:, 0]
         return float((scores < 0).float().mean())
+
+    def share_of(
+        self, rows: torch.Tensor, labels: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """This rank's share of a step's generated rows (all of them in one process): every
+        rank draws the same rows, each clips and sums its own share once."""
+        part = self.reducer.share(rows.shape[0])
+        return rows[part], None if labels is None else labels[part]
+
+    def zero_gradients(self) -> list[torch.Tensor]:
+        """A clipped sum over no example (a rank whose share of a step is empty)."""
+        return [torch.zeros_like(p) for p in self.discriminator.parameters()]
 
     def apply_d_gradients(self, summed: list[torch.Tensor], units: float) -> None:
         """Set the discriminator's gradients to ``summed / units`` and take an optimizer step.

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
+from dpforge.distributed import ONE_PROCESS
 from dpforge.errors import PrivacyError
 from dpforge.methods.base import GanConfig, GanMethod, StepStats, check_common_config
-from dpforge.privacy.clipping import clipped_gradient_sum
+from dpforge.privacy.clipping import ClippedGradients, clipped_gradient_sum
 from dpforge.privacy.noise import add_gaussian_noise
 
 
@@ -64,6 +65,11 @@ class DPCGAN(GanMethod):
         sensitivity = self.config.clip_norm * (1 if self.config.microbatches is None else 2)
         return self.noise_multiplier * sensitivity
 
+    def prepare(self, n_records, plan, generator, reducer=ONE_PROCESS) -> None:
+        """Set up sampling; refuse microbatches the processes cannot split before any step."""
+        super().prepare(n_records, plan, generator, reducer)
+        self.local_microbatches()
+
     def set_d_learning_rate(self, step: int) -> None:
         """The paper's schedule: linear from d_lr_start to d_lr_end over d_lr_decay_steps."""
         c = self.config
@@ -78,22 +84,47 @@ class DPCGAN(GanMethod):
         step: int,
         generator: torch.Generator,
     ) -> StepStats:
-        """One private discriminator update on a Poisson-sampled real batch."""
+        """One private discriminator update on a Poisson-sampled real batch.
+
+        On several processes (``self.reducer``) the real rows are this rank's sample and the
+        generated rows its share of the step's B; the clipped sums are all-reduced once, and
+        every rank adds the same noise draw from the shared ``generator``.
+        """
         batch = self.config.batch_size
         with torch.no_grad():
             fake_rows, fake_labels = self.generate(batch, generator, training=True)
+        fake_rows, fake_labels = self.share_of(fake_rows, fake_labels)
+        clipped = self._clipped_sum(real_rows, real_labels, fake_rows, fake_labels, generator)
+        summed = self.reducer.sum(clipped.grads)
+        noisy = add_gaussian_noise(summed, self.noise_std, generator)
+        self.set_d_learning_rate(step)
+        # Divide by the expected number of clipped units: B rows, or m microbatches.
+        self.apply_d_gradients(noisy, self.config.microbatches or batch)
+        clip = self.config.clip_norm
+        norms = clipped.norms
+        clipped_fraction = float((norms > clip).float().mean()) if clip < math.inf else 0.0
+        loss = float(clipped.losses.mean()) if clipped.losses.numel() else math.nan
+        return StepStats(loss, real_rows.shape[0], clipped_fraction)
+
+    def _clipped_sum(self, real_rows, real_labels, fake_rows, fake_labels, generator):
+        """Sum of the clipped gradients of this rank's real rows (target 1) and generated rows
+        (target 0); per example, or per microbatch mean."""
         inputs = torch.cat(
             [self.d_input(real_rows, real_labels), self.d_input(fake_rows, fake_labels)]
         )
-        n_real = real_rows.shape[0]
-        targets = torch.cat([inputs.new_ones(n_real), inputs.new_zeros(batch)])
+        n_real, n_fake = real_rows.shape[0], fake_rows.shape[0]
+        if n_real + n_fake == 0:  # a rank whose share is empty (several processes only)
+            return ClippedGradients(self.zero_gradients(), inputs.new_zeros(0), inputs.new_zeros(0))
+        targets = torch.cat([inputs.new_ones(n_real), inputs.new_zeros(n_fake)])
 
         def per_example_loss(logits: torch.Tensor) -> torch.Tensor:
             return F.binary_cross_entropy_with_logits(logits[:, 0], targets, reduction="none")
 
-        groups = self._microbatch_groups(n_real, batch, generator, inputs.device)
-        m = self.config.microbatches
-        clipped = clipped_gradient_sum(
+        groups = self._microbatch_groups(
+            n_real, n_fake, self.record_generator(generator), inputs.device
+        )
+        m = self.local_microbatches()
+        return clipped_gradient_sum(
             self.discriminator,
             inputs,
             per_example_loss,
@@ -101,17 +132,23 @@ class DPCGAN(GanMethod):
             groups,
             num_groups=None if m is None else 2 * m,
         )
-        noisy = add_gaussian_noise(clipped.grads, self.noise_std, generator)
-        self.set_d_learning_rate(step)
-        # Divide by the expected number of clipped units: B rows, or m microbatches.
-        self.apply_d_gradients(noisy, self.config.microbatches or batch)
-        clip = self.config.clip_norm
-        clipped_fraction = float((clipped.norms > clip).float().mean()) if clip < math.inf else 0.0
-        return StepStats(float(clipped.losses.mean()), n_real, clipped_fraction)
+
+    def local_microbatches(self) -> int | None:
+        """Microbatches of this rank: m in one process, m / world_size on each of several
+        (each rank clips whole microbatches of its own rows; m units in all)."""
+        m = self.config.microbatches
+        if m is None or self.reducer.world_size == 1:
+            return m
+        if m % self.reducer.world_size:
+            raise PrivacyError(
+                f"microbatches ({m}) must be a multiple of the number of processes "
+                f"({self.reducer.world_size}): each process clips whole microbatches"
+            )
+        return m // self.reducer.world_size
 
     def _microbatch_groups(self, n_real: int, n_fake: int, generator, device):
         """None for per-example clipping; else random microbatch ids, real and fake apart."""
-        m = self.config.microbatches
+        m = self.local_microbatches()
         if m is None:
             return None
         real = torch.randint(0, m, (n_real,), generator=generator, device=device)

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from dpforge.distributed import ONE_PROCESS, GradientReducer
 from dpforge.errors import PrivacyError
 from dpforge.methods.base import GanConfig, GanMethod, StepStats, check_common_config
 from dpforge.privacy.bayesian import MIN_PAIRS, BayesianAccountant, pair_distances
@@ -111,20 +112,28 @@ class DPWGAN(GanMethod):
         """One private critic update on a Poisson-sampled real batch."""
         batch, n_real = self.config.batch_size, real_rows.shape[0]
         clip = self.clip_norm_at(step)
+        own = self.record_generator(generator)  # draws whose count depends on the real batch
         with torch.no_grad():
             fake_rows, fake_labels = self.generate(batch, generator, training=True)
-            partners, _ = self.generate(n_real, generator, training=True)
-        real = self._real_part(real_rows, real_labels, partners, clip, generator)
-        fake = clipped_gradient_sum(
-            self.discriminator, self.d_input(fake_rows, fake_labels), _fake_loss, clip
-        )
+            partners, _ = self.generate(n_real, own, training=True)
+        real = self._real_part(real_rows, real_labels, partners, clip, own)
+        fake = self._fake_part(*self.share_of(fake_rows, fake_labels), clip)
         summed = [r + f for r, f in zip(real.grads, fake.grads, strict=True)]
+        summed = self.reducer.sum(summed)  # over the ranks: one all-reduce (one process: as is)
         noisy = add_gaussian_noise(summed, self.noise_std_at(step), generator)
         self.apply_d_gradients(noisy, batch)
         norms = torch.cat([real.norms, fake.norms])
         clipped = float((norms > clip).float().mean()) if clip < math.inf else 0.0
         loss = (real.losses.sum() + fake.losses.sum()) / max(n_real + batch, 1)
         return StepStats(float(loss), n_real, clipped)
+
+    def _fake_part(self, rows, labels, clip) -> ClippedGradients:
+        """Clipped per-row gradients of +D(f) for this rank's share of the generated rows."""
+        if rows.shape[0] == 0:  # a rank whose share is empty (several processes only)
+            return ClippedGradients(self.zero_gradients(), rows.new_zeros(0), rows.new_zeros(0))
+        return clipped_gradient_sum(
+            self.discriminator, self.d_input(rows, labels), _fake_loss, clip
+        )
 
     def _real_part(self, rows, labels, partners, clip, generator):
         """Clipped per-record gradients of -D(x) plus the gradient penalty on x_hat."""
@@ -175,9 +184,20 @@ class DPWGAN(GanMethod):
         return clip_and_sum(self.discriminator, grads, losses, clip)
 
     # -- Bayesian accounting (Triastcyn & Faltings) -------------------------------------------
-    def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:
-        super().prepare(n_records, plan, generator)
+    def prepare(
+        self,
+        n_records: int,
+        plan: Any,
+        generator: torch.Generator,
+        reducer: GradientReducer = ONE_PROCESS,
+    ) -> None:
+        super().prepare(n_records, plan, generator, reducer)
         c = self.config
+        if c.bayesian_accounting and reducer.world_size > 1:
+            raise PrivacyError(
+                "the Bayesian bound reads every step's per-example gradients in one place; "
+                "run dpwgan with --bayesian on one process"
+            )
         if c.bayesian_accounting and self.is_private and self.bayesian is None:
             self.bayesian = BayesianAccountant(
                 self.noise_multiplier,

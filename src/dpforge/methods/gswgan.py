@@ -43,6 +43,7 @@ import dp_accounting
 import torch
 from torch import nn
 
+from dpforge.distributed import ONE_PROCESS, GradientReducer
 from dpforge.errors import PrivacyError
 from dpforge.methods.base import GanConfig, GanMethod, StepStats, check_common_config
 from dpforge.privacy.clipping import clip_factors
@@ -162,8 +163,25 @@ class GSWGAN(GanMethod):
         return gswgan_noise_std(self.noise_multiplier, self.config.clip_norm)
 
     # -- steps -------------------------------------------------------------------------------
-    def prepare(self, n_records: int, plan: Any, generator: torch.Generator) -> None:
-        """Assign every record to one of K subsets, independently and uniformly."""
+    def prepare(
+        self,
+        n_records: int,
+        plan: Any,
+        generator: torch.Generator,
+        reducer: GradientReducer = ONE_PROCESS,
+    ) -> None:
+        """Assign every record to one of K subsets, independently and uniformly.
+
+        One process only: a step's privacy barrier is ONE picked critic's sanitized gradient
+        w.r.t. generated rows, not a sum over records that ranks could split and all-reduce
+        (a federated GS-WGAN, one critic per site, is a different deployment).
+        """
+        if reducer.world_size > 1:
+            raise PrivacyError(
+                "gswgan does not run on several processes (its private step is one critic's "
+                "sanitized gradient, not a sum over records): use dpcgan or dpwgan, or one "
+                "process"
+            )
         if self.assignment.subset.numel() != n_records:
             k = self.config.num_discriminators
             self.assignment.subset = torch.randint(

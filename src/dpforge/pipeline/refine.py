@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from dpforge.distributed import check_replicas_agree, current_reducer, refuse_checkpoints
 from dpforge.engines.base import REFINE, Engine
 from dpforge.pipeline.checkpoints import BUDGET_RUN_KEY, privacy_settings
 from dpforge.pipeline.run import RunSettings, RunSetup
@@ -35,18 +36,22 @@ def refine(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> in
     if not setup.plan.steps:
         return 0
     features, labels = setup.encoder.transform(engine.read(REFINE))
+    reducer = current_reducer(run.device)  # several processes: the torchrun group joined
     generator = make_generator(run.seed_sequence(1), run.device)
     if not setup.measured.fitted:
         run.init_networks(method)
     x = torch.as_tensor(features, dtype=torch.float32, device=run.device)
     y = None if labels is None else torch.as_tensor(labels, device=run.device)
+    check_replicas_agree(reducer, run.seed, [x, y])
     state, checkpoint, reserve = TrainingState(), None, None
     if run.checkpoint_dir is not None:
+        refuse_checkpoints(reducer)
         fingerprint = data_fingerprint(features, labels)
         state, checkpoint, reserve = _checkpointing(run, setup, method, generator, fingerprint)
     train(  # advances ``state`` in place
         method, x, y, setup.plan, generator,
-        state=state, checkpoint=checkpoint, reserve=reserve, progress=run.progress,
+        state=state, checkpoint=checkpoint, reserve=reserve,
+        progress=run.progress and reducer.is_main, reducer=reducer,
     )  # fmt: skip
     return state.spent - state.step
 
