@@ -34,6 +34,7 @@ from dpforge.cli.io import (
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
 from dpforge.data.tables import draft_schema, read_csv
+from dpforge.distributed import join_processes, refuse_checkpoints
 from dpforge.errors import DpforgeError, redact_from_now
 from dpforge.methods import METHODS
 from dpforge.model_io import MODEL_FOLDER
@@ -235,6 +236,10 @@ def fit(
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
     check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
+    replicas = join_processes()  # under torchrun: this rank of the group (README)
+    seed = replicas.agree_seed(seed)  # one seed on every rank (rank 0's, or from the OS)
+    if checkpoint_dir is not None:
+        refuse_checkpoints(replicas)
     inputs = tuple(p for p in (data, schema_path, labels) if p is not None)
     check_output_folder(out, MODEL_FOLDER, overwrite=overwrite, inputs=inputs)
     if checkpoint_dir is not None:
@@ -278,13 +283,14 @@ def fit(
         method_options=method_options,
         out_of_bounds="clip" if clip_out_of_bounds else "error",
         seed=seed,
-        progress=not quiet,
+        progress=not quiet and replicas.is_main,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
         anchor=anchor_option(public, anchor_share, anchor_bins, anchor_statistic),
     )
     synth.check_options()  # before the data are read
-    data_budget = budget_for_fit(data, budget_file, no_budget_file)
+    # Rank 0 alone charges the budget file and writes the outputs.
+    data_budget = budget_for_fit(data, budget_file, no_budget_file) if replicas.is_main else None
     records = read_data(
         kind,
         data,
@@ -295,6 +301,8 @@ def fit(
         channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
     )
     synth.fit(records, budget=data_budget)
+    if not replicas.is_main:
+        return
     synth.save(out, overwrite=overwrite)
     console.print(f"wrote model folder {out}")
     if samples_path is not None:
