@@ -3,7 +3,6 @@
 from dpforge.data.arrays import ArrayData
 from dpforge.schema.array import ArraySchema, Channel, image_schema
 from dpforge.schema.table import Column, Schema
-from dpforge.synthesizer import Synthesizer, load
 
 __version__ = "0.1.0"
 __all__ = [
@@ -17,3 +16,13 @@ __all__ = [
     "load",
     "__version__",
 ]
+
+
+def __getattr__(name: str):
+    """``Synthesizer`` and ``load`` on first use (PEP 562): a worker that only counts records
+    (a Spark executor importing dpforge's statistics) never loads torch."""
+    if name in ("Synthesizer", "load"):
+        from dpforge import synthesizer
+
+        return getattr(synthesizer, name)
+    raise AttributeError(f"module 'dpforge' has no attribute {name!r}")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from dpforge import options as run_options
 from dpforge.data.arrays import ArrayData
-from dpforge.engines import Engine, LocalEngine
+from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
 from dpforge.generate import sample_batch
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
@@ -137,8 +137,13 @@ class Synthesizer:
         with checkpoint_lock(self.checkpoint_dir):
             refuse_draft(self.schema)
             run = self._run_settings()
-            engine = data if isinstance(data, Engine) else LocalEngine(data)
-            released, self.budget_run_ = run_pipeline(run, engine, self.method_options, budget)
+            engine, owned = as_engine(data)
+            check_refinable(engine, run.anchoring.alone)
+            try:
+                released, self.budget_run_ = run_pipeline(run, engine, self.method_options, budget)
+            finally:
+                if owned:
+                    engine.close()
         self.config_ = run.config
         self.anchor_plan_ = getattr(run.anchoring, "plan_", None)
         for name in _FITTED:

@@ -21,6 +21,8 @@ READING_STAGES = frozenset({MEASURE, REFINE})
 class Engine(ABC):
     """Holds the private records of one run and hands them only to the reading stages."""
 
+    supports_refine = True  # whether the refine stage (DP-SGD on records in memory) can read
+
     @abstractmethod
     def _records(self) -> Any:
         """The validated records (engine-specific); called only through :meth:`read`."""
@@ -37,6 +39,21 @@ class Engine(ABC):
     def replace(self, records: Any) -> None:
         """Keep ``records`` instead (the measure stage drops rows of unreleased categories)."""
         raise PrivacyError(f"{type(self).__name__} cannot replace its records")
+
+    def close(self) -> None:
+        """Free what the engine holds outside this process (nothing, in-process)."""
+        return None
+
+
+def check_refinable(engine: Engine, anchored_alone: bool) -> None:
+    """Refuse, before anything is read or charged, a run whose discriminator would need records
+    that ``engine`` cannot hand to the refine stage."""
+    if not (anchored_alone or engine.supports_refine):
+        raise PrivacyError(
+            f"{type(engine).__name__} serves the anchored table path only: the discriminator "
+            "(refine) trains on records in memory; keep the anchoring's share at 1 (the default "
+            "for tables) or fit in memory"
+        )
 
 
 def check_reading_stage(stage: str) -> None:

@@ -19,6 +19,7 @@ import torch
 
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
+from dpforge.engines.aggregates import TableAggregates
 from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured
 from dpforge.privacy.ledger import PrivacyLedger
@@ -54,6 +55,8 @@ class TableKind:
 
     @staticmethod
     def validate(data: Any, schema: Schema, out_of_bounds: str) -> pd.DataFrame:
+        if isinstance(data, TableAggregates):  # kept by an engine (Spark): checked there
+            return data.validated(schema, out_of_bounds)
         if not isinstance(data, pd.DataFrame):
             raise DataError(
                 f"a table schema needs a pandas DataFrame, got {type(data).__name__}; for images "
@@ -68,6 +71,8 @@ class TableKind:
     @staticmethod
     def released(data: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         """The rows whose categories were all released (see ``keep_released_rows``)."""
+        if isinstance(data, TableAggregates):
+            return data.released(schema)
         return keep_released_rows(data, schema)
 
     @staticmethod

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dpforge.engines.aggregates import TableAggregates
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import NumericBins, numeric_bins
 from dpforge.statistics.projection import project_to_simplex
@@ -46,11 +47,17 @@ def measure_fine_histograms(
     out = {}
     for column in columns:
         fine = numeric_bins(column, FINE_CELLS + 2)
-        counts = np.bincount(
-            fine.assign(table[column.name].to_numpy(np.float64)), minlength=fine.size
-        ).astype(np.float64)
+        counts = _fine_counts(table, column.name, fine)
         out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
     return out
+
+
+def _fine_counts(table, name: str, fine: NumericBins) -> np.ndarray:
+    """The exact histogram of one column on its fine grid (an engine's, or from pandas)."""
+    if isinstance(table, TableAggregates):
+        return table.column(name).bincount(fine.assign, fine.size)
+    values = table[name].to_numpy(np.float64)
+    return np.bincount(fine.assign(values), minlength=fine.size).astype(np.float64)
 
 
 def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) -> NumericBins:

@@ -23,6 +23,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from statistics import NormalDist
 
 import dp_accounting
@@ -31,6 +32,7 @@ import pandas as pd
 from dp_accounting import mechanism_calibration
 from dp_accounting.pld import pld_privacy_accountant
 
+from dpforge.engines.aggregates import ColumnAggregates
 from dpforge.errors import DataError, PrivacyError
 
 __all__ = [
@@ -169,11 +171,19 @@ def _geometric_edges(min_exponent: int, max_exponent: int, per_octave: int = 1) 
 def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Counts of ``values`` in bins [edges[i], edges[i+1]); outside values go to the end bins.
 
-    Every record lands in exactly one bin, so one record changes one count by 1.
+    Every record lands in exactly one bin, so one record changes one count by 1. Records kept
+    by an engine (:class:`ColumnAggregates`) are counted there, on the same bins.
     """
     n_bins = len(edges) - 1
-    index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, n_bins - 1)
-    return np.bincount(index, minlength=n_bins).astype(float)
+    if isinstance(values, ColumnAggregates):
+        return values.bincount(partial(_bin_index, edges=edges), n_bins)
+    return np.bincount(_bin_index(values, edges), minlength=n_bins).astype(float)
+
+
+def _bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The bin of each value in :func:`_histogram` (a public function of the value)."""
+    index = np.searchsorted(edges, np.asarray(values, dtype=float), side="right") - 1
+    return np.clip(index, 0, len(edges) - 2)
 
 
 def _quantile_bins(mass: np.ndarray, quantile: float) -> tuple[int, int]:
@@ -286,7 +296,7 @@ def dp_bounds(
     spurious_bin_prob = _check_probability("spurious_bin_prob", spurious_bin_prob)
     if not (math.isfinite(widen_octaves) and widen_octaves > 0):
         raise ValueError(f"widen_octaves must be a finite number > 0, got {widen_octaves}")
-    array = _as_finite_floats(values)
+    array = values if isinstance(values, ColumnAggregates) else _as_finite_floats(values)
     event = bounds_event(sigma, fine)
     limit = 2.0 ** (max_exponent + 1)  # overflow bins read as [2^max, 2^(max+1)), mirrored
 
@@ -414,6 +424,8 @@ def _warn_noise(stage: str, fallback: str) -> None:
 
 def _category_counts(values: np.ndarray | Sequence[str]) -> tuple[list[str], np.ndarray]:
     """Distinct values as strings, sorted, with their counts; refuses missing values."""
+    if isinstance(values, ColumnAggregates):  # validated by its engine: nothing is missing
+        return values.value_counts()
     array = np.asarray(values, dtype=object)
     if array.ndim != 1:
         raise DataError(f"dp_categories needs a 1-D array, got shape {array.shape}")
@@ -477,11 +489,18 @@ def _class_counts(labels: Sequence, classes: Sequence) -> np.ndarray:
         raise ValueError("classes must not be empty")
     if not index.is_unique:
         raise ValueError(f"classes must be distinct, got {list(index)}")
+    if isinstance(labels, ColumnAggregates):  # validated by its engine: nothing is missing
+        return labels.bincount(partial(_class_codes, classes=list(index)), len(index))
     values = np.asarray(labels, dtype=object).ravel()
     if pd.isna(pd.Series(values, dtype=object)).any():
         raise DataError("dp_label_prior got missing labels (None/NaN); reject or impute them first")
     codes = index.get_indexer(values)
     return np.bincount(codes[codes >= 0], minlength=len(index)).astype(float)
+
+
+def _class_codes(values: np.ndarray, classes: list) -> np.ndarray:
+    """Each label's class index, -1 for a label of no listed class (counted nowhere)."""
+    return pd.Index(classes, dtype=object).get_indexer(np.asarray(values, dtype=object).ravel())
 
 
 def dp_label_prior(

@@ -23,6 +23,7 @@ import dp_accounting
 import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.engines.aggregates import CellTable, TableAggregates
 from dpforge.statistics.projection import project_to_simplex
 
 __all__ = [
@@ -98,7 +99,10 @@ def encoded_cells(
     encoder, records, label_name: str | None, chunk_rows: int = 50_000
 ) -> dict[str, CellColumn]:
     """:func:`cell_columns` of ``records``, encoded ``chunk_rows`` at a time so that the dense
-    one-hot matrix of a large table never exists whole (about 8 bytes per cell per row)."""
+    one-hot matrix of a large table never exists whole (about 8 bytes per cell per row).
+    Records kept by an engine (:class:`TableAggregates`) give their engine's cell table."""
+    if isinstance(records, TableAggregates):
+        return records.cells(encoder, label_name)
     parts = []
     for start in range(0, len(records), chunk_rows):
         features, labels = encoder.transform(records.iloc[start : start + chunk_rows])
@@ -126,6 +130,8 @@ def default_marginals(spans: Sequence[Span], label_name: str | None) -> list[tup
 
 def true_counts(cells: Mapping[str, CellColumn], columns: tuple[str, ...]) -> np.ndarray:
     """The exact (private) count table of ``columns``; never released without noise."""
+    if isinstance(cells, CellTable):
+        return cells.counts([columns])[0]
     if len(columns) == 1:
         a = cells[columns[0]]
         return np.bincount(a.index, minlength=a.size).astype(np.float64)
@@ -135,6 +141,13 @@ def true_counts(cells: Mapping[str, CellColumn], columns: tuple[str, ...]) -> np
         counts = np.bincount(flat, minlength=a.size * b.size).astype(np.float64)
         return counts.reshape(a.size, b.size)
     raise ValueError(f"marginals of 1 or 2 columns are supported, got {columns}")
+
+
+def count_tables(cells, marginals: Sequence[tuple[str, ...]]) -> list[np.ndarray]:
+    """:func:`true_counts` of every marginal; an engine's cell table computes them together."""
+    if isinstance(cells, CellTable):
+        return cells.counts(list(marginals))
+    return [true_counts(cells, columns) for columns in marginals]
 
 
 def measure_marginals(
@@ -155,8 +168,7 @@ def measure_marginals(
         raise ValueError(f"noise multiplier must be >= 0, got {noise_multiplier}")
     std = noise_multiplier * np.sqrt(len(marginals))
     measured = []
-    for columns in marginals:
-        counts = true_counts(blocks, columns)
+    for columns, counts in zip(marginals, count_tables(blocks, marginals), strict=True):
         noisy = counts.ravel() + rng.normal(0.0, std, counts.size) if std > 0 else counts.ravel()
         noisy = noisy.astype(np.float64)
         measured.append(MeasuredMarginal(columns, counts.shape, noisy, float(total)))

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.arrays import ArrayData
+from dpforge.engines.aggregates import ColumnAggregates, TableAggregates
 from dpforge.errors import PrivacyError
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema, Channel
@@ -102,7 +103,7 @@ def _complete(table, schema, sigma, threshold_delta, ledger, rng):
         column
         if column.is_complete
         else _estimate_column(
-            table[column.name].to_numpy(), column, sigma, threshold_delta, ledger, rng
+            _column_values(table, column.name), column, sigma, threshold_delta, ledger, rng
         )
         for column in schema.columns
     )
@@ -111,8 +112,20 @@ def _complete(table, schema, sigma, threshold_delta, ledger, rng):
     return schema, prior if prior is not None else _public_prior(schema)
 
 
+def _column_values(table, name: str) -> np.ndarray | ColumnAggregates:
+    """One column's values, or its engine's aggregates when an engine keeps the records."""
+    if isinstance(table, TableAggregates):
+        return table.column(name)
+    return table[name].to_numpy()
+
+
+def _as(values, dtype) -> np.ndarray | ColumnAggregates:
+    """``values`` as ``dtype`` (an engine's aggregates are already typed by its validation)."""
+    return values if isinstance(values, ColumnAggregates) else values.astype(dtype)
+
+
 def _estimate_column(
-    values: np.ndarray,
+    values: np.ndarray | ColumnAggregates,
     column: Column,
     sigma: float,
     threshold_delta: float,
@@ -120,7 +133,7 @@ def _estimate_column(
     rng: np.random.Generator,
 ) -> Column:
     if column.is_numeric:
-        estimate = dp_bounds(values.astype(np.float64), sigma, rng)
+        estimate = dp_bounds(_as(values, np.float64), sigma, rng)
         ledger.record(f"metadata: bounds of '{column.name}'", estimate.event, estimate.extra_delta)
         lower, upper = estimate.value
         if column.type == "integer":
@@ -128,7 +141,7 @@ def _estimate_column(
         if lower >= upper:
             upper = lower + 1.0
         return replace(column, lower=lower, upper=upper)
-    estimate = dp_categories(values.astype(str), sigma, threshold_delta, rng)
+    estimate = dp_categories(_as(values, str), sigma, threshold_delta, rng)
     ledger.record(f"metadata: categories of '{column.name}'", estimate.event, estimate.extra_delta)
     categories = tuple(estimate.value)
     if not categories:
@@ -147,7 +160,7 @@ def _dp_prior(
     rng: np.random.Generator,
 ) -> np.ndarray:
     label = schema.label_column
-    estimate = dp_label_prior(table[label.name].to_numpy(), label.categories, sigma, rng)
+    estimate = dp_label_prior(_column_values(table, label.name), label.categories, sigma, rng)
     ledger.record(f"metadata: label prior of '{label.name}'", estimate.event, estimate.extra_delta)
     return np.asarray(estimate.value, dtype=np.float64)
 
