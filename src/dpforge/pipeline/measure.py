@@ -14,6 +14,7 @@ import numpy as np
 from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 from dpforge.engines.base import MEASURE, Engine
+from dpforge.pipeline.checkpoints import check_resumable, save_measured
 from dpforge.pipeline.plan import metadata_budget, plan_training, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
@@ -59,6 +60,17 @@ def keep_released(run: RunSettings, engine: Engine, setup: RunSetup) -> None:
     """Drop the records of categories or classes the DP threshold did not release; N, which set
     q and the plan, stays the number of records read (see ``keep_released_rows``)."""
     engine.replace(run.kind.released(engine.read(MEASURE), setup.schema))
+
+
+def check_resumed(run: RunSettings, engine: Engine, setup: RunSetup, n_records: int) -> None:
+    """Refuse to resume a saved stage on other records or settings."""
+    check_resumable(run, setup, n_records, engine.read(MEASURE))
+
+
+def save(run: RunSettings, engine: Engine, setup: RunSetup) -> None:
+    """Save this stage's output, when the run has a checkpoint folder (resume per stage)."""
+    if run.checkpoint_dir is not None:
+        save_measured(run, setup, engine.read(MEASURE))
 
 
 def measure_adaptive(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> None:
