@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
-
-from adapter import ADULT_DECLARED_BOUNDS, declare_bounds  # noqa: E402
-
-import dpforge.statistics.rounds as rounds  # noqa: E402
-from dpforge import Synthesizer  # noqa: E402
-from dpforge.datasets.adult import load_adult  # noqa: E402
-from dpforge.datasets.thyroid import load_thyroid  # noqa: E402
-from dpforge.evaluation.fidelity import marginal_fidelity  # noqa: E402
-from dpforge.evaluation.utility import tstr_auroc  # noqa: E402
-from dpforge.statistics.anchor import AnchorConfig  # noqa: E402
+import dpforge.statistics.rounds as rounds
+import harness
+from dpforge import Synthesizer
+from dpforge.datasets.adult import load_adult
+from dpforge.datasets.thyroid import load_thyroid
+from dpforge.evaluation.fidelity import marginal_fidelity
+from dpforge.evaluation.utility import tstr_auroc
+from dpforge.statistics.anchor import AnchorConfig
+from peers.cells import ADULT_DECLARED_BOUNDS, declare_bounds
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,6 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("dataset", choices=("adult", "thyroid"))
     p.add_argument("--epsilon", type=float, default=1.0, help="inf: the non-private baseline")
     p.add_argument("--seed", type=int, default=0)
+    harness.add_data_dir(p)
     p.add_argument("--steps", type=int, default=AnchorConfig.steps)
     p.add_argument("--lr", type=float, default=AnchorConfig.lr)
     p.add_argument("--batch-size", type=int, default=AnchorConfig.batch_size)
@@ -50,18 +47,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def load(name: str):
+def load(name: str, data_dir: Path):
     if name == "adult":
-        train, test, schema = load_adult(balanced=False)
+        train, test, schema = load_adult(data_dir, balanced=False)
         return train, test, declare_bounds(schema, ADULT_DECLARED_BOUNDS)
-    return load_thyroid()
+    return load_thyroid(data_dir)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.pairs is not None:
         rounds.pairs_to_measure = lambda candidates, columns: min(candidates, args.pairs)
-    train, test, schema = load(args.dataset)
+    train, test, schema = load(args.dataset, harness.data_dir(args.data_dir))
     anchor = AnchorConfig(
         steps=args.steps,
         lr=args.lr,
@@ -73,19 +70,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     from dpforge.methods.dpcgan import DPCGANConfig
 
-    options = DPCGANConfig(generator_hidden=tuple(int(h) for h in args.hidden.split(",")))
-    started = time.perf_counter()
-    synth = Synthesizer(
-        schema, epsilon=args.epsilon, seed=args.seed, progress=False, anchor=anchor,
-        method_options=options,
-    ).fit(train)  # fmt: skip
-    fit = time.perf_counter() - started
+    options = DPCGANConfig(generator_hidden=harness.widths(args.hidden))
+    with harness.Timer() as fit:
+        synth = Synthesizer(
+            schema, epsilon=args.epsilon, seed=args.seed, progress=False, anchor=anchor,
+            method_options=options,
+        ).fit(train)  # fmt: skip
     rows = synth.sample(len(train), seed=args.seed + 1)
     fidelity = marginal_fidelity(train, rows, schema)
     scores = {c: tstr_auroc(rows, test, schema, classifier=c).value for c in ("rf", "mlp", "lr")}
     eps = synth.privacy_spent().epsilon
     print(
-        f"{args.dataset} eps={args.epsilon:g} seed={args.seed}: fit {fit:.0f} s, "
+        f"{args.dataset} eps={args.epsilon:g} seed={args.seed}: fit {fit.seconds:.0f} s, "
         f"spent {'inf' if math.isinf(eps) else f'{eps:.3f}'}, 1-way TVD "
         f"{fidelity.mean_one_way:.4f}, 2-way TVD {fidelity.mean_two_way:.4f}, AuROC "
         + ", ".join(f"{k} {v:.3f}" for k, v in scores.items())

@@ -17,8 +17,11 @@ Usage (seconds)::
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
+import harness
 from dpforge.datasets.thyroid import load_thyroid
 from dpforge.evaluation.attacks import membership_attacks, table_matrix
 from dpforge.evaluation.inputs import typed_table
@@ -34,8 +37,13 @@ def attack(schema, members, held_out, release, seed: int) -> dict[str, tuple[flo
     }
 
 
-def main(seed: int = 0) -> None:
-    train, test, schema = load_thyroid()
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=0, help="the halves' split and the attacks' seed")
+    harness.add_data_dir(p)
+    args = p.parse_args(argv)
+    seed = args.seed
+    train, test, schema = load_thyroid(harness.data_dir(args.data_dir))
     rng = np.random.default_rng(seed)
     order, half = rng.permutation(len(train)), len(train) // 2
     a, b = train.iloc[order[:half]], train.iloc[order[half:]]

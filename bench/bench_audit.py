@@ -20,8 +20,8 @@ imports them from there. About 6-8 minutes single-threaded on the shared 2-core 
 
 from __future__ import annotations
 
+import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "privacy"))
 
 from broken_parts import RELEASE_DEFECTS, STEP_DEFECTS, planted  # noqa: E402
 
+import harness  # noqa: E402
 from dpforge.audit.releases import ReleaseAuditConfig, release_audit  # noqa: E402
 from dpforge.audit.training_step import StepAuditConfig, step_audit  # noqa: E402
 
@@ -73,8 +74,7 @@ def _record(records: list[dict], path: str, result, seconds: float) -> None:
     row = {**result.to_dict(), "path": path, "seconds": round(seconds, 1)}
     records.append(row)
     print(path, result.summary(), f"[{seconds:.0f} s]", flush=True)
-    machine = f"{platform.platform()}, torch {torch.__version__}"
-    payload = {"command": COMMAND, "machine": machine, "results": records}
+    payload = {"command": COMMAND, "machine": harness.machine(), "results": records}
     (RESULTS / "audit.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
 
 
@@ -105,6 +105,7 @@ def write_markdown(records: list[dict]) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     torch.set_num_threads(1)
     records: list[dict] = []
     release_results(records)

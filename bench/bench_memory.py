@@ -10,7 +10,7 @@ Measured, each in its own process (peak resident set size from ``/usr/bin/time -
 The table is synthetic and public by construction (10 numeric columns, 9 categorical ones and a
 binary label, drawn from a fixed generator), with every bound and category declared in the
 schema, so no DP metadata estimate is involved. Results go to bench/results/bench_memory.md
-with the command that reproduced them.
+(and .json) with the command that reproduced them, rewritten after every measurement.
 
     OMP_NUM_THREADS=1 nice -n 10 python bench/bench_memory.py --work /tmp/bench_memory
 
@@ -22,22 +22,22 @@ to skip the big fit, ``--results`` for the output file).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+import harness
 from dpforge.schema.table import Column, Schema
 
-RESULTS = Path(__file__).parent / "results" / "bench_memory.md"
+RESULTS = harness.RESULTS / "bench_memory.md"
+TITLE = "Peak memory: sampling and fitting 20-column tables (bench/bench_memory.py)"
 CLI = [sys.executable, "-c", "from dpforge.cli import main; main()"]
 IN_MEMORY = """
 import sys
@@ -69,7 +69,7 @@ def measured(command: list[str], timeout: float | None = None) -> dict[str, Any]
     """Run ``command`` under /usr/bin/time -v; its wall time and peak RSS. After ``timeout``
     seconds the command is stopped (SIGKILL to it, not to time) and the peak so far is kept,
     with ``stopped`` set."""
-    started = time.perf_counter()
+    timer = harness.Timer()
     process = subprocess.Popen(
         ["/usr/bin/time", "-v", *command],
         stdout=subprocess.DEVNULL,
@@ -85,7 +85,7 @@ def measured(command: list[str], timeout: float | None = None) -> dict[str, Any]
             os.kill(child, signal.SIGKILL)
         _, err = process.communicate()
         stopped = True
-    seconds = time.perf_counter() - started
+    seconds = timer.elapsed
     if process.returncode != 0 and not stopped:
         raise RuntimeError(f"{command} failed:\n{err[-3000:]}")
     peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)[1])
@@ -122,30 +122,35 @@ def main() -> None:
     schema_path = work / "schema.json"
     schema_path.write_text(make_schema().to_json())
     rows: list[tuple[str, str, dict[str, Any]]] = []
+    record = {**harness.provenance(__file__), "rows": []}
 
-    def record(what: str, command: list[str], timeout: float | None = None) -> dict[str, Any]:
+    def save() -> None:
+        record["rows"] = [{"what": w, "command": c, **r} for w, c, r in rows]
+        harness.write_results(args.results.with_suffix(".json"), record, TITLE, markdown(rows))
+
+    def measure(what: str, command: list[str], timeout: float | None = None) -> dict[str, Any]:
         result = measured(command, timeout)
         if result["stopped"]:
             what += f" (stopped after {timeout:g} s)"
         shown = " ".join(c for c in command if "\n" not in c)
         rows.append((what, shown, result))
         print(what, result, flush=True)
-        write_results(rows, args.results)
+        save()
         return result
 
-    record.rewrite = lambda: write_results(rows, args.results)  # after adding a note
+    measure.rewrite = save  # after adding a note
     model = args.model or work / "model"
     if args.sample_rows and args.model is None:
         small = work / "small.csv"
         make_table(20_000, rng).to_csv(small, index=False)
         fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
-        record("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
+        measure("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
     for n in args.sample_rows:
-        sample_once(record, model, n, work, args.sample_timeout)
+        sample_once(measure, model, n, work, args.sample_timeout)
         if n <= 10**6 and args.in_memory:
             memory_out = work / "in_memory.csv"
             cmd = [sys.executable, "-c", IN_MEMORY, str(model), str(n), str(memory_out)]
-            record(f"Synthesizer.sample({n:,}) + to_csv (in memory, as before)", cmd)
+            measure(f"Synthesizer.sample({n:,}) + to_csv (in memory, as before)", cmd)
             memory_out.unlink()
     if args.fit_rows:
         big = work / "big.csv"
@@ -153,21 +158,21 @@ def main() -> None:
         out = work / "big"
         fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(out)]
         command = [*fit_big, "--overwrite", "--quiet", "--delta", "1e-7"]
-        record(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
+        measure(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
 
 
-def sample_once(record, model: Path, n: int, work: Path, timeout: float | None) -> None:
+def sample_once(measure, model: Path, n: int, work: Path, timeout: float | None) -> None:
     """``dpforge sample`` of ``n`` rows; when stopped, how many rows it had streamed out."""
     out = work / f"sample_{n}.csv"
     cmd = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite", "--seed", "0"]
-    result = record(f"dpforge sample {n:,} rows (streamed)", cmd, timeout)
+    result = measure(f"dpforge sample {n:,} rows (streamed)", cmd, timeout)
     if result["stopped"]:
         partial = sorted(work.glob(f".{out.name}.*.tmp"))
         written = sum(_lines(p) for p in partial) - len(partial)  # headers
         print(f"  stopped after {written:,} rows written", flush=True)
         rows_note = f"{written:,} of {n:,} rows written when stopped"
         result["note"] = rows_note
-        record.rewrite()
+        measure.rewrite()
         for p in partial:
             p.unlink()
     out.unlink(missing_ok=True)
@@ -178,13 +183,10 @@ def _lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
-def write_results(rows, results: Path) -> None:
+def markdown(rows) -> list[str]:
+    """The Markdown body: one table row per measured command, then the commands."""
     lines = [
-        "# Peak memory: sampling and fitting 20-column tables (bench/bench_memory.py)",
-        "",
-        f"Reproduce: `OMP_NUM_THREADS=1 nice -n 10 python {' '.join(sys.argv)}` (2 CPU cores "
-        "shared with other jobs: wall times are under load). Peak RSS of each command's "
-        "process from `/usr/bin/time -v`.",
+        "Peak RSS of each command's process from `/usr/bin/time -v`.",
         "",
         "| what | peak RSS (MB) | wall (s) |",
         "|---|---:|---:|",
@@ -193,12 +195,7 @@ def write_results(rows, results: Path) -> None:
         note = f" ({result['note']})" if result.get("note") else ""
         lines.append(f"| {what}{note} | {result['peak_rss_mb']:,} | {result['seconds']} |")
     lines += ["", "Commands:", ""]
-    lines += [f"- {what}: `{command}`" for what, command, _ in rows]
-    results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text("\n".join(lines) + "\n")
-    results.with_suffix(".json").write_text(
-        json.dumps([{"what": w, "command": c, **r} for w, c, r in rows], indent=2)
-    )
+    return lines + [f"- {what}: `{command}`" for what, command, _ in rows]
 
 
 if __name__ == "__main__":

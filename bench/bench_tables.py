@@ -17,7 +17,7 @@ marginal anchoring), ``dpcgan``, ``dpwgan``, ``gswgan`` (``anchor=None``, librar
 own venv through ``bench/peers/adapter.py``, both samplers, "default" and "iid", from one fit;
 results are cached in ``--peer-cache``) and ``real`` (the real training rows as the synthetic
 set). Every tool gets the same public schema: Adult with fnlwgt and capital-loss declared
-(``adapter.ADULT_DECLARED_BOUNDS``), Thyroid's public schema. The test rows never train, tune or
+(``cells.ADULT_DECLARED_BOUNDS``), Thyroid's public schema. The test rows never train, tune or
 select anything.
 
 Results go to ``--out`` (JSON) and the markdown next to it, rewritten after every run; with
@@ -49,7 +49,8 @@ import torch
 
 import harness
 from dpforge.evaluation.fidelity import EVAL_BINS
-from peers.adapter import PeerNotCachedError, cell_domain, to_cells
+from peers.adapter import PeerNotCachedError
+from peers.cells import cell_domain, to_cells
 from tables_report import TITLE, markdown, sections, summary_line
 from tables_runs import (
     DATASETS,

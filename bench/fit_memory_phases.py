@@ -11,13 +11,13 @@ process's peak RSS before and after it, to find where fitting a large table spen
 
 from __future__ import annotations
 
+import argparse
 import resource
-import sys
-import time
 
 import pandas as pd
 
 import dpforge.pipeline as pipeline
+import harness
 from dpforge import Synthesizer
 from dpforge.schema.array import load_schema
 
@@ -29,9 +29,12 @@ STAGES = {
 }
 
 
+CLOCK = harness.Timer()  # the seconds each line shows: since the start
+
+
 def report(tag: str) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{time.strftime('%H:%M:%S')} {tag}: peak RSS {peak:.0f} MB", flush=True)
+    print(f"{CLOCK.elapsed:8.1f} s {tag}: peak RSS {peak:.0f} MB", flush=True)
 
 
 def traced(function, name: str):
@@ -44,16 +47,20 @@ def traced(function, name: str):
     return wrapper
 
 
-def main() -> None:
-    data, schema = sys.argv[1], sys.argv[2]
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("data", help="the table (CSV) to fit")
+    p.add_argument("schema", help="its schema (JSON)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
     for stage, names in STAGES.items():
         module = getattr(pipeline, stage)
         for name in names:
             setattr(module, name, traced(getattr(module, name), f"{stage}.{name}"))
     report("start")
-    frame = pd.read_csv(data)
+    frame = pd.read_csv(args.data)
     report("read_csv")
-    synth = Synthesizer(load_schema(schema), epsilon=3.0, delta=1e-7, seed=0)
+    synth = Synthesizer(load_schema(args.schema), epsilon=3.0, delta=1e-7, seed=args.seed)
     synth.progress = False
     synth.fit(frame)
     report("end of fit")

@@ -21,13 +21,15 @@ All numbers come from dp-accounting's RDP and PLD accountants; nothing is hand-w
 Example::
 
     PYTHONPATH=$PWD/src python bench/gswgan_accounting.py --out bench/results/gswgan_accounting.md
+
+It prints the table and writes it to ``--out`` (Markdown), the run's figures and provenance to
+the JSON next to it (same stem).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 import dp_accounting
@@ -35,6 +37,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
 
+import harness
 from dpforge.privacy.gswgan_accounting import gswgan_epsilon, gswgan_paper_epsilon, noise_for_gswgan
 
 
@@ -71,52 +74,53 @@ def pair_epsilon(k: int, sigma: float, b: int, t: int, delta: float, pessimistic
     return pld.get_epsilon_for_delta(delta)
 
 
-def report(k: int, sigma: float, b: int, t: int, delta: float) -> str:
+TITLE = "GS-WGAN: the paper's accounting vs a sound bound (`bench/gswgan_accounting.py`)"
+
+
+def figures(k: int, sigma: float, b: int, t: int, delta: float) -> dict[str, float]:
+    """The epsilons of the table: paper, sound, the pair's PLD range, and sigma for epsilon 10."""
     paper = _rdp_epsilon(paper_event(k, sigma, b, t), delta)
     sound = _rdp_epsilon(sound_event(k, sigma, b, t), delta)
     # The same figures through dpforge's accounting module (must agree exactly).
     assert_equal(paper, gswgan_paper_epsilon(k, sigma, t, delta, batch_size=b), "paper")
     assert_equal(sound, gswgan_epsilon(k, sigma, t, delta, batch_size=b), "sound")
-    pair_low = pair_epsilon(k, sigma, b, t, delta, pessimistic=False)
-    pair_high = pair_epsilon(k, sigma, b, t, delta, pessimistic=True)
-    sigma_10 = noise_for_gswgan(10.0, delta, k, t, batch_size=b)
-    lines = [
-        "# GS-WGAN: the paper's accounting vs a sound bound (`bench/gswgan_accounting.py`)",
-        "",
-        "Command:",
-        "",
-        "    " + "PYTHONPATH=$PWD/src python " + " ".join(sys.argv),
-        "",
+    return {
+        "paper": paper,
+        "sound": sound,
+        "pair_optimistic": pair_epsilon(k, sigma, b, t, delta, pessimistic=False),
+        "pair_pessimistic": pair_epsilon(k, sigma, b, t, delta, pessimistic=True),
+        "sigma_for_epsilon_10": noise_for_gswgan(10.0, delta, k, t, batch_size=b),
+    }
+
+
+def markdown(record: dict) -> list[str]:
+    """The Markdown body (below the harness's title and provenance lines)."""
+    k, sigma, b, t, delta = (record["run"][n] for n in ("K", "sigma", "B", "T", "delta"))
+    eps, sigma_10 = record["epsilon"], record["epsilon"]["sigma_for_epsilon_10"]
+    return [
         f"Run: K = {k} discriminators, sigma = {sigma} (noise std 2 sigma C), B = {b} samples "
-        f"per step, T = {t:,} steps, delta = {delta:g}; dp-accounting {_version()}.",
+        f"per step, T = {t:,} steps, delta = {delta:g}; dp-accounting "
+        f"{record['versions']['dp-accounting']}.",
         "",
         "| analysis | DP event | epsilon |",
         "|---|---|---|",
         f"| paper (`privacy_analysis.py`) | T*B = {t * b:,} independently subsampled Gaussians "
-        f"(RDP, replace-one) | {paper:.2f} |",
+        f"(RDP, replace-one) | {eps['paper']:.2f} |",
         f"| sound (dpforge) | T = {t:,} subsampled steps of B composed Gaussians (RDP, "
-        f"replace-one) | {sound:,.0f} |",
+        f"replace-one) | {eps['sound']:,.0f} |",
         f"| one admissible neighbouring pair | Poisson q = 1/K, sigma/sqrt(B) = "
         f"{sigma / math.sqrt(b):.3f}, T steps (PLD, add/remove; optimistic .. pessimistic "
-        f"grid) | {pair_low:.1f} .. {pair_high:.1f} |",
+        f"grid) | {eps['pair_optimistic']:.1f} .. {eps['pair_pessimistic']:.1f} |",
         "",
         f"The last row is a lower bound for ANY analysis of this mechanism under the paper's "
-        f"assumptions: the run is not {paper:.1f}-DP. The same K, B and T reach epsilon = 10 "
-        f"under the sound bound with sigma = {sigma_10} (noise std {2 * sigma_10:.3f} C).",
-        "",
+        f"assumptions: the run is not {eps['paper']:.1f}-DP. The same K, B and T reach epsilon "
+        f"= 10 under the sound bound with sigma = {sigma_10} (noise std {2 * sigma_10:.3f} C).",
     ]
-    return "\n".join(lines)
 
 
 def assert_equal(a: float, b: float, what: str) -> None:
     if not math.isclose(a, b, rel_tol=1e-9):
         raise RuntimeError(f"{what}: dp-accounting gives {a}, dpforge {b}")
-
-
-def _version() -> str:
-    from importlib.metadata import version
-
-    return version("dp-accounting")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,16 +130,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--delta", type=float, default=1e-5)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
-    text = report(
-        args.num_discriminators, args.noise_multiplier, args.batch_size, args.steps, args.delta
+    parser.add_argument(
+        "--out", type=Path, default=None, help="results .md or .json (both are written)"
     )
-    print(text)
+    args = parser.parse_args(argv)
+    k, sigma, b, t = args.num_discriminators, args.noise_multiplier, args.batch_size, args.steps
+    record = {
+        **harness.provenance(__file__, argv),
+        "run": {"K": k, "sigma": sigma, "B": b, "T": t, "delta": args.delta},
+        "epsilon": figures(k, sigma, b, t, args.delta),
+    }
+    print("\n".join([*harness.header(record, TITLE), *markdown(record)]))
     if args.out is not None:
-        tmp = args.out.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(args.out)
+        harness.write_results(args.out.with_suffix(".json"), record, TITLE, markdown(record))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+import harness
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.adult import load_adult
 from dpforge.datasets.images import load_idx_dataset
@@ -42,13 +43,15 @@ def write_arrays(folder: Path, train: ArrayData, test: ArrayData, schema) -> Non
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--mnist-train", type=int, default=10_000)
+    harness.add_data_dir(parser)
     args = parser.parse_args()
-    write_table(args.out / "adult", *load_adult(balanced=False))
-    write_table(args.out / "thyroid", *load_thyroid())
-    write_arrays(args.out / "mnist", *load_idx_dataset("mnist", n_train=args.mnist_train))
+    data_dir = harness.data_dir(args.data_dir)
+    write_table(args.out / "adult", *load_adult(data_dir, balanced=False))
+    write_table(args.out / "thyroid", *load_thyroid(data_dir))
+    write_arrays(args.out / "mnist", *load_idx_dataset("mnist", data_dir, args.mnist_train))
     write_arrays(args.out / "italy", *load_italy_power_demand())
     print(f"wrote adult/, thyroid/, mnist/, italy/ under {args.out}")
 

@@ -24,7 +24,8 @@ from dpforge.evaluation.fidelity import marginal_fidelity
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
 from dpforge.methods import METHODS
 from harness import Timer
-from peers.adapter import ADULT_DECLARED_BOUNDS, declare_bounds, from_cells, run_peer_samplers
+from peers.adapter import run_peer_samplers
+from peers.cells import ADULT_DECLARED_BOUNDS, declare_bounds, from_cells
 
 DATASETS = ("adult", "thyroid")
 EPSILONS = {"adult": (1.0, 3.0), "thyroid": (3.7,)}
@@ -32,7 +33,7 @@ GANS = ("dpcgan", "dpwgan", "gswgan")
 PEERS = ("mst", "aim")
 SAMPLERS = ("default", "iid")
 METHOD_ORDER = ("dpforge", *GANS, *PEERS, "real")
-PEER_BINS = 64  # the public cells every peer sees (adapter.to_cells), as in peers/fill_cache.py
+PEER_BINS = 64  # the public cells every peer sees (cells.to_cells), as in peers/fill_cache.py
 QUICK_GAN_STEPS = 150  # --quick: GANs train this many discriminator steps (minimum 100)
 SAMPLE_SEED = 10_000  # synthetic rows are drawn with seed SAMPLE_SEED + seed
 

@@ -5,59 +5,46 @@ installed apart (``bash bench/peers/setup.sh``) and the two sides exchange CSV/J
 this module writes the cells and the public domain to a temporary folder, runs
 ``smartnoise_run.py`` with the peers' python in a subprocess and reads the synthetic cells back.
 
-Every tool compared sees the same public discretisation: :func:`to_cells` is
-``dpforge.evaluation.fidelity.discretize`` (categories by schema position, numeric columns on
-the public cells of ``numeric_bins(column, n_bins)``), :func:`cell_domain` the number of cells
-of each column, and :func:`from_cells` decodes synthetic cells back into a table (categories to
-their text, a numeric cell to a value drawn inside it).
+Every tool compared sees the same public cells (``peers/cells.py``):
 
-    from adapter import cell_domain, from_cells, run_peer, to_cells
+    from peers.adapter import run_peer
+    from peers.cells import cell_domain, from_cells, to_cells
 
     cells, domain = to_cells(train, schema, 64), cell_domain(schema, 64)
     synth_cells, timing = run_peer(cells, domain, "mst", 1.0, 1e-5, seed=0, rows=len(train),
                                    sampler="iid", cache_dir=Path("/work/peer-cache"))
     synth = from_cells(synth_cells, schema, 64, np.random.default_rng(0))
 
-With ``cache_dir`` a result is kept under a key of (method, epsilon, delta, seed, rows, sampler,
-sha256 of the cells CSV, sha256 of the domain), and a cache miss samples EVERY sampler from the
-one fit it pays for (the fit dominates; sampling takes seconds), so asking for the other sampler
-later costs nothing. Results are not reproducible bit for bit even at a fixed seed: smartnoise
-draws its measurement noise from OpenDP's unseedable secure generator (see smartnoise_run.py).
+With ``cache_dir`` a result is kept in the cache of ``peers/cache.py``, and a cache miss samples
+EVERY sampler from the one fit it pays for (the fit dominates; sampling takes seconds), so asking
+for the other sampler later costs nothing. Results are not reproducible bit for bit even at a
+fixed seed: smartnoise draws its measurement noise from OpenDP's unseedable secure generator (see
+smartnoise_run.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dpforge.evaluation.fidelity import discretize
-from dpforge.schema.table import Schema
-from dpforge.statistics.bins import numeric_bins
+from peers.cache import Entry, cache_key, sha256
 
 __all__ = [
-    "ADULT_DECLARED_BOUNDS",
     "METHODS",
     "SAMPLERS",
     "PeerEnvironmentError",
     "PeerNotCachedError",
-    "cache_key",
-    "cell_domain",
-    "declare_bounds",
-    "from_cells",
     "peers_python",
     "run_peer",
     "run_peer_samplers",
-    "to_cells",
 ]
 
 PEERS_DIR = Path(__file__).resolve().parent
@@ -67,15 +54,6 @@ DEFAULT_VENV = Path.home() / ".cache" / "dpforge-peers-venv"
 METHODS = ("mst", "aim")
 SAMPLERS = ("default", "iid")
 
-# For the peer benchmark every numeric column of Adult needs public bounds (smartnoise must not
-# spend budget on them, and all tools get the same cells): capital-loss is a 5-digit CPS field
-# like capital-gain (0..99,999); fnlwgt is a survey weight, > 1 by the extraction rule, and far
-# below 10 million (an 8-digit field would hold 99,999,999: 10 M is a generous round cap).
-ADULT_DECLARED_BOUNDS: dict[str, tuple[float, float]] = {
-    "fnlwgt": (1.0, 10_000_000.0),
-    "capital-loss": (0.0, 99_999.0),
-}
-
 
 class PeerEnvironmentError(RuntimeError):
     """The peers' virtual environment is missing or broken."""
@@ -83,54 +61,6 @@ class PeerEnvironmentError(RuntimeError):
 
 class PeerNotCachedError(LookupError):
     """``cache_only=True`` and the cache lacks a requested sampler's result."""
-
-
-# -- cells: our tables <-> integer codes ------------------------------------------------------
-def declare_bounds(schema: Schema, bounds: Mapping[str, tuple[float, float]]) -> Schema:
-    """``schema`` with the given numeric columns' bounds declared (a copy; schema unchanged)."""
-    unknown = set(bounds) - set(schema.names)
-    if unknown:
-        raise ValueError(f"the schema has no columns {sorted(unknown)}")
-    columns = tuple(
-        replace(c, lower=bounds[c.name][0], upper=bounds[c.name][1]) if c.name in bounds else c
-        for c in schema.columns
-    )
-    return replace(schema, columns=columns)
-
-
-def cell_domain(schema: Schema, n_bins: int) -> dict[str, int]:
-    """Number of cells of each column, in schema order (the public domain of the cells)."""
-    return {
-        c.name: numeric_bins(c, n_bins).size if c.is_numeric else len(c.categories)
-        for c in schema.columns
-    }
-
-
-def to_cells(table: pd.DataFrame, schema: Schema, n_bins: int) -> pd.DataFrame:
-    """``table`` as integer cells per column (``fidelity.discretize``), in schema order."""
-    return discretize(table, schema, n_bins)[schema.names]
-
-
-def from_cells(
-    cells: pd.DataFrame, schema: Schema, n_bins: int, rng: np.random.Generator
-) -> pd.DataFrame:
-    """A table back from cells: categories as their text, numeric cells decoded to a value
-    drawn inside the cell (``numeric_bins(column, n_bins).decode``; floats, as the loaders
-    give numeric columns)."""
-    domain = cell_domain(schema, n_bins)
-    out = {}
-    for column in schema.columns:
-        codes = cells[column.name].to_numpy().astype(np.int64)
-        if codes.size and (codes.min() < 0 or codes.max() >= domain[column.name]):
-            raise ValueError(
-                f"column '{column.name}' holds cells outside 0..{domain[column.name] - 1}"
-            )
-        if column.is_numeric:
-            values = numeric_bins(column, n_bins).decode(codes, rng)
-            out[column.name] = values.astype(np.float64)
-        else:
-            out[column.name] = np.asarray(column.categories, dtype=object)[codes]
-    return pd.DataFrame(out)
 
 
 # -- the peers' environment -------------------------------------------------------------------
@@ -147,11 +77,7 @@ def peers_python() -> Path:
     return python
 
 
-# -- cache ------------------------------------------------------------------------------------
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
+# -- running ---------------------------------------------------------------------------------
 def _inputs(cells: pd.DataFrame, domain: Mapping[str, int]) -> tuple[bytes, bytes]:
     """The bytes of the cells CSV and of the domain JSON, exactly as the runner reads them."""
     names = list(domain)
@@ -168,42 +94,6 @@ def _inputs(cells: pd.DataFrame, domain: Mapping[str, int]) -> tuple[bytes, byte
     return csv, domain_json
 
 
-def cache_key(
-    cells_sha256: str,
-    domain_sha256: str,
-    method: str,
-    epsilon: float,
-    delta: float,
-    seed: int,
-    rows: int,
-    sampler: str,
-) -> str:
-    """sha256 of (method, epsilon, delta, seed, rows, sampler, cells' and domain's sha256)."""
-    fields = {
-        "method": method,
-        "epsilon": float(epsilon),
-        "delta": float(delta),
-        "seed": int(seed),
-        "rows": int(rows),
-        "sampler": sampler,
-        "cells_sha256": cells_sha256,
-        "domain_sha256": domain_sha256,
-    }
-    return _sha256(json.dumps(fields, sort_keys=True).encode())
-
-
-def _cache_paths(cache_dir: Path, key: str, method: str, epsilon: float, seed: int, sampler: str):
-    stem = f"{method}-eps{epsilon:g}-seed{seed}-{sampler}-{key[:16]}"
-    return cache_dir / f"{stem}.csv", cache_dir / f"{stem}.json"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
-# -- running ----------------------------------------------------------------------------------
 def _check(method: str, samplers: Sequence[str], epsilon: float, delta: float, rows: int):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -311,19 +201,13 @@ def run_peer_samplers(
 
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    cells_sha, domain_sha = _sha256(csv), _sha256(domain_json)
+    cells_sha, domain_sha = sha256(csv), sha256(domain_json)
 
-    def paths(sampler: str):
+    def entry(sampler: str) -> Entry:
         key = cache_key(cells_sha, domain_sha, method, epsilon, delta, seed, rows, sampler)
-        return key, *_cache_paths(cache_dir, key, method, epsilon, seed, sampler)
+        return Entry(cache_dir, key, method, epsilon, seed, sampler)
 
-    out = {}
-    for sampler in samplers:
-        key, csv_path, json_path = paths(sampler)
-        if csv_path.exists() and json_path.exists():
-            info = json.loads(json_path.read_text())
-            synth = pd.read_csv(csv_path, dtype=np.int64)
-            out[sampler] = (synth, dict(info, cached=True))
+    out = {s: hit for s in samplers if (hit := entry(s).read()) is not None}
     if len(out) == len(samplers):
         return out
     if cache_only:
@@ -337,10 +221,9 @@ def run_peer_samplers(
         log_path,
     )  # fmt: skip
     for sampler, (synth, info) in fitted.items():
-        key, csv_path, json_path = paths(sampler)
-        info = dict(info, cache_key=key, cells_sha256=cells_sha, domain_sha256=domain_sha)
-        _atomic_write(csv_path, synth.to_csv(index=False).encode())
-        _atomic_write(json_path, (json.dumps(info, indent=2) + "\n").encode())
+        cached = entry(sampler)
+        info = dict(info, cache_key=cached.key, cells_sha256=cells_sha, domain_sha256=domain_sha)
+        cached.write(synth, info)
         fitted[sampler] = (synth, info)
     return {s: fitted[s] for s in samplers}
 

@@ -3,12 +3,12 @@
     nohup nice -n 10 python bench/peers/fill_cache.py --cache-dir /work/peer-cache \\
         >> /work/peer-cache/log.txt 2>&1 &
 
-Runs (n_bins 64, delta 1e-5, rows = the training table's rows, both samplers from one fit):
+Runs (n_bins 64, delta 1e-5, rows = the training table's rows, both samplers from one fit; the
+seeds of ``--seeds``, 0 1 2 by default):
 
-* Thyroid (ann-train, 3,772 rows, public schema): mst and aim at epsilon 3.7, seeds 0 1 2;
+* Thyroid (ann-train, 3,772 rows, public schema): mst and aim at epsilon 3.7;
 * Adult (unbalanced training table, 30,162 rows, schema with the declared bounds of
-  ``adapter.ADULT_DECLARED_BOUNDS``): mst at epsilon 1 and 3, then aim at epsilon 1 and 3,
-  seeds 0 1 2.
+  ``cells.ADULT_DECLARED_BOUNDS``): mst at epsilon 1 and 3, then aim at epsilon 1 and 3.
 
 Cheap fits come first (AIM on Adult takes the longest). Entries already in the cache are
 skipped, so the script can be stopped and restarted; a failed fit is logged and the next one
@@ -24,32 +24,27 @@ import time
 import traceback
 from pathlib import Path
 
-from adapter import (  # noqa: E402 (bench/peers/ is on sys.path when run)
-    ADULT_DECLARED_BOUNDS,
-    SAMPLERS,
-    cell_domain,
-    declare_bounds,
-    run_peer_samplers,
-    to_cells,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: harness, peers.*
 
-from dpforge.datasets.adult import load_adult
-from dpforge.datasets.thyroid import load_thyroid
+import harness  # noqa: E402
+from dpforge.datasets.adult import load_adult  # noqa: E402
+from dpforge.datasets.thyroid import load_thyroid  # noqa: E402
+from peers.adapter import SAMPLERS, run_peer_samplers  # noqa: E402
+from peers.cells import ADULT_DECLARED_BOUNDS, cell_domain, declare_bounds, to_cells  # noqa: E402
 
 N_BINS = 64
 DELTA = 1e-5
-SEEDS = (0, 1, 2)
 
 
-def jobs() -> list[tuple[str, str, float, int]]:
+def jobs(seeds: list[int]) -> list[tuple[str, str, float, int]]:
     """(dataset, method, epsilon, seed): every setting's first seed before further seeds,
     cheapest first within each (AIM on Adult takes 5 to 17 minutes a fit on 2 cores)."""
     settings = [("thyroid", "mst", 3.7), ("adult", "mst", 1.0), ("adult", "mst", 3.0)]
     settings += [("thyroid", "aim", 3.7), ("adult", "aim", 1.0), ("adult", "aim", 3.0)]
-    return [(name, m, e, s) for s in SEEDS for name, m, e in settings]
+    return [(name, m, e, s) for s in seeds for name, m, e in settings]
 
 
-def tables(data_dir: Path | None):
+def tables(data_dir: Path):
     adult, _, adult_schema = load_adult(data_dir, balanced=False)
     adult_schema = declare_bounds(adult_schema, ADULT_DECLARED_BOUNDS)
     thyroid, _, thyroid_schema = load_thyroid(data_dir)
@@ -69,7 +64,8 @@ def log(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache-dir", type=Path, default=Path("/work/peer-cache"))
-    p.add_argument("--data-dir", type=Path, default=None, help="folder holding adult/, thyroid/")
+    harness.add_data_dir(p)
+    harness.add_seeds(p, "3")
     p.add_argument("--only", default=None, help="run only this dataset (adult or thyroid)")
     args = p.parse_args(argv)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -81,14 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         log(f"another fill_cache.py holds {args.cache_dir / '.fill.lock'}; exiting")
         return 1
 
-    data = tables(args.data_dir)
-    todo = [j for j in jobs() if args.only in (None, j[0])]
+    data = tables(harness.data_dir(args.data_dir))
+    todo = [j for j in jobs(harness.seeds(args)) if args.only in (None, j[0])]
     log(f"{len(todo)} fits to check; cache {args.cache_dir}")
     failures = 0
     for i, (name, method, epsilon, seed) in enumerate(todo, 1):
         cells, domain = data[name]
         what = f"[{i}/{len(todo)}] {name} {method} eps={epsilon:g} seed={seed} rows={len(cells)}"
-        t0 = time.perf_counter()
+        timer = harness.Timer()
         try:
             results = run_peer_samplers(
                 cells, domain, method, epsilon, DELTA, seed, len(cells), SAMPLERS,
@@ -97,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
         except Exception:
             failures += 1
-            log(f"{what}: FAILED after {time.perf_counter() - t0:.0f} s\n{traceback.format_exc()}")
+            log(f"{what}: FAILED after {timer.elapsed:.0f} s\n{traceback.format_exc()}")
             continue
         info = next(iter(results.values()))[1]
         if info["cached"]:

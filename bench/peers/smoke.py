@@ -13,22 +13,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-from adapter import (  # noqa: E402 (bench/peers/ is on sys.path when run)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: harness, peers.*
+
+import harness  # noqa: E402
+from dpforge.datasets.adult import load_adult  # noqa: E402
+from dpforge.datasets.thyroid import load_thyroid  # noqa: E402
+from dpforge.evaluation.fidelity import marginal_fidelity  # noqa: E402
+from peers.adapter import run_peer_samplers  # noqa: E402
+from peers.cells import (  # noqa: E402
     ADULT_DECLARED_BOUNDS,
     cell_domain,
     declare_bounds,
     from_cells,
-    run_peer_samplers,
     to_cells,
 )
-
-from dpforge.datasets.adult import load_adult
-from dpforge.datasets.thyroid import load_thyroid
-from dpforge.evaluation.fidelity import marginal_fidelity
 
 N_BINS = 64
 DELTA = 1e-5
@@ -38,12 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("case", choices=("adult-mst", "adult-aim", "thyroid-mst"))
     p.add_argument("--cache-dir", type=Path, default=None)
+    harness.add_data_dir(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log", type=Path, default=None, help="append the peer's progress here")
     args = p.parse_args(argv)
 
+    data_dir = harness.data_dir(args.data_dir)
     if args.case.startswith("adult"):
-        train, _, schema = load_adult(balanced=False)
+        train, _, schema = load_adult(data_dir, balanced=False)
         schema = declare_bounds(schema, ADULT_DECLARED_BOUNDS)
         if args.case == "adult-mst":
             rng = np.random.default_rng(args.seed)
@@ -51,17 +55,16 @@ def main(argv: list[str] | None = None) -> int:
             train = train.iloc[keep].reset_index(drop=True)
         method, epsilon = args.case.split("-")[1], 1.0
     else:
-        train, _, schema = load_thyroid()
+        train, _, schema = load_thyroid(data_dir)
         method, epsilon = "mst", 3.7
 
     cells, domain = to_cells(train, schema, N_BINS), cell_domain(schema, N_BINS)
     print(f"{args.case}: {len(cells)} rows, {len(domain)} columns, cells {list(domain.values())}")
-    t0 = time.perf_counter()
-    results = run_peer_samplers(
-        cells, domain, method, epsilon, DELTA, args.seed, len(cells), cache_dir=args.cache_dir,
-        log_path=args.log,
-    )  # fmt: skip
-    wall = time.perf_counter() - t0
+    with harness.Timer() as wall:
+        results = run_peer_samplers(
+            cells, domain, method, epsilon, DELTA, args.seed, len(cells), cache_dir=args.cache_dir,
+            log_path=args.log,
+        )  # fmt: skip
     for sampler, (synth, info) in results.items():
         if list(synth.columns) != list(domain) or len(synth) != len(cells):
             raise RuntimeError(
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if moved:
             print(f"          rows whose cell moved in from_cells/to_cells: {moved}")
-    print(f"  wall {wall:.1f} s (subprocess included); versions {info['versions']}")
+    print(f"  wall {wall.seconds:.1f} s (subprocess included); versions {info['versions']}")
     return 0
 
 
