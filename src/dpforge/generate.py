@@ -29,10 +29,19 @@ def sample_batch(
     features = rows.cpu().numpy()
     del rows, z
     labels_np = None if labels is None else labels.cpu().numpy()
-    if getattr(synth.encoder_, "n_bins", None) is None:
+    if not _draws_cells(synth.encoder_):
         return synth.encoder_.inverse_transform(features, labels_np)
     seed = int(torch.randint(2**62, (1,), generator=generator))
     return synth.encoder_.inverse_transform(features, labels_np, np.random.default_rng(seed))
+
+
+def _draws_cells(encoder: Any) -> bool:
+    """Whether decoding draws from the generator's cells (binned or nullable columns, fresh
+    keys) with a seeded generator, rather than taking each block's most probable value."""
+    if getattr(encoder, "n_bins", None) is not None or getattr(encoder, "bins", None):
+        return True
+    schema = getattr(encoder, "schema", None)
+    return any(c.type == "surrogate" for c in getattr(schema, "columns", ()))
 
 
 def condition_labels(

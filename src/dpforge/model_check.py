@@ -36,6 +36,8 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema, check_schema_document
 from dpforge.schema.validation import check_document, quote
+from dpforge.statistics.bins import numeric_bins
+from dpforge.statistics.cells import FINE_CELLS
 
 FORMAT = "dpforge-model"
 FORMAT_VERSION = 1
@@ -78,6 +80,10 @@ MANIFEST_FORMAT: dict[str, Any] = {
                 "edges": {
                     "type": "object",
                     "additionalProperties": {"type": "array", "minItems": 2, "items": _NUMBER},
+                },
+                "cell_mass": {
+                    "type": "object",
+                    "additionalProperties": {"type": "array", "minItems": 1, "items": _NUMBER},
                 },
             },
         },
@@ -190,6 +196,20 @@ def _check_prior(prior: list[float] | None, schema: Schema | ArraySchema, where:
         )
 
 
+def _check_mass(encoding: dict[str, Any], name: str, column: Any, where: str) -> None:
+    """A column's fine mass, when given, has one non-negative entry per interior fine cell."""
+    mass = (encoding.get("cell_mass") or {}).get(name)
+    if mass is None:
+        return
+    fine = numeric_bins(column, FINE_CELLS + 2)
+    cells = fine.values.size - 2 if fine.values.size else fine.edges.size - 1
+    array = np.asarray(mass, dtype=np.float64)
+    if array.size != cells or np.any(array < 0):
+        raise ModelFileError(
+            f"{where}: $.encoding.cell_mass[{quote(name)}] must hold {cells} numbers >= 0"
+        )
+
+
 def _check_edges(encoding: dict[str, Any], schema: Schema | ArraySchema, where: str) -> None:
     edges = encoding.get("edges") or {}
     if not edges:
@@ -205,6 +225,7 @@ def _check_edges(encoding: dict[str, Any], schema: Schema | ArraySchema, where: 
                 f"{sorted(numeric)}"
             )
         column, array = numeric[name], np.asarray(values, dtype=np.float64)
+        _check_mass(encoding, name, column, where)
         if np.any(np.diff(array) <= 0):
             raise ModelFileError(f"{where}: {key} must increase strictly")
         if array[0] < column.lower or array[-1] > column.upper:

@@ -94,7 +94,13 @@ def _encoding(encoder: Any) -> dict[str, Any]:
     if n_bins is None:
         return {"n_bins": None}
     edges = {name: [float(e) for e in b.edges] for name, b in encoder.placed_cells.items()}
-    return {"n_bins": n_bins, "edges": edges}
+    masses = {
+        name: [float(m) for m in b.fine_mass]
+        for name, b in encoder.placed_cells.items()
+        if b.fine_mass is not None
+    }
+    out = {"n_bins": n_bins, "edges": edges}
+    return out | {"cell_mass": masses} if masses else out
 
 
 def _json_float(x: float) -> float | str:
@@ -171,7 +177,9 @@ def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
         encoder = kind_of(schema).encoder(schema)
     else:
         edges = info["encoding"].get("edges") or {}
-        cells = bins_from_edges(schema.feature_columns, edges)
+        cells = bins_from_edges(
+            schema.feature_columns, edges, info["encoding"].get("cell_mass") or {}
+        )
         encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells)
     try:
         generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()

@@ -3,7 +3,9 @@
 Continuous and integer columns are scaled by their public bounds to [-1, 1] (a tanh head), or,
 with ``n_bins``, become a one-hot block over public cells (:mod:`dpforge.statistics.bins`; a
 softmax head whose marginals can be measured and matched); each categorical column becomes a
-one-hot block (its own softmax head). The encoder describes
+one-hot block (its own softmax head). A nullable column's block has one more cell, the last,
+for "missing" (a nullable numeric column is always binned, so that its block is a softmax);
+identifier columns ("drop", "surrogate") have no block at all. The encoder describes
 these heads as :class:`Span` objects so that networks never need to know column types.
 The label column is not part of the features: it is the condition, returned as class indices.
 """
@@ -21,6 +23,7 @@ from dpforge.statistics.bins import NumericBins, numeric_bins
 
 TANH = "tanh"
 SOFTMAX = "softmax"
+NULLABLE_BINS = 64  # public cells of a nullable numeric column when the encoder has no n_bins
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,9 @@ class TableEncoder:
         self.schema = schema
         self.n_bins = n_bins
         self.bins = {
-            c.name: numeric_bins(c, n_bins)
+            c.name: numeric_bins(c, n_bins or NULLABLE_BINS)
             for c in schema.feature_columns
-            if c.is_numeric and n_bins is not None
+            if c.is_numeric and (n_bins is not None or c.nullable)
         }
         self.placed_cells = dict(cells or {})  # cells that follow the data (DP-placed)
         self.bins.update(self.placed_cells)
@@ -83,12 +86,13 @@ class TableEncoder:
     def _make_spans(columns: tuple[Column, ...], bins: dict[str, NumericBins]) -> tuple[Span, ...]:
         spans, start = [], 0
         for column in columns:
+            missing = int(column.nullable)  # one more cell, the last, for "missing"
             if column.name in bins:
-                span = Span(column.name, start, bins[column.name].size, SOFTMAX)
+                span = Span(column.name, start, bins[column.name].size + missing, SOFTMAX)
             elif column.is_numeric:
                 span = Span(column.name, start, 1, TANH)
             else:
-                span = Span(column.name, start, len(column.categories), SOFTMAX)
+                span = Span(column.name, start, len(column.categories) + missing, SOFTMAX)
             spans.append(span)
             start = span.stop
         return tuple(spans)
@@ -113,13 +117,21 @@ class TableEncoder:
         for span in self.spans:
             column = self.schema.column(span.column)
             values = table[column.name].to_numpy()
+            missing = pd.isna(values) if column.nullable else np.zeros(len(values), dtype=bool)
             if column.name in self.bins:
-                cells = self.bins[column.name].assign(values.astype(np.float64))
+                numbers = np.where(missing, 0.0, values.astype(np.float64))
+                cells = self.bins[column.name].assign(numbers)
                 features[np.arange(len(table)), span.start + cells] = 1.0
             elif column.is_numeric:
                 features[:, span.start] = _scale(values.astype(np.float64), column)
             else:
-                features[:, span.start : span.stop] = _one_hot(values, column.categories, column)
+                present = np.where(missing, column.categories[0], values)
+                features[:, span.start : span.start + len(column.categories)] = _one_hot(
+                    present, column.categories, column
+                )
+            if missing.any():
+                features[missing, span.start : span.stop] = 0.0
+                features[missing, span.stop - 1] = 1.0
         return features, self._labels(table)
 
     def _labels(self, table: pd.DataFrame) -> np.ndarray | None:
@@ -145,22 +157,61 @@ class TableEncoder:
         decoded: dict[str, object] = {}
         for span in self.spans:
             column = self.schema.column(span.column)
-            block = features[:, span.start : span.stop]
-            if column.name in self.bins:
-                cells = _pick(block, rng)
-                decoded[column.name] = self.bins[column.name].decode(
-                    cells, rng or np.random.default_rng(0)
-                )
-            elif column.is_numeric:
-                decoded[column.name] = _unscale(block[:, 0], column)
-            else:
-                decoded[column.name] = np.asarray(column.categories, dtype=object)[
-                    _pick(block, rng)
-                ]
+            decoded[column.name] = self._decode_column(
+                column, features[:, span.start : span.stop], rng
+            )
         label = self.schema.label_column
         if label is not None:
             decoded[label.name] = np.asarray(label.categories, dtype=object)[labels]
-        return pd.DataFrame(decoded, columns=self.schema.names)
+        for column in self.schema.columns:
+            if column.type == "surrogate":  # fresh keys: no value of the data is ever read
+                decoded[column.name] = fresh_keys(len(features), rng)
+        return pd.DataFrame(decoded, columns=self.schema.output_names)
+
+    def _decode_column(
+        self, column: Column, block: np.ndarray, rng: np.random.Generator | None
+    ) -> object:
+        """One column's values: a cell per row, a value inside it; "missing" left empty."""
+        if column.is_numeric and column.name not in self.bins:
+            return snap(_unscale(block[:, 0], column), column)
+        cells = _pick(block, rng)
+        missing = cells == block.shape[1] - 1 if column.nullable else None
+        if column.is_numeric:
+            present = np.where(missing, 0, cells) if missing is not None else cells
+            values = self.bins[column.name].decode(present, rng or np.random.default_rng(0))
+            return with_missing(snap(values, column), missing, column)
+        names = np.asarray((*column.categories, None), dtype=object)
+        return names[cells]
+
+
+def snap(values: np.ndarray, column: Column) -> np.ndarray:
+    """Values on the column's public resolution (multiples of it from the lower bound)."""
+    if column.resolution is None:
+        return values
+    step, lower = float(column.resolution), float(column.lower)
+    snapped = lower + np.rint((np.asarray(values, dtype=np.float64) - lower) / step) * step
+    snapped = np.clip(snapped, lower, float(column.upper))
+    return np.rint(snapped).astype(np.int64) if column.type == "integer" else snapped
+
+
+def with_missing(values: np.ndarray, missing: np.ndarray | None, column: Column) -> object:
+    """Empty cells where ``missing``; an integer column stays whole numbers (pandas Int64)."""
+    if missing is None:
+        return values
+    if column.type == "integer":
+        whole = pd.array(np.asarray(values, dtype=np.int64), dtype="Int64")
+        whole[missing] = pd.NA
+        return whole
+    out = np.asarray(values, dtype=np.float64).copy()
+    out[missing] = np.nan
+    return out
+
+
+def fresh_keys(n: int, rng: np.random.Generator | None) -> np.ndarray:
+    """``n`` new random keys (16 hex digits each) for a surrogate column."""
+    rng = rng or np.random.default_rng()
+    draws = rng.integers(0, 2**63, size=n, dtype=np.int64)
+    return np.asarray([f"{int(v):016x}" for v in draws], dtype=object)
 
 
 def _pick(block: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,10 @@ from dpforge.schema.table import LARGEST_INTEGER, REVIEW_KEY, Column, Schema
 
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 MAX_CATEGORICAL_LEVELS_FOR_NUMBERS = 10
+# The draft marks a column an identifier when it holds at least MIN_IDENTIFIER_ROWS values, all
+# different (a key), or is text with spaces of which at least FREE_TEXT_SHARE differ (notes).
+MIN_IDENTIFIER_ROWS = 20
+FREE_TEXT_SHARE = 0.9
 # A label (the target of a conditional model) is a categorical column with a few classes; more
 # than MAX_LABEL_CLASSES distinct values, or more than MAX_CATEGORICAL_LEVELS_FOR_NUMBERS with
 # under MIN_RECORDS_PER_CLASS records each, is a continuous or identifier column, not a label.
@@ -112,8 +117,8 @@ def _is_missing(value: object, column: Column) -> bool:
 def _raise_missing(column: Column, row: int, value: object) -> None:
     raise DataError(
         f"column '{column.name}', row {private(row)}: missing value {private(str(value), 'r')}; "
-        "dpforge cannot "
-        "train on missing values: remove or fill such rows"
+        'the schema does not declare this column nullable: add "nullable": true to it (missing '
+        "is then modelled as a value of its own), or fix the row"
         + (
             ", or declare this marker as a category in the schema"
             if column.type == "categorical"
@@ -126,7 +131,9 @@ def check_columns(frame: pd.DataFrame, schema: Schema) -> None:
     """The file's columns must be exactly the schema's."""
     if frame.shape[0] == 0:
         raise DataError("the data have no rows")
-    missing = [n for n in schema.names if n not in frame.columns]
+    missing = [
+        c.name for c in schema.columns if c.name not in frame.columns and not c.is_identifier
+    ]
     extra = [str(c) for c in frame.columns if c not in schema.names]
     if missing or extra:
         parts = []
@@ -144,7 +151,10 @@ def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np
     values = np.empty(len(series), dtype=np.float64)
     for row, raw in enumerate(series.tolist(), start=1):
         if _is_missing(raw, column):
-            _raise_missing(column, row, raw)
+            if not column.nullable:
+                _raise_missing(column, row, raw)
+            values[row - 1] = np.nan
+            continue
         try:
             number = float(raw)
         except (TypeError, ValueError):
@@ -174,7 +184,7 @@ def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np
 def _check_bounds(values: np.ndarray, column: Column, out_of_bounds: str) -> None:
     if out_of_bounds != "error" or not column.is_complete:
         return
-    outside = np.flatnonzero((values < column.lower) | (values > column.upper))
+    outside = np.flatnonzero((values < column.lower) | (values > column.upper))  # NaN: neither
     if outside.size:
         row = int(outside[0]) + 1
         raise DataError(
@@ -191,7 +201,10 @@ def _categorical_column(series: pd.Series, column: Column) -> np.ndarray:
     allowed = None if column.categories is None else set(column.categories)
     for row, raw in enumerate(series.tolist(), start=1):
         if _is_missing(raw, column):
-            _raise_missing(column, row, raw)
+            if not column.nullable:
+                _raise_missing(column, row, raw)
+            texts[row - 1] = None
+            continue
         text = canonical_text(raw)
         if allowed is not None and text not in allowed:
             raise DataError(
@@ -216,12 +229,14 @@ def validate_table(
     check_columns(frame, schema)
     clean = {}
     for column in schema.columns:
+        if column.is_identifier:  # never read: not even copied
+            continue
         series = frame[column.name]
         if column.is_numeric:
             clean[column.name] = _numeric_column(series, column, out_of_bounds)
         else:
             clean[column.name] = _categorical_column(series, column)
-    table = pd.DataFrame(clean, columns=schema.names)
+    table = pd.DataFrame(clean, columns=list(clean))
     _check_label(table, schema)
     return table
 
@@ -241,7 +256,9 @@ def keep_released_rows(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     keep = np.ones(len(table), dtype=bool)
     for column in schema.columns:
         if not column.is_numeric and column.categories is not None:
-            keep &= table[column.name].isin(column.categories).to_numpy()
+            values = table[column.name]
+            kept = values.isin(column.categories)
+            keep &= (kept | values.isna()).to_numpy() if column.nullable else kept.to_numpy()
     return table if keep.all() else table[keep].reset_index(drop=True)
 
 
@@ -284,7 +301,32 @@ def _looks_numeric(series: pd.Series) -> bool:
 
 
 def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
+    """A column's drafted type (identifier, numeric or categorical), nullable where the file
+    has empty cells (how many is not said)."""
     present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
+    identifier = _identifier_type(present)
+    if identifier is not None:
+        return Column(name, identifier)
+    column = _typed_draft_column(name, series, present, with_values)
+    return replace(column, nullable=len(present) < len(series))
+
+
+def _identifier_type(present: list) -> str | None:
+    """ "surrogate" for keys unique per row (record numbers, codes), "drop" for names and free
+    text (unique per row, or almost, with spaces); None for anything else."""
+    texts = [str(v).strip() for v in present]
+    if len(texts) < MIN_IDENTIFIER_ROWS or _has_fractions(present):
+        return None
+    distinct = len(set(texts))
+    spaced = sum(" " in t for t in texts) > len(texts) / 2
+    if distinct == len(texts):
+        return "drop" if spaced else "surrogate"
+    if spaced and distinct >= FREE_TEXT_SHARE * len(texts):
+        return "drop"
+    return None
+
+
+def _typed_draft_column(name: str, series: pd.Series, present: list, with_values: bool) -> Column:
     if _looks_numeric(series):
         numbers = np.array([float(v) for v in present])
         numbers = numbers[np.isfinite(numbers)]  # validate_table refuses the others by row
@@ -351,6 +393,16 @@ def _has_fractions(values: list) -> bool:
     return bool(finite.size) and not bool(np.all(np.mod(finite, 1) == 0))
 
 
+def _draft_label(name: str, series: pd.Series, with_values: bool) -> Column:
+    """The label: categorical and never nullable (every record needs a class)."""
+    present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
+    column = _typed_draft_column(name, series, present, with_values)
+    if column.type == "categorical":
+        return column
+    cats = sorted({canonical_text(v) for v in series}) if with_values else None
+    return Column(name, "categorical", categories=None if cats is None else tuple(cats))
+
+
 def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: bool = True) -> Schema:
     """Draft a schema from a private file: types always, values only when asked.
 
@@ -364,15 +416,12 @@ def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: boo
         raise DataError(f"--target '{label}' is not a column of the file: {list(frame.columns)}")
     if label is not None:
         check_label_values(frame[label].tolist(), f"--target '{label}'")
-    columns = []
-    for name in frame.columns:
-        column = _draft_column(str(name), frame[name], with_values)
-        if name == label and column.type != "categorical":
-            cats = sorted({canonical_text(v) for v in frame[name]}) if with_values else None
-            column = Column(
-                str(name), "categorical", categories=None if cats is None else tuple(cats)
-            )
-        columns.append(column)
+    columns = [
+        _draft_label(str(name), frame[name], with_values)
+        if name == label
+        else _draft_column(str(name), frame[name], with_values)
+        for name in frame.columns
+    ]
     notes = (DRAFT_WARNING if with_values else TYPES_WARNING,)
     prior = "dp" if label is not None else "uniform"
     return Schema(columns=tuple(columns), label=label, label_prior=prior, notes=notes)

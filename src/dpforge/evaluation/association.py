@@ -79,11 +79,27 @@ def correlation_ratio(categories: np.ndarray, values: np.ndarray) -> float:
 
 
 def _columns(table: pd.DataFrame, schema: Schema, role: str) -> dict[str, np.ndarray]:
+    """Each column's values; an empty category is a category of its own ("(missing)")."""
     typed = typed_table(table, schema, role)
-    return {name: typed[name].to_numpy() for name in schema.names}
+    out = {}
+    for column in schema.columns:
+        values = typed[column.name].to_numpy()
+        if column.nullable and not column.is_numeric:
+            values = np.where(pd.isna(values), "(missing)", values)
+        out[column.name] = values
+    return out
 
 
 def _pair(x: np.ndarray, y: np.ndarray, x_numeric: bool, y_numeric: bool) -> float:
+    """The association of two columns over the rows where neither number is empty."""
+    keep = np.ones(len(x), dtype=bool)
+    for values, numeric in ((x, x_numeric), (y, y_numeric)):
+        if numeric:
+            keep &= ~np.isnan(values.astype(np.float64))
+    if not keep.all():
+        x, y = x[keep], y[keep]
+        if x.size < 2:
+            return 0.0
     if x_numeric and y_numeric:
         return pearson(x, y)
     if x_numeric:

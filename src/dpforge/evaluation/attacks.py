@@ -91,13 +91,18 @@ ROC_POINTS = 101
 
 # -- encodings -----------------------------------------------------------------------------
 def table_matrix(frame: pd.DataFrame, schema: Schema) -> np.ndarray:
-    """Rows as vectors: numeric columns scaled by public bounds, categories one-hot / sqrt(2)."""
+    """Rows as vectors: numeric columns scaled by public bounds, categories one-hot / sqrt(2);
+    an empty number is 0 with a missing indicator beside it, an empty category all zeros."""
     blocks = []
     for column in schema.columns:
         if column.is_numeric:
             values = pd.to_numeric(frame[column.name]).to_numpy(dtype=np.float64)
             width = column.upper - column.lower
-            blocks.append(((values - column.lower) / width)[:, None])
+            scaled = (values - column.lower) / width
+            if column.nullable:
+                missing = np.isnan(scaled)
+                scaled = np.stack([np.where(missing, 0.0, scaled), missing.astype(float)], 1)
+            blocks.append(scaled.reshape(len(frame), -1))
         else:
             index = {c: i for i, c in enumerate(column.categories)}
             hot = np.zeros((len(frame), len(index)))

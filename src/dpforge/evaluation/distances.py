@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dpforge.data.tables import MISSING_TOKENS
 from dpforge.errors import DataError
 from dpforge.evaluation.utility import MetricResult
 from dpforge.schema.table import Column, Schema
@@ -27,17 +28,21 @@ from dpforge.schema.table import Column, Schema
 __all__ = ["ks_statistic", "ks_two_sample", "numeric_values", "wasserstein"]
 
 
-def numeric_values(frame: pd.DataFrame, name: str, role: str) -> np.ndarray:
-    """Column ``name`` of ``frame`` as finite floats (text such as '1.5' is read as a number)."""
+def numeric_values(frame: pd.DataFrame, name: str, role: str, nullable: bool = False) -> np.ndarray:
+    """Column ``name`` of ``frame`` as finite floats (text such as '1.5' is read as a number);
+    a ``nullable`` column keeps its empty cells as NaN."""
     if name not in frame.columns:
         raise DataError(f"the {role} table lacks the column '{name}'")
+    column = frame[name]
+    if nullable:  # an empty cell as a file writes it ('', 'NA', ...) is NaN
+        column = column.mask(column.map(lambda v: str(v).strip().lower() in MISSING_TOKENS))
     try:
-        values = pd.to_numeric(frame[name], errors="raise").to_numpy(dtype=np.float64)
+        values = pd.to_numeric(column, errors="raise").to_numpy(dtype=np.float64)
     except (TypeError, ValueError):
         raise DataError(f"column '{name}' of the {role} table must be numeric") from None
     if values.size == 0:
         raise DataError(f"the {role} table has no rows")
-    if not np.all(np.isfinite(values)):
+    if not np.all(np.isfinite(values) | (nullable & np.isnan(values))):
         raise DataError(f"column '{name}' of the {role} table holds missing or infinite values")
     return values
 
@@ -66,12 +71,22 @@ def ks_statistic(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) ->
     ``details["per_column"]`` maps each numeric column to its statistic.
     """
     per_column = {
-        c.name: ks_two_sample(
-            numeric_values(real, c.name, "real"), numeric_values(synthetic, c.name, "synthetic")
-        )
-        for c in _numeric_columns(schema)
+        c.name: ks_two_sample(*_present_pair(real, synthetic, c)) for c in _numeric_columns(schema)
     }
     return MetricResult("ks_statistic_mean", _mean(per_column), {"per_column": per_column})
+
+
+def _present_pair(
+    real: pd.DataFrame, synthetic: pd.DataFrame, column: Column
+) -> tuple[np.ndarray, np.ndarray]:
+    """The column's present values on each side (a nullable column's empty cells are left out:
+    TVD counts them). A side with none at all stands in as one lower bound."""
+    pair = []
+    for frame, role in ((real, "real"), (synthetic, "synthetic")):
+        values = numeric_values(frame, column.name, role, column.nullable)
+        values = values[~np.isnan(values)]
+        pair.append(values if values.size else np.array([float(column.lower or 0.0)]))
+    return pair[0], pair[1]
 
 
 def _width(column: Column) -> float | None:
@@ -90,12 +105,7 @@ def wasserstein(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> 
     """
     per_column: dict[str, dict[str, float]] = {}
     for column in _numeric_columns(schema):
-        distance = float(
-            stats.wasserstein_distance(
-                numeric_values(real, column.name, "real"),
-                numeric_values(synthetic, column.name, "synthetic"),
-            )
-        )
+        distance = float(stats.wasserstein_distance(*_present_pair(real, synthetic, column)))
         width = _width(column)
         normalized = distance / width if width is not None else float("nan")
         per_column[column.name] = {"distance": distance, "normalized": normalized}

@@ -215,7 +215,7 @@ def _schema_of(model_or_synthetic: Any, schema: Schema | None) -> Schema:
         schema = model_or_synthetic.schema_
     if not isinstance(schema, Schema):
         raise DataError("evaluation of image and time-series models is not supported yet")
-    return schema
+    return schema.modelled  # identifiers ("drop", "surrogate") hold nothing to compare
 
 
 def evaluation_tables(

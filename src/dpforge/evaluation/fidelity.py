@@ -25,17 +25,23 @@ EVAL_BINS = 32
 
 
 def discretize(table: pd.DataFrame, schema: Schema, n_bins: int = EVAL_BINS) -> pd.DataFrame:
-    """Each column as integer cell indices (categories by their schema position)."""
+    """Each column as integer cell indices (categories by their schema position); an empty cell
+    of a nullable column is a cell of its own, the last, so that TVD counts it."""
     out = {}
     for column in schema.columns:
         if column.name not in table.columns:
             raise DataError(f"column '{column.name}' is missing from the table to evaluate")
         values = table[column.name].to_numpy()
+        missing = pd.isna(values) if column.nullable else np.zeros(len(values), dtype=bool)
         if column.is_numeric:
-            out[column.name] = numeric_bins(column, n_bins).assign(values.astype(np.float64))
+            bins = numeric_bins(column, n_bins)
+            cells = bins.assign(np.where(missing, column.lower, values.astype(np.float64)))
+            out[column.name] = np.where(missing, bins.size, cells)
         else:
             lookup = {c: i for i, c in enumerate(column.categories)}
-            codes = np.fromiter((lookup.get(str(v), -1) for v in values), np.int64, len(values))
+            lookup.update({None: len(column.categories)} if column.nullable else {})
+            keys = (None if m else str(v) for v, m in zip(values, missing, strict=True))
+            codes = np.fromiter((lookup.get(k, -1) for k in keys), np.int64, len(values))
             if (codes < 0).any():
                 raise DataError(
                     f"column '{column.name}' holds values that are not categories of the schema"
@@ -46,7 +52,8 @@ def discretize(table: pd.DataFrame, schema: Schema, n_bins: int = EVAL_BINS) -> 
 
 def _sizes(schema: Schema, n_bins: int) -> dict[str, int]:
     return {
-        c.name: numeric_bins(c, n_bins).size if c.is_numeric else len(c.categories)
+        c.name: (numeric_bins(c, n_bins).size if c.is_numeric else len(c.categories))
+        + int(c.nullable)
         for c in schema.columns
     }
 

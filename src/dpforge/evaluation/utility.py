@@ -31,6 +31,7 @@ from sklearn.ensemble import (
     RandomForestClassifier,
 )
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.naive_bayes import GaussianNB
@@ -108,8 +109,8 @@ def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
         values = pd.to_numeric(frame[name], errors="raise").to_numpy(dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise DataError(f"column '{name}' must be numeric for the classifier: {exc}") from None
-    if not np.all(np.isfinite(values)):
-        raise DataError(f"column '{name}' holds missing or infinite values")
+    if np.isinf(values).any():
+        raise DataError(f"column '{name}' holds infinite values")
     return values
 
 
@@ -141,6 +142,10 @@ class FeatureEncoder:
         """Design matrices for both tables; the scaler sees the training table only."""
         scaler = StandardScaler()
         train_num, test_num = self.numeric_matrix(train), self.numeric_matrix(test)
+        if np.isnan(train_num).any() or np.isnan(test_num).any():
+            imputer = SimpleImputer(strategy="median", add_indicator=True, keep_empty_features=True)
+            train_num = imputer.fit_transform(train_num)  # empty numbers: imputed inside the
+            test_num = imputer.transform(test_num)  # classifier's own pipeline, fitted on train
         if train_num.shape[1]:
             train_num = scaler.fit_transform(train_num)
             test_num = scaler.transform(test_num)

@@ -42,6 +42,7 @@ from dpforge.statistics.rounds import (
     plan_anchoring,
 )
 
+FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
     "values outside the bounds (declared, or estimated under DP) are clipped to them; how many "
     "values, and in which columns, is not reported: it depends on the private records"
@@ -100,6 +101,7 @@ class MeasuredTable(Measured):
 
     marginals: tuple[MeasuredMarginal, ...] = ()
     cell_edges: dict[str, list[float]] = field(default_factory=dict)
+    cell_mass: dict[str, list[float]] = field(default_factory=dict)  # fine mass (DP, free)
     plan: AnchorPlan | None = None  # not checkpointed: a resumed run does not measure again
     blocks: Any = None  # the records' cell indices (private, never stored)
     rngs: Any = None  # the generators the selection and the fit share
@@ -108,6 +110,7 @@ class MeasuredTable(Measured):
         return {
             "marginals": [m.to_dict() for m in self.marginals],
             "cell_edges": self.cell_edges,
+            "cell_mass": self.cell_mass,
         }
 
     @property
@@ -129,10 +132,10 @@ class MarginalAnchoring(Anchoring):
 
     def measured_from_dict(self, d: dict[str, Any]) -> MeasuredTable:
         marginals = tuple(MeasuredMarginal.from_dict(m) for m in d.get("marginals", []))
-        return MeasuredTable(marginals, dict(d.get("cell_edges", {})))
+        return MeasuredTable(marginals, dict(d.get("cell_edges", {})), dict(d.get("cell_mass", {})))
 
     def encoder(self, kind: Any, schema: Schema, measured: MeasuredTable) -> TableEncoder:
-        cells = bins_from_edges(schema.feature_columns, measured.cell_edges)
+        cells = bins_from_edges(schema.feature_columns, measured.cell_edges, measured.cell_mass)
         return TableEncoder(schema, n_bins=self.config.n_bins, cells=cells)
 
     def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredTable:
@@ -147,16 +150,21 @@ class MarginalAnchoring(Anchoring):
             ledger, adaptive=len(adaptive),
         )  # fmt: skip
         fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
-        n_bins = self.config.n_bins
-        edges = {
-            c.name: quantile_bins(c, fine[c.name], n_public, n_bins).edges.tolist()
-            for c in adaptive
-        }
-        encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges))
+        edges = self._place_cells(adaptive, fine, n_public)
+        masses = _fine_masses(adaptive, fine, plan.cells_noise * math.sqrt(len(adaptive)))
+        encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges, cell_mass=masses))
         label_name, blocks = _blocks(encoder, records)
         measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
-        return MeasuredTable(tuple(measured), edges, plan, blocks)
+        return MeasuredTable(tuple(measured), edges, masses, plan, blocks)
+
+    def _place_cells(self, adaptive: list, fine: dict, n_public: int) -> dict:
+        """Each adaptive column's cell edges, from its noisy fine histogram (free)."""
+        n_bins = self.config.n_bins
+        return {
+            c.name: quantile_bins(c, fine[c.name], n_public, n_bins).edges.tolist()
+            for c in adaptive
+        }
 
     def _target(self, run: Any, ledger: PrivacyLedger) -> tuple[float, float] | None:
         """(epsilon, delta) the ledger may reach after the anchoring (all of it without a
@@ -219,6 +227,26 @@ def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
         np.random.default_rng(run.seed_sequence(4)),
         make_generator(run.seed_sequence(3)),
     )
+
+
+def _fine_masses(adaptive: list, fine: dict, std: float) -> dict[str, list[float]]:
+    """Each adaptive column's fine mass for drawing values inside their cells (free): the
+    noisy counts that stand out from the noise (at least FINE_MASS_THRESHOLD standard
+    deviations, about the largest that 1,024 cells of pure noise reach), the rest 0. Only the
+    ratios inside a cell matter; a cell none of whose fine cells stands out draws uniformly,
+    as before. An empty cell of a nullable column is on no fine cell, so nothing of it
+    spreads over the grid."""
+    return {
+        c.name: _rounded(
+            np.where(fine[c.name][1:-1] >= FINE_MASS_THRESHOLD * std, fine[c.name][1:-1], 0.0)
+        )
+        for c in adaptive
+    }
+
+
+def _rounded(mass: np.ndarray) -> list[float]:
+    """Six significant digits: what the model folder keeps (and decoding uses)."""
+    return [float(f"{m:.6g}") for m in mass]
 
 
 def _label_name(encoder: TableEncoder) -> str | None:

@@ -16,7 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 SCHEMA_VERSION = 1
-COLUMN_TYPES = ("continuous", "integer", "categorical")
+COLUMN_TYPES = ("continuous", "integer", "categorical", "drop", "surrogate")
+# Identifier columns (record numbers, names, free text): never read into a model. "drop" leaves
+# them out of the samples, "surrogate" fills them with fresh random keys.
+IDENTIFIER_TYPES = ("drop", "surrogate")
 ARRAY_KINDS = ("image", "timeseries")
 # Bounds beyond this are refused: they overflow the float64 arithmetic of the encoders.
 LARGEST = 1e300
@@ -36,6 +39,16 @@ _VALUES = {
     "minItems": 1,
     "uniqueItems": True,
     "description": "a list of texts (the public values), or null (estimated under DP)",
+}
+_NULLABLE = {
+    "type": "boolean",
+    "description": "true when the column may hold empty cells (missing is then a cell of its own)",
+}
+_RESOLUTION = {
+    "type": ["number", "null"],
+    "exclusiveMinimum": 0,
+    "maximum": LARGEST,
+    "description": "a positive number (public): samples are multiples of it from the lower bound",
 }
 _VERSION = {
     "const": SCHEMA_VERSION,
@@ -103,17 +116,38 @@ TABLE_FORMAT: dict[str, Any] = {
                     "if": {"properties": {"type": {"enum": ["continuous", "integer"]}}},
                     "then": {"$ref": "#/$defs/numeric"},
                 },
+                {
+                    "if": {"properties": {"type": {"enum": list(IDENTIFIER_TYPES)}}},
+                    "then": {"$ref": "#/$defs/identifier"},
+                },
             ],
         },
         "categorical": {
             "title": "a categorical column",
             "additionalProperties": False,
-            "properties": {"name": True, "type": True, "categories": _VALUES},
+            "properties": {
+                "name": True,
+                "type": True,
+                "categories": _VALUES,
+                "nullable": _NULLABLE,
+            },
         },
         "numeric": {
             "title": "a continuous or integer column",
             "additionalProperties": False,
-            "properties": {"name": True, "type": True, "lower": _BOUND, "upper": _BOUND},
+            "properties": {
+                "name": True,
+                "type": True,
+                "lower": _BOUND,
+                "upper": _BOUND,
+                "nullable": _NULLABLE,
+                "resolution": _RESOLUTION,
+            },
+        },
+        "identifier": {
+            "title": "an identifier or free-text column (never read into a model)",
+            "additionalProperties": False,
+            "properties": {"name": True, "type": True},
         },
     },
 }

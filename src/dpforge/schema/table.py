@@ -18,6 +18,7 @@ from typing import Any
 from dpforge.errors import DpforgeError, SchemaError
 from dpforge.schema.formats import (
     COLUMN_TYPES,
+    IDENTIFIER_TYPES,
     LARGEST,
     SCHEMA_VERSION,
     TYPE_FORMAT,
@@ -163,7 +164,10 @@ def prior_from_json(prior: Any) -> str | dict[str, float]:
 class Column:
     """One column. ``lower``/``upper`` for numeric columns, ``categories`` for categorical ones.
 
-    ``None`` means "not public: estimate it under DP during fit".
+    ``None`` means "not public: estimate it under DP during fit". ``nullable`` columns may hold
+    empty cells: "missing" is then a cell of its own in every marginal. ``resolution`` (numeric,
+    public) makes samples multiples of it from the lower bound (heaped or coded numbers). Types
+    "drop" and "surrogate" are identifiers or free text: never read, never modelled.
     """
 
     name: str
@@ -171,6 +175,8 @@ class Column:
     lower: float | None = None
     upper: float | None = None
     categories: tuple[str, ...] | None = None
+    nullable: bool = False
+    resolution: float | None = None
 
     @property
     def shown(self) -> str:
@@ -182,8 +188,15 @@ class Column:
         return self.type in ("continuous", "integer")
 
     @property
+    def is_identifier(self) -> bool:
+        """A record number, name or free text: its values are never read into a model."""
+        return self.type in IDENTIFIER_TYPES
+
+    @property
     def is_complete(self) -> bool:
         """True when no value of this column must still be estimated from the data."""
+        if self.is_identifier:
+            return True
         if self.is_numeric:
             return self.lower is not None and self.upper is not None
         return self.categories is not None
@@ -195,7 +208,11 @@ class Column:
             raise SchemaError(
                 f"column '{self.shown}': unknown type '{self.type}'; use one of {COLUMN_TYPES}"
             )
-        if self.is_numeric:
+        if not isinstance(self.nullable, bool):
+            raise SchemaError(f"column '{self.shown}': nullable must be true or false")
+        if self.is_identifier:
+            self._validate_identifier()
+        elif self.is_numeric:
             if self.categories is not None:
                 raise SchemaError(
                     f"column '{self.shown}' is {self.type}: it has bounds, not categories "
@@ -204,6 +221,20 @@ class Column:
             self._validate_bounds()
         else:
             self._validate_categories()
+        if self.resolution is not None and not self.is_numeric:
+            raise SchemaError(
+                f"column '{self.shown}' is {self.type}: only a numeric column has a resolution"
+            )
+
+    def _validate_identifier(self) -> None:
+        """An identifier holds nothing public: no bounds, categories, resolution or nullable."""
+        if (self.lower, self.upper, self.categories, self.resolution) != (None,) * 4 or (
+            self.nullable
+        ):
+            raise SchemaError(
+                f"column '{self.shown}' is {self.type} (an identifier, never read): give it "
+                "only a name and a type"
+            )
 
     def _validate_categories(self) -> None:
         if self.lower is not None or self.upper is not None:
@@ -217,13 +248,26 @@ class Column:
         check_bounds(f"column '{self.shown}'", self.lower, self.upper)
         if self.type == "integer":
             check_integer_bounds(f"column '{self.shown}'", self.lower, self.upper)
+        res = self.resolution
+        if res is not None and (
+            isinstance(res, bool) or not isinstance(res, Real) or not 0 < res < LARGEST
+        ):
+            raise SchemaError(
+                f"column '{self.shown}': resolution must be a positive number, got {res!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.is_identifier:
+            return out
         if self.is_numeric:
             out["lower"], out["upper"] = self.lower, self.upper
+            if self.resolution is not None:
+                out["resolution"] = self.resolution
         else:
             out["categories"] = None if self.categories is None else list(self.categories)
+        if self.nullable:
+            out["nullable"] = True
         return out
 
     @classmethod
@@ -238,6 +282,8 @@ class Column:
             lower=optional_number(d, "lower"),
             upper=optional_number(d, "upper"),
             categories=None if cats is None else tuple(category_text(c) for c in cats),
+            nullable=bool(d.get("nullable", False)),
+            resolution=optional_number(d, "resolution"),
         )
         column.validate()
         return column
@@ -292,7 +338,19 @@ class Schema:
 
     @property
     def feature_columns(self) -> tuple[Column, ...]:
-        return tuple(c for c in self.columns if c.name != self.label)
+        """The columns the generator models: neither the label nor an identifier."""
+        return tuple(c for c in self.columns if c.name != self.label and not c.is_identifier)
+
+    @property
+    def modelled(self) -> Schema:
+        """This schema without its identifier columns (what evaluation compares)."""
+        kept = tuple(c for c in self.columns if not c.is_identifier)
+        return self if len(kept) == len(self.columns) else replace(self, columns=kept)
+
+    @property
+    def output_names(self) -> list[str]:
+        """The columns of a sample: every column but those of type "drop"."""
+        return [c.name for c in self.columns if c.type != "drop"]
 
     @property
     def incomplete_columns(self) -> tuple[Column, ...]:
@@ -321,6 +379,11 @@ class Schema:
         if label.type != "categorical":
             raise SchemaError(
                 f"label column '{label.shown}' must be categorical (type '{label.type}' given)"
+            )
+        if label.nullable:
+            raise SchemaError(
+                f"label column '{label.shown}' cannot be nullable: every record needs a class; "
+                "choose another label, or make its empty cells a declared category"
             )
         if label.categories is not None and len(label.categories) < 2:
             raise SchemaError(

@@ -13,8 +13,10 @@ or DP-estimated bounds, its type and a requested number of bins), so using them 
   weights), so that small values keep their resolution. Integer columns have their interior
   edges at whole numbers plus one half (every cell holds whole numbers).
 
-A cell decodes to a value drawn uniformly inside it (integers: a whole number inside it), from a
-generator the caller owns.
+A cell decodes to a value drawn inside it (integers: a whole number inside it), from a generator
+the caller owns: uniformly, or, for cells placed on a released fine histogram
+(:mod:`dpforge.statistics.cells`), first a fine cell in proportion to its released mass and then
+uniformly inside that fine cell, so that values heaped on a few points come back on them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class NumericBins:
     integer: bool
     edges: np.ndarray  # interior cell edges (len = interior cells + 1); empty for value cells
     values: np.ndarray  # one value per cell for small integer domains; empty otherwise
+    fine_edges: np.ndarray | None = None  # a finer grid inside the interior cells, and its
+    fine_mass: np.ndarray | None = None  # released mass per fine cell (DP, post-processed)
 
     @property
     def size(self) -> int:
@@ -71,12 +75,33 @@ class NumericBins:
         out[cells == self.size - 1] = self.upper
         inner = (cells > 0) & (cells < self.size - 1)
         lo, hi = self.edges[cells[inner] - 1], self.edges[cells[inner]]
+        if self.fine_mass is not None:
+            lo, hi = self._fine_cells(cells[inner], lo, hi, rng)
         if self.integer:  # edges are k + 1/2: the cell holds ceil(lo) .. floor(hi)
             lo_int, hi_int = np.ceil(lo), np.floor(hi)
             out[inner] = lo_int + np.floor(rng.random(lo.size) * (hi_int - lo_int + 1))
             return out.astype(np.int64)
         out[inner] = lo + rng.random(lo.size) * (hi - lo)
         return out
+
+    def _fine_cells(
+        self, cells: np.ndarray, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per value of interior ``cells`` [lo, hi], the fine cell inside drawn in proportion
+        to the fine mass (the whole cell when none of its fine cells has mass)."""
+        fine, mass = np.asarray(self.fine_edges), np.asarray(self.fine_mass, dtype=np.float64)
+        cumulative = np.concatenate([[0.0], np.cumsum(np.clip(mass, 0.0, None))])
+        at = np.abs(fine[:, None] - self.edges[None, :]).argmin(axis=0)  # coarse edge -> fine
+        first, last = at[cells - 1], at[cells]
+        low, high = cumulative[first], cumulative[last]
+        target = low + rng.random(lo.size) * (high - low)
+        chosen = np.searchsorted(cumulative, target, side="right") - 1
+        chosen = np.clip(chosen, first, np.maximum(first, last - 1))
+        has_mass = (high > low) & (last > first)
+        return (
+            np.where(has_mass, fine[chosen], lo),
+            np.where(has_mass, fine[np.minimum(chosen + 1, fine.size - 1)], hi),
+        )
 
 
 def numeric_bins(column: Column, n_bins: int) -> NumericBins:

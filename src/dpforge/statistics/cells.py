@@ -9,6 +9,10 @@ public grid (``FINE_CELLS`` cells) is released once with the Gaussian mechanism 
 one to one cell of each column's histogram: L2 sensitivity ``sqrt(m)`` for ``m`` columns, one
 ``GaussianDpEvent``), projected onto the simplex (free) and cut into cells of about equal mass
 (free): fine where the records are, coarse where they are not. The bounds' point cells stay.
+The fine counts that stand out from the noise are kept too (free, ``kinds.table``): a value is
+drawn inside its cell in proportion to them, so that heaped numbers come back on their points
+(``NumericBins.decode``). An empty cell
+of a nullable column adds to no fine cell: the sensitivity stays ``sqrt(m)``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ __all__ = [
     "FINE_CELLS",
     "adaptive_columns",
     "bins_from_edges",
+    "fine_mass",
     "measure_fine_histograms",
     "quantile_bins",
 ]
@@ -53,20 +58,37 @@ def measure_fine_histograms(
 
 
 def _fine_counts(table, name: str, fine: NumericBins) -> np.ndarray:
-    """The exact histogram of one column on its fine grid (an engine's, or from pandas)."""
+    """The exact histogram of one column on its fine grid (an engine's, or from pandas); an
+    empty cell (NaN) is counted apart and left out."""
+
+    def assign(values: np.ndarray) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float64)
+        empty = np.isnan(values)
+        return np.where(empty, fine.size, fine.assign(np.where(empty, fine.lower, values)))
+
     if isinstance(table, TableAggregates):
-        return table.column(name).bincount(fine.assign, fine.size)
+        return table.column(name).bincount(assign, fine.size + 1)[:-1]
     values = table[name].to_numpy(np.float64)
-    return np.bincount(fine.assign(values), minlength=fine.size).astype(np.float64)
+    return np.bincount(assign(values), minlength=fine.size + 1)[:-1].astype(np.float64)
+
+
+def _fine_edges(fine: NumericBins) -> np.ndarray:
+    """The edges of the fine grid's interior cells."""
+    if fine.values.size:  # a small integer range has one fine cell per whole number:
+        return np.arange(fine.lower + 0.5, fine.upper, 1.0)  # cut at the half-integers
+    return fine.edges
+
+
+def fine_mass(noisy: np.ndarray, total: float) -> np.ndarray:
+    """The interior fine cells' mass: the noisy histogram projected to ``total`` (free)."""
+    return project_to_simplex(noisy, total)[1:-1]  # the bounds' point cells stay apart
 
 
 def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) -> NumericBins:
     """Cells of about equal (noisy, projected) mass, cut at the fine grid's edges (free)."""
     fine = numeric_bins(column, FINE_CELLS + 2)
-    fine_edges = fine.edges  # a small integer range has one fine cell per whole number:
-    if fine.values.size:  # its interior cells are then cut at the half-integers
-        fine_edges = np.arange(fine.lower + 0.5, fine.upper, 1.0)
-    mass = project_to_simplex(noisy, total)[1:-1]  # interior fine cells; bounds stay points
+    fine_edges = _fine_edges(fine)
+    mass = fine_mass(noisy, total)
     interior = n_bins - 2
     if mass.sum() <= 0:
         return numeric_bins(column, n_bins)
@@ -77,17 +99,26 @@ def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) 
     return NumericBins(column.name, fine.lower, fine.upper, fine.integer, edges, np.zeros(0))
 
 
-def bins_from_edges(columns: Sequence[Column], edges: Mapping[str, Sequence[float]]):
-    """Rebuild saved cells (the edges are DP outputs: public, kept in the model folder)."""
-    by_name = {c.name: c for c in columns}
-    return {
-        name: NumericBins(
-            name,
-            float(by_name[name].lower),
-            float(by_name[name].upper),
-            by_name[name].type == "integer",
-            np.asarray(values, dtype=np.float64),
-            np.zeros(0),
-        )
-        for name, values in edges.items()
-    }
+def bins_from_edges(
+    columns: Sequence[Column],
+    edges: Mapping[str, Sequence[float]],
+    masses: Mapping[str, Sequence[float]] | None = None,
+):
+    """Rebuild saved cells (the edges and fine masses are DP outputs: public, kept in the model
+    folder); a column without a fine mass draws uniformly inside its cells."""
+    by_name, masses = {c.name: c for c in columns}, masses or {}
+    return {name: _saved_bins(by_name[name], e, masses.get(name)) for name, e in edges.items()}
+
+
+def _saved_bins(column: Column, edges: Sequence[float], mass: Sequence[float] | None):
+    fine = numeric_bins(column, FINE_CELLS + 2) if mass is not None else None
+    return NumericBins(
+        column.name,
+        float(column.lower),
+        float(column.upper),
+        column.type == "integer",
+        np.asarray(edges, dtype=np.float64),
+        np.zeros(0),
+        None if fine is None else _fine_edges(fine),
+        None if mass is None else np.asarray(mass, dtype=np.float64),
+    )

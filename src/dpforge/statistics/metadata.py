@@ -113,10 +113,14 @@ def _complete(table, schema, sigma, threshold_delta, ledger, rng):
 
 
 def _column_values(table, name: str) -> np.ndarray | ColumnAggregates:
-    """One column's values, or its engine's aggregates when an engine keeps the records."""
+    """One column's values, or its engine's aggregates when an engine keeps the records.
+
+    Empty cells (a nullable column) are left out: a record then adds nothing to the estimate,
+    which keeps every sensitivity of the add/remove-one-record relation."""
     if isinstance(table, TableAggregates):
         return table.column(name)
-    return table[name].to_numpy()
+    values = table[name]
+    return values[values.notna()].to_numpy()
 
 
 def _as(values, dtype) -> np.ndarray | ColumnAggregates:
