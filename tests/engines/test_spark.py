@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from tests.cli_support import run
 
 from dpforge.errors import DataError, PrivacyError
 from dpforge.schema.table import Column, Schema
@@ -111,3 +112,20 @@ def test_spark_refuses_a_discriminator_before_reading(spark):
     )  # fmt: skip
     with pytest.raises(PrivacyError, match="anchored table path only"):
         synth.fit(spark.createDataFrame(frame))
+
+
+def test_cli_fit_reads_parquet_on_spark(spark, tmp_path, monkeypatch, capsys):
+    frame, schema = _table()
+    data = tmp_path / "records.parquet"
+    spark.createDataFrame(frame).write.parquet(str(data))
+    schema_path = tmp_path / "schema.json"
+    schema_path.write_text(schema.to_json())
+    args = ["fit", data, "--schema", schema_path, "--out", tmp_path / "model", "--seed", "0"]
+    spark_args = ["--engine", "spark", "--spark-master", "local[1]", "--no-budget-file"]
+    code, out = run([*args, *spark_args, "--quiet"], monkeypatch, capsys)
+    assert code == 0, out
+    assert (tmp_path / "model" / "model.json").is_file()
+    assert "privacy spent" in out
+    args[args.index(tmp_path / "model")] = tmp_path / "model2"
+    code, out = run([*args, "--spark-master", "local[1]"], monkeypatch, capsys)
+    assert code != 0 and "--engine spark" in out

@@ -16,8 +16,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from dpforge.applicable import refuse_anchor_flags
 from dpforge.cli.audit import audit
 from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
+from dpforge.cli.engine import ENGINE_HELP, MEMORY, SPARK, check_engine, spark_records
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.io import (
     IMAGE_FORMATS,
@@ -49,7 +51,7 @@ from dpforge.storage import (
     check_output_folder,
     recover_folder,
 )
-from dpforge.synthesizer import Synthesizer, load
+from dpforge.synthesizer import DEFAULT_METHOD, Synthesizer, load
 
 app = typer.Typer(
     name="dpforge",
@@ -168,7 +170,9 @@ def fit(
     ),
     epsilon: float = typer.Option(3.0, "--epsilon", help="total budget, metadata included"),
     delta: float = typer.Option(1e-5, "--delta"),
-    method: str = typer.Option("dpcgan", "--method"),
+    method: str = typer.Option(
+        None, "--method", help="dpcgan (default) | dpwgan | gswgan: needs --anchor-share < 1"
+    ),
     noise_multiplier: float = typer.Option(None, "--noise-multiplier"),
     epochs: float = typer.Option(None, "--epochs"),
     batch_size: int = typer.Option(None, "--batch-size", help="expected batch size B (q = B/N)"),
@@ -233,6 +237,9 @@ def fit(
     no_budget_file: bool = typer.Option(
         False, "--no-budget-file", help="do not record this run in a budget file"
     ),
+    engine: str = typer.Option(MEMORY, "--engine", help=ENGINE_HELP),
+    spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL"),
+    spark_remote: str = typer.Option(None, "--spark-remote", help="Spark Connect URL (sc://)"),
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
     check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
@@ -246,14 +253,16 @@ def fit(
         _keep_apart(out, checkpoint_dir)
     public = load_schema(schema_path)
     kind = checked_type(data_type, public)
+    check_engine(engine, spark_master, spark_remote, kind)
     samples_path = None
     if samples:
         samples_path = samples_out or default_samples_path(kind, out)
         check_sample_outputs(kind, samples_path, overwrite, (*inputs, out))
     if target is not None:
         public = _with_target(public, target)
+    refuse_anchor_flags(anchor_share, anchor_bins, anchor_statistic)
     method_options = method_config(
-        method,
+        method or DEFAULT_METHOD,
         batch_size=batch_size,
         clip_norm=clip_norm,
         d_steps=d_steps,
@@ -291,15 +300,18 @@ def fit(
     synth.check_options()  # before the data are read
     # Rank 0 alone charges the budget file and writes the outputs.
     data_budget = budget_for_fit(data, budget_file, no_budget_file) if replicas.is_main else None
-    records = read_data(
-        kind,
-        data,
-        labels=labels,
-        label=_label_name(public),
-        layout=layout,
-        id_column=id_column,
-        channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
-    )
+    if engine == SPARK:
+        records = spark_records(data, spark_master, spark_remote)
+    else:
+        records = read_data(
+            kind,
+            data,
+            labels=labels,
+            label=_label_name(public),
+            layout=layout,
+            id_column=id_column,
+            channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
+        )
     synth.fit(records, budget=data_budget)
     if not replicas.is_main:
         return

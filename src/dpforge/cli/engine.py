@@ -1,0 +1,54 @@
+"""``dpforge fit --engine``: where the records are read and their aggregates computed.
+
+``memory`` (the default) reads the data file into this process. ``spark`` leaves a table in
+Apache Spark: ``--spark-master URL`` (a cluster; ``local[*]``, embedded, by default) or
+``--spark-remote sc://HOST:PORT`` (Spark Connect), over Parquet files or folders or CSV files.
+Every option is checked before anything is read or charged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dpforge.cli.io import TABLE
+from dpforge.errors import DpforgeError
+
+URL_SCHEMES = frozenset({"hdfs", "s3", "s3a", "gs", "abfs", "abfss", "wasbs", "dbfs"})
+MEMORY = "memory"
+SPARK = "spark"
+ENGINE_HELP = (
+    "where the records are read: 'memory' (this process) or 'spark' (tables: the measurements "
+    "run as Spark aggregations; PATH is Parquet or CSV)"
+)
+
+
+def check_engine(engine: str, master: str | None, remote: str | None, kind: str) -> None:
+    """Refuse an unknown engine, Spark options without Spark, and Spark for non-tables."""
+    if engine not in (MEMORY, SPARK):
+        raise DpforgeError(f"--engine must be '{MEMORY}' or '{SPARK}', got {engine!r}")
+    if engine == MEMORY and (master or remote):
+        raise DpforgeError("--spark-master and --spark-remote need --engine spark")
+    if master and remote:
+        raise DpforgeError("give --spark-master or --spark-remote, not both")
+    if engine == SPARK and kind != TABLE:
+        raise DpforgeError(f"--engine spark measures tables; this schema is for {kind} data")
+
+
+def spark_records(path: Path, master: str | None, remote: str | None) -> Any:
+    """A Spark engine over the table at ``path`` (Parquet file or folder, or CSV file)."""
+    from dpforge.engines.spark import SparkEngine
+
+    location = _location(path)
+    if location == str(path) and not path.exists():
+        raise DpforgeError(f"data path {path} does not exist")
+    return SparkEngine.from_paths([location], master=master, remote=remote)
+
+
+def _location(path: Path) -> str:
+    """The path as Spark reads it: a cluster URL keeps its ``//`` (``Path`` folds it)."""
+    text = str(path)
+    scheme, _, rest = text.partition(":/")
+    if scheme in URL_SCHEMES and rest and not rest.startswith("/"):
+        return f"{scheme}://{rest}"
+    return text
