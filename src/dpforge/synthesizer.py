@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from dpforge import options as run_options
+from dpforge.applicable import refuse_inapplicable
 from dpforge.data.arrays import ArrayData
 from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
@@ -35,6 +36,7 @@ from dpforge.training import checkpoint_lock
 
 __all__ = ["Synthesizer", "load", "resolve_anchor"]
 SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
+DEFAULT_METHOD = "dpcgan"
 _FITTED = ("schema", "encoder", "ledger", "label_prior", "plan", "generator", "bayesian")
 
 
@@ -46,8 +48,9 @@ class Synthesizer:
     schema: the public metadata: a :class:`dpforge.schema.table.Schema` (tables, fit on a DataFrame)
         or an :class:`dpforge.schema.array.ArraySchema` (images or time series, fit on
         :class:`dpforge.data.arrays.ArrayData`).
-    method: "dpcgan", "dpwgan" or "gswgan": the private discriminator that trains (or, with
-        anchoring, refines) the generator.
+    method: "dpcgan" (default), "dpwgan" or "gswgan": the private discriminator that trains
+        (or, with anchoring, refines) the generator. Naming one, or passing discriminator
+        options, for a run that trains no discriminator (anchor share 1) is refused.
     epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
         the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
     noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
@@ -74,7 +77,7 @@ class Synthesizer:
     def __init__(
         self,
         schema: Schema | ArraySchema,
-        method: str = "dpcgan",
+        method: str | None = None,
         epsilon: float = 3.0,
         delta: float = 1e-5,
         *,
@@ -90,6 +93,8 @@ class Synthesizer:
         checkpoint_every: int = 500,
         anchor: AnchorConfig | str | None = "auto",
     ) -> None:
+        self.method_given = method is not None  # a method for no discriminator is refused
+        method = DEFAULT_METHOD if method is None else method
         if method not in METHODS:
             raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
         self.schema = schema
@@ -174,6 +179,9 @@ class Synthesizer:
         run_options.check_epochs(self.epochs)
         run_options.check_seed(self.seed)
         run_options.check_method_config(self.method_options, self.epsilon)
+        alone = anchoring_for(resolve_anchor(self.anchor, self.schema)).alone
+        given = None if self.default_method_options else self.method_options
+        refuse_inapplicable(alone, self.method_given, self.method, given, self.epsilon)
         if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 1:
             raise PrivacyError(
                 f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"
