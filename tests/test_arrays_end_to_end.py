@@ -127,7 +127,7 @@ def test_dp_label_prior_is_charged_and_non_private_baseline_says_infinite(digits
 
 def test_bad_records_are_refused_with_record_and_value(digits):
     train, _, schema = digits
-    synth = Synthesizer(schema, method="dpcgan", progress=False)
+    synth = Synthesizer(schema, progress=False)
     bad = train.values.copy()
     bad[4, 0, 2, 3] = 17.0
     with pytest.raises(DataError, match=r"record 5, channel 'gray', position \[2, 3\]: value 17"):
@@ -139,7 +139,7 @@ def test_bad_records_are_refused_with_record_and_value(digits):
     with pytest.raises(DataError, match=r"shape \[1, 8, 7\]"):
         synth.fit(ArrayData(train.values[..., :7], train.labels))
     with pytest.raises(DataError, match="not one of"):
-        Synthesizer(schema, method="dpcgan", progress=False).fit(
+        Synthesizer(schema, progress=False).fit(
             ArrayData(train.values, np.full(len(train), "x", dtype=object))
         )
 

@@ -235,8 +235,8 @@ def test_the_title_names_what_ran(cancer, anchor, epochs, title, tmp_path, capsy
     """An anchored-only model ran no GAN step: its report must not call it a dpcgan model."""
     frame, schema = cancer
     synth = dpforge.Synthesizer(
-        schema, epsilon=3.0, delta=1e-5, method_options=FAST, seed=0, progress=False,
-        epochs=epochs, anchor=anchor,
+        schema, epsilon=3.0, delta=1e-5, seed=0, progress=False, epochs=epochs, anchor=anchor,
+        method_options=None if epochs is None else FAST,  # none: no discriminator trains
     ).fit(frame.iloc[:300])  # fmt: skip
     assert model_description(synth).startswith(title)
     synth.save(tmp_path / "model")

@@ -4,11 +4,14 @@ The default table synthesizer (a generator anchored on DP-measured marginals) at
 (epsilon, delta) on 80% of the breast-cancer records (Wisconsin diagnostic, 569 patients), with
 every bound and the label prior estimated under DP and charged to the budget; then synthetic
 rows are written and a classifier trained on them is tested on the 20% of real records held
-out, next to the same classifier trained on the real 80%.
+out, next to the same classifier trained on the real 80%. The split is public (the records ship
+with scikit-learn), so it is written beside the model (``public-train.csv``,
+``public-test.csv``) and the demo ends with the two commands that evaluate and report it.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -39,8 +42,32 @@ def _is_demo_folder(path: Path) -> bool:
     return is_model_folder(path / "model")
 
 
-# The demo's folder holds its model folder and its CSV; only such a folder is written into.
-DEMO_FOLDER = FolderKind("demo folder", frozenset({"model", "synthetic.csv"}), _is_demo_folder)
+# The demo's public split, written beside the model so that evaluate and report can use it.
+TRAIN_CSV, TEST_CSV = "public-train.csv", "public-test.csv"
+# The demo's folder holds its model folder and its CSVs; only such a folder is written into.
+DEMO_FOLDER = FolderKind(
+    "demo folder",
+    frozenset({"model", "synthetic.csv", TRAIN_CSV, TEST_CSV, "evaluation.json", "report.html"}),
+    _is_demo_folder,
+)
+
+
+def _write_split(out: Path, train: pd.DataFrame, test: pd.DataFrame) -> None:
+    """The public training and held-out records, as CSV files beside the model."""
+    for name, frame in ((TRAIN_CSV, train), (TEST_CSV, test)):
+        atomic_write(out / name, lambda p, f=frame: f.to_csv(p, index=False), overwrite=True)
+
+
+def next_commands(out: Path) -> list[str]:
+    """The two commands that evaluate and report the demo's model on its public split."""
+    q = {
+        k: shlex.quote(str(out / v)) for k, v in (("m", "model"), ("a", TRAIN_CSV), ("b", TEST_CSV))
+    }
+    split = f"--real-train {q['a']} --real-test {q['b']}"
+    return [
+        f"dpforge evaluate {q['m']} {split} -o {shlex.quote(str(out / 'evaluation.json'))}",
+        f"dpforge report {q['m']} {split} -o {shlex.quote(str(out / 'report.html'))}",
+    ]
 
 
 def run_demo(out: Path, epsilon: float, delta: float, seed: int | None, console: Console) -> None:
@@ -60,6 +87,7 @@ def run_demo(out: Path, epsilon: float, delta: float, seed: int | None, console:
     out.mkdir(parents=True, exist_ok=True)
     synth.save(out / "model", overwrite=True)
     atomic_write(out / "synthetic.csv", lambda p: rows.to_csv(p, index=False), overwrite=True)
+    _write_split(out, train, test)
     report = synth.privacy_spent()
     console.print(f"wrote {out / 'model'} and {len(rows)} rows to {out / 'synthetic.csv'}")
     console.print(
@@ -73,3 +101,9 @@ def run_demo(out: Path, epsilon: float, delta: float, seed: int | None, console:
         f"real records: AuROC {synthetic_score.value:.3f} (trained on the real records: "
         f"{real_score.value:.3f})"
     )
+    console.print(
+        f"the public split is beside the model ({out / TRAIN_CSV}, {out / TEST_CSV}); "
+        "evaluate and report the model with:"
+    )
+    for command in next_commands(out):
+        console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
