@@ -94,23 +94,11 @@ class Synthesizer:
         anchor: AnchorConfig | str | None = "auto",
     ) -> None:
         self.method_given = method is not None  # a method for no discriminator is refused
-        method = DEFAULT_METHOD if method is None else method
-        if method not in METHODS:
-            raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
-        self.schema = schema
-        self.method = method
-        self.epsilon = epsilon
-        self.delta = delta
-        self.noise_multiplier = noise_multiplier
-        self.epochs = epochs
+        self.method = DEFAULT_METHOD if method is None else method
+        self.schema, self.epsilon, self.delta = schema, epsilon, delta
+        self.noise_multiplier, self.epochs = noise_multiplier, epochs
         self.metadata_share = metadata_share
-        config_cls = METHODS[method][1]
-        if method_options is not None and not isinstance(method_options, config_cls):
-            raise PrivacyError(
-                f"method '{method}' takes a {config_cls.__name__}, got "
-                f"{type(method_options).__name__}"
-            )
-        self.method_options = method_options or config_cls()
+        self.method_options = _method_options(self.method, method_options)
         self.default_method_options = method_options is None
         self.out_of_bounds = out_of_bounds
         self.seed = seed
@@ -234,6 +222,18 @@ class Synthesizer:
         """Write the model folder: generator weights (safetensors) and public JSON only."""
         self._require_fitted()
         return save_model(self, Path(path), overwrite=overwrite)
+
+
+def _method_options(method: str, options: Any) -> Any:
+    """The method's config: ``options`` checked against the method, or its defaults."""
+    if method not in METHODS:
+        raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
+    config_cls = METHODS[method][1]
+    if options is not None and not isinstance(options, config_cls):
+        raise PrivacyError(
+            f"method '{method}' takes a {config_cls.__name__}, got {type(options).__name__}"
+        )
+    return options or config_cls()
 
 
 def load(path: str | Path) -> Synthesizer:

@@ -39,7 +39,6 @@ from dpforge.statistics.selection import (
 __all__ = [
     "AnchorPlan",
     "anchor_loss",
-    "fit_anchored_generator",
     "measure_round_one",
     "measure_selected_pairs",
     "plan_anchoring",
@@ -130,27 +129,6 @@ def measure_round_one(
     """The first round's release (already in the ledger); ``total`` is the public N."""
     chosen = default_marginals(spans, label_name)
     return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total)
-
-
-def fit_anchored_generator(
-    generator: torch.nn.Module,
-    measured: list[MeasuredMarginal],
-    plan: AnchorPlan,
-    blocks: Mapping[str, np.ndarray],
-    spans: Sequence[Span],
-    label_name: str | None,
-    prior: torch.Tensor | None,
-    config: AnchorConfig,
-    rngs: tuple[np.random.Generator, torch.Generator],
-) -> tuple[list[MeasuredMarginal], AnchorLoss]:
-    """Train on round 1, run the selection and round 2 when planned; returns all measurements
-    and the final loss (for the discriminator's refinement)."""
-    measured = measure_selected_pairs(
-        generator, measured, plan, blocks, spans, label_name, prior, config, rngs
-    )
-    loss = anchor_loss(measured, spans, label_name, prior, config)
-    train_anchor(generator, loss, _n_classes(prior), config, rngs[1])
-    return measured, loss
 
 
 def measure_selected_pairs(
