@@ -55,8 +55,8 @@ def test_a_value_the_threshold_dropped_neither_fails_the_fit_nor_is_quoted(cance
         warnings.simplefilter("always")
         steps = {"epochs": 15} if anchor is None else {}  # anchoring: marginals alone
         synth = dpforge.Synthesizer(
-            public, epsilon=8.0, delta=1e-5, method_options=FAST, seed=0, progress=False,
-            anchor=anchor, **steps,
+            public, epsilon=8.0, delta=1e-5, seed=0, progress=False, anchor=anchor, **steps,
+            method_options=FAST if anchor is None else None,  # anchored alone: no discriminator
         ).fit(frame)  # fmt: skip
     assert synth.schema_.column("site").categories == ("north", "south")
     assert set(synth.schema_.column("diagnosis").categories) == {"benign", "malignant"}

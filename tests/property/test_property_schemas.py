@@ -76,7 +76,8 @@ def test_a_schema_file_error_names_the_file_the_key_and_the_fix(tmp_path):
     assert code == 2
     assert output.strip() == (
         f'error: schema file {path}: $.columns[0] has an unknown key "lowr" (did you mean '
-        '"lower"?); a continuous or integer column takes only name, type, lower, upper'
+        '"lower"?); a continuous or integer column takes only name, type, lower, upper, '
+        "nullable, resolution"
     )
 
 

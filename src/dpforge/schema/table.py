@@ -366,6 +366,11 @@ class Schema:
             raise SchemaError(f"label must be a column name or None, got {self.label!r}")
         for c in self.columns:
             c.validate()
+        if all(c.is_identifier for c in self.columns):
+            raise SchemaError(
+                "every column is an identifier (drop or surrogate): there is nothing to model; "
+                "give at least one column the type continuous, integer or categorical"
+            )
         names = self.names
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
