@@ -52,7 +52,6 @@ from dpforge import Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.evaluation.attacks import ATTACKS, membership_attacks, table_matrix
 from dpforge.evaluation.inputs import typed_table
-from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.methods.dpwgan import DPWGANConfig
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
@@ -102,14 +101,11 @@ def make_model(kind: str, args, schema: Schema, n: int, seed: int) -> Synthesize
     """The synthesizer of release ``kind`` (None for the copy and holdout releases)."""
     epsilon = math.inf if kind.endswith("overfit") else args.epsilon
     if kind.startswith("anchor"):
-        # the default synthesizer; batch size (unused without discriminator steps, but checked
-        # against the data size) fitted to the few members, the anchored generator's widths kept
+        # the default synthesizer (no discriminator options: none applies without one)
         anchor = AnchorConfig(steps=args.anchor_steps)
-        options = DPCGANConfig(batch_size=min(n, 64), generator_hidden=anchor.generator_hidden)
         return Synthesizer(
-            schema, epsilon=epsilon, delta=DELTA, method_options=options, anchor=anchor,
-            seed=seed, progress=False,
-        )  # fmt: skip
+            schema, epsilon=epsilon, delta=DELTA, anchor=anchor, seed=seed, progress=False
+        )
     if kind.startswith("gan"):
         wide = (args.hidden, args.hidden)
         options = DPWGANConfig(

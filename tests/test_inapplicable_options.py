@@ -52,6 +52,14 @@ def test_the_api_keeps_generator_options_and_a_refining_method():
     Synthesizer(SCHEMA, method="dpwgan", anchor=None).check_options()
 
 
+def test_a_small_table_anchored_alone_needs_no_batch_size():
+    """Without a discriminator no batch size applies: fewer records than the default batch
+    (64) fit, where the size check used to ask for --batch-size, now refused."""
+    frame = pd.DataFrame({"x": [i / 40 for i in range(40)], "y": ["a", "b"] * 20})
+    synth = Synthesizer(SCHEMA, epsilon=3.0, seed=0, progress=False, anchor=AnchorConfig(steps=5))
+    assert len(synth.fit(frame).sample(10, seed=0)) == 10
+
+
 def test_the_bayesian_bound_is_refused_without_dp_sgd_noise():
     options = DPWGANConfig(bayesian_accounting=True)
     synth = Synthesizer(

@@ -103,5 +103,6 @@ def _start(run: RunSettings, options: Any, n_public: float) -> None:
 def _resolve_config(run: RunSettings, options: Any, n: int) -> None:
     """The method's config for ``n`` records, with the anchoring's generator."""
     config = METHODS[run.method][0].resolve_config(options, n)
-    run_options.check_against_size(config, n)
+    if not run.anchoring.alone:  # alone, no discriminator step uses the batch size (issue 21.8)
+        run_options.check_against_size(config, n)
     run.config = run.anchoring.method_config(config, run.default_options, run.schema)
