@@ -110,8 +110,10 @@ def test_declared_series_range_costs_nothing_for_metadata(italy):
     public = schema.with_channels((Channel("demand", -4.0, 4.0),))
     config = DPCGANConfig(batch_size=64, **SMALL_SERIES)
     synth = _fit(public, train, "dpcgan", config, epochs=9)
-    assert len(synth.ledger_.entries) == 1  # the training steps, nothing for metadata
-    assert synth.ledger_.entries[0].name.startswith("dpcgan: ")
+    # the record count, then the training steps: nothing for metadata
+    assert len(synth.ledger_.entries) == 2
+    assert synth.ledger_.entries[0].name.startswith("record count")
+    assert synth.ledger_.entries[1].name.startswith("dpcgan: ")
 
 
 def test_dp_label_prior_is_charged_and_non_private_baseline_says_infinite(digits):

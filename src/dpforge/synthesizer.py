@@ -72,6 +72,8 @@ class Synthesizer:
     seed: None (noise seeded from the OS: use for releases) or an int (reproducible runs).
     checkpoint_dir, checkpoint_every: where and how often to write a private, resumable
         checkpoint (it holds the discriminator: keep it with the data, never publish it).
+    record_count: a PUBLIC number of records (declared, or released under DP before, as the
+        hyperparameter search does); without it the count is released under DP first.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class Synthesizer:
         progress: bool = True,
         checkpoint_dir: str | Path | None = None,
         checkpoint_every: int = 500,
+        record_count: int | None = None,
         anchor: AnchorConfig | str | None = "auto",
     ) -> None:
         self.method_given = method is not None  # a method for no discriminator is refused
@@ -107,6 +110,7 @@ class Synthesizer:
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_every = checkpoint_every
         self.anchor = anchor
+        self.record_count = record_count
 
     # -- fit -----------------------------------------------------------------------------
     def fit(
@@ -154,6 +158,7 @@ class Synthesizer:
             self.epochs, self.metadata_share, self.method_options, self.default_method_options,
             self.anchor_, anchoring_for(self.anchor_), self.out_of_bounds, self.seed,
             self.device, self.progress, self.checkpoint_dir, self.checkpoint_every,
+            record_count=self.record_count,
         )  # fmt: skip
 
     def _seed_sequence(self, stream: int) -> int | None:
@@ -174,6 +179,9 @@ class Synthesizer:
             raise PrivacyError(
                 f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"
             )
+        count = self.record_count
+        if count is not None and (not isinstance(count, numbers.Integral) or count < 1):
+            raise PrivacyError(f"record_count must be a whole number >= 1, got {count!r}")
 
     # -- use -------------------------------------------------------------------------------------
     def privacy_spent(self) -> PrivacyReport:

@@ -60,6 +60,8 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import PrivacyError
+from dpforge.pipeline.measure import release_count
+from dpforge.pipeline.plan import size_noise
 from dpforge.privacy.accounting import epsilon as event_epsilon
 from dpforge.privacy.accounting import format_epsilon
 from dpforge.privacy.budget import DataBudget
@@ -238,6 +240,7 @@ class _TrialGuard:
     def __init__(self, score: Score, repetitions: Repetitions, budget: DataBudget | None):
         self.score, self.repetitions, self.budget = score, repetitions, budget
         self.trial_event: dp_accounting.DpEvent | None = None
+        self.search_ledger = PrivacyLedger()  # the releases made once for the whole search
         self.trial_index = 0
 
     def reserve(
@@ -276,12 +279,11 @@ class _TrialGuard:
             )
 
     def _charge_budget(self, epsilon: float, delta: float, description: str) -> None:
-        tuning = PrivacyLedger()
-        event = self.repetitions.event(self.trial_event)
-        tuning.record(self.entry_name(), event)
+        tuning = PrivacyLedger(self.search_ledger.entries)
+        tuning.record(self.entry_name(), self.repetitions.event(self.trial_event))
         self.budget.charge(
             tuning,
-            epsilon=event_epsilon(event, delta, "rdp"),
+            epsilon=event_epsilon(tuning.event(), delta, "rdp"),
             delta=delta,
             description=f"tuning ({self.repetitions.describe()}) of {description}",
         )
@@ -337,12 +339,14 @@ def tune(
             f"drew {trials} trials, more than {MAX_TRIALS}; use a smaller mean (the search "
             "must run every trial drawn, so it stops here before any trial)"
         )
+    record_count = _released_count(candidates[0], data, guard.search_ledger, rng)
     best: tuple[float, int, Synthesizer, _Transcript] | None = None
     for index in range(trials):
         guard.trial_index = index
         choice = int(rng.integers(len(candidates)))
         trial = copy.deepcopy(candidates[choice])
         trial.seed = int(rng.integers(2**_SEED_BITS))
+        trial.record_count = record_count  # every trial sized by the same public count
         with _held_output() as transcript:
             trial.fit(data, budget=guard)
             value = score(trial, rng)
@@ -352,9 +356,9 @@ def tune(
         return TuningResult(None, None, None, 0, repetitions, None, _kind(score))
     value, choice, synthesizer, transcript = best
     transcript.replay()  # the released trial's output only
-    event = repetitions.event(guard.trial_event)
-    synthesizer.ledger_ = PrivacyLedger()
-    synthesizer.ledger_.record(guard.entry_name(), event)
+    synthesizer.ledger_ = PrivacyLedger(guard.search_ledger.entries)
+    synthesizer.ledger_.record(guard.entry_name(), repetitions.event(guard.trial_event))
+    event = synthesizer.ledger_.event()  # the whole search: the count and the trials
     return TuningResult(synthesizer, choice, value, trials, repetitions, event, _kind(score))
 
 
@@ -389,6 +393,18 @@ def _held_output() -> Iterator[_Transcript]:
             yield transcript
         finally:
             transcript.caught = list(caught)
+
+
+def _released_count(
+    candidate: Synthesizer, data: Any, ledger: PrivacyLedger, rng: np.random.Generator
+) -> int | None:
+    """The record count every trial is sized by: the candidates' public one, else released
+    once for the whole search (trials that each released their own would plan different
+    events, and RepeatAndSelect needs one trial event)."""
+    if candidate.record_count is not None:
+        return candidate.record_count
+    sigma = size_noise(candidate.epsilon, candidate.delta)
+    return int(release_count(len(data), sigma, ledger, rng))
 
 
 def _kind(score: Score) -> str:

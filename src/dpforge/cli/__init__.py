@@ -382,9 +382,10 @@ def anchor_option(
     return config
 
 
-def method_config(method: str, **given: object) -> object:
-    """The method's config with the options the user gave; an option of another method is an
-    error, not silently ignored."""
+def method_config(method: str, **given: object) -> object | None:
+    """The method's config with the options the user gave (None when none was given, so that
+    the command line gets the same defaults as Python, the anchored generator included); an
+    option of another method is an error, not silently ignored."""
     if method not in METHODS:
         raise DpforgeError(f"unknown method '{method}'; available: {sorted(METHODS)}")
     config_cls = METHODS[method][1]
@@ -394,7 +395,7 @@ def method_config(method: str, **given: object) -> object:
     if foreign:
         flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
         raise DpforgeError(f"{flags} do(es) not apply to method '{method}'")
-    return config_cls(**chosen)
+    return config_cls(**chosen) if chosen else None
 
 
 def _keep_apart(out: Path, checkpoint_dir: Path) -> None:

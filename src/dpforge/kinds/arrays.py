@@ -9,7 +9,7 @@ random features and trains the generator to match them (:mod:`dpforge.statistics
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from dpforge.data.array_encoder import ArrayEncoder
 from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
 from dpforge.errors import DataError, PrivacyError
-from dpforge.kinds.base import Anchoring, Measured
+from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.schema.array import ArraySchema
@@ -152,9 +152,13 @@ class EmbeddingAnchoring(_FeatureAnchoring):
     """Images or series: per-class mean embeddings in public random Fourier features."""
 
     def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
-        if not default_options:
+        """The anchor's generator unless the caller chose a network (or its widths)."""
+        if config.generator_net != "auto":
             return config
-        return array_anchor.anchored_config(config, self.config, schema.shape)
+        anchored = array_anchor.anchored_config(config, self.config, schema.shape)
+        if default_options or not chose(config, "generator_hidden"):
+            return anchored
+        return replace(anchored, generator_hidden=config.generator_hidden)
 
     def _release(self, encoder, records, target, ledger, seeds) -> MeasuredArrays:
         embedding = array_anchor.measure_for_run(

@@ -37,6 +37,11 @@ class Measured:
         return False
 
 
+def chose(config: Any, name: str) -> bool:
+    """Whether ``config``'s field ``name`` differs from its class default (the caller set it)."""
+    return getattr(config, name) != getattr(type(config)(), name)
+
+
 class Anchoring:
     """The pipeline's hooks for one kind and anchor configuration (see the module notes)."""
 

@@ -21,7 +21,7 @@ from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
 from dpforge.engines.aggregates import TableAggregates
 from dpforge.errors import DataError
-from dpforge.kinds.base import Anchoring, Measured
+from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.schema.table import Schema
@@ -125,8 +125,8 @@ class MarginalAnchoring(Anchoring):
         self.config = config
 
     def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
-        """The anchored generator's widths, unless the caller chose the method's options."""
-        if not default_options:
+        """The anchored generator's widths, unless the caller chose them."""
+        if not default_options and chose(config, "generator_hidden"):
             return config
         return replace(config, generator_hidden=self.config.generator_hidden)
 

@@ -19,6 +19,8 @@ from dpforge.pipeline.plan import metadata_budget, plan_training, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
 
+COUNT_ENTRY = "record count (sizes the sampling rate, cells and totals)"
+
 
 def check_records(run: RunSettings, engine: Engine) -> int:
     """Check every record against the schema (bad input is refused, naming the record);
@@ -29,13 +31,22 @@ def check_records(run: RunSettings, engine: Engine) -> int:
 
 
 def release_size(run: RunSettings, n_records: int, ledger: PrivacyLedger) -> float:
-    """The record count released with the Gaussian mechanism (one record moves it by 1 under
-    add/remove): the N that sizes q, the numeric cells and the marginals' totals, so that no
-    exact size reaches what is released (design.md rule 10)."""
-    sigma = size_noise(run)
-    event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
-    ledger.record("record count (sizes the sampling rate, cells and totals)", event)
+    """The N that sizes q, the numeric cells and the marginals' totals, so that no exact size
+    reaches what is released (design.md rule 10): the caller's public ``record_count`` (a
+    declared N, or one released before, as the hyperparameter search does), else a release."""
+    if run.record_count is not None:
+        return float(run.record_count)
     rng = np.random.default_rng(run.seed_sequence(5))
+    return release_count(n_records, size_noise(run.epsilon, run.delta), ledger, rng)
+
+
+def release_count(
+    n_records: int, sigma: float, ledger: PrivacyLedger, rng: np.random.Generator
+) -> float:
+    """The record count released with the Gaussian mechanism (one record moves it by 1 under
+    add/remove), recorded in ``ledger`` before it runs; 0 noise: non-private."""
+    event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
+    ledger.record(COUNT_ENTRY, event)
     noisy = n_records + rng.normal(0.0, sigma) if sigma > 0 else float(n_records)
     return max(1.0, round(noisy))  # rounding and the floor are post-processing
 

@@ -63,12 +63,12 @@ def check_request(run: RunSettings) -> None:
         raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
 
 
-def size_noise(run: RunSettings) -> float:
-    """The noise multiplier of the record count's release: ``SIZE_SHARE`` of the run's budget
-    in the zCDP sense (a Gaussian's cost grows as 1 / sigma^2); 0 for the non-private run."""
-    if not math.isfinite(run.epsilon):
+def size_noise(epsilon: float, delta: float) -> float:
+    """The noise multiplier of the record count's release: ``SIZE_SHARE`` of an (epsilon,
+    delta) budget in the zCDP sense (a Gaussian's cost grows as 1 / sigma^2); 0 without one."""
+    if not math.isfinite(epsilon):
         return 0.0
-    whole = noise_for_target(dp_accounting.GaussianDpEvent, run.epsilon, run.delta)
+    whole = noise_for_target(dp_accounting.GaussianDpEvent, epsilon, delta)
     return whole / math.sqrt(SIZE_SHARE)
 
 

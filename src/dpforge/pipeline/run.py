@@ -41,6 +41,7 @@ class RunSettings:
     checkpoint_dir: Path | None
     checkpoint_every: int
     budget_run: str | None = None  # the run's id in the data set's budget file, if any
+    record_count: float | None = None  # a public N (declared, or released before the run)
 
     @property
     def kind(self) -> Any:
