@@ -3,7 +3,7 @@
 A schema is what dpforge may use without paying privacy: everything in it must be public
 knowledge (a code book, a questionnaire, a measurement range). Values that are not known in
 advance are left as ``null`` and are then estimated under differential privacy during ``fit``,
-charged to the same budget and recorded in the ledger (see ``dpforge.data.metadata``).
+charged to the same budget and recorded in the ledger (see ``dpforge.statistics.metadata``).
 """
 
 from __future__ import annotations
