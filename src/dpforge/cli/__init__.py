@@ -30,6 +30,7 @@ from dpforge.cli.io import (
     draft,
     guess_type,
     read_data,
+    refuse_foreign_options,
     schema_type,
     write_samples,
 )
@@ -122,6 +123,7 @@ def schema(
     """Draft a schema for DATA: column types or shape, and optionally values to review."""
     check_output_file(out, overwrite=overwrite, inputs=(data,), what="schema file")
     kind = data_type or guess_type(data)
+    refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
     if kind == TABLE:
         drafted = draft_schema(read_csv(data), label=target, with_values=values)
     else:
@@ -253,6 +255,7 @@ def fit(
         _keep_apart(out, checkpoint_dir)
     public = load_schema(schema_path)
     kind = checked_type(data_type, public)
+    refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
     check_engine(engine, spark_master, spark_remote, kind)
     samples_path = None
     if samples:

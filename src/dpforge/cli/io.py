@@ -157,3 +157,21 @@ def write_csv_chunks(chunks: Iterable[pd.DataFrame], path: Path) -> None:
 
 def default_samples_path(kind: str, model: Path) -> Path:
     return model.with_suffix(".csv") if kind != IMAGE else model.with_name(model.name + "-images")
+
+
+def refuse_foreign_options(
+    kind: str, *, labels: Path | None, id_column: str | None, layout: str
+) -> None:
+    """Reading options of another data type are refused, never silently ignored."""
+    if labels is not None and kind != IMAGE:
+        raise DpforgeError(
+            f"--labels {labels} applies to images (an idx labels file), but this is {kind} "
+            "data: drop it (a table's label is the schema's 'label', or --target)"
+        )
+    if id_column is not None and kind != TIMESERIES:
+        raise DpforgeError(
+            f"--id-column {id_column} applies to time series, but this is {kind} data: drop it "
+            "(a table's identifier columns are declared in its schema as 'drop' or 'surrogate')"
+        )
+    if layout != "wide" and kind != TIMESERIES:
+        raise DpforgeError(f"--layout {layout} applies to time series CSV files only: drop it")
