@@ -24,6 +24,7 @@ from dpforge.cli.evaluate import evaluate
 from dpforge.cli.io import (
     IMAGE_FORMATS,
     TABLE,
+    check_parts,
     check_sample_outputs,
     checked_type,
     default_samples_path,
@@ -36,6 +37,7 @@ from dpforge.cli.io import (
 )
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
+from dpforge.data.parts import PartsRequest, write_parts
 from dpforge.data.tables import draft_schema, read_csv
 from dpforge.distributed import join_processes, refuse_checkpoints
 from dpforge.errors import DpforgeError, redact_from_now
@@ -433,6 +435,15 @@ def sample(
     image_format: str = typer.Option(
         "both", "--image-format", help="images: png (one file each), npz, or both; plus grid.png"
     ),
+    table_format: str = typer.Option(
+        "csv", "--format", help="tables: csv, or parquet (a folder of part files)"
+    ),
+    partitions: int = typer.Option(
+        1, "--partitions", help="tables: write a folder of this many part files, in parallel"
+    ),
+    workers: int = typer.Option(
+        None, "--workers", help="processes writing parts (default: partitions, at most the cores)"
+    ),
     seed: int = typer.Option(None, "--seed"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
@@ -445,6 +456,14 @@ def sample(
     recover_folder(model, MODEL_FOLDER)  # a replacement a kill interrupted
     synth = load(model)
     conditions = _parse_conditions(condition or [])
+    if table_format != "csv" or partitions != 1 or workers is not None:
+        parts = PartsRequest(model, n, partitions, table_format, seed, tuple(conditions.items()))
+        check_parts(schema_type(synth.schema_), parts, out, overwrite, workers)
+        write_parts(
+            parts, out, workers=workers or min(partitions, os.cpu_count() or 1), overwrite=overwrite
+        )
+        console.print(f"wrote {n} records in {partitions} {table_format} part(s) to {out}")
+        return
     check_sample_outputs(schema_type(synth.schema_), out, overwrite, (model,))
     written = write_samples(synth, n, conditions, seed, out, overwrite, image_format)
     console.print(f"wrote {n} records to {', '.join(map(str, written))}")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.arrays import ArrayData
+from dpforge.data.parts import PARTS_FOLDER, PartsRequest
 from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
@@ -114,6 +115,22 @@ def check_sample_outputs(
         return
     for path in sample_paths(kind, out):
         check_output_file(path, overwrite=overwrite, inputs=inputs, what="samples file")
+
+
+def check_parts(
+    kind: str, request: PartsRequest, out: Path, overwrite: bool, workers: int | None
+) -> None:
+    """Before any work: a partitioned output (``--format``, ``--partitions``, ``--workers``)
+    is for tables, and its folder may be written."""
+    if kind != TABLE:
+        raise DpforgeError(
+            f"--format, --partitions and --workers apply to tables; this model writes {kind} "
+            "data: drop them"
+        )
+    request.check()
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise DpforgeError(f"--workers {workers}: give a whole number of processes, at least 1")
+    check_output_folder(out, PARTS_FOLDER, overwrite=overwrite, inputs=(request.model,))
 
 
 def write_samples(
