@@ -47,6 +47,7 @@ def _fit(folder: Path) -> Path:
     from sklearn.datasets import load_breast_cancer
 
     from dpforge.schema.table import Column, Schema
+    from dpforge.statistics.anchor import AnchorConfig
     from dpforge.synthesizer import Synthesizer
 
     raw = load_breast_cancer(as_frame=True)
@@ -60,7 +61,8 @@ def _fit(folder: Path) -> Path:
     frame["y"] = np.where(raw.target == 1, "benign", "malignant")
     schema = Schema((*columns, Column("y", "categorical", categories=("benign", "malignant"))),
                     label="y", label_prior="uniform")  # fmt: skip
-    synth = Synthesizer(schema, epsilon=3.0, seed=0, progress=False, record_count=569)
+    anchor = AnchorConfig(steps=100, batch_size=256)  # sampling speed, not quality, is measured
+    synth = Synthesizer(schema, epsilon=3.0, seed=0, progress=False, anchor=anchor)
     return synth.fit(frame).save(folder / "model")
 
 
