@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.engines.aggregates import TableAggregates
+from dpforge.schema.formats import WHOLE_TYPES
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import NumericBins, numeric_bins
 from dpforge.statistics.projection import project_to_simplex
@@ -116,7 +117,7 @@ def _saved_bins(column: Column, edges: Sequence[float], mass: Sequence[float] | 
         column.name,
         float(column.lower),
         float(column.upper),
-        column.type == "integer",
+        column.type in WHOLE_TYPES,
         np.asarray(edges, dtype=np.float64),
         np.zeros(0),
         None if fine is None else _fine_edges(fine),

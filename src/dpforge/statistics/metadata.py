@@ -33,6 +33,7 @@ from dpforge.statistics.dp_stats import (
     dp_label_prior,
     noise_multiplier_for,
 )
+from dpforge.statistics.time_bounds import time_range
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,10 @@ def _estimate_column(
     ledger: PrivacyLedger,
     rng: np.random.Generator,
 ) -> Column:
+    if column.is_time:
+        estimate, lower, upper = time_range(_as(values, np.float64), column, sigma, rng)
+        ledger.record(f"metadata: range of '{column.name}'", estimate.event, estimate.extra_delta)
+        return replace(column, lower=lower, upper=upper)
     if column.is_numeric:
         estimate = dp_bounds(_as(values, np.float64), sigma, rng)
         ledger.record(f"metadata: bounds of '{column.name}'", estimate.event, estimate.extra_delta)
