@@ -183,7 +183,7 @@ def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np
     return values
 
 
-def _time_column(series: pd.Series, column: Column, out_of_bounds: str) -> np.ndarray:
+def read_time_column(series: pd.Series, column: Column, out_of_bounds: str) -> np.ndarray:
     """A date column on its time axis (NaN for an empty cell of a nullable column)."""
     raw = series.tolist()
     missing = np.array([_is_missing(v, column) for v in raw], dtype=bool)
@@ -250,7 +250,7 @@ def validate_table(
             continue
         series = frame[column.name]
         if column.is_time:
-            clean[column.name] = _time_column(series, column, out_of_bounds)
+            clean[column.name] = read_time_column(series, column, out_of_bounds)
         elif column.is_numeric:
             clean[column.name] = _numeric_column(series, column, out_of_bounds)
         else:

@@ -246,6 +246,7 @@ def dp_bounds(
     bins_per_octave: int = 1,
     widen_octaves: float = 1.0,
     fine: bool = True,
+    grid: np.ndarray | None = None,
 ) -> DpEstimate:
     """DP (lower, upper) bounds that hold all but about ``quantile`` of the values in each tail.
 
@@ -286,6 +287,11 @@ def dp_bounds(
     2^(j / bins_per_octave)) and the quantile bins are widened by ``widen_octaves`` (rounded to
     whole grid bins, at least one) instead of one octave. This is the setting for array
     channels (:func:`dpforge.statistics.metadata.complete_array_schema`).
+
+    Public coarse grid (``grid``): increasing edges with -inf and +inf at the ends and 0 among
+    them, used instead of the geometric one (quantile bins widened by one bin). Date columns
+    pass a calendar of month starts (:mod:`dpforge.statistics.time_bounds`): on a grid of
+    octaves, dates far from 1970 get a range of many years.
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     _check_rng(rng)
@@ -302,6 +308,8 @@ def dp_bounds(
 
     coarse_edges = _geometric_edges(min_exponent, max_exponent, bins_per_octave)
     widen = max(1, round(widen_octaves * bins_per_octave))
+    if grid is not None:  # a public grid of the caller's (a calendar), widened by one bin
+        coarse_edges, widen = _checked_grid(grid), 1
     coarse = _coarse_range(array, coarse_edges, sigma, rng, quantile, spurious_bin_prob, widen)
     if coarse is None:
         _warn_noise("the coarse histogram", f"the whole public grid ±{limit:g}")
@@ -316,6 +324,20 @@ def dp_bounds(
         _warn_noise("the fine histogram", f"the coarse range [{low:g}, {high:g}]")
         return DpEstimate((float(low), float(high)), event)
     return DpEstimate((float(fine[0]), float(fine[1])), event)
+
+
+def _checked_grid(grid: np.ndarray) -> np.ndarray:
+    """A caller's coarse grid: increasing, open at both ends, with 0 as an edge."""
+    edges = np.asarray(grid, dtype=np.float64)
+    if (
+        edges.ndim != 1
+        or edges.size < 4
+        or not (np.isneginf(edges[0]) and np.isposinf(edges[-1]))
+        or np.any(np.diff(edges) <= 0)
+        or not np.any(edges == 0.0)
+    ):
+        raise ValueError("grid must increase from -inf to +inf and hold 0 as an edge")
+    return edges
 
 
 def bounds_event(noise_multiplier: float, fine: bool = True) -> dp_accounting.DpEvent:
