@@ -8,13 +8,14 @@ The public side (format, range, resolution, parts) is :mod:`dpforge.schema.dates
 * :func:`decode_times` draws a value inside each sampled cell that agrees with the sampled
   parts: ``CANDIDATES`` values are drawn inside the cell (from the DP fine histogram, as for any
   numeric column) and rounded to the resolution, and the first that agrees with most of the
-  sampled day parts (weekday, month; the hour counts less: it is reached afterwards) is kept.
+  sampled parts is kept: the month first, then the weekday, then whether its day and cell
+  hold the sampled hour (reached afterwards).
   A part the cell can hold is then honoured (a weekday that a cell of a week holds is missed
   with probability (6/7)^64 < 1e-4). Where the cell holds no day with the sampled weekday and
-  month (cells narrower than a week), the value moves to the nearest day, at most three days
-  away, that has them, if there is one (a weekday always is): the parts are measured 1-way
+  month (cells narrower than a week, or the edge of a month), the value moves to the nearest
+  day that has both, at most six days away, if there is one: the parts are measured 1-way
   and with the label like any column, so they are kept over the cell, at the price of moving
-  some dates by up to three days. Measured on 4,000 flights at epsilon 3 (cells of 3 to 9
+  some dates by a few days. Measured on 4,000 flights at epsilon 3 (cells of 3 to 9
   days): the generator's weekday distribution was 0.011 (TVD) from the real one, the dates
   drawn inside their cells only were 0.038 from it. A sampled hour that the kept value
   misses is then reached inside the same day and cell when the resolution allows;
@@ -44,7 +45,10 @@ __all__ = ["decode_times", "detect_format", "part_codes", "time_texts", "time_va
 
 CANDIDATES = 64  # values drawn per sampled cell, among which one agreeing with the parts is kept
 CHUNK = 8192
-MAX_SHIFT_DAYS = 3  # a sampled weekday is always within 3 days of any day
+# A candidate's score: the month first (a shift of days may not reach it), then the weekday
+# (three days away at most), then the hour (reached inside the day).
+WEIGHTS = {"month": 4, "weekday": 2}
+MAX_SHIFT_DAYS = 6  # a sampled weekday is 3 days away at most, 6 at the edge of a month
 # Formats the draft tries, in this order (the first that reads every value is proposed).
 DRAFT_FORMATS = (
     "%Y-%m-%d",
@@ -143,8 +147,14 @@ def decode_times(
         draws = snap_times(draws, column)
         agree = np.zeros(draws.shape, dtype=np.int64)
         for name, wanted in parts.items():  # an hour is reached afterwards: day parts first
+            wanted = np.broadcast_to(np.asarray(wanted)[part, None], draws.shape)
+            if name == "hour":  # the hour can be reached inside the candidate's day and cell
+                cell = np.broadcast_to(chunk[:, None], draws.shape).ravel()
+                first, last = _hour_grid(draws.ravel(), wanted.ravel(), cell, bins, column)
+                agree += (first <= last).reshape(draws.shape)
+                continue
             codes = part_codes(draws.ravel(), column, name).reshape(draws.shape)
-            agree += (codes == np.asarray(wanted)[part, None]) * (1 if name == "hour" else 2)
+            agree += (codes == wanted) * WEIGHTS[name]
         chosen = draws[np.arange(chunk.size), agree.argmax(axis=1)]
         chosen = _shift_days(chosen, {k: np.asarray(v)[part] for k, v in parts.items()}, column)
         if "hour" in parts:
@@ -155,13 +165,14 @@ def decode_times(
 
 def _shift_days(values: np.ndarray, parts: dict[str, np.ndarray], column: Any) -> np.ndarray:
     """Where the cell held no value with the sampled weekday and month, the nearest day
-    (at most ``MAX_SHIFT_DAYS`` away, inside the range) that has them, when the resolution is
+    (at most ``MAX_SHIFT_DAYS`` away, inside the range) that has both, when the resolution is
     a day or finer (a date's other parts, the hour and the time of day, stay)."""
     day_parts = {k: v for k, v in parts.items() if k != "hour"}
     unit = SECONDS[column.type]
     if not day_parts or column.resolution * unit > 86400:
         return values
-    offsets = np.array([0, -1, 1, -2, 2, -3, 3][: 2 * MAX_SHIFT_DAYS + 1]) * 86400 / unit
+    near = np.arange(1, MAX_SHIFT_DAYS + 1)
+    offsets = np.concatenate([[0], np.column_stack([-near, near]).ravel()]) * 86400 / unit
     shifted = values[:, None] + offsets[None, :]
     inside = (shifted >= column.lower) & (shifted <= column.upper)
     agree = inside.copy()
@@ -176,15 +187,23 @@ def _reach_hour(values, hours, cells, bins: NumericBins, column: Any, rng) -> np
     """Move each value to a grid point of its sampled hour, in the same day and cell, where
     there is one (a datetime axis is in seconds)."""
     step, lower = float(column.resolution), float(column.lower)
+    first, last = _hour_grid(values, hours, cells, bins, column)
+    move = (part_codes(values, column, "hour") != hours) & (first <= last)
+    picked = first + np.floor(rng.random(values.size) * (last - first + 1))
+    return np.where(move, np.minimum(lower + picked * step, float(column.upper)), values)
+
+
+def _hour_grid(values, hours, cells, bins: NumericBins, column: Any):
+    """The first and last grid steps (from the lower bound) inside both the sampled hour of
+    each value's day and the value's cell; first > last when there is none (or no hour)."""
+    step, lower = float(column.resolution), float(column.lower)
     low, high = cell_bounds(bins, cells)
     day = np.floor(values / 86400.0) * 86400.0
     start = np.maximum(day + hours * 3600.0, low)
     stop = np.minimum(day + (hours + 1) * 3600.0, high + step / 2)  # an hour's end is excluded
     first = np.ceil((start - lower) / step - 1e-9)
     last = np.ceil((stop - lower) / step - 1e-9) - 1
-    move = (hours >= 0) & (part_codes(values, column, "hour") != hours) & (first <= last)
-    picked = first + np.floor(rng.random(values.size) * (last - first + 1))
-    return np.where(move, np.minimum(lower + picked * step, float(column.upper)), values)
+    return first, np.where(hours >= 0, last, first - 1)
 
 
 def cell_bounds(bins: NumericBins, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

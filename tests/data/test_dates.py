@@ -1,0 +1,203 @@
+"""Dates and times (issue 21.2): the schema entry, reading and writing in the declared format,
+the encoder's round trip with declared parts, the DP range, the draft and evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpforge.data.dates import part_codes, time_texts
+from dpforge.data.encoder import TableEncoder
+from dpforge.data.tables import draft_schema, validate_table
+from dpforge.errors import DataError, SchemaError
+from dpforge.evaluation.evaluate import evaluation_tables
+from dpforge.evaluation.fidelity import marginal_fidelity
+from dpforge.schema.table import Column, Schema
+from dpforge.statistics.dp_stats import bounds_event
+from dpforge.statistics.time_bounds import time_range
+
+DAY = {"name": "day", "type": "date", "format": "%d/%m/%Y", "min": "01/01/2013"}
+STAMP = {"name": "at", "type": "datetime", "format": "%Y-%m-%d %H:%M", "resolution": "15min"}
+
+
+def dates_schema(nullable: bool = False) -> Schema:
+    return Schema.from_dict(
+        {
+            "columns": [
+                {**DAY, "max": "31/12/2014", "parts": ["weekday", "month"]},
+                {**STAMP, "min": "2013-01-01 00:00", "max": "2013-12-31 23:45",
+                 "parts": ["hour", "weekday"], "nullable": nullable},
+                {"name": "kind", "type": "categorical", "categories": ["a", "b"]},
+            ]
+        }
+    )  # fmt: skip
+
+
+def dates_table(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Days over two years, times of day mostly in office hours, on the quarter hour."""
+    day = pd.Timestamp("2013-01-01") + pd.to_timedelta(rng.integers(0, 730, n), unit="D")
+    quarter = rng.choice(np.r_[32:72, 0:96], n)  # office hours twice as likely
+    at = pd.Timestamp("2013-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D")
+    at = at + pd.to_timedelta(quarter * 15, unit="min")
+    return pd.DataFrame(
+        {
+            "day": day.strftime("%d/%m/%Y"),
+            "at": at.strftime("%Y-%m-%d %H:%M"),
+            "kind": rng.choice(["a", "b"], n),
+        }
+    )
+
+
+def test_a_date_column_round_trips_through_json_with_its_bounds_in_its_format():
+    schema = dates_schema(nullable=True)
+    document = json.loads(schema.to_json())
+    assert document["columns"][0]["min"] == "01/01/2013"
+    assert document["columns"][1]["resolution"] == "15min"
+    assert Schema.from_dict(document) == schema
+    day = schema.column("day")
+    assert (day.lower, day.upper, day.resolution) == (15706.0, 16435.0, 1.0)  # days since 1970
+
+
+def test_python_columns_get_the_iso_format_and_its_finest_unit():
+    column = Column("d", "datetime")
+    assert (column.format, column.resolution) == ("%Y-%m-%d %H:%M:%S", 1.0)
+    assert Column("d", "date").format == "%Y-%m-%d"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({**DAY, "format": "%d/%m"}, "does not write a date"),
+        ({**DAY, "format": "%Y-%m-%d %H:%M"}, "make the column datetime"),
+        ({**DAY, "format": "%Y-%m-%d %z"}, "time zone"),
+        ({**STAMP, "resolution": "1s"}, "finer than"),
+        ({**STAMP, "resolution": "1 week"}, "not understood"),
+        ({**DAY, "parts": ["hour"]}, "unknown part 'hour'"),
+        ({**DAY, "min": "2013-01-01"}, "is not a date in the format"),
+        ({**DAY, "min": "01/01/1600"}, "outside the years 1678 to 2261"),
+        ({**DAY, "categories": ["x"]}, "unknown key"),
+    ],
+)
+def test_a_bad_date_entry_is_refused_with_what_to_write(entry, message):
+    with pytest.raises(SchemaError, match=message):
+        Schema.from_dict({"columns": [entry]})
+
+
+def test_a_part_column_name_may_not_clash_with_a_column():
+    columns = [{**DAY, "parts": ["month"]}, {"name": "day.month", "type": "integer"}]
+    with pytest.raises(SchemaError, match="twice"):
+        Schema.from_dict({"columns": columns})
+
+
+@pytest.mark.parametrize(
+    ("fmt", "texts"),
+    [
+        ("%Y-%m-%d", ["2013-01-01", "1999-12-31", "2261-12-31", "1678-01-01"]),
+        ("%m/%d/%Y", ["02/29/2012", "12/31/1969"]),
+        ("%d %b %Y", ["05 Mar 2013", "31 Dec 1970"]),
+        ("%Y-%m-%dT%H:%M:%S", ["2013-01-01T05:00:00", "1969-12-31T23:59:59"]),
+        ("%d.%m.%Y %H:%M", ["01.01.2013 00:00", "28.02.2013 23:59"]),
+    ],
+)
+def test_values_read_back_exactly_in_their_format(fmt, texts):
+    """Texts -> time axis -> texts is the identity, for dates before and after 1970."""
+    kind = "datetime" if "%H" in fmt else "date"
+    schema = Schema((Column("t", kind, format=fmt),))
+    values = validate_table(pd.DataFrame({"t": texts}), schema)["t"].to_numpy()
+    encoder = TableEncoder(schema.with_columns((Column("t", kind, -1e5, 1e10, format=fmt),)))
+    column = encoder.schema.column("t")
+    assert list(time_texts(values, column)) == texts
+
+
+def test_a_value_out_of_format_names_column_row_value_and_format():
+    table = pd.DataFrame({"day": ["01/02/2013", "2013-02-01"], "at": ["", ""], "kind": "a"})
+    with pytest.raises(DataError) as caught:
+        validate_table(table, dates_schema(nullable=True))
+    message = str(caught.value)
+    assert "column 'day', row 2" in message and "'2013-02-01'" in message
+    assert "'%d/%m/%Y'" in message
+
+
+def test_an_empty_date_needs_nullable_and_a_date_outside_the_range_is_refused():
+    table = pd.DataFrame({"day": ["01/02/2013"], "at": [""], "kind": ["a"]})
+    with pytest.raises(DataError, match="column 'at', row 1: missing value"):
+        validate_table(table, dates_schema())
+    table = pd.DataFrame({"day": ["01/02/2015"], "at": [""], "kind": ["a"]})
+    with pytest.raises(DataError, match="outside the declared range 01/01/2013 to 31/12/2014"):
+        validate_table(table, dates_schema(nullable=True))
+
+
+def test_encoder_round_trip_keeps_cell_and_parts_and_writes_the_format():
+    """Encoding real rows and decoding them gives values in the same cell, with the same
+    declared parts, on the resolution grid, written in the format; empty stays empty."""
+    rng = np.random.default_rng(0)
+    table = dates_table(3000, rng)
+    table.loc[::10, "at"] = ""
+    schema = dates_schema(nullable=True)
+    real = validate_table(table, schema)
+    encoder = TableEncoder(schema, n_bins=16)
+    assert [s.column for s in encoder.spans][:5] == [
+        "day",
+        "day.weekday",
+        "day.month",
+        "at",
+        "at.hour",
+    ]
+    features, _ = encoder.transform(real)
+    decoded = encoder.inverse_transform(features, None, np.random.default_rng(1))
+    assert decoded.columns.tolist() == ["day", "at", "kind"]  # the parts are not written
+    assert (decoded["at"].isna() == (table["at"] == "")).all()
+    back = validate_table(decoded.fillna(""), schema)  # every value parses and is in range
+    for name, parts in (("day", ("weekday", "month")), ("at", ("hour", "weekday"))):
+        column, present = schema.column(name), real[name].notna().to_numpy()
+        bins = encoder.bins[name]
+        got, want = back[name].to_numpy()[present], real[name].to_numpy()[present]
+        assert (bins.assign(got) == bins.assign(want)).mean() >= 0.97  # moved <= 3 days at most
+        for part in parts:  # 64 candidates per value: a cell of 52 days misses a weekday
+            same = part_codes(got, column, part) == part_codes(want, column, part)
+            assert same.mean() >= 0.99, (name, part)  # and month together 1 time in 200
+    minutes = back["at"].dropna().to_numpy() / 60
+    assert np.all(minutes % 15 == 0)
+
+
+def test_the_dp_range_of_a_year_of_dates_is_tight_and_costs_the_bounds_event():
+    """Dates of 2013 at a noise multiplier of 20 over 4,000 records: a range that holds the year
+    and is at most 14 months wide (on a grid of octaves it was 18 years)."""
+    rng = np.random.default_rng(3)
+    days = 15706.0 + rng.integers(0, 365, 4000)
+    column = Column("d", "date")
+    estimate, lower, upper = time_range(days, column, 20.0, rng)
+    assert lower <= 15706.0 + 3 and upper >= 16070.0 - 3
+    assert upper - lower <= 14 * 31
+    assert estimate.event == bounds_event(20.0)
+    assert float(lower).is_integer() and float(upper).is_integer()
+
+
+def test_the_draft_proposes_dates_in_their_format_and_keeps_postal_codes_as_text():
+    rng = np.random.default_rng(4)
+    table = dates_table(200, rng)
+    table["zip"] = rng.choice(["02134", "10001", "07030"], 200)
+    table.loc[3, "at"] = ""
+    drafted = draft_schema(table)
+    day, at, zipcode = (drafted.column(n) for n in ("day", "at", "zip"))
+    assert (day.type, day.format) == ("date", "%d/%m/%Y")
+    assert (at.type, at.format, at.nullable) == ("datetime", "%Y-%m-%d %H:%M", True)
+    assert zipcode.type == "categorical" and "02134" in zipcode.categories
+    blind = draft_schema(table, with_values=False)  # types only: no range read
+    assert blind.column("day").lower is None and blind.column("at").upper is None
+    assert blind.notes  # a draft is refused until reviewed
+
+
+def test_evaluation_reads_dates_and_compares_them_on_public_cells():
+    rng = np.random.default_rng(5)
+    schema = dates_schema()
+    real, other = dates_table(500, rng), dates_table(500, rng)
+    shifted = other.assign(day=pd.Timestamp("2014-12-31").strftime("%d/%m/%Y"))
+    tables = evaluation_tables(other, real, real, schema)
+    near = marginal_fidelity(tables.train, tables.synthetic, schema.modelled)
+    far_tables = evaluation_tables(shifted, real, real, schema)
+    far = marginal_fidelity(far_tables.train, far_tables.synthetic, schema.modelled)
+    assert near.one_way["day"] < 0.2 < far.one_way["day"]
