@@ -129,3 +129,31 @@ def test_cli_fit_reads_parquet_on_spark(spark, tmp_path, monkeypatch, capsys):
     args[args.index(tmp_path / "model")] = tmp_path / "model2"
     code, out = run([*args, "--spark-master", "local[1]"], monkeypatch, capsys)
     assert code != 0 and "--engine spark" in out
+
+
+def test_spark_fit_of_dates_equals_in_memory_fit(spark, monkeypatch):
+    """A date with parts and a datetime whose range is estimated under DP (issue 21.2): the
+    same releases and samples on Spark as in memory."""
+    rng = np.random.default_rng(8)
+    day = pd.Timestamp("2013-01-01") + pd.to_timedelta(rng.integers(0, 365, 800), unit="D")
+    at = day + pd.to_timedelta(rng.integers(0, 1440, 800), unit="min")
+    frame = pd.DataFrame(
+        {"day": day.strftime("%Y-%m-%d"), "at": at.strftime("%Y-%m-%d %H:%M"), "y": "a"}
+    )
+    frame.loc[::2, "y"] = "b"
+    schema = Schema.from_dict(
+        {
+            "label": "y",
+            "columns": [
+                {"name": "day", "type": "date", "min": "2013-01-01", "max": "2013-12-31",
+                 "parts": ["weekday"]},
+                {"name": "at", "type": "datetime", "format": "%Y-%m-%d %H:%M", "parts": ["hour"]},
+                {"name": "y", "type": "categorical", "categories": ["a", "b"]},
+            ],
+        }
+    )  # fmt: skip
+    local, local_marginals = _fit(frame, schema, monkeypatch)
+    remote, spark_marginals = _fit(spark.createDataFrame(frame), schema, monkeypatch)
+    assert json.dumps(remote.ledger_.to_dict()) == json.dumps(local.ledger_.to_dict())
+    assert remote.schema_ == local.schema_ and spark_marginals == local_marginals
+    pd.testing.assert_frame_equal(remote.sample(200, seed=3), local.sample(200, seed=3))
