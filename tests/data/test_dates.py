@@ -201,3 +201,14 @@ def test_evaluation_reads_dates_and_compares_them_on_public_cells():
     far_tables = evaluation_tables(shifted, real, real, schema)
     far = marginal_fidelity(far_tables.train, far_tables.synthetic, schema.modelled)
     assert near.one_way["day"] < 0.2 < far.one_way["day"]
+
+
+def test_without_cells_a_date_is_scaled_and_still_written_in_its_format():
+    """The encoder without n_bins (a discriminator alone): a date is one scaled number, and
+    decoding writes a day of the range in the format."""
+    schema = Schema.from_dict({"columns": [{**DAY, "max": "31/12/2014"}]})
+    table = pd.DataFrame({"day": ["01/01/2013", "15/06/2014", "31/12/2014"]})
+    encoder = TableEncoder(schema)
+    features, _ = encoder.transform(validate_table(table, schema))
+    assert encoder.spans[0].activation == "tanh"
+    assert encoder.inverse_transform(features, None)["day"].tolist() == table["day"].tolist()
