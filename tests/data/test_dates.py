@@ -17,6 +17,7 @@ from dpforge.evaluation.evaluate import evaluation_tables
 from dpforge.evaluation.fidelity import marginal_fidelity
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.dp_stats import bounds_event
+from dpforge.statistics.marginals import default_marginals, encoded_cells, true_counts
 from dpforge.statistics.time_bounds import time_range
 
 DAY = {"name": "day", "type": "date", "format": "%d/%m/%Y", "min": "01/01/2013"}
@@ -212,3 +213,24 @@ def test_without_cells_a_date_is_scaled_and_still_written_in_its_format():
     features, _ = encoder.transform(validate_table(table, schema))
     assert encoder.spans[0].activation == "tanh"
     assert encoder.inverse_transform(features, None)["day"].tolist() == table["day"].tolist()
+
+
+@pytest.mark.parametrize("row", [0, 10])  # a record with a time, and one whose time is empty
+def test_one_record_moves_every_marginal_with_the_parts_by_exactly_one(row):
+    """Add/remove one record: its date and each derived part add one to one cell of each
+    marginal (an empty time to the missing cell of the time and of its parts), so the L2
+    sensitivity of the k marginals stays sqrt(k) with the parts among them."""
+    table = dates_table(300, np.random.default_rng(6))
+    table.loc[::10, "at"] = ""
+    schema = Schema(dates_schema(nullable=True).columns, label="kind")
+    real = validate_table(table, schema)
+    encoder = TableEncoder(schema, n_bins=16)
+    marginals = default_marginals(encoder.spans, "kind")
+    assert ("kind", "at.hour") in marginals and ("day.weekday",) in marginals
+
+    def counts(frame):
+        cells = encoded_cells(encoder, frame, "kind")
+        return [true_counts(cells, m) for m in marginals]
+
+    full, less = counts(real), counts(real.drop(index=row))
+    assert all(np.abs(a - b).sum() == 1.0 for a, b in zip(full, less, strict=True))
