@@ -12,7 +12,7 @@ import pytest
 from dpforge.data.dates import part_codes, time_texts
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import draft_schema, validate_table
-from dpforge.errors import DataError, SchemaError
+from dpforge.errors import DataError, SchemaError, redacted_errors
 from dpforge.evaluation.evaluate import evaluation_tables
 from dpforge.evaluation.fidelity import marginal_fidelity
 from dpforge.schema.table import Column, Schema
@@ -120,6 +120,9 @@ def test_a_value_out_of_format_names_column_row_value_and_format():
     message = str(caught.value)
     assert "column 'day', row 2" in message and "'2013-02-01'" in message
     assert "'%d/%m/%Y'" in message
+    with redacted_errors(), pytest.raises(DataError) as caught:  # for logs shared with others
+        validate_table(table, dates_schema(nullable=True))
+    assert "2013-02-01" not in str(caught.value) and "<private>" in str(caught.value)
 
 
 def test_an_empty_date_needs_nullable_and_a_date_outside_the_range_is_refused():
@@ -234,3 +237,16 @@ def test_one_record_moves_every_marginal_with_the_parts_by_exactly_one(row):
 
     full, less = counts(real), counts(real.drop(index=row))
     assert all(np.abs(a - b).sum() == 1.0 for a, b in zip(full, less, strict=True))
+
+
+def test_a_date_with_one_cell_per_day_keeps_its_day_whatever_the_parts():
+    """Cells of one day each: the sampled day is kept (its marginal holds the weekly pattern);
+    a sampled weekday that disagrees does not move it."""
+    column = Column("d", "date", 15706.0, 15735.0, parts=("weekday",))
+    encoder = TableEncoder(Schema((column,)), n_bins=32)
+    assert encoder.bins["d"].values.size == 30
+    features = np.zeros((200, encoder.output_dim))
+    features[:, 5] = 1.0  # day 5: 2013-01-06, a Sunday
+    features[:, encoder.spans[1].start] = 1.0  # but Monday sampled
+    decoded = encoder.inverse_transform(features, None, np.random.default_rng(0))
+    assert set(decoded["d"]) == {"2013-01-06"}

@@ -9,15 +9,16 @@ The public side (format, range, resolution, parts) is :mod:`dpforge.schema.dates
   parts: ``CANDIDATES`` values are drawn inside the cell (from the DP fine histogram, as for any
   numeric column) and rounded to the resolution, and the first that agrees with most of the
   sampled parts is kept: the month first, then the weekday, then whether its day and cell
-  hold the sampled hour (reached afterwards).
-  A part the cell can hold is then honoured (a weekday that a cell of a week holds is missed
-  with probability (6/7)^64 < 1e-4). Where the cell holds no day with the sampled weekday and
-  month (cells narrower than a week, or the edge of a month), the value moves to the nearest
-  day that has both, at most six days away, if there is one: the parts are measured 1-way
-  and with the label like any column, so they are kept over the cell, at the price of moving
-  some dates by a few days. Measured on 4,000 flights at epsilon 3 (cells of 3 to 9
-  days): the generator's weekday distribution was 0.011 (TVD) from the real one, the dates
-  drawn inside their cells only were 0.038 from it. A sampled hour that the kept value
+  hold the sampled hour (reached afterwards). A part the cell can hold is then honoured (a
+  weekday that a cell of a week holds is missed with probability (6/7)^64 < 1e-4). Where the
+  cell holds no day with the sampled weekday and month (cells narrower than a week, or the
+  edge of a month), the value moves to the nearest day that has both, at most six days away,
+  if there is one: the parts are measured 1-way and with the label like any column, so they
+  are kept over the cell, at the price of moving some dates by a few days. Measured on 4,000
+  flights at epsilon 3 (cells of 3 to 9 days): the generator's weekday distribution was 0.011
+  (TVD) from the real one, the dates drawn inside their cells only were 0.038 from it. A date
+  with one cell per day (a range of at most twice the number of cells) keeps its day: its
+  1-way marginal measured the weekly pattern itself. A sampled hour that the kept value
   misses is then reached inside the same day and cell when the resolution allows;
 * :func:`detect_format` proposes a format for the draft (``dpforge schema``).
 """
@@ -139,6 +140,7 @@ def decode_times(
     cells = np.asarray(cells, dtype=np.int64)
     if not parts:
         return snap_times(bins.decode(cells, rng), column)
+    parts = {name: np.asarray(wanted) for name, wanted in parts.items()}
     out = np.empty(cells.size, dtype=np.float64)
     for start in range(0, cells.size, CHUNK):
         part = slice(start, start + CHUNK)
@@ -156,7 +158,8 @@ def decode_times(
             codes = part_codes(draws.ravel(), column, name).reshape(draws.shape)
             agree += (codes == wanted) * WEIGHTS[name]
         chosen = draws[np.arange(chunk.size), agree.argmax(axis=1)]
-        chosen = _shift_days(chosen, {k: np.asarray(v)[part] for k, v in parts.items()}, column)
+        if not bins.values.size:  # one cell per day: the day itself was measured, keep it
+            chosen = _shift_days(chosen, {k: v[part] for k, v in parts.items()}, column)
         if "hour" in parts:
             chosen = _reach_hour(chosen, np.asarray(parts["hour"])[part], chunk, bins, column, rng)
         out[part] = chosen
