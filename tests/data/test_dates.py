@@ -15,6 +15,7 @@ from dpforge.data.tables import draft_schema, validate_table
 from dpforge.errors import DataError, SchemaError, redacted_errors
 from dpforge.evaluation.evaluate import evaluation_tables
 from dpforge.evaluation.fidelity import marginal_fidelity
+from dpforge.evaluation.utility import tstr_auroc
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.dp_stats import bounds_event
 from dpforge.statistics.marginals import default_marginals, encoded_cells, true_counts
@@ -250,3 +251,17 @@ def test_a_date_with_one_cell_per_day_keeps_its_day_whatever_the_parts():
     features[:, encoder.spans[1].start] = 1.0  # but Monday sampled
     decoded = encoder.inverse_transform(features, None, np.random.default_rng(0))
     assert set(decoded["d"]) == {"2013-01-06"}
+
+
+def test_classifiers_read_a_date_as_a_number_on_its_axis():
+    """A label that depends on the season only: a classifier that sees the date as days since
+    1970 separates it (the table is evaluated as the evaluation reads it, from text)."""
+    rng = np.random.default_rng(9)
+    table = dates_table(600, rng)
+    month = pd.to_datetime(table["day"], format="%d/%m/%Y").dt.month
+    table["kind"] = np.where(month.isin([6, 7, 8]), "a", "b")
+    table["day"] = pd.to_datetime(table["day"], format="%d/%m/%Y").dt.strftime("%d/%m/2013")
+    schema = Schema(dates_schema().columns, label="kind")
+    typed = evaluation_tables(table, table, table, schema).train
+    assert typed["day"].dtype == np.float64
+    assert tstr_auroc(typed, typed, schema, classifier="dt").value > 0.9
