@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cli_support import run
 from dpforge.data.dates import part_codes, time_texts
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import draft_schema, validate_table
@@ -265,3 +266,32 @@ def test_classifiers_read_a_date_as_a_number_on_its_axis():
     typed = evaluation_tables(table, table, table, schema).train
     assert typed["day"].dtype == np.float64
     assert tstr_auroc(typed, typed, schema, classifier="dt").value > 0.9
+
+
+def test_the_schema_command_drafts_dates_and_fit_names_a_bad_date(tmp_path, monkeypatch, capsys):
+    """``dpforge schema`` proposes the date types; ``fit`` on a reviewed schema stops on a
+    value out of format before any release, naming column, row, value and format."""
+    table = dates_table(60, np.random.default_rng(10))
+    table.to_csv(tmp_path / "data.csv", index=False)
+    code, _ = run(["schema", tmp_path / "data.csv", "-o", tmp_path / "draft.json", "--no-values"],
+                  monkeypatch, capsys)  # fmt: skip
+    draft = json.loads((tmp_path / "draft.json").read_text())
+    assert code == 0 and [c["type"] for c in draft["columns"]] == [
+        "date",
+        "datetime",
+        "categorical",
+    ]
+    assert draft["columns"][0] == {
+        "name": "day", "type": "date", "format": "%d/%m/%Y", "min": None, "max": None,
+        "resolution": "1D",
+    }  # fmt: skip
+    draft.pop("review")
+    draft["columns"][2]["categories"] = ["a", "b"]
+    (tmp_path / "schema.json").write_text(json.dumps(draft))
+    table.loc[41, "day"] = "2013-05-06"
+    table.to_csv(tmp_path / "data.csv", index=False)
+    args = ["fit", tmp_path / "data.csv", "--schema", tmp_path / "schema.json", "--out",
+            tmp_path / "model", "--no-budget-file"]  # fmt: skip
+    code, out = run(args, monkeypatch, capsys, unwrap=True)
+    assert code != 0 and "column 'day', row 42: '2013-05-06' is not a date in the format" in out
+    assert not (tmp_path / "model").exists()
