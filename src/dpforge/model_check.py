@@ -115,6 +115,16 @@ MANIFEST_FORMAT: dict[str, Any] = {
                 "delta": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
                 "report": {"type": "object"},
                 "ledger": {"type": "object"},
+                "unit": {
+                    "title": "the privacy unit (the guarantee is per person)",
+                    "type": "object",
+                    "required": ["column", "max_rows"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "column": {"type": "string", "minLength": 1},
+                        "max_rows": {"type": "integer", "minimum": 1},
+                    },
+                },
             },
         },
         "versions": {"type": "object", "additionalProperties": {"type": "string"}},
