@@ -257,3 +257,24 @@ def test_the_hyperparameter_search_refuses_a_privacy_unit():
     score = PublicScore(lambda model: 0.0)
     with pytest.raises(PrivacyError, match="search without privacy_unit"):
         tune([synth], pd.DataFrame(), score, Repetitions(2.0), np.random.default_rng(0))
+
+
+def test_an_unseeded_run_keeps_the_same_rows_when_it_resumes_from_its_checkpoint(tmp_path):
+    """Without a seed the rows kept are drawn from the OS once per checkpoint folder and kept
+    there, so that a resumed run reads the records its checkpoint's fingerprint was made on."""
+    from dpforge.engines import LocalEngine
+    from dpforge.pipeline.checkpoints import BOUNDING_SEED, records_fingerprint
+    from dpforge.pipeline.measure import check_records
+    from dpforge.synthesizer import Synthesizer
+
+    frame = _frame(np.random.default_rng(2), 300)
+    frame.insert(0, "person", [f"p{i % 40}" for i in range(300)])
+    kept = []
+    for _ in range(2):
+        synth = Synthesizer(
+            SCHEMA, privacy_unit="person", max_rows_per_unit=K, checkpoint_dir=tmp_path / "ck"
+        )
+        engine = LocalEngine(frame)
+        assert check_records(synth._run_settings(), engine) == 40 * K
+        kept.append(records_fingerprint(engine.read("measure")))
+    assert kept[0] == kept[1] and (tmp_path / "ck" / BOUNDING_SEED).is_file()

@@ -155,3 +155,17 @@ def test_bad_unit_flags_are_refused_on_one_line_before_the_data_are_read(
         unwrap=True,
     )  # fmt: skip
     assert code == 2 and message in text and not (tmp_path / "m").exists()
+
+
+def test_a_model_json_whose_unit_is_not_an_identifier_is_refused_on_load(fitted, tmp_path):
+    from dpforge.errors import ModelFileError
+    from dpforge.model_check import check_manifest
+    from dpforge.model_io import manifest
+
+    info = manifest(fitted[1])
+    check_manifest(info, tmp_path / "model.json")
+    info["privacy"]["unit"]["column"] = "carrier"
+    with pytest.raises(
+        ModelFileError, match="unit: the privacy unit 'carrier' is declared"
+    ):
+        check_manifest(info, tmp_path / "model.json")
