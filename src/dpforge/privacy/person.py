@@ -151,15 +151,18 @@ def frame_keys(frame: pd.DataFrame, name: str) -> np.ndarray:
 def unit_keys(values: pd.Series, name: str) -> np.ndarray:
     """Each row's person key as text; a missing key is refused (it names no person, so the
     row could not be bounded), naming the column, the row and the value."""
-    texts = values.astype(object).where(values.notna(), None).to_numpy()
-    for row, raw in enumerate(texts, start=1):
-        if raw is None or str(raw).strip().lower() in UNIT_MISSING_TOKENS:
-            raise DataError(
-                f"column '{name}' (the privacy unit), row {private(row)}: missing value "
-                f"{private(raw, 'r')}; every row must name its person: fill in the key, or "
-                "remove the row"
-            )
-    return np.array([str(v).strip() for v in texts], dtype=object)
+    values = values.reset_index(drop=True)
+    texts = values.astype(object).where(values.notna(), "").astype(str).str.strip()
+    missing = np.flatnonzero(texts.str.lower().isin(UNIT_MISSING_TOKENS).to_numpy())
+    if missing.size:
+        row = int(missing[0])
+        raw = values[row] if pd.notna(values[row]) else None
+        raise DataError(
+            f"column '{name}' (the privacy unit), row {private(row + 1)}: missing value "
+            f"{private(raw, 'r')}; every row must name its person: fill in the key, or "
+            "remove the row"
+        )
+    return texts.to_numpy(dtype=object)
 
 
 def kept_rows(keys: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
