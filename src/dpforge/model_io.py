@@ -83,9 +83,16 @@ def manifest(synth: Any) -> dict[str, Any]:
             "delta": synth.delta,
             "report": report.to_dict(),
             "ledger": synth.ledger_.to_dict(),
+            **_unit(synth),
         },
         "versions": _versions(),
     }
+
+
+def _unit(synth: Any) -> dict[str, Any]:
+    """The privacy unit's name and k, when the guarantee is per person (never a key of it)."""
+    unit = synth.unit.to_dict()
+    return {} if unit is None else {"unit": unit}
 
 
 def _encoding(encoder: Any) -> dict[str, Any]:
@@ -199,6 +206,8 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         delta=float(privacy["delta"]),
         method_options=config,
         progress=False,
+        privacy_unit=(privacy.get("unit") or {}).get("column"),
+        max_rows_per_unit=(privacy.get("unit") or {}).get("max_rows"),
     )
     generator.load_state_dict(weights, strict=True)
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config

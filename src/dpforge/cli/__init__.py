@@ -89,6 +89,7 @@ def options(
 def print_privacy(synth: Synthesizer) -> None:
     report = synth.privacy_spent()
     console.print(f"[bold]privacy spent[/bold]: {report.summary()}, metadata included")
+    console.print(f"[bold]guarantee[/bold]: {synth.unit.describe()}")
     for entry in synth.ledger_.entries:
         console.print(f"  ledger: {entry.name}")
     bayesian = getattr(synth, "bayesian_", None)
@@ -244,6 +245,15 @@ def fit(
     engine: str = typer.Option(MEMORY, "--engine", help=ENGINE_HELP),
     spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL"),
     spark_remote: str = typer.Option(None, "--spark-remote", help="Spark Connect URL (sc://)"),
+    privacy_unit: str = typer.Option(
+        None,
+        "--privacy-unit",
+        help="tables: the column that identifies a person (type drop or surrogate in the "
+        "schema): the guarantee is then per person; needs --max-rows-per-unit",
+    ),
+    max_rows_per_unit: int = typer.Option(
+        None, "--max-rows-per-unit", help="k: the most rows kept per person (chosen at random)"
+    ),
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
     check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
@@ -301,6 +311,8 @@ def fit(
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
         anchor=anchor_option(public, anchor_share, anchor_bins, anchor_statistic),
+        privacy_unit=privacy_unit,
+        max_rows_per_unit=max_rows_per_unit,
     )
     synth.check_options()  # before the data are read
     # Rank 0 alone charges the budget file and writes the outputs.

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from dpforge.errors import PrivacyError
+
 __all__ = ["Assign", "CellTable", "ColumnAggregates", "TableAggregates"]
 
 Assign = Callable[[np.ndarray], np.ndarray]
@@ -54,8 +56,19 @@ class TableAggregates(ABC):
     """The validated records of one table, kept by an engine that computes their aggregates."""
 
     @abstractmethod
-    def validated(self, schema: Any, out_of_bounds: str) -> TableAggregates:
-        """Every record checked against ``schema`` (``validate_table``'s rules), typed."""
+    def validated(
+        self, schema: Any, out_of_bounds: str, unit: str | None = None
+    ) -> TableAggregates:
+        """Every record checked against ``schema`` (``validate_table``'s rules), typed; with
+        ``unit``, that column's keys (checked: none missing) are kept for :meth:`bounded`."""
+
+    def bounded(self, rows: int, seed: int) -> TableAggregates:
+        """At most ``rows`` records per key of the kept unit column, chosen at random (seeded
+        by ``seed``, drawn from the run's generator); the unit column is dropped."""
+        raise PrivacyError(
+            f"{type(self).__name__} cannot keep at most k rows per person: fit in memory, or "
+            "leave out the privacy unit"
+        )
 
     @abstractmethod
     def released(self, schema: Any) -> TableAggregates:

@@ -24,6 +24,7 @@ from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
@@ -64,6 +65,19 @@ class TableKind:
                 "or time series use an image/timeseries schema"
             )
         return validate_table(data, schema, out_of_bounds=out_of_bounds)
+
+    @staticmethod
+    def validate_bounded(
+        data: Any, schema: Schema, out_of_bounds: str, unit: PrivacyUnit, rng: np.random.Generator
+    ) -> pd.DataFrame:
+        """:meth:`validate`, then at most ``unit.rows`` rows per person, chosen at random with
+        ``rng`` (:mod:`dpforge.privacy.person`); the unit column goes no further."""
+        if isinstance(data, TableAggregates):  # kept by an engine (Spark): bounded there
+            seed = int(rng.integers(2**31 - 1))
+            return data.validated(schema, out_of_bounds, unit.column).bounded(unit.rows, seed)
+        records = TableKind.validate(data, schema, out_of_bounds)
+        keys = frame_keys(data, unit.column)
+        return records.iloc[kept_rows(keys, unit.rows, rng)].reset_index(drop=True)
 
     @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
@@ -147,11 +161,12 @@ class MarginalAnchoring(Anchoring):
         adaptive = adaptive_columns(schema.feature_columns, self.config.n_bins)
         plan = plan_anchoring(
             self.config, public.spans, label and label.name, self._target(run, ledger),
-            ledger, adaptive=len(adaptive),
+            ledger, adaptive=len(adaptive), unit=run.unit,
         )  # fmt: skip
-        fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
+        fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng, plan.rows)
         edges = self._place_cells(adaptive, fine, n_public)
-        masses = _fine_masses(adaptive, fine, plan.cells_noise * math.sqrt(len(adaptive)))
+        std = plan.cells_noise * plan.rows * math.sqrt(len(adaptive))  # what was added
+        masses = _fine_masses(adaptive, fine, std)
         encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges, cell_mass=masses))
         label_name, blocks = _blocks(encoder, records)
         measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)

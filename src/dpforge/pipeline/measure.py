@@ -14,18 +14,25 @@ import numpy as np
 from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 from dpforge.engines.base import MEASURE, Engine
-from dpforge.pipeline.checkpoints import check_resumable, save_measured
+from dpforge.pipeline.checkpoints import bounding_seed, check_resumable, save_measured
 from dpforge.pipeline.plan import metadata_budget, plan_training, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 
 COUNT_ENTRY = "record count (sizes the sampling rate, cells and totals)"
 
 
 def check_records(run: RunSettings, engine: Engine) -> int:
-    """Check every record against the schema (bad input is refused, naming the record);
-    returns the number of records read (private: it sizes nothing that is released)."""
-    records = run.kind.validate(engine.read(MEASURE), run.schema, run.out_of_bounds)
+    """Check every record against the schema (bad input is refused, naming the record), then,
+    with a privacy unit, keep at most k rows per person (random stream 6); returns the number
+    of records kept (private: it sizes nothing that is released)."""
+    data = engine.read(MEASURE)
+    if run.unit.per_person:
+        rng = np.random.default_rng(bounding_seed(run))
+        records = run.kind.validate_bounded(data, run.schema, run.out_of_bounds, run.unit, rng)
+    else:
+        records = run.kind.validate(data, run.schema, run.out_of_bounds)
     engine.replace(records)
     return engine.size(MEASURE)
 
@@ -37,17 +44,23 @@ def release_size(run: RunSettings, n_records: int, ledger: PrivacyLedger) -> flo
     if run.record_count is not None:
         return float(run.record_count)
     rng = np.random.default_rng(run.seed_sequence(5))
-    return release_count(n_records, size_noise(run.epsilon, run.delta), ledger, rng)
+    return release_count(n_records, size_noise(run.epsilon, run.delta), ledger, rng, run.unit)
 
 
 def release_count(
-    n_records: int, sigma: float, ledger: PrivacyLedger, rng: np.random.Generator
+    n_records: int,
+    sigma: float,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+    unit: PrivacyUnit = PER_RECORD,
 ) -> float:
-    """The record count released with the Gaussian mechanism (one record moves it by 1 under
-    add/remove), recorded in ``ledger`` before it runs; 0 noise: non-private."""
+    """The record count released with the Gaussian mechanism, recorded in ``ledger`` before it
+    runs; 0 noise: non-private. One record moves it by 1 under add/remove; one person, whose
+    rows were bounded to k, by k: the noise std is ``sigma * unit.rows``."""
     event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
-    ledger.record(COUNT_ENTRY, event)
-    noisy = n_records + rng.normal(0.0, sigma) if sigma > 0 else float(n_records)
+    ledger.record(unit.entry(COUNT_ENTRY), event)
+    std = sigma * unit.rows
+    noisy = n_records + rng.normal(0.0, std) if sigma > 0 else float(n_records)
     return max(1.0, round(noisy))  # rounding and the floor are post-processing
 
 

@@ -75,8 +75,9 @@ def size_noise(epsilon: float, delta: float) -> float:
 def metadata_budget(run: RunSettings) -> MetadataBudget:
     """The part of the budget set aside for DP estimates of undeclared metadata."""
     if not math.isfinite(run.epsilon):
-        return MetadataBudget(epsilon=0.0, delta=0.0, non_private=True)
-    return MetadataBudget(run.epsilon * run.metadata_share, run.delta * run.metadata_share)
+        return MetadataBudget(epsilon=0.0, delta=0.0, non_private=True, unit=run.unit)
+    share = run.metadata_share
+    return MetadataBudget(run.epsilon * share, run.delta * share, unit=run.unit)
 
 
 def sample_rate(run: RunSettings, n_public: float) -> float:

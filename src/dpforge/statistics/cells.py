@@ -12,7 +12,8 @@ one to one cell of each column's histogram: L2 sensitivity ``sqrt(m)`` for ``m``
 The fine counts that stand out from the noise are kept too (free, ``kinds.table``): a value is
 drawn inside its cell in proportion to them, so that heaped numbers come back on their points
 (``NumericBins.decode``). An empty cell
-of a nullable column adds to no fine cell: the sensitivity stays ``sqrt(m)``.
+of a nullable column adds to no fine cell: the sensitivity stays ``sqrt(m)``. With a privacy
+unit (a person's at most ``r`` rows, :mod:`dpforge.privacy.person`) it is ``r * sqrt(m)``.
 """
 
 from __future__ import annotations
@@ -46,10 +47,15 @@ def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
 
 
 def measure_fine_histograms(
-    table: pd.DataFrame, columns: Sequence[Column], noise: float, rng: np.random.Generator
+    table: pd.DataFrame,
+    columns: Sequence[Column],
+    noise: float,
+    rng: np.random.Generator,
+    rows: int = 1,
 ) -> dict[str, np.ndarray]:
-    """Each column's noisy histogram on its fine public grid (noise std noise * sqrt(m))."""
-    std = noise * np.sqrt(len(columns))
+    """Each column's noisy histogram on its fine public grid (noise std noise * rows *
+    sqrt(m); ``rows``: a person's most rows, 1 per record)."""
+    std = noise * rows * np.sqrt(len(columns))
     out = {}
     for column in columns:
         fine = numeric_bins(column, FINE_CELLS + 2)

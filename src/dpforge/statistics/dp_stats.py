@@ -13,6 +13,11 @@ bin by 1 (L2 sensitivity 1) with N(0, σ²) noise per bin, so one histogram is e
 the rest of the DP-ML ecosystem, the analysis assumes ideal real-valued Gaussian noise; numpy's
 floating-point sampler only approximates it (see Mironov 2012 on floating-point attacks).
 
+Several rows per person (:mod:`dpforge.privacy.person`): once each person keeps at most ``k``
+rows, one person changes a histogram by at most ``k`` in L2 (all rows in one bin). Every
+estimator takes that ``sensitivity`` and adds ``sensitivity`` times the noise, keeping its event:
+``GaussianDpEvent(σ)`` is the Gaussian mechanism of noise std σ·sensitivity.
+
 Calling with ``noise_multiplier=0`` is the non-private baseline: the event is
 ``GaussianDpEvent(0)``, for which the accountant reports ε = ∞.
 """
@@ -83,6 +88,15 @@ def _check_noise_multiplier(noise_multiplier: float) -> float:
     return sigma
 
 
+def _check_sensitivity(sensitivity: float) -> float:
+    """The L2 sensitivity of one histogram under the run's relation: 1 per record, k per
+    person with at most k rows."""
+    value = float(sensitivity)
+    if not (math.isfinite(value) and value >= 1.0):
+        raise PrivacyError(f"sensitivity must be a finite number >= 1, got {sensitivity!r}")
+    return value
+
+
 def _check_rng(rng: np.random.Generator) -> None:
     """Refuse anything but an explicit Generator: noise never comes from global state."""
     if not isinstance(rng, np.random.Generator):
@@ -101,14 +115,15 @@ def _check_probability(name: str, value: float) -> float:
 
 
 def gaussian_histogram(
-    counts: np.ndarray, noise_multiplier: float, rng: np.random.Generator
+    counts: np.ndarray, noise_multiplier: float, rng: np.random.Generator, sensitivity: float = 1
 ) -> np.ndarray:
-    """Add N(0, σ²) independently to every count (the Gaussian mechanism, L2 sensitivity 1).
+    """Add N(0, (σ·sensitivity)²) independently to every count (the Gaussian mechanism).
 
-    Private only if one record changes one entry of ``counts`` by at most 1; the callers in
-    this module build their histograms so that this holds.
+    Private only if one neighbouring step (a record, or a person's bounded rows) changes
+    ``counts`` by at most ``sensitivity`` in L2; the callers in this module build their
+    histograms so that one record changes one entry by at most 1.
     """
-    sigma = _check_noise_multiplier(noise_multiplier)
+    sigma = _check_noise_multiplier(noise_multiplier) * _check_sensitivity(sensitivity)
     _check_rng(rng)
     counts = np.asarray(counts, dtype=float)
     return counts + sigma * rng.standard_normal(counts.shape)
@@ -247,6 +262,7 @@ def dp_bounds(
     widen_octaves: float = 1.0,
     fine: bool = True,
     grid: np.ndarray | None = None,
+    sensitivity: float = 1,
 ) -> DpEstimate:
     """DP (lower, upper) bounds that hold all but about ``quantile`` of the values in each tail.
 
@@ -292,8 +308,12 @@ def dp_bounds(
     them, used instead of the geometric one (quantile bins widened by one bin). Date columns
     pass a calendar of month starts (:mod:`dpforge.statistics.time_bounds`): on a grid of
     octaves, dates far from 1970 get a range of many years.
+
+    ``sensitivity`` (k for a person with at most k rows): both histograms get noise std
+    σ·k, and every level read from the noise above uses that std; the event stays σ's.
     """
     sigma = _check_noise_multiplier(noise_multiplier)
+    std = sigma * _check_sensitivity(sensitivity)
     _check_rng(rng)
     if not 0.0 <= quantile < 0.5:
         raise ValueError(f"quantile must be in [0, 0.5), got {quantile}")
@@ -310,16 +330,16 @@ def dp_bounds(
     widen = max(1, round(widen_octaves * bins_per_octave))
     if grid is not None:  # a public grid of the caller's (a calendar), widened by one bin
         coarse_edges, widen = _checked_grid(grid), 1
-    coarse = _coarse_range(array, coarse_edges, sigma, rng, quantile, spurious_bin_prob, widen)
+    coarse = _coarse_range(array, coarse_edges, std, rng, quantile, spurious_bin_prob, widen)
     if coarse is None:
         _warn_noise("the coarse histogram", f"the whole public grid ±{limit:g}")
         return DpEstimate((-limit, limit), event)
     (low, high), coarse_total = _finite_range(*coarse[0], limit), coarse[1]
-    fine_bins = _affordable_bins(coarse_total, sigma, bins) if fine else 0
+    fine_bins = _affordable_bins(coarse_total, std, bins) if fine else 0
     if fine_bins < 2:
         return DpEstimate((float(low), float(high)), event)
     fine_edges = np.linspace(low, high, fine_bins + 1)
-    fine = _fine_range(array, fine_edges, sigma, rng, quantile, spurious_bin_prob)
+    fine = _fine_range(array, fine_edges, std, rng, quantile, spurious_bin_prob)
     if fine is None:
         _warn_noise("the fine histogram", f"the coarse range [{low:g}, {high:g}]")
         return DpEstimate((float(low), float(high)), event)
@@ -463,6 +483,7 @@ def dp_categories(
     noise_multiplier: float,
     threshold_delta: float,
     rng: np.random.Generator,
+    max_rows: int = 1,
 ) -> DpEstimate:
     """DP list of the categories of a column with no public list (Gaussian sparse histogram).
 
@@ -482,17 +503,35 @@ def dp_categories(
     Gaussian sparse histogram mechanism", 2024), who show this standard bound is slightly
     conservative. The event is ``GaussianDpEvent(σ)``; ``extra_delta`` is threshold_delta.
 
+    One person with at most ``max_rows`` = k rows (:mod:`dpforge.privacy.person`). The noise
+    std is σ·k: on the values both data sets hold, the person changes the counts by at most k
+    in L2, the Gaussian mechanism of ``GaussianDpEvent(σ)``. The person's own values number at
+    most k (one per row) with counts c_1 + ... + c_m <= k, so each c_j <= k, and any of them is
+    released with probability at most P[k + N(0, (σk)²) >= τ]. With τ = k + σk·Φ⁻¹(1 -
+    threshold_delta / k) each is at most threshold_delta / k and, by a union bound over the at
+    most k values, the event outside the Gaussian mechanism still has probability at most
+    threshold_delta (PipelineDP's partition selection bounds the same way, with its L0 and
+    Linf bounds both k here). k = 1 gives the threshold above.
+
     Values must be non-missing (None/NaN raise DataError); non-strings are converted with str.
     Noise is drawn in sorted order, so the result does not depend on the row order.
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     threshold_delta = _check_probability("threshold_delta", threshold_delta)
+    rows = _check_max_rows(max_rows)
     _check_rng(rng)
     names, counts = _category_counts(values)
-    noisy = gaussian_histogram(counts, sigma, rng)
-    threshold = 1.0 + sigma * _upper_tail_z(threshold_delta)
+    noisy = gaussian_histogram(counts, sigma, rng, sensitivity=rows)
+    threshold = rows + sigma * rows * _upper_tail_z(threshold_delta / rows)
     released = [name for name, count in zip(names, noisy, strict=True) if count >= threshold]
     return DpEstimate(released, dp_accounting.GaussianDpEvent(sigma), threshold_delta)
+
+
+def _check_max_rows(max_rows: int) -> int:
+    """A person's most rows: a whole number >= 1."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or max_rows < 1:
+        raise PrivacyError(f"max_rows must be a whole number >= 1, got {max_rows!r}")
+    return int(max_rows)
 
 
 # --------------------------------------------------------------------------- label prior
@@ -531,6 +570,7 @@ def dp_label_prior(
     noise_multiplier: float,
     rng: np.random.Generator,
     floor: float | None = None,
+    sensitivity: float = 1,
 ) -> DpEstimate:
     """DP class proportions over the public list ``classes`` (a probability vector).
 
@@ -542,6 +582,7 @@ def dp_label_prior(
     was clipped to 0 would otherwise never be generated (and log p would be -inf). Mixing
     moves each probability by at most K·floor ≤ 0.01 and is post-processing, hence free.
     If every noisy count is ≤ 0, p̂ is uniform and a :class:`DpNoiseWarning` is issued.
+    ``sensitivity``: k for a person with at most k rows (noise std σ·k, same event).
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     _check_rng(rng)
@@ -550,7 +591,7 @@ def dp_label_prior(
     floor = 0.01 / k if floor is None else float(floor)
     if not 0.0 < floor < 1.0 / k:
         raise ValueError(f"floor must be in (0, 1/{k}), got {floor}")
-    noisy = np.clip(gaussian_histogram(counts, sigma, rng), 0.0, None)
+    noisy = np.clip(gaussian_histogram(counts, sigma, rng, sensitivity), 0.0, None)
     total = noisy.sum()
     if total > 0:
         estimate = noisy / total

@@ -39,10 +39,10 @@ def calendar_grid(column: Column) -> np.ndarray:
 
 
 def time_range(
-    values, column: Column, sigma: float, rng: np.random.Generator
+    values, column: Column, sigma: float, rng: np.random.Generator, sensitivity: float = 1
 ) -> tuple[DpEstimate, float, float]:
     """The estimate (its event for the ledger) and the column's DP range on its axis."""
-    estimate = dp_bounds(values, sigma, rng, grid=calendar_grid(column))
+    estimate = dp_bounds(values, sigma, rng, grid=calendar_grid(column), sensitivity=sensitivity)
     unit, step = SECONDS[column.type], float(column.resolution)
     first, last = FIRST_SECOND / unit, LAST_SECOND / unit
     low, high = (min(max(v, first), last) for v in estimate.value)
