@@ -5,7 +5,8 @@ with ``n_bins``, become a one-hot block over public cells (:mod:`dpforge.statist
 softmax head whose marginals can be measured and matched); each categorical column becomes a
 one-hot block (its own softmax head). A nullable column's block has one more cell, the last,
 for "missing" (a nullable numeric column is always binned, so that its block is a softmax);
-identifier columns ("drop", "surrogate") have no block at all. The encoder describes
+identifier columns ("drop", "surrogate") and columns a schema rule sets from another
+(``depends``: decoded from the rule's map) have no block at all. The encoder describes
 these heads as :class:`Span` objects so that networks never need to know column types.
 The label column is not part of the features: it is the condition, returned as class indices.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dpforge.data.rules import dependent_values
 from dpforge.errors import SchemaError, private
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.bins import NumericBins, numeric_bins
@@ -73,12 +75,12 @@ class TableEncoder:
         self.n_bins = n_bins
         self.bins = {
             c.name: numeric_bins(c, n_bins or NULLABLE_BINS)
-            for c in schema.feature_columns
+            for c in schema.generated_columns
             if c.is_numeric and (n_bins is not None or c.nullable)
         }
         self.placed_cells = dict(cells or {})  # cells that follow the data (DP-placed)
         self.bins.update(self.placed_cells)
-        self.spans = self._make_spans(schema.feature_columns, self.bins)
+        self.spans = self._make_spans(schema.generated_columns, self.bins)
         label = schema.label_column
         self.label_classes: tuple[str, ...] = () if label is None else label.categories
 
@@ -163,6 +165,7 @@ class TableEncoder:
         label = self.schema.label_column
         if label is not None:
             decoded[label.name] = np.asarray(label.categories, dtype=object)[labels]
+        decoded.update(dependent_values(self.schema, decoded))  # set by the schema's rules
         for column in self.schema.columns:
             if column.type == "surrogate":  # fresh keys: no value of the data is ever read
                 decoded[column.name] = fresh_keys(len(features), rng)

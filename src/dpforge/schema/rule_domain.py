@@ -32,27 +32,23 @@ _COMPARE = {
 
 
 def matches(condition: Condition, values: Any) -> np.ndarray:
-    """Per value, whether it meets the condition; an empty cell (None, NaN, NA) never does."""
-    array = np.asarray(values, dtype=object)
-    present = ~pd.isna(array)
+    """Per value, whether it meets the condition; an empty cell (None, NaN, NA) never does.
+    ``values``: a pandas Series or an array (texts for categories, numbers otherwise)."""
+    series = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object))
+    present = series.notna().to_numpy()
     op, value = condition.op, condition.value
-    if op in ("in", "not in"):
-        hit = pd.Series(array).isin(list(value)).to_numpy()
-        if any(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
-            numbers = _as_float(array, present)
-            hit = np.isin(numbers, np.asarray(value, dtype=np.float64)) & present
-        out = hit if op == "in" else ~hit
-    elif isinstance(value, str):
-        out = _COMPARE[op](array, value).astype(bool)
+    listed = value if op in ("in", "not in") else (value,)
+    if all(isinstance(v, str) for v in listed):  # categories: compared as texts
+        hit = series.isin(listed).to_numpy(dtype=bool)
+        out = ~hit if op in ("!=", "not in") else hit
     else:
-        out = _COMPARE[op](_as_float(array, present), float(value))
+        numbers = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        if op in ("in", "not in"):
+            hit = np.isin(numbers, np.asarray(listed, dtype=np.float64))
+            out = hit if op == "in" else ~hit
+        else:
+            out = _COMPARE[op](numbers, float(value))
     return np.asarray(out, dtype=bool) & present
-
-
-def _as_float(array: np.ndarray, present: np.ndarray) -> np.ndarray:
-    out = np.full(array.shape, np.nan)
-    out[present] = array[present].astype(np.float64)
-    return out
 
 
 def on_determinant(condition: Condition, rule: Depends) -> Condition:

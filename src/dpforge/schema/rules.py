@@ -31,7 +31,7 @@ from dpforge.errors import SchemaError
 from dpforge.schema.validation import quote
 
 if TYPE_CHECKING:
-    from dpforge.schema.table import Column
+    pass
 
 RULE_KINDS = ("depends", "forbid", "inequality")
 ORDER_OPS = ("<", "<=", ">", ">=")
