@@ -77,7 +77,9 @@ def breaks(rule: Any, frame: pd.DataFrame, schema: Any) -> np.ndarray:
     if isinstance(rule, Inequality):
         left, right = _numbers(frame[rule.left]), _numbers(frame[rule.right])
         return left + rule.gap > right  # NaN (an empty cell) compares False
-    expected = _mapped(rule, schema.column(rule.dependent), {rule.determinant: frame[rule.determinant]})
+    expected = _mapped(
+        rule, schema.column(rule.dependent), {rule.determinant: frame[rule.determinant]}
+    )
     got = pd.Series(frame[rule.dependent].to_numpy(dtype=object))
     want = pd.Series(np.asarray(expected, dtype=object))
     same = (got == want) | (got.isna() & want.isna())

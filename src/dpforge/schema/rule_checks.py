@@ -103,8 +103,7 @@ def _check_map_keys(rule: Depends, source: Column, where: str) -> None:
         close = closest(unknown[0], source.categories)
         hint = f" (did you mean {quote(close)}?)" if close else ""
         raise SchemaError(
-            f"{where}: map key {quote(unknown[0])} is not a category of "
-            f"{quote(source.name)}{hint}"
+            f"{where}: map key {quote(unknown[0])} is not a category of {quote(source.name)}{hint}"
         )
     lacking = [c for c in source.categories if c not in keys]
     if lacking:

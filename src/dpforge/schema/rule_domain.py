@@ -34,7 +34,9 @@ _COMPARE = {
 def matches(condition: Condition, values: Any) -> np.ndarray:
     """Per value, whether it meets the condition; an empty cell (None, NaN, NA) never does.
     ``values``: a pandas Series or an array (texts for categories, numbers otherwise)."""
-    series = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object))
+    series = (
+        values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object))
+    )
     present = series.notna().to_numpy()
     op, value = condition.op, condition.value
     listed = value if op in ("in", "not in") else (value,)
@@ -65,7 +67,9 @@ def setting_rule(column: str, rules: tuple[Rule, ...]) -> Depends | None:
     return next((r for r in rules if isinstance(r, Depends) and r.dependent == column), None)
 
 
-def always_true(condition: Condition, columns: Mapping[str, Column], rules: tuple[Rule, ...]) -> bool:
+def always_true(
+    condition: Condition, columns: Mapping[str, Column], rules: tuple[Rule, ...]
+) -> bool:
     """Whether every row meets ``condition`` whatever the model does (known from the declared
     domain; False when the domain is not declared or an empty cell escapes it)."""
     setter = setting_rule(condition.column, rules)
