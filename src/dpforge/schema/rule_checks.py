@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dpforge.errors import SchemaError
+from dpforge.schema.rule_domain import always_true
 from dpforge.schema.rules import (
     CONDITION_OPS,
     INEQUALITY_OPS,
@@ -234,8 +235,6 @@ def _map_in_domain(column: Column, value: Any, where: str, category: str) -> Non
 
 def _check_forbid_reachable(rules: tuple[Rule, ...], columns: Mapping[str, Column]) -> None:
     """A forbidden combination that every value of the domain matches leaves no row."""
-    from dpforge.schema.rule_domain import always_true
-
     for index, rule in enumerate(rules):
         if isinstance(rule, Forbid) and all(always_true(c, columns, rules) for c in rule.when):
             raise SchemaError(
