@@ -165,7 +165,5 @@ def test_a_model_json_whose_unit_is_not_an_identifier_is_refused_on_load(fitted,
     info = manifest(fitted[1])
     check_manifest(info, tmp_path / "model.json")
     info["privacy"]["unit"]["column"] = "carrier"
-    with pytest.raises(
-        ModelFileError, match="unit: the privacy unit 'carrier' is declared"
-    ):
+    with pytest.raises(ModelFileError, match="unit: the privacy unit 'carrier' is declared"):
         check_manifest(info, tmp_path / "model.json")

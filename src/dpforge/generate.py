@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from dpforge.data.arrays import ArrayData
+from dpforge.data.rules import abiding_rows
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
@@ -21,8 +22,27 @@ from dpforge.kinds import kind_of
 def sample_batch(
     synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator
 ) -> pd.DataFrame | ArrayData:
-    """``n`` records from ``synth``'s fitted generator, decoded."""
+    """``n`` records from ``synth``'s fitted generator, decoded; rows that break a rule of the
+    schema are drawn again, then repaired (:mod:`dpforge.data.rules`)."""
     labels = condition_labels(synth, n, conditions, generator)
+    rows = _decoded(synth, labels, n, generator)
+    schema = getattr(synth.encoder_, "schema", None)
+    if not getattr(schema, "rules", ()):
+        return rows
+    labels_np = None if labels is None else labels.cpu().numpy()
+
+    def draw(index: np.ndarray) -> pd.DataFrame:
+        chosen = None if labels is None else labels[torch.as_tensor(index, device=labels.device)]
+        return _decoded(synth, chosen, len(index), generator)
+
+    seed = int(torch.randint(2**62, (1,), generator=generator))
+    return abiding_rows(rows, labels_np, schema, draw, np.random.default_rng(seed))
+
+
+def _decoded(
+    synth: Any, labels: torch.Tensor | None, n: int, generator: torch.Generator
+) -> pd.DataFrame | ArrayData:
+    """``n`` generated records with ``labels``, decoded by the run's encoder."""
     with torch.no_grad():
         z = synth.generator_.sample_latent(n, generator)
         rows = synth.generator_(z, labels)

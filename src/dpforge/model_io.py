@@ -185,7 +185,7 @@ def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
     else:
         edges = info["encoding"].get("edges") or {}
         cells = bins_from_edges(
-            schema.feature_columns, edges, info["encoding"].get("cell_mass") or {}
+            schema.generated_columns, edges, info["encoding"].get("cell_mass") or {}
         )
         encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells)
     try:

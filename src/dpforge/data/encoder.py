@@ -5,7 +5,8 @@ with ``n_bins``, become a one-hot block over public cells (:mod:`dpforge.statist
 softmax head whose marginals can be measured and matched); each categorical column becomes a
 one-hot block (its own softmax head). A nullable column's block has one more cell, the last,
 for "missing" (a nullable numeric column is always binned, so that its block is a softmax);
-identifier columns ("drop", "surrogate") have no block at all. The encoder describes
+identifier columns ("drop", "surrogate") and columns a schema rule sets from another
+(``depends``: decoded from the rule's map) have no block at all. The encoder describes
 these heads as :class:`Span` objects so that networks never need to know column types.
 The label column is not part of the features: it is the condition, returned as class indices.
 """
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.dates import decode_times, part_codes, time_texts
+from dpforge.data.rules import dependent_values
 from dpforge.errors import SchemaError, private
 from dpforge.schema.dates import PARTS, part_columns, part_name, with_parts
 from dpforge.schema.table import Column, Schema
@@ -73,15 +75,17 @@ class TableEncoder:
             )
         self.schema = schema
         self.n_bins = n_bins
-        self.columns = with_parts(schema.feature_columns)  # a date's parts follow it
+        # the generated columns (a 'depends' rule's dependent is decoded from its map), each
+        # date followed by its parts
+        self.columns = with_parts(schema.generated_columns)
         self.part_of = {
             p.name: (c, part)
-            for c in schema.feature_columns
+            for c in schema.generated_columns
             for p, part in zip(part_columns(c), c.parts, strict=True)
         }
         self.bins = {
             c.name: numeric_bins(c, n_bins or NULLABLE_BINS)
-            for c in schema.feature_columns
+            for c in schema.generated_columns
             if c.is_numeric and (n_bins is not None or c.nullable or c.parts)
         }
         self.placed_cells = dict(cells or {})  # cells that follow the data (DP-placed)
@@ -180,6 +184,7 @@ class TableEncoder:
         label = self.schema.label_column
         if label is not None:
             decoded[label.name] = np.asarray(label.categories, dtype=object)[labels]
+        decoded.update(dependent_values(self.schema, decoded))  # set by the schema's rules
         for column in self.schema.columns:
             if column.type == "surrogate":  # fresh keys: no value of the data is ever read
                 decoded[column.name] = fresh_keys(len(features), rng)

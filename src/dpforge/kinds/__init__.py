@@ -17,7 +17,7 @@ from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.statistics import array_anchor
-from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.anchor import RULES_WEIGHT, AnchorConfig
 from dpforge.statistics.features import MOMENTS, FeatureAnchorConfig, feature_anchor_defaults
 
 __all__ = [
@@ -68,7 +68,22 @@ def resolve_anchor(
         return None  # no embedding release: the discriminator alone, with its own generator
     if isinstance(anchor, FeatureAnchorConfig):
         return array_anchor.resolve_statistic(anchor, schema.kind)
+    _check_rules_weight(anchor, schema)
     return anchor
+
+
+def _check_rules_weight(anchor: AnchorConfig, schema: Schema) -> None:
+    """A rules weight other than the default needs a fit it can act on: refused otherwise."""
+    if anchor.rules_weight == RULES_WEIGHT:
+        return
+    penalised = [r for r in schema.rules if r.kind in ("forbid", "inequality")]
+    if not penalised or anchor.share == 0:
+        raise PrivacyError(
+            f"anchor rules_weight={anchor.rules_weight:g} applies to a marginal-anchored fit "
+            "(share > 0) of a schema with forbid or inequality rules; this run has "
+            f"{'no anchoring' if penalised else 'no such rule'}: leave rules_weight at "
+            f"{RULES_WEIGHT:g}"
+        )
 
 
 def _check_anchor_type(anchor: Any, schema: Any) -> None:

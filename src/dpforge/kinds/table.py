@@ -42,6 +42,7 @@ from dpforge.statistics.rounds import (
     measure_selected_pairs,
     plan_anchoring,
 )
+from dpforge.statistics.rule_penalty import rule_pairs, with_rules
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
@@ -149,7 +150,7 @@ class MarginalAnchoring(Anchoring):
         return MeasuredTable(marginals, dict(d.get("cell_edges", {})), dict(d.get("cell_mass", {})))
 
     def encoder(self, kind: Any, schema: Schema, measured: MeasuredTable) -> TableEncoder:
-        cells = bins_from_edges(schema.feature_columns, measured.cell_edges, measured.cell_mass)
+        cells = bins_from_edges(schema.generated_columns, measured.cell_edges, measured.cell_mass)
         return TableEncoder(schema, n_bins=self.config.n_bins, cells=cells)
 
     def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredTable:
@@ -158,7 +159,7 @@ class MarginalAnchoring(Anchoring):
             return MeasuredTable()
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
-        adaptive = adaptive_columns(schema.feature_columns, self.config.n_bins)
+        adaptive = adaptive_columns(schema.generated_columns, self.config.n_bins)
         plan = plan_anchoring(
             self.config, public.spans, label and label.name, self._target(run, ledger),
             ledger, adaptive=len(adaptive), unit=run.unit,
@@ -211,6 +212,7 @@ class MarginalAnchoring(Anchoring):
                     _prior(setup),
                     self.config,
                     measured.rngs,
+                    rule_pairs(setup.encoder),
                 )  # fmt: skip
             )
 
@@ -224,6 +226,7 @@ class MarginalAnchoring(Anchoring):
         loss = anchor_loss(
             measured.marginals, encoder.spans, _label_name(encoder), prior, self.config
         )
+        loss = with_rules(loss, encoder, self.config.rules_weight)  # the schema's rules
         method.anchor = (loss, self.config.weight)
         if resumed:
             return

@@ -98,6 +98,84 @@ _REVIEW = {
     "description": "a list of texts (the review note of a draft)",
 }
 
+_RULE_VALUE = {
+    "type": ["string", "number", "array"],
+    "items": {"type": ["string", "number"]},
+    "minItems": 1,
+    "description": "a category (text), a number, or a non-empty list of them (for in / not in)",
+}
+_COLUMN_REF = {"type": "string", "minLength": 1, "description": "a column name (text)"}
+RULE_DEFS: dict[str, Any] = {
+    "rule": {
+        "title": "a rule",
+        "type": "object",
+        "description": "an object with a 'kind' (depends, forbid or inequality)",
+        "required": ["kind"],
+        "properties": {"kind": {"enum": ["depends", "forbid", "inequality"]}},
+        "allOf": [
+            {"if": {"properties": {"kind": {"const": kind}}}, "then": {"$ref": f"#/$defs/{kind}"}}
+            for kind in ("depends", "forbid", "inequality")
+        ],
+    },
+    "depends": {
+        "title": "a dependency rule",
+        "required": ["determinant", "dependent", "map"],
+        "additionalProperties": False,
+        "properties": {
+            "kind": True,
+            "determinant": _COLUMN_REF,
+            "dependent": _COLUMN_REF,
+            "map": {
+                "type": "object",
+                "minProperties": 1,
+                "additionalProperties": {
+                    "type": ["string", "number"],
+                    "description": "the dependent's value (a category or a number)",
+                },
+                "description": "an object: each category of the determinant -> the dependent's "
+                "value",
+            },
+        },
+    },
+    "forbid": {
+        "title": "a forbidden combination",
+        "required": ["when"],
+        "additionalProperties": False,
+        "properties": {
+            "kind": True,
+            "when": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"$ref": "#/$defs/condition"},
+                "description": "a non-empty list of conditions, all true in a forbidden row",
+            },
+        },
+    },
+    "condition": {
+        "title": "a condition",
+        "type": "object",
+        "description": "an object with 'column', 'op' and 'value'",
+        "required": ["column", "op", "value"],
+        "additionalProperties": False,
+        "properties": {
+            "column": _COLUMN_REF,
+            "op": {"enum": ["==", "!=", "<", "<=", ">", ">=", "in", "not in"]},
+            "value": _RULE_VALUE,
+        },
+    },
+    "inequality": {
+        "title": "an inequality rule",
+        "required": ["left", "op", "right"],
+        "additionalProperties": False,
+        "properties": {
+            "kind": True,
+            "left": _COLUMN_REF,
+            "op": {"enum": ["<=", "<"]},
+            "right": _COLUMN_REF,
+        },
+    },
+}
+
 TABLE_FORMAT: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "a table schema",
@@ -117,8 +195,14 @@ TABLE_FORMAT: dict[str, Any] = {
             "description": "a non-empty list of column objects",
         },
         "review": _REVIEW,
+        "rules": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/rule"},
+            "description": "a list of rule objects (kind depends, forbid or inequality)",
+        },
     },
     "$defs": {
+        **RULE_DEFS,
         "column": {
             "title": "a column",
             "type": "object",

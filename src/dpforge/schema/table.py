@@ -32,6 +32,8 @@ from dpforge.schema.formats import (
     TYPE_FORMAT,
     format_for,
 )
+from dpforge.schema.rule_checks import check_rules
+from dpforge.schema.rules import Rule, dependents, rules_from_json, rules_to_json
 from dpforge.schema.validation import check_document, closest, printable, read_json_text
 
 REVIEW_KEY = "review"
@@ -345,13 +347,15 @@ class Schema:
     """Columns of a table, the label column and the label prior.
 
     ``label_prior`` is ``"uniform"`` (free), ``"dp"`` (noisy class counts, charged to the
-    budget) or a mapping class -> probability declared by the user (free).
+    budget) or a mapping class -> probability declared by the user (free). ``rules``: public
+    rules between columns (:mod:`dpforge.schema.rules`) that every sampled row satisfies.
     """
 
     columns: tuple[Column, ...]
     label: str | None = None
     label_prior: str | dict[str, float] = "uniform"
     notes: tuple[str, ...] = field(default=())
+    rules: tuple[Rule, ...] = field(default=())
 
     def __post_init__(self) -> None:
         self.validate()
@@ -378,6 +382,13 @@ class Schema:
     def feature_columns(self) -> tuple[Column, ...]:
         """The columns the generator models: neither the label nor an identifier."""
         return tuple(c for c in self.columns if c.name != self.label and not c.is_identifier)
+
+    @property
+    def generated_columns(self) -> tuple[Column, ...]:
+        """The feature columns the generator outputs: all but those a ``depends`` rule sets
+        from another column (decoded from its map, never modelled)."""
+        set_by_rule = dependents(self.rules)
+        return tuple(c for c in self.feature_columns if c.name not in set_by_rule)
 
     @property
     def modelled(self) -> Schema:
@@ -416,6 +427,7 @@ class Schema:
         check_prior_kind(self.label, self.label_prior)
         if self.label is not None:
             self._validate_label()
+        check_rules(self.rules, {c.name: c for c in self.columns}, self.label)
 
     def _validate_label(self) -> None:
         label = self.column(self.label)
@@ -455,6 +467,8 @@ class Schema:
             "label_prior": self.label_prior,
             "columns": [c.to_dict() for c in self.columns],
         }
+        if self.rules:
+            out["rules"] = rules_to_json(self.rules)
         if self.notes:
             out[REVIEW_KEY] = list(self.notes)
         return out
@@ -475,6 +489,7 @@ class Schema:
             label=d.get("label"),
             label_prior=prior_from_json(d.get("label_prior", "uniform")),
             notes=tuple(d.get(REVIEW_KEY) or ()),
+            rules=rules_from_json(d.get("rules")),
         )
 
     def to_json(self) -> str:

@@ -31,6 +31,9 @@ __all__ = [
 ]
 
 
+RULES_WEIGHT = 10.0  # the rules' penalty in the fit (bench/results/rules.md)
+
+
 @dataclass(frozen=True)
 class AnchorConfig:
     """Settings of the marginal anchoring (all public; see ``Synthesizer``).
@@ -46,6 +49,8 @@ class AnchorConfig:
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
+    rules_weight: weight of the penalty on the mass the generator puts on rows that break the
+        schema's rules (:mod:`dpforge.statistics.rule_penalty`); 0 fits without it.
     """
 
     share: float = 1.0
@@ -58,12 +63,15 @@ class AnchorConfig:
     generator_hidden: tuple[int, ...] = (256, 256)
     implied_weight: float = 0.0
     loss: str = "l1"
+    rules_weight: float = RULES_WEIGHT
 
     def validate(self) -> None:
         if self.loss not in LOSSES:
             raise ValueError(f"anchor loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
+        if not self.rules_weight >= 0:
+            raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:

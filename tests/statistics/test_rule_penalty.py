@@ -1,0 +1,96 @@
+"""The rules' penalty in the anchoring fit (issue 21.7): on hand-made soft outputs it equals the
+exact probability that a row drawn from them breaks a rule."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dpforge.data.encoder import TableEncoder
+from dpforge.schema.rules import Condition, Depends, Forbid, Inequality
+from dpforge.schema.table import Column, Schema
+from dpforge.statistics.rule_penalty import RulePenalty, with_rules
+
+COLUMNS = (
+    Column("colour", "categorical", categories=("red", "green", "blue")),
+    Column("code", "integer", lower=1, upper=3),
+    Column("a", "integer", lower=0, upper=2),
+    Column("b", "integer", lower=0, upper=2),
+    Column("y", "categorical", categories=("no", "yes")),
+)
+CODE = Depends("colour", "code", (("red", 1), ("green", 2), ("blue", 3)))
+
+
+def zero(probs, labels):
+    return probs.new_zeros(())
+
+
+def encoder(*rules) -> TableEncoder:
+    return TableEncoder(Schema(COLUMNS, label="y", rules=(CODE, *rules)), n_bins=8)
+
+
+def rows(colour, a, b) -> torch.Tensor:
+    """Softmax outputs of two rows: heads colour (3 cells), a (3 values), b (3 values)."""
+    return torch.cat([torch.tensor(colour), torch.tensor(a), torch.tensor(b)], dim=1).float()
+
+
+def test_a_forbidden_combination_costs_its_probability():
+    """forbid code >= 2 (green or blue, through the map) and a == 0, for class yes only."""
+    rule = Forbid(
+        (Condition("code", ">=", 2), Condition("a", "==", 0), Condition("y", "==", "yes"))
+    )
+    penalty = RulePenalty(zero, encoder(rule), weight=1.0)
+    probs = rows([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]], [[0.4, 0.6, 0], [1, 0, 0]], [[1, 0, 0]] * 2)
+    labels = torch.tensor([1, 0])
+    expected = ((0.3 + 0.2) * 0.4 + 0.0) / 2  # the second row is class "no"
+    assert torch.isclose(penalty(probs, labels), torch.tensor(expected))
+
+
+def test_an_inequality_costs_the_probability_of_a_wrong_order():
+    """a <= b breaks when a > b: P = sum over value pairs with a > b."""
+    penalty = RulePenalty(zero, encoder(Inequality("a", "<=", "b")), weight=2.0)
+    a, b = [[0.2, 0.3, 0.5]], [[0.6, 0.4, 0.0]]
+    probs = rows([[1, 0, 0]], a, b)
+    broken = 0.3 * 0.6 + 0.5 * (0.6 + 0.4)
+    assert torch.isclose(penalty(probs, None), torch.tensor(2.0 * broken))
+
+
+def test_no_rule_or_no_weight_leaves_the_loss_alone():
+    assert with_rules(zero, encoder(), 1.0) is zero
+    assert with_rules(zero, encoder(Inequality("a", "<=", "b")), 0.0) is zero
+
+
+def test_a_rules_weight_without_a_rule_to_act_on_is_refused():
+    """An option that does not apply is refused, never ignored (issue 21.8)."""
+    from dpforge.errors import PrivacyError
+    from dpforge.kinds import resolve_anchor
+    from dpforge.statistics.anchor import AnchorConfig
+
+    with pytest.raises(
+        PrivacyError, match="rules_weight=0 applies to .* this run has no such rule"
+    ):
+        resolve_anchor(AnchorConfig(rules_weight=0.0), Schema(COLUMNS, label="y", rules=(CODE,)))
+    rules = Schema(COLUMNS, label="y", rules=(Inequality("a", "<=", "b"),))
+    assert resolve_anchor(AnchorConfig(rules_weight=3.0), rules).rules_weight == 3.0
+
+
+def test_the_pairs_rules_tie_are_measured_first():
+    """A forbidden combination on the dependent ties its determinant; the selection takes the
+    tied pairs before any scored one, whatever the noisy scores say."""
+    import numpy as np
+
+    from dpforge.statistics.marginals import CellColumn
+    from dpforge.statistics.rule_penalty import rule_pairs
+    from dpforge.statistics.selection import select_pairs
+
+    rule = Forbid((Condition("code", "==", 3), Condition("b", ">", 1), Condition("y", "==", "no")))
+    ties = rule_pairs(encoder(rule, Inequality("a", "<=", "b")))
+    assert ties == [("colour", "b"), ("a", "b")]
+    rng = np.random.default_rng(0)
+    blocks = {name: CellColumn(rng.integers(0, 3, 200), 3) for name in ("colour", "a", "b")}
+    model = {
+        pair: np.full((3, 3), 200 / 9) for pair in [("colour", "a"), ("colour", "b"), ("a", "b")]
+    }
+    chosen = select_pairs(blocks, model, 2, 0.0, 0.0, rng, 200.0, first=[("b", "colour")])
+    assert chosen[0] == ("colour", "b") and len(chosen) == 2
+    assert select_pairs(blocks, model, 1, 0.0, 0.0, rng, 200.0, first=ties) == [("colour", "b")]
