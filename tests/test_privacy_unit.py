@@ -157,7 +157,7 @@ def test_marginals_fine_histograms_and_pair_scores_add_k_times_the_noise():
     assert np.allclose(k - exact, K * (one - exact))
     model = {p: np.full((3, 8), 1 / 24) for p in candidate_pairs(encoder.spans)}
     recorder = Recorder()
-    select_pairs(cells, model, 1, 0.9, 1.0, recorder, 200.0, K)
+    select_pairs(cells, model, 1, 0.9, 1.0, recorder, 200.0, rows=K)
     assert recorder.stds == [pytest.approx(0.9 * K * math.sqrt(len(model)))]
 
 
