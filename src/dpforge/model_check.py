@@ -85,6 +85,21 @@ MANIFEST_FORMAT: dict[str, Any] = {
                     "type": "object",
                     "additionalProperties": {"type": "array", "minItems": 1, "items": _NUMBER},
                 },
+                "codes": {
+                    "type": "object",
+                    "description": "the cells of each long code list (statistics/codes.py)",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["heavy", "groups"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "heavy": {"type": "array", "items": {"type": "integer"}},
+                            "groups": {"type": "integer", "minimum": 0},
+                            "standout": {"type": "array", "items": {"type": "array"}},
+                            "base": {"type": "array", "items": _NUMBER},
+                        },
+                    },
+                },
             },
         },
         "plan": {

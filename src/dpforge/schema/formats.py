@@ -130,6 +130,12 @@ TABLE_FORMAT: dict[str, Any] = {
                 "type": True,
                 "categories": _VALUES,
                 "nullable": _NULLABLE,
+                "other": {
+                    "type": ["string", "integer", "null"],
+                    "minLength": 1,
+                    "description": "a text: the category that values outside the list pool "
+                    "into (one of the categories, or added to those released under DP)",
+                },
             },
         },
         "numeric": {

@@ -75,12 +75,17 @@ def plan_anchoring(
     target: tuple[float, float] | None,
     ledger: PrivacyLedger,
     adaptive: int = 0,
+    codes: int = 0,
 ) -> AnchorPlan:
     """Calibrate the noise so the ledger reaches ``target`` (epsilon, delta); None: no noise.
 
     ``adaptive`` columns get data-following cells (:mod:`dpforge.statistics.cells`), paid from
-    ``CELLS_WEIGHT`` of the budget. Records every release in ``ledger`` (ahead of running them).
+    ``CELLS_WEIGHT`` of the budget, with the code histograms of the ``codes`` long code lists
+    (:mod:`dpforge.statistics.codes`) in the same release. Records every release in ``ledger``
+    (ahead of running them).
     """
+    what = f"{adaptive} numeric columns" + (f" and {codes} code lists" if codes else "")
+    adaptive += codes
     first = default_marginals(spans, label_name)
     candidates = candidate_pairs(spans) if config.select_pairs else []
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
@@ -95,7 +100,7 @@ def plan_anchoring(
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
         ledger.record(
-            f"anchor: fine histograms of {adaptive} numeric columns (cells)",
+            f"anchor: fine histograms of {what} (cells)",
             measurement_event(cells_noise),
         )
     ledger.record(
