@@ -164,7 +164,9 @@ class MarginalAnchoring(Anchoring):
             ledger, adaptive=len(adaptive), codes=len(long),
         )  # fmt: skip
         m = len(adaptive) + len(long)  # histograms in the release (sensitivity sqrt(m))
-        fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng, histograms=m)
+        fine = measure_fine_histograms(  # noise std cells_noise * sqrt(m) per cell
+            records, adaptive, plan.cells_noise * math.sqrt(m / max(1, len(adaptive))), rng
+        )
         codes = _place_codes(long, records, plan, (public, n_public, m), rng)
         edges = self._place_cells(adaptive, fine, n_public)
         masses = _fine_masses(adaptive, fine, plan.cells_noise * math.sqrt(m))

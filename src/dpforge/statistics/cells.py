@@ -45,15 +45,10 @@ def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
 
 
 def measure_fine_histograms(
-    table: pd.DataFrame,
-    columns: Sequence[Column],
-    noise: float,
-    rng: np.random.Generator,
-    histograms: int | None = None,
+    table: pd.DataFrame, columns: Sequence[Column], noise: float, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
-    """Each column's noisy histogram on its fine public grid (noise std noise * sqrt(m), m the
-    ``histograms`` of the release: these columns' and those of the long code lists)."""
-    std = noise * np.sqrt(len(columns) if histograms is None else histograms)
+    """Each column's noisy histogram on its fine public grid (noise std noise * sqrt(m))."""
+    std = noise * np.sqrt(len(columns))
     out = {}
     for column in columns:
         fine = numeric_bins(column, FINE_CELLS + 2)

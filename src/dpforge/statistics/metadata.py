@@ -154,7 +154,7 @@ def _estimate_column(
         raise PrivacyError(
             f"column '{column.name}': no category is frequent enough to be released under the "
             "metadata budget; declare the categories in the schema, raise the budget share, or "
-            'declare an "other" value that rare values pool into
+            'declare an "other" value that rare values pool into'
         )
     return replace(column, categories=categories)
 
