@@ -193,9 +193,10 @@ class TableEncoder:
             return with_missing(snap(values, column), missing, column)
         names = np.asarray((*column.categories, None), dtype=object)
         if column.name in self.codes:  # a cell of a code list: a code drawn inside it
-            present = np.where(missing, 0, cells) if missing is not None else cells
-            codes = self.codes[column.name].decode(present, rng)
-            cells = np.where(missing, len(column.categories), codes) if missing is not None else codes
+            if missing is None:
+                return names[self.codes[column.name].decode(cells, rng)]
+            codes = self.codes[column.name].decode(np.where(missing, 0, cells), rng)
+            cells = np.where(missing, len(column.categories), codes)
         return names[cells]
 
 

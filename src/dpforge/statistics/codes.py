@@ -36,6 +36,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from statistics import NormalDist
 from typing import Any
 
@@ -137,7 +138,7 @@ class CodeCells:
         starts = np.searchsorted(self.cell_of[order], np.arange(self.size + 1), side="left")
         within = self.mass[order]
         if rng is None:
-            best = np.array([s + np.argmax(within[s:e]) for s, e in zip(starts, starts[1:])])
+            best = np.array([s + np.argmax(within[s:e]) for s, e in pairwise(starts)])
             return order[best[cells]]
         cumulative = self.cell_of[order] + _cumulative_in_cells(within, starts)
         picked = np.searchsorted(cumulative, cells + rng.random(cells.shape), side="right")
@@ -154,7 +155,7 @@ class CodeCells:
 def _cumulative_in_cells(within: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Cumulative probabilities restarting in every cell, each cell ending at exactly 1."""
     out = np.empty_like(within)
-    for s, e in zip(starts, starts[1:]):
+    for s, e in pairwise(starts):
         if e > s:
             out[s:e] = np.cumsum(within[s:e])
             out[e - 1] = 1.0
