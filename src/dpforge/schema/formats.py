@@ -125,6 +125,7 @@ TABLE_FORMAT: dict[str, Any] = {
         "categorical": {
             "title": "a categorical column",
             "additionalProperties": False,
+            "x-keys-elsewhere": ["lower", "upper", "resolution"],  # numeric columns' keys
             "properties": {
                 "name": True,
                 "type": True,
