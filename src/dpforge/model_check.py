@@ -96,6 +96,7 @@ MANIFEST_FORMAT: dict[str, Any] = {
                             "heavy": {"type": "array", "items": {"type": "integer"}},
                             "groups": {"type": "integer", "minimum": 0},
                             "weights": {"type": "array", "items": {"type": "array"}},
+                            "base": {"type": "array", "items": _NUMBER},
                         },
                     },
                 },

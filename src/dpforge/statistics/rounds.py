@@ -48,6 +48,10 @@ __all__ = [
 WEIGHTS_WITH_SELECTION = (0.5, 0.1, 0.4)
 # Part of the budget for the fine histograms that place the numeric cells, when there are any.
 CELLS_WEIGHT = 0.1
+# A long code list's histogram is its only fine 1-way measurement (statistics/codes.py): the
+# release gets 1/k more of the budget per code list (k first-round marginals), CODES_WEIGHT
+# at most.
+CODES_WEIGHT = 0.4
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,8 @@ def plan_anchoring(
     k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
     weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
     if adaptive:
-        weights = [w * (1 - CELLS_WEIGHT) for w in weights] + [CELLS_WEIGHT]
+        cells = CELLS_WEIGHT + (min(CODES_WEIGHT, codes / len(first)) if codes else 0.0)
+        weights = [w * (1 - cells) for w in weights] + [cells]
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
     cells_noise = noises.pop() if adaptive else 0.0
