@@ -65,11 +65,21 @@ def test_inside_a_pooled_cell_codes_follow_the_noisy_mass():
     categories = tuple(f"{i:03d}" for i in range(600))
     column = Column("c", "categorical", categories=categories)
     noisy = np.zeros(600)
-    noisy[:300] = 1.0  # codes 000-299 hold the mass; none stands out at std 1
+    noisy[100:300] = 1.0  # 200 codes share the mass; none stands out at std 1
+    noisy[500:520] = 50.0  # 20 stand out: 12 get cells (3/4 of 16), 8 weigh 50 in a pool
     cells = place_codes(column, noisy, 1.0, 16)
-    assert not cells.heavy
-    drawn = cells.decode(np.zeros(5000, dtype=int), np.random.default_rng(1))
-    assert (drawn < 300).all()  # cell 0 holds the first codes; the others have no mass
+    assert len(cells.heavy) == 12 and set(cells.heavy) <= set(range(500, 520))
+    rng = np.random.default_rng(1)
+    pooled_standouts = [c for c in range(500, 520) if c not in cells.heavy]
+    cell = cells.assign(np.array(pooled_standouts))
+    assert len(set(cell)) == 1  # all in the group of the codes 5xx
+    drawn = cells.decode(np.full(4000, cell[0]), rng)
+    assert set(drawn) == set(pooled_standouts)  # the group's other codes have no count left
+    cell = cells.assign(np.array([150]))[0]
+    drawn = cells.decode(np.full(20_000, cell), rng)
+    members = np.flatnonzero(cells.cell_of == cell)
+    share = np.bincount(drawn, minlength=600)[members] / drawn.size
+    assert np.abs(share - 1 / members.size).max() < 3 / members.size  # evenly spread
 
 
 def test_one_more_record_moves_one_code_by_one():
