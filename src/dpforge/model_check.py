@@ -86,6 +86,21 @@ MANIFEST_FORMAT: dict[str, Any] = {
                     "type": "object",
                     "additionalProperties": {"type": "array", "minItems": 1, "items": _NUMBER},
                 },
+                "codes": {
+                    "type": "object",
+                    "description": "the cells of each long code list (statistics/codes.py)",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["heavy", "groups"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "heavy": {"type": "array", "items": {"type": "integer"}},
+                            "groups": {"type": "integer", "minimum": 0},
+                            "weights": {"type": "array", "items": {"type": "array"}},
+                            "base": {"type": "array", "items": _NUMBER},
+                        },
+                    },
+                },
             },
         },
         "plan": {

@@ -156,4 +156,24 @@ def test_spark_fit_of_dates_equals_in_memory_fit(spark, monkeypatch):
     remote, spark_marginals = _fit(spark.createDataFrame(frame), schema, monkeypatch)
     assert json.dumps(remote.ledger_.to_dict()) == json.dumps(local.ledger_.to_dict())
     assert remote.schema_ == local.schema_ and spark_marginals == local_marginals
+
+
+def test_spark_pools_rare_values_and_places_code_cells_as_in_memory(spark, monkeypatch):
+    """A long code list (600 declared codes: its code histogram counted on Spark) and a column
+    whose rare values pool into a declared "other" give the in-memory fit's releases."""
+    frame, schema = _table()
+    rng = np.random.default_rng(3)
+    codes = tuple(f"{i:04d}" for i in range(600))
+    frame["code"] = np.asarray(codes, dtype=object)[rng.zipf(1.5, len(frame)) % 600]
+    frame.loc[:3, "city"] = ["rare1", "rare2", "rare3", "rare4"]
+    columns = tuple(
+        Column("city", "categorical", other="other") if c.name == "city" else c
+        for c in schema.columns
+    )
+    schema = Schema(columns + (Column("code", "categorical", categories=codes),), "y", "dp")
+    local, local_marginals = _fit(frame, schema, monkeypatch)
+    remote, spark_marginals = _fit(spark.createDataFrame(frame), schema, monkeypatch)
+    assert local.schema_.column("city").categories[-1] == "other"
+    assert remote.schema_ == local.schema_ and spark_marginals == local_marginals
+    assert remote.encoder_.codes["code"].to_dict() == local.encoder_.codes["code"].to_dict()
     pd.testing.assert_frame_equal(remote.sample(200, seed=3), local.sample(200, seed=3))

@@ -24,6 +24,7 @@ from dpforge.errors import SchemaError, private
 from dpforge.schema.dates import PARTS, part_columns, part_name, with_parts
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.bins import NumericBins, numeric_bins
+from dpforge.statistics.codes import CodeCells
 
 TANH = "tanh"
 SOFTMAX = "softmax"
@@ -66,6 +67,7 @@ class TableEncoder:
         schema: Schema,
         n_bins: int | None = None,
         cells: dict[str, NumericBins] | None = None,
+        codes: dict[str, CodeCells] | None = None,
     ) -> None:
         incomplete = [c.name for c in schema.incomplete_columns]
         if incomplete:
@@ -90,18 +92,23 @@ class TableEncoder:
         }
         self.placed_cells = dict(cells or {})  # cells that follow the data (DP-placed)
         self.bins.update(self.placed_cells)
-        self.spans = self._make_spans(self.columns, self.bins)
+        self.codes = dict(codes or {})  # long code lists on their DP-placed cells
+        self.spans = self._make_spans(self.columns, self.bins, self.codes)
         self._by_name = {c.name: c for c in self.columns}
         self._span_of = {s.column: s for s in self.spans}
         label = schema.label_column
         self.label_classes: tuple[str, ...] = () if label is None else label.categories
 
     @staticmethod
-    def _make_spans(columns: tuple[Column, ...], bins: dict[str, NumericBins]) -> tuple[Span, ...]:
+    def _make_spans(
+        columns: tuple[Column, ...], bins: dict[str, NumericBins], codes: dict[str, CodeCells]
+    ) -> tuple[Span, ...]:
         spans, start = [], 0
         for column in columns:
             missing = int(column.nullable)  # one more cell, the last, for "missing"
-            if column.name in bins:
+            if column.name in codes:
+                span = Span(column.name, start, codes[column.name].size + missing, SOFTMAX)
+            elif column.name in bins:
                 span = Span(column.name, start, bins[column.name].size + missing, SOFTMAX)
             elif column.is_numeric:
                 span = Span(column.name, start, 1, TANH)
@@ -144,6 +151,10 @@ class TableEncoder:
                 features[np.arange(len(table)), span.start + cells] = 1.0
             elif column.is_numeric:
                 features[:, span.start] = _scale(values.astype(np.float64), column)
+            elif column.name in self.codes:
+                present = np.where(missing, column.categories[0], values)
+                cells = self.codes[column.name].assign(_indices(present, column.categories, column))
+                features[np.arange(len(table)), span.start + cells] = 1.0
             else:
                 present = np.where(missing, column.categories[0], values)
                 features[:, span.start : span.start + len(column.categories)] = _one_hot(
@@ -203,6 +214,11 @@ class TableEncoder:
             values = self.bins[column.name].decode(present, rng or np.random.default_rng(0))
             return with_missing(snap(values, column), missing, column)
         names = np.asarray((*column.categories, None), dtype=object)
+        if column.name in self.codes:  # a cell of a code list: a code drawn inside it
+            if missing is None:
+                return names[self.codes[column.name].decode(cells, rng)]
+            codes = self.codes[column.name].decode(np.where(missing, 0, cells), rng)
+            cells = np.where(missing, len(column.categories), codes)
         return names[cells]
 
     def _decode_time(

@@ -223,7 +223,9 @@ def _categorical_column(series: pd.Series, column: Column) -> np.ndarray:
             texts[row - 1] = None
             continue
         text = canonical_text(raw)
-        if allowed is not None and text not in allowed:
+        if allowed is not None and text not in allowed and column.other is not None:
+            text = column.other  # a value outside the declared list pools into "other"
+        elif allowed is not None and text not in allowed:
             raise DataError(
                 f"column '{column.name}', row {private(row)}: unknown category "
                 f"{private(text, 'r')}; the schema "
@@ -270,14 +272,18 @@ def keep_released_rows(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     training row and every later DP step keeps its guarantee. The number of records N that
     sets the sampling rate and the plan stays the declared one (all rows read); nothing is
     reported about how many rows were dropped. Declared categories drop nothing:
-    ``validate_table`` refused values outside them.
+    ``validate_table`` refused values outside them. A column with an ``other`` value drops
+    nothing either: its unreleased values become ``other`` (the same per-row rule).
     """
     keep = np.ones(len(table), dtype=bool)
     for column in schema.columns:
         if not column.is_numeric and column.categories is not None:
             values = table[column.name]
-            kept = values.isin(column.categories)
-            keep &= (kept | values.isna()).to_numpy() if column.nullable else kept.to_numpy()
+            kept = (values.isin(column.categories) | values.isna()).to_numpy()
+            if column.other is not None:
+                table = table.assign(**{column.name: values.where(kept, column.other)})
+                continue
+            keep &= kept if column.nullable else values.isin(column.categories).to_numpy()
     return table if keep.all() else table[keep].reset_index(drop=True)
 
 

@@ -89,10 +89,18 @@ class SparkTable(TableAggregates):
         return SparkTable(self._persist(kept), self._persisted)
 
     def released(self, schema: Any) -> SparkTable:
-        """The rows whose every categorical value is a released category."""
+        """The rows whose every categorical value is a released category; a column with an
+        ``other`` value keeps every row, its unreleased values becoming ``other``."""
+        from pyspark.sql import functions as F
+
         frame = self.frame
         for c in schema.columns:
-            if not c.is_numeric and c.categories is not None:
+            if not c.is_numeric and c.categories is not None and c.other is not None:
+                known = column(c.name).isin(list(c.categories)) | column(c.name).isNull()
+                frame = frame.withColumn(
+                    c.name, F.when(known, column(c.name)).otherwise(F.lit(c.other))
+                )
+            elif not c.is_numeric and c.categories is not None:
                 frame = frame.filter(column(c.name).isin(list(c.categories)))
         return SparkTable(frame, self._persisted)
 

@@ -234,11 +234,18 @@ TABLE_FORMAT: dict[str, Any] = {
         "categorical": {
             "title": "a categorical column",
             "additionalProperties": False,
+            "x-keys-elsewhere": ["lower", "upper", "resolution"],  # numeric columns' keys
             "properties": {
                 "name": True,
                 "type": True,
                 "categories": _VALUES,
                 "nullable": _NULLABLE,
+                "other": {
+                    "type": ["string", "integer", "null"],
+                    "minLength": 1,
+                    "description": "a text: the category that values outside the list pool "
+                    "into (one of the categories, or added to those released under DP)",
+                },
             },
         },
         "numeric": {

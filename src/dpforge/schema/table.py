@@ -191,6 +191,7 @@ class Column:
     resolution: float | None = None
     format: str | None = None
     parts: tuple[str, ...] = ()
+    other: str | None = None  # categorical: the value that values outside the list pool into
 
     def __post_init__(self) -> None:
         if self.type in TIME_TYPES:  # the ISO format and its finest unit, unless given
@@ -258,6 +259,23 @@ class Column:
             raise SchemaError(
                 f"column '{self.shown}' is {self.type}: only a numeric column has a resolution"
             )
+        if self.other is not None:
+            self._validate_other()
+
+    def _validate_other(self) -> None:
+        """``other`` names a category of a categorical column: declared, or added to the
+        categories that DP discovery releases."""
+        if self.type != "categorical":
+            raise SchemaError(
+                f"column '{self.shown}' is {self.type}: only a categorical column has 'other'"
+            )
+        if not isinstance(self.other, str) or not self.other:
+            raise SchemaError(f"column '{self.shown}': 'other' must be a non-empty text")
+        if self.categories is not None and self.other not in self.categories:
+            raise SchemaError(
+                f"column '{self.shown}': 'other' is {self.other!r}, which is not one of its "
+                "categories; add it to the categories (or set the categories to null)"
+            )
 
     def _validate_identifier(self) -> None:
         """An identifier holds nothing public: no bounds, categories, resolution or nullable."""
@@ -301,6 +319,8 @@ class Column:
                 out["resolution"] = self.resolution
         else:
             out["categories"] = None if self.categories is None else list(self.categories)
+            if self.other is not None:
+                out["other"] = self.other
         if self.nullable:
             out["nullable"] = True
         return out
@@ -324,6 +344,7 @@ class Column:
             categories=None if cats is None else tuple(category_text(c) for c in cats),
             nullable=bool(d.get("nullable", False)),
             resolution=optional_number(d, "resolution"),
+            other=None if d.get("other") is None else category_text(d["other"]),
         )
         column.validate()
         return column
@@ -439,6 +460,11 @@ class Schema:
             raise SchemaError(
                 f"label column '{label.shown}' cannot be nullable: every record needs a class; "
                 "choose another label, or make its empty cells a declared category"
+            )
+        if label.other is not None:
+            raise SchemaError(
+                f"label column '{label.shown}' cannot pool values into 'other': every class "
+                "is a condition of the model; declare the classes, or remove 'other'"
             )
         if label.categories is not None and len(label.categories) < 2:
             raise SchemaError(

@@ -165,10 +165,13 @@ def _estimate_column(
     name = unit.entry(f"metadata: categories of '{column.name}'")
     ledger.record(name, estimate.event, estimate.extra_delta)
     categories = tuple(estimate.value)
+    if column.other is not None and column.other not in categories:
+        categories += (column.other,)  # the rarer values pool into it (data.tables)
     if not categories:
         raise PrivacyError(
             f"column '{column.name}': no category is frequent enough to be released under the "
-            "metadata budget; declare the categories in the schema or raise the budget share"
+            "metadata budget; declare the categories in the schema, raise the budget share, or "
+            'declare an "other" value that rare values pool into'
         )
     return replace(column, categories=categories)
 

@@ -51,6 +51,10 @@ __all__ = [
 WEIGHTS_WITH_SELECTION = (0.5, 0.1, 0.4)
 # Part of the budget for the fine histograms that place the numeric cells, when there are any.
 CELLS_WEIGHT = 0.1
+# A long code list's histogram is its only fine 1-way measurement (statistics/codes.py): the
+# release gets 1/k more of the budget per code list (k first-round marginals), CODES_WEIGHT
+# at most.
+CODES_WEIGHT = 0.4
 
 
 @dataclass(frozen=True)
@@ -79,21 +83,26 @@ def plan_anchoring(
     target: tuple[float, float] | None,
     ledger: PrivacyLedger,
     adaptive: int = 0,
+    codes: int = 0,
     unit: PrivacyUnit = PER_RECORD,
 ) -> AnchorPlan:
     """Calibrate the noise so the ledger reaches ``target`` (epsilon, delta); None: no noise.
 
     ``adaptive`` columns get data-following cells (:mod:`dpforge.statistics.cells`), paid from
-    ``CELLS_WEIGHT`` of the budget. Records every release in ``ledger`` (ahead of running them),
-    each named for ``unit``'s relation, whose ``rows`` the plan keeps.
+    ``CELLS_WEIGHT`` of the budget, with the code histograms of the ``codes`` long code lists
+    (:mod:`dpforge.statistics.codes`) in the same release. Records every release in ``ledger``
+    (ahead of running them), each named for ``unit``'s relation, whose ``rows`` the plan keeps.
     """
+    what = f"{adaptive} numeric columns" + (f" and {codes} code lists" if codes else "")
+    adaptive += codes
     first = default_marginals(spans, label_name)
     candidates = candidate_pairs(spans) if config.select_pairs else []
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
     k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
     weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
     if adaptive:
-        weights = [w * (1 - CELLS_WEIGHT) for w in weights] + [CELLS_WEIGHT]
+        cells = CELLS_WEIGHT + (min(CODES_WEIGHT, codes / len(first)) if codes else 0.0)
+        weights = [w * (1 - cells) for w in weights] + [cells]
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
     cells_noise = noises.pop() if adaptive else 0.0
@@ -101,7 +110,7 @@ def plan_anchoring(
     plan = replace(plan, rows=unit.rows)
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
-        name = f"anchor: fine histograms of {adaptive} numeric columns (cells)"
+        name = f"anchor: fine histograms of {what} (cells)"
         ledger.record(unit.entry(name), measurement_event(cells_noise))
     name = f"anchor: {len(first)} marginals (1-way, label x column)"
     ledger.record(unit.entry(name), measurement_event(noises[0]))
