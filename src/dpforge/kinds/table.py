@@ -19,7 +19,7 @@ import torch
 
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
-from dpforge.engines.aggregates import TableAggregates
+from dpforge.engines.aggregates import TableAggregates, noise_factor
 from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
@@ -151,7 +151,8 @@ class MarginalAnchoring(Anchoring):
         )  # fmt: skip
         fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
         edges = self._place_cells(adaptive, fine, n_public)
-        masses = _fine_masses(adaptive, fine, plan.cells_noise * math.sqrt(len(adaptive)))
+        shown = plan.cells_noise * math.sqrt(len(adaptive)) * noise_factor(records)
+        masses = _fine_masses(adaptive, fine, shown)
         encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges, cell_mass=masses))
         label_name, blocks = _blocks(encoder, records)
         measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)

@@ -82,7 +82,9 @@ def _measure(
     size used before noise is that DP release, never N itself)."""
     setup = checkpoint_setup(run)
     if setup is None:
-        n_public = measure_stage.release_size(run, n_records, ledger)
+        n_public = measure_stage.release_size(run, n_records, ledger, engine)
+        if n_records is None:  # an engine that never learns N: delta checked on the release
+            check_delta(run, round(n_public))
         _start(run, options, n_public)
         setup = measure_stage.measure(run, engine, (n_records, n_public), ledger)
         setup.measuring = True

@@ -22,22 +22,30 @@ from dpforge.privacy.ledger import PrivacyLedger
 COUNT_ENTRY = "record count (sizes the sampling rate, cells and totals)"
 
 
-def check_records(run: RunSettings, engine: Engine) -> int:
+def check_records(run: RunSettings, engine: Engine) -> int | None:
     """Check every record against the schema (bad input is refused, naming the record);
-    returns the number of records read (private: it sizes nothing that is released)."""
+    returns the number of records read (private: it sizes nothing that is released), or None
+    from an engine that never learns it (federated sites release it with noise)."""
     records = run.kind.validate(engine.read(MEASURE), run.schema, run.out_of_bounds)
     engine.replace(records)
     return engine.size(MEASURE)
 
 
-def release_size(run: RunSettings, n_records: int, ledger: PrivacyLedger) -> float:
+def release_size(
+    run: RunSettings, n_records: int | None, ledger: PrivacyLedger, engine: Engine | None = None
+) -> float:
     """The N that sizes q, the numeric cells and the marginals' totals, so that no exact size
     reaches what is released (design.md rule 10): the caller's public ``record_count`` (a
-    declared N, or one released before, as the hyperparameter search does), else a release."""
+    declared N, or one released before, as the hyperparameter search does), else a release
+    (noised by ``engine``'s parties when it never learns N: ``n_records`` None)."""
     if run.record_count is not None:
         return float(run.record_count)
+    sigma = size_noise(run.epsilon, run.delta)
+    if n_records is None:
+        ledger.record(COUNT_ENTRY, GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent())
+        return max(1.0, round(engine.noisy_size(MEASURE, sigma)))
     rng = np.random.default_rng(run.seed_sequence(5))
-    return release_count(n_records, size_noise(run.epsilon, run.delta), ledger, rng)
+    return release_count(n_records, sigma, ledger, rng)
 
 
 def release_count(

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpforge.engines.aggregates import TableAggregates
+from dpforge.engines.aggregates import FineCells, NoisyColumn, TableAggregates
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import NumericBins, numeric_bins
 from dpforge.statistics.projection import project_to_simplex
@@ -52,6 +52,10 @@ def measure_fine_histograms(
     out = {}
     for column in columns:
         fine = numeric_bins(column, FINE_CELLS + 2)
+        if isinstance(table, TableAggregates) and isinstance(table.column(column.name), NoisyColumn):
+            rule = FineCells(column.to_dict(), FINE_CELLS + 2)  # noised where the records are
+            out[column.name] = table.column(column.name).noisy_bincount(rule, fine.size + 1, std)[:-1]
+            continue
         counts = _fine_counts(table, column.name, fine)
         out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
     return out

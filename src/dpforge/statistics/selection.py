@@ -22,6 +22,7 @@ import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
+from dpforge.engines.aggregates import NoisyCells
 from dpforge.statistics.marginals import count_tables
 
 __all__ = ["candidate_pairs", "model_pair_distributions", "select_pairs", "pairs_to_measure"]
@@ -88,9 +89,12 @@ def select_pairs(
     the public number of records the model's distributions are scaled to.
     """
     pairs = list(model)
-    scores = pair_scores(blocks, model, total)
-    if score_noise > 0:
-        scores = scores + rng.normal(0.0, score_noise * math.sqrt(len(pairs)), len(pairs))
+    std = score_noise * math.sqrt(len(pairs))
+    if isinstance(blocks, NoisyCells):  # each site scores its own part (see NoisyCells)
+        scores = blocks.noisy_scores(model, std)
+    else:
+        scores = pair_scores(blocks, model, total)
+        scores = scores + rng.normal(0.0, std, len(pairs)) if score_noise > 0 else scores
     penalty = np.array([math.sqrt(2 / math.pi) * measure_noise * model[p].size for p in pairs])
     order = np.argsort(-(scores - penalty), kind="stable")
     return [pairs[i] for i in order[:k]]
