@@ -9,6 +9,7 @@ the same ClientApp (with Flower's ``secaggplus_mod``) and the server the same tr
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ class SiteGrid(Grid):
 
     def __init__(self, sites: Sequence[Site]) -> None:
         TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, SERVER_NODE, 1
+        logging.getLogger("flwr").setLevel(logging.WARNING)  # no per-round chatter
         self.sites = {FIRST_SITE + i: site for i, site in enumerate(sites)}
         self.app = site_app(lambda context: self.sites[context.node_id])
         self.contexts = {

@@ -132,3 +132,34 @@ def check_range(values: np.ndarray, clip: float, what: str) -> None:
             f"{what}: a secure-aggregation share is outside the range set by --max-site-records;"
             " raise it (a public bound on the records of any one site)"
         )
+
+
+def degraded_epsilons(ledger: PrivacyLedger, trust: Trust, delta: float) -> dict[int, float]:
+    """The run's epsilon when ``k`` sites (t < k < n) drop out or collude under secagg: every
+    Gaussian release's noise multiplier times :meth:`Trust.degraded_factor` (the accountant's
+    epsilon of the scaled ledger). Empty under local trust (nothing degrades)."""
+    if trust.mode == "local":
+        return {}
+    out = {}
+    for k in range(trust.tolerate + 1, trust.n_sites):
+        factor = trust.degraded_factor(k)
+        scaled = PrivacyLedger()
+        for entry in ledger.entries:  # categories: thresholded at each site at full noise
+            full = entry.name.startswith("metadata: categories")
+            event = entry.event if full else _scaled(entry.event, factor)
+            scaled.record(entry.name, event, entry.extra_delta)
+        out[k] = scaled.epsilon(delta)
+    return out
+
+
+def _scaled(event, factor: float):
+    """``event`` with every Gaussian noise multiplier times ``factor``."""
+    from dp_accounting import ComposedDpEvent, SelfComposedDpEvent
+
+    if isinstance(event, GaussianDpEvent):
+        return GaussianDpEvent(event.noise_multiplier * factor)
+    if isinstance(event, ComposedDpEvent):
+        return ComposedDpEvent([_scaled(e, factor) for e in event.events])
+    if isinstance(event, SelfComposedDpEvent):
+        return SelfComposedDpEvent(_scaled(event.event, factor), event.count)
+    return event
