@@ -9,7 +9,7 @@ as the training table; 1-way / 2-way TVD to the real training rows and a random 
 the synthetic rows, tested on the real test rows (AUC of ">50K"). Rows are appended to
 ``<out>.jsonl`` as they finish; the .json/.md are rewritten after each.
 
-    nice -n 10 python bench/bench_federated.py --seeds 1 --epsilons 1,3
+    nice -n 10 python bench/bench_federated.py --seeds 1 --epsilons 1,3 --anchor-steps 300
 """
 
 from __future__ import annotations
@@ -29,9 +29,18 @@ from dpforge.engines.federated_sim import simulated_engine, split_table  # noqa:
 from dpforge.engines.federated_trust import Trust  # noqa: E402
 from dpforge.evaluation.fidelity import marginal_fidelity  # noqa: E402
 from dpforge.evaluation.utility import auroc_scores, predict_test  # noqa: E402
+from dpforge.statistics.anchor import AnchorConfig  # noqa: E402
 from harness import (  # noqa: E402
-    Timer, add_data_dir, add_out, append_jsonl, data_dir, floats, provenance, read_jsonl,
-    seed_list, write_results,
+    Timer,
+    add_data_dir,
+    add_out,
+    append_jsonl,
+    data_dir,
+    floats,
+    provenance,
+    read_jsonl,
+    seed_list,
+    write_results,
 )  # fmt: skip
 
 RESULTS = Path(__file__).parent / "results" / "federated.json"
@@ -49,13 +58,20 @@ def score(synthetic, train, test, schema, seed: int) -> dict:
 
 def run(setting: dict, train, test, schema, args) -> dict:
     """One fit (central or federated), sampled and scored."""
-    synth = Synthesizer(schema, epsilon=setting["epsilon"], seed=setting["seed"], progress=False)
+    anchor = AnchorConfig(steps=args.anchor_steps)  # the same for the central and the sites' runs
+    synth = Synthesizer(
+        schema, epsilon=setting["epsilon"], seed=setting["seed"], progress=False, anchor=anchor
+    )
     data, sites = train, None
     with Timer() as fit, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if setting["trust"] != "central":
-            parts = split_table(train, args.sites, setting["by"], np.random.default_rng(setting["seed"]))
-            trust = Trust(setting["trust"], args.sites, args.tolerate if setting["trust"] == "secagg" else 0)
+            parts = split_table(
+                train, args.sites, setting["by"], np.random.default_rng(setting["seed"])
+            )
+            trust = Trust(
+                setting["trust"], args.sites, args.tolerate if setting["trust"] == "secagg" else 0
+            )
             data, sites = simulated_engine(parts, trust, seed=1000 + setting["seed"])
         synth.fit(data)
     synthetic = synth.sample(len(train), seed=7 + setting["seed"])
@@ -76,7 +92,9 @@ def settings(args) -> list[dict]:
             out.append({"trust": "central", "split": "-", "by": None, "epsilon": eps, "seed": seed})
             for split, by in (("random", None), (f"by {args.by}", args.by)):
                 for trust in ("local", "secagg"):
-                    out.append({"trust": trust, "split": split, "by": by, "epsilon": eps, "seed": seed})
+                    out.append(
+                        {"trust": trust, "split": split, "by": by, "epsilon": eps, "seed": seed}
+                    )
     return out
 
 
@@ -104,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sites", type=int, default=10)
     parser.add_argument("--tolerate", type=int, default=1)
     parser.add_argument("--by", default="education")
+    parser.add_argument("--anchor-steps", type=int, default=1000, help="each anchor phase's steps")
     args = parser.parse_args(argv)
     train, test, schema = load_adult(data_dir(args.data_dir))
     log = Path(args.out).with_suffix(".jsonl")
@@ -114,7 +133,9 @@ def main(argv: list[str] | None = None) -> None:
             continue
         append_jsonl(log, run(setting, train, test, schema, args))
         rows = read_jsonl(log)
-        write_results(Path(args.out), {**record, "rows": rows}, "Federated tables (Flower)", table(rows))
+        write_results(
+            Path(args.out), {**record, "rows": rows}, "Federated tables (Flower)", table(rows)
+        )
 
 
 if __name__ == "__main__":

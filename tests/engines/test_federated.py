@@ -54,7 +54,8 @@ def _table(n: int = 900) -> tuple[pd.DataFrame, Schema]:
 def _declared(schema: Schema) -> Schema:
     """The schema with its bounds and categories declared (for the aggregate checks)."""
     return schema.with_columns((
-        Column("age", "integer", lower=18, upper=90), Column("income", "continuous", lower=0, upper=1e6),
+        Column("age", "integer", lower=18, upper=90),
+        Column("income", "continuous", lower=0, upper=1e6),
         Column("city", "categorical", categories=("a", "b", "c", "d")),
         Column("y", "categorical", categories=("no", "yes")),
     ))  # fmt: skip
@@ -64,7 +65,9 @@ def _replayed_noise(parts, trust: Trust, seed: int, std: float, shape, grid: flo
     """The noise shares the sites drew for their first release (their generators replayed)."""
     streams = np.random.SeedSequence(seed).spawn(len(parts))
     share = std * trust.share_fraction
-    draws = [np.rint(share * np.random.default_rng(s).standard_normal(shape) / grid) for s in streams]
+    draws = [
+        np.rint(share * np.random.default_rng(s).standard_normal(shape) / grid) for s in streams
+    ]
     return np.sum(draws, axis=0) * grid
 
 
@@ -101,7 +104,9 @@ def test_secure_histogram_with_no_noise_is_exact():
 @pytest.mark.parametrize("tolerate", [0, 1])
 def test_summed_shares_carry_the_central_variance(tolerate):
     trust, sigma, draws = Trust("secagg", 4, tolerate), 3.0, 4000
-    sites = [Site(pd.DataFrame({"a": [1.0] * 5}), trust, np.random.default_rng(i)) for i in range(4)]
+    sites = [
+        Site(pd.DataFrame({"a": [1.0] * 5}), trust, np.random.default_rng(i)) for i in range(4)
+    ]
     for s in sites:
         s.answer({"op": "validate", "schema": _one_column(), "out_of_bounds": "error"}, [])
     query = {"op": "size", "std": sigma, "grid": 2.0**-6}
@@ -172,5 +177,7 @@ def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, 
     assert len(report["site_ledgers"]) == 3 and "2" in report["epsilon_if_k_sites_collude"]
     ledger = json.loads((tmp_path / "m" / "model.json").read_text())["privacy"]["ledger"]
     assert any("trust secagg" in e["name"] for e in ledger["entries"])
-    code, out = run([*args, "--trust", "local", "--tolerate", "1", "--overwrite"], monkeypatch, capsys)
+    code, out = run(
+        [*args, "--trust", "local", "--tolerate", "1", "--overwrite"], monkeypatch, capsys
+    )
     assert code != 0 and "--tolerate applies to --trust secagg only" in out

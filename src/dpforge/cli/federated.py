@@ -42,6 +42,7 @@ def simulate(
     sites: int = typer.Option(10, "--sites", help="number of sites"),
     epsilon: float = typer.Option(3.0, "--epsilon", help="total budget, metadata included"),
     delta: float = typer.Option(1e-5, "--delta"),
+    metadata_share: float = typer.Option(0.1, "--metadata-share"),
     split: str = typer.Option("random", "--split", help=SPLIT_HELP),
     trust: str = typer.Option("secagg", "--trust", help=TRUST_HELP),
     tolerate: int | None = typer.Option(
@@ -67,12 +68,17 @@ def simulate(
     parts = split_table(read_csv(data), sites, _split_column(split), rng)
     federation = Trust(trust, sites, t)
     engine, site_list = simulated_engine(parts, federation, seed, max_site_records)
-    synth = Synthesizer(schema, epsilon=epsilon, delta=delta, seed=seed, progress=False)
+    synth = Synthesizer(
+        schema, epsilon=epsilon, delta=delta, metadata_share=metadata_share, seed=seed,
+        progress=False,
+    )  # fmt: skip
     synth.fit(engine)
     synth.ledger_.record(f"trust: {federation.statement()}", NoOpDpEvent())
     synth.save(out, overwrite=overwrite)
     report = federation_report(synth, federation, site_list)
-    atomic_write(report_path, lambda p: p.write_text(json.dumps(report, indent=2)), overwrite=overwrite)
+    atomic_write(
+        report_path, lambda p: p.write_text(json.dumps(report, indent=2)), overwrite=overwrite
+    )
     console.print(f"wrote model folder {out} and {report_path}")
     console.print(f"[bold]privacy spent[/bold]: {synth.privacy_spent().summary()}")
     console.print(f"trust: {federation.statement()}")

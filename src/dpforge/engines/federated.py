@@ -143,7 +143,9 @@ class FederatedCells(NoisyCells):
         flat = self.transport.noisy_sum(query, [])
         shapes = [tuple(self.sizes[c] for c in m) for m in marginals]
         bounds = np.cumsum([0] + [int(np.prod(s)) for s in shapes])
-        return [flat[a:b].reshape(s) for a, b, s in zip(bounds[:-1], bounds[1:], shapes, strict=True)]
+        return [
+            flat[a:b].reshape(s) for a, b, s in zip(bounds[:-1], bounds[1:], shapes, strict=True)
+        ]
 
     def noisy_scores(self, model: Mapping[tuple[str, str], np.ndarray], std: float) -> np.ndarray:
         query = {**self._base("scores", std), "pairs": [list(p) for p in model]}

@@ -99,7 +99,9 @@ class FlowerTransport(Transport):
     def __init__(self, grid: Any, node_ids: Sequence[int], trust: Trust,
                  max_site_records: int = DEFAULT_MAX_SITE_RECORDS) -> None:  # fmt: skip
         if len(node_ids) != trust.n_sites:
-            raise PrivacyError(f"{len(node_ids)} sites joined, the trust model names {trust.n_sites}")
+            raise PrivacyError(
+                f"{len(node_ids)} sites joined, the trust model names {trust.n_sites}"
+            )
         self.grid, self.nodes, self.trust = grid, list(node_ids), trust
         self.max_site_records = int(max_site_records)
         self.rounds = 0
@@ -125,7 +127,9 @@ class FlowerTransport(Transport):
         if arrays:
             content[ANSWER] = ArrayRecord({str(i): _array(a) for i, a in enumerate(arrays)})
         self.rounds += 1
-        messages = [Message(content, node, "query", group_id=str(self.rounds)) for node in self.nodes]
+        messages = [
+            Message(content, node, "query", group_id=str(self.rounds)) for node in self.nodes
+        ]
         replies = list(self.grid.send_and_receive(messages))
         _raise_errors(replies, len(self.nodes))
         return replies
@@ -143,7 +147,9 @@ class FlowerTransport(Transport):
         self.rounds += 1
         workflow(self.grid, _legacy_context(strategy, self.rounds))
         if strategy.mean is None:
-            raise DpforgeError("secure aggregation halted: too few sites answered (see Flower's log)")
+            raise DpforgeError(
+                "secure aggregation halted: too few sites answered (see Flower's log)"
+            )
         active = strategy.answered
         if self.nodes and len(self.nodes) - active > self.trust.tolerate:
             raise PrivacyError(

@@ -16,17 +16,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from flwr.app import Context, Error, Message, RecordDict  # noqa: E402  (after the extra check)
+from flwr.common.serde import message_from_proto, message_to_proto
+from flwr.serverapp import Grid
+from flwr.supercore.task_identity import TaskIdentity
 
 from dpforge.engines.federated import FederatedEngine
 from dpforge.engines.federated_flower import DEFAULT_MAX_SITE_RECORDS, FlowerTransport, site_app
 from dpforge.engines.federated_site import Site
 from dpforge.engines.federated_trust import Trust
 from dpforge.errors import DataError
-
-from flwr.app import Context, Error, Message, RecordDict  # noqa: E402  (after the extra check)
-from flwr.common.serde import message_from_proto, message_to_proto
-from flwr.serverapp import Grid
-from flwr.supercore.task_identity import TaskIdentity
 
 SERVER_NODE = 1
 FIRST_SITE = 100
@@ -76,7 +75,11 @@ class SiteGrid(Grid):
         try:
             return self.app(message, self.contexts[message.metadata.dst_node_id])
         except Exception as exc:  # noqa: BLE001 - the site's refusal travels as an error reply
-            reason = str(exc.__cause__ or exc) if type(exc).__name__ == "ClientAppException" else str(exc)
+            reason = (
+                str(exc.__cause__ or exc)
+                if type(exc).__name__ == "ClientAppException"
+                else str(exc)
+            )
             return Message(Error(code=1, reason=reason), reply_to=message)
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
@@ -91,7 +94,10 @@ def split_table(frame: pd.DataFrame, n_sites: int, by: str | None, rng: np.rando
     (each value's rows to one site, values dealt to sites largest first)."""
     if by is None:
         order = rng.permutation(len(frame))
-        return [frame.iloc[np.sort(part)].reset_index(drop=True) for part in np.array_split(order, n_sites)]
+        return [
+            frame.iloc[np.sort(part)].reset_index(drop=True)
+            for part in np.array_split(order, n_sites)
+        ]
     if by not in frame.columns:
         raise DataError(f"--split by {by}: no column '{by}' in the data")
     values = frame[by].astype(str).value_counts()
@@ -106,10 +112,12 @@ def split_table(frame: pd.DataFrame, n_sites: int, by: str | None, rng: np.rando
 
 
 def simulated_engine(
-    parts: Sequence[pd.DataFrame], trust: Trust, seed: int | None,
+    parts: Sequence[pd.DataFrame],
+    trust: Trust,
+    seed: int | None,
     max_site_records: int = DEFAULT_MAX_SITE_RECORDS,
 ) -> tuple[FederatedEngine, list[Site]]:
-    """An engine over in-process sites holding ``parts`` (each its own noise generator)."""  # fmt: skip
+    """An engine over in-process sites holding ``parts`` (each its own noise generator)."""
     streams = np.random.SeedSequence(seed).spawn(len(parts))
     sites = [Site(p, trust, np.random.default_rng(s)) for p, s in zip(parts, streams, strict=True)]
     grid = SiteGrid(sites)

@@ -85,7 +85,9 @@ class Site:
         values = self._checked()[query["column"]]
         counts = values[values.notna()].astype(str).value_counts().sort_index()
         std, threshold = float(query["std"]), float(query["threshold"])
-        self.trust.record_threshold(self.ledger, f"categories of '{query['column']}'", std, threshold)
+        self.trust.record_threshold(
+            self.ledger, f"categories of '{query['column']}'", std, threshold
+        )
         noisy = counts.to_numpy(dtype=float) + std * self.rng.standard_normal(len(counts))
         return [str(v) for v, c in zip(counts.index, noisy, strict=True) if c >= threshold]
 
@@ -105,7 +107,9 @@ class Site:
         n = float(len(self._checked()))
         exact = np.array([np.abs(t - n * m).sum() for t, m in zip(tables, arrays, strict=True)])
         l2 = self.trust.score_sensitivity(query.get("grid")) * np.sqrt(len(pairs))
-        return self._noisy(exact, query, l2, f"scores of {len(pairs)} pairs", per=np.sqrt(len(pairs)))
+        return self._noisy(
+            exact, query, l2, f"scores of {len(pairs)} pairs", per=np.sqrt(len(pairs))
+        )
 
     # ------------------------------------------------------------------ helpers
     def _noisy(self, exact, query: dict, l2: float, what: str, per: float | None = None):

@@ -52,9 +52,10 @@ def measure_fine_histograms(
     out = {}
     for column in columns:
         fine = numeric_bins(column, FINE_CELLS + 2)
-        if isinstance(table, TableAggregates) and isinstance(table.column(column.name), NoisyColumn):
-            rule = FineCells(column.to_dict(), FINE_CELLS + 2)  # noised where the records are
-            out[column.name] = table.column(column.name).noisy_bincount(rule, fine.size + 1, std)[:-1]
+        at_source = isinstance(table, TableAggregates) and table.column(column.name)
+        if isinstance(at_source, NoisyColumn):  # noised where the records are
+            rule = FineCells(column.to_dict(), FINE_CELLS + 2)
+            out[column.name] = at_source.noisy_bincount(rule, fine.size + 1, std)[:-1]
             continue
         counts = _fine_counts(table, column.name, fine)
         out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
 from dpforge.engines.aggregates import NoisyCells
+from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
 from dpforge.statistics.marginals import count_tables
 
 __all__ = ["candidate_pairs", "model_pair_distributions", "select_pairs", "pairs_to_measure"]
