@@ -23,7 +23,11 @@ pytest.importorskip("flwr", reason="Flower is not installed (pip install dpforge
 from dpforge.cli import federated as federated_cli  # noqa: E402
 from dpforge.data.encoder import TableEncoder  # noqa: E402
 from dpforge.engines.aggregates import EdgeCells  # noqa: E402
-from dpforge.engines.federated_sim import simulated_engine, split_table  # noqa: E402
+from dpforge.engines.federated_sim import (  # noqa: E402
+    simulated_engine,
+    site_generator,
+    split_table,
+)
 from dpforge.engines.federated_site import Site  # noqa: E402
 from dpforge.engines.federated_trust import Trust, degraded_epsilons  # noqa: E402
 from dpforge.errors import PrivacyError  # noqa: E402
@@ -62,11 +66,12 @@ def _declared(schema: Schema) -> Schema:
 
 
 def _replayed_noise(parts, trust: Trust, seed: int, std: float, shape, grid: float):
-    """The noise shares the sites drew for their first release (their generators replayed)."""
-    streams = np.random.SeedSequence(seed).spawn(len(parts))
+    """The noise shares the sites drew for their second answer (the first was the checks):
+    their generators replayed."""
     share = std * trust.share_fraction
     draws = [
-        np.rint(share * np.random.default_rng(s).standard_normal(shape) / grid) for s in streams
+        np.rint(share * site_generator(seed, i, 1).standard_normal(shape) / grid)
+        for i in range(len(parts))
     ]
     return np.sum(draws, axis=0) * grid
 
@@ -124,14 +129,14 @@ def _one_column() -> dict:
 def test_local_trust_each_site_ledger_is_the_central_one():
     frame, schema = _table(2400)  # categories found at each site: its counts must stand out
     parts = split_table(frame, 3, None, np.random.default_rng(1))
-    engine, sites = simulated_engine(parts, Trust("local", 3), seed=2)
+    engine, grid = simulated_engine(parts, Trust("local", 3), seed=2)
     synth = Synthesizer(schema, epsilon=2.0, seed=0, progress=False, anchor=ANCHOR,
                         metadata_share=0.3).fit(engine)  # fmt: skip
     central = synth.ledger_.epsilon(1e-5)
     assert central == pytest.approx(2.0, rel=1e-3)
-    for site in sites:  # the same releases, each at full noise, on the site's own records
-        assert site.ledger.epsilon(1e-5) == pytest.approx(central, rel=2e-3)
-        assert len(site.ledger) >= len(synth.ledger_)
+    for ledger in grid.site_ledgers():  # the same releases at full noise, on its own records
+        assert ledger.epsilon(1e-5) == pytest.approx(central, rel=2e-3)
+        assert len(ledger) >= len(synth.ledger_)
     assert "a" in synth.schema_.column("city").categories  # the union of the sites' releases
     assert synth.sample(50, seed=0).shape == (50, 4)
 
@@ -141,14 +146,14 @@ def test_flower_simulation_fits_under_secagg_and_degrades_beyond_t():
     frame, schema = _table(2400)
     parts = split_table(frame, 3, None, np.random.default_rng(3))
     trust = Trust("secagg", 3, 1)
-    engine, sites = simulated_engine(parts, trust, seed=4)
+    engine, grid = simulated_engine(parts, trust, seed=4)
     synth = Synthesizer(schema, epsilon=2.0, seed=0, progress=False, anchor=ANCHOR,
                         metadata_share=0.3).fit(engine)  # fmt: skip
     assert synth.ledger_.epsilon(1e-5) == pytest.approx(2.0, rel=1e-3)
     assert engine.transport.rounds > 10  # every release went to the sites
     worst = degraded_epsilons(synth.ledger_, trust, 1e-5)
     assert list(worst) == [2] and worst[2] > 2.0  # two of three sites colluding
-    assert all(s.ledger.epsilon(1e-5) > 2.0 for s in sites)  # a site's own share alone
+    assert all(led.epsilon(1e-5) > 2.0 for led in grid.site_ledgers())  # a share alone
     assert synth.sample(50, seed=0)["y"].isin(["no", "yes"]).all()
 
 

@@ -67,7 +67,7 @@ def simulate(
     rng = np.random.default_rng(seed)
     parts = split_table(read_csv(data), sites, _split_column(split), rng)
     federation = Trust(trust, sites, t)
-    engine, site_list = simulated_engine(parts, federation, seed, max_site_records)
+    engine, grid = simulated_engine(parts, federation, seed, max_site_records)
     synth = Synthesizer(
         schema, epsilon=epsilon, delta=delta, metadata_share=metadata_share, seed=seed,
         progress=False,
@@ -75,7 +75,7 @@ def simulate(
     synth.fit(engine)
     synth.ledger_.record(f"trust: {federation.statement()}", NoOpDpEvent())
     synth.save(out, overwrite=overwrite)
-    report = federation_report(synth, federation, site_list)
+    report = federation_report(synth, federation, grid.site_ledgers())
     atomic_write(
         report_path, lambda p: p.write_text(json.dumps(report, indent=2)), overwrite=overwrite
     )
@@ -98,7 +98,7 @@ def _split_column(split: str) -> str | None:
     raise DpforgeError(f"--split must be 'random' or 'by:COLUMN', got {split!r}")
 
 
-def federation_report(synth: Synthesizer, trust, sites) -> dict:
+def federation_report(synth: Synthesizer, trust, site_ledgers: list) -> dict:
     """What the federation.json beside the model says: trust, site ledgers, degradation."""
     from dpforge.engines.federated_trust import degraded_epsilons
 
@@ -110,8 +110,8 @@ def federation_report(synth: Synthesizer, trust, sites) -> dict:
         "statement": trust.statement(),
         "epsilon": synth.ledger_.epsilon(delta),
         "delta": delta,
-        "site_epsilons": [s.ledger.epsilon(delta) for s in sites],
-        "site_ledgers": [s.ledger.to_dict() for s in sites],
+        "site_epsilons": [ledger.epsilon(delta) for ledger in site_ledgers],
+        "site_ledgers": [ledger.to_dict() for ledger in site_ledgers],
         "epsilon_if_k_sites_collude": {
             str(k): e for k, e in degraded_epsilons(synth.ledger_, trust, delta).items()
         },

@@ -40,6 +40,7 @@ except ImportError as exc:  # pragma: no cover - the optional extra
     raise DpforgeError("federated runs need Flower: pip install 'dpforge[federated]'") from exc
 
 QUERY, ANSWER, VALUES = "dpforge.query", "dpforge.answer", "dpforge.values"
+SITE_STATE = "dpforge.site"
 MODULUS = 2**32  # SecAgg+'s modulus (Flower's largest)
 DEFAULT_MAX_SITE_RECORDS = 2**20
 
@@ -47,7 +48,43 @@ DEFAULT_MAX_SITE_RECORDS = 2**20
 # ---------------------------------------------------------------------------- the sites
 
 
-def site_app(site_of: Callable[[Context], Site]) -> ClientApp:
+class ContextSites:
+    """Sites rebuilt for each message from their records and the state Flower keeps in their
+    ``Context`` (:meth:`Site.state`); ``records_of(context)`` reads the site's table,
+    ``rng_of(context, answers)`` gives its noise generator for its next answer (the OS's
+    entropy in a deployment), ``keep_ledger(context, ledger)`` may write the site's ledger."""
+
+    def __init__(
+        self,
+        records_of: Callable[[Context], Any],
+        trust_of: Callable[[Context], Trust],
+        rng_of: Callable[[Context, int], np.random.Generator],
+        keep_ledger: Callable[[Context, Any], None] | None = None,
+    ) -> None:
+        self.records_of, self.trust_of, self.rng_of = records_of, trust_of, rng_of
+        self.keep_ledger = keep_ledger
+
+    def answer(self, context: Context, query: dict, arrays: list[np.ndarray]) -> Any:
+        """The site's answer; its state is saved in ``context`` once the answer is ready."""
+        state = site_state(context)
+        answers = 0 if state is None else int(state["answers"])
+        site = Site.restore(self.records_of(context), self.trust_of(context),
+                            self.rng_of(context, answers), state)  # fmt: skip
+        answer = site.answer(query, arrays)
+        context.state.config_records[SITE_STATE] = ConfigRecord({"json": json.dumps(site.state())})
+        if self.keep_ledger is not None:
+            self.keep_ledger(context, site.ledger)
+        return answer
+
+
+def site_state(context: Context) -> dict | None:
+    """The state a site left in its context (None before its first answer)."""
+    if SITE_STATE not in context.state.config_records:
+        return None
+    return json.loads(str(context.state.config_records[SITE_STATE]["json"]))
+
+
+def site_app(sites: ContextSites) -> ClientApp:
     """The sites' ClientApp: ``query`` messages answered directly, ``train`` messages (the
     SecAgg+ rounds) through Flower's ``secaggplus_mod``."""
     app = ClientApp()
@@ -56,13 +93,13 @@ def site_app(site_of: Callable[[Context], Site]) -> ClientApp:
     def answer(msg: Message, context: Context) -> Message:
         query = json.loads(str(msg.content.config_records[QUERY]["json"]))
         arrays = _arrays(msg.content)
-        return Message(_reply(site_of(context).answer(query, arrays)), reply_to=msg)
+        return Message(_reply(sites.answer(context, query, arrays)), reply_to=msg)
 
     @app.train(mods=[secaggplus_mod])
     def share(msg: Message, context: Context) -> Message:
         fitins = compat.recorddict_to_fitins(msg.content, keep_input=True)
         query = json.loads(str(fitins.config["json"]))
-        share = site_of(context).answer(query, to_arrays(fitins.parameters))
+        share = sites.answer(context, query, to_arrays(fitins.parameters))
         res = FitRes(Status(Code.OK, ""), ndarrays_to_parameters([share]), 1, {})
         return Message(compat.fitres_to_recorddict(res, keep_input=True), reply_to=msg)
 

@@ -22,10 +22,16 @@ from flwr.serverapp import Grid
 from flwr.supercore.task_identity import TaskIdentity
 
 from dpforge.engines.federated import FederatedEngine
-from dpforge.engines.federated_flower import DEFAULT_MAX_SITE_RECORDS, FlowerTransport, site_app
-from dpforge.engines.federated_site import Site
+from dpforge.engines.federated_flower import (
+    DEFAULT_MAX_SITE_RECORDS,
+    ContextSites,
+    FlowerTransport,
+    site_app,
+    site_state,
+)
 from dpforge.engines.federated_trust import Trust
 from dpforge.errors import DataError
+from dpforge.privacy.ledger import PrivacyLedger
 
 SERVER_NODE = 1
 FIRST_SITE = 100
@@ -34,14 +40,20 @@ FIRST_SITE = 100
 class SiteGrid(Grid):
     """An in-process Flower grid: messages go through Flower's wire encoding to the sites."""
 
-    def __init__(self, sites: Sequence[Site]) -> None:
+    def __init__(self, parts: Sequence[pd.DataFrame], trust: Trust, seed: int | None) -> None:
         TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, SERVER_NODE, 1
         logging.getLogger("flwr").setLevel(logging.WARNING)  # no per-round chatter
-        self.sites = {FIRST_SITE + i: site for i, site in enumerate(sites)}
-        self.app = site_app(lambda context: self.sites[context.node_id])
+        self.parts = {FIRST_SITE + i: part for i, part in enumerate(parts)}
+        self.app = site_app(
+            ContextSites(
+                lambda context: self.parts[context.node_id],
+                lambda context: trust,
+                lambda context, n: site_generator(seed, context.node_id - FIRST_SITE, n),
+            )
+        )
         self.contexts = {
             n: Context(run_id=1, node_id=n, node_config={}, state=RecordDict(), run_config={})
-            for n in self.sites
+            for n in self.parts
         }
         self._replies: dict[str, Message] = {}
         self._run: Any = None
@@ -57,7 +69,11 @@ class SiteGrid(Grid):
         return Message(content, dst_node_id, message_type, group_id=group_id)
 
     def get_node_ids(self) -> Iterable[int]:
-        return list(self.sites)
+        return list(self.parts)
+
+    def site_ledgers(self) -> list[PrivacyLedger]:
+        """Each site's own ledger, as its state holds it."""
+        return [PrivacyLedger.from_dict(site_state(c)["ledger"]) for c in self.contexts.values()]
 
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
         ids = []
@@ -116,10 +132,16 @@ def simulated_engine(
     trust: Trust,
     seed: int | None,
     max_site_records: int = DEFAULT_MAX_SITE_RECORDS,
-) -> tuple[FederatedEngine, list[Site]]:
-    """An engine over in-process sites holding ``parts`` (each its own noise generator)."""
-    streams = np.random.SeedSequence(seed).spawn(len(parts))
-    sites = [Site(p, trust, np.random.default_rng(s)) for p, s in zip(parts, streams, strict=True)]
-    grid = SiteGrid(sites)
+) -> tuple[FederatedEngine, SiteGrid]:
+    """An engine over in-process sites holding ``parts``, and their grid (site ledgers)."""
+    grid = SiteGrid(parts, trust, seed)
     transport = FlowerTransport(grid, list(grid.get_node_ids()), trust, max_site_records)
-    return FederatedEngine(transport), sites
+    return FederatedEngine(transport), grid
+
+
+def site_generator(seed: int | None, site: int, answers: int) -> np.random.Generator:
+    """The noise generator of a simulated site's next answer: from ``seed`` (reproducible),
+    or from the OS's entropy when ``seed`` is None (a deployed site's only choice)."""
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng([seed, site, answers])

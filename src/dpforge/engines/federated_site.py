@@ -45,28 +45,54 @@ def encoder_from_dict(d: dict[str, Any]) -> TableEncoder:
 
 
 class Site:
-    """A site's records, its noise (``trust``) and its own ledger."""
+    """A site's records, its noise (``trust``) and its own ledger.
+
+    A deployed ClientApp keeps no Python object between messages, so everything a site must
+    remember (its checks and filters, its ledger, how many answers it gave) is its
+    :meth:`state`, which Flower keeps in the site's ``Context``; :meth:`restore` rebuilds it.
+    """
 
     def __init__(self, records: pd.DataFrame, trust: Trust, rng: np.random.Generator) -> None:
         self._raw, self._table = records, None
         self.trust, self.rng = trust, rng
         self.ledger = PrivacyLedger()
         self._cells: tuple[str, Any] | None = None
+        self._steps: list[dict[str, Any]] = []  # the checks and filters applied, in order
+        self.answers = 0
+
+    def state(self) -> dict[str, Any]:
+        """What the site must remember (public queries, its ledger): JSON."""
+        return {"steps": self._steps, "ledger": self.ledger.to_dict(), "answers": self.answers}
+
+    @classmethod
+    def restore(cls, records: pd.DataFrame, trust: Trust, rng: np.random.Generator,
+                state: dict[str, Any] | None) -> Site:  # fmt: skip
+        """The site as :meth:`state` left it (checks and filters applied again)."""
+        site = cls(records, trust, rng)
+        for step in (state or {}).get("steps", []):
+            site.answer(step, [])
+        if state:
+            site.ledger = PrivacyLedger.from_dict(state["ledger"])
+            site.answers = int(state["answers"])
+        return site
 
     def answer(self, query: dict[str, Any], arrays: list[np.ndarray]) -> Any:
         """The answer to one query (refusals carry redacted messages only)."""
         with redacted_errors(True):
-            return getattr(self, "_" + query["op"])(query, arrays)
+            answer = getattr(self, "_" + query["op"])(query, arrays)
+        self.answers += 1
+        return answer
 
     # ------------------------------------------------------------------ no release
     def _validate(self, query: dict, arrays: list) -> None:
         schema = Schema.from_dict(query["schema"])  # the label's two classes: a global check
         local = replace(schema, label=None, label_prior="uniform")
         self._table = validate_table(self._raw, local, out_of_bounds=query["out_of_bounds"])
+        self._steps, self._cells = [query], None
 
     def _released(self, query: dict, arrays: list) -> None:
         self._table = keep_released_rows(self._checked(), Schema.from_dict(query["schema"]))
-        self._cells = None
+        self._steps, self._cells = [*self._steps, query], None
 
     # ------------------------------------------------------------------ releases
     def _size(self, query: dict, arrays: list) -> np.ndarray:
