@@ -20,10 +20,13 @@ from tests.cli_support import run
 
 pytest.importorskip("flwr", reason="Flower is not installed (pip install dpforge[federated])")
 
-from dpforge.cli import federated as federated_cli  # noqa: E402
+from flwr.app import Context, RecordDict  # noqa: E402
+
 from dpforge.data.encoder import TableEncoder  # noqa: E402
+from dpforge.engines import federated_app  # noqa: E402
 from dpforge.engines.aggregates import EdgeCells  # noqa: E402
 from dpforge.engines.federated_sim import (  # noqa: E402
+    SiteGrid,
     simulated_engine,
     site_generator,
     split_table,
@@ -168,7 +171,7 @@ def test_federated_engine_refuses_a_discriminator():
 
 
 def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(federated_cli, "Synthesizer", partial(Synthesizer, anchor=ANCHOR))  # fast
+    monkeypatch.setattr(federated_app, "Synthesizer", partial(Synthesizer, anchor=ANCHOR))  # fast
     frame, schema = _table(600)
     data, schema_path = tmp_path / "t.csv", tmp_path / "schema.json"
     frame.to_csv(data, index=False)
@@ -186,3 +189,29 @@ def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, 
         [*args, "--trust", "local", "--tolerate", "1", "--overwrite"], monkeypatch, capsys
     )
     assert code != 0 and "--tolerate applies to --trust secagg only" in out
+
+
+def test_deployed_apps_fit_over_a_grid(tmp_path, monkeypatch):
+    """The deployment's server_app and client_app (sites reading their CSV, noise from the OS,
+    ledger files), over the in-process grid instead of a SuperLink."""
+    monkeypatch.setattr(federated_app, "Synthesizer", partial(Synthesizer, anchor=ANCHOR))
+    frame, schema = _table(900)
+    schema_path = tmp_path / "schema.json"
+    schema_path.write_text(_declared(schema).to_json())
+    configs = []
+    for i, part in enumerate(split_table(frame, 3, None, np.random.default_rng(5))):
+        part.to_csv(tmp_path / f"site{i}.csv", index=False)
+        ledger = str(tmp_path / f"site{i}.ledger.json")
+        configs.append({"data": str(tmp_path / f"site{i}.csv"), "trust": "secagg", "sites": 3,
+                        "tolerate": 1, "ledger": ledger})  # fmt: skip
+    grid = SiteGrid(federated_app.client_app, configs)
+    run_config = {"schema": str(schema_path), "out": str(tmp_path / "m"), "epsilon": 2.0,
+                  "trust": "secagg", "sites": 3, "tolerate": 1, "wait": 5}  # fmt: skip
+    federated_app.server_app(grid, Context(run_id=1, node_id=1, node_config={},
+                                           state=RecordDict(), run_config=run_config))  # fmt: skip
+    assert (tmp_path / "m" / "model.json").is_file()
+    report = json.loads((tmp_path / "m.federation.json").read_text())
+    assert report["epsilon"] == pytest.approx(2.0, rel=1e-3) and report["tolerate"] == 1
+    for i in range(3):
+        ledger = json.loads((tmp_path / f"site{i}.ledger.json").read_text())
+        assert len(ledger["entries"]) >= 5  # every release this site answered

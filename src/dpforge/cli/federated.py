@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import typer
-from dp_accounting import NoOpDpEvent
 from rich.console import Console
 
 from dpforge.data.tables import read_csv
@@ -23,7 +22,6 @@ from dpforge.errors import DpforgeError
 from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
 from dpforge.storage import atomic_write, check_output_file
-from dpforge.synthesizer import Synthesizer
 
 federated_app = typer.Typer(
     help="Federated tables on Flower: sites keep their records; the server sees noisy sums.",
@@ -55,6 +53,7 @@ def simulate(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into sites and fit across them with Flower (in this process)."""
+    from dpforge.engines.federated_app import federation_report, fit_federation
     from dpforge.engines.federated_sim import simulated_engine, split_table
     from dpforge.engines.federated_trust import Trust
 
@@ -68,12 +67,8 @@ def simulate(
     parts = split_table(read_csv(data), sites, _split_column(split), rng)
     federation = Trust(trust, sites, t)
     engine, grid = simulated_engine(parts, federation, seed, max_site_records)
-    synth = Synthesizer(
-        schema, epsilon=epsilon, delta=delta, metadata_share=metadata_share, seed=seed,
-        progress=False,
-    )  # fmt: skip
-    synth.fit(engine)
-    synth.ledger_.record(f"trust: {federation.statement()}", NoOpDpEvent())
+    config = {"epsilon": epsilon, "delta": delta, "metadata-share": metadata_share, "seed": seed}
+    synth = fit_federation(engine, schema, federation, config)
     synth.save(out, overwrite=overwrite)
     report = federation_report(synth, federation, grid.site_ledgers())
     atomic_write(
@@ -96,23 +91,3 @@ def _split_column(split: str) -> str | None:
     if split.startswith("by:") and len(split) > 3:
         return split[3:]
     raise DpforgeError(f"--split must be 'random' or 'by:COLUMN', got {split!r}")
-
-
-def federation_report(synth: Synthesizer, trust, site_ledgers: list) -> dict:
-    """What the federation.json beside the model says: trust, site ledgers, degradation."""
-    from dpforge.engines.federated_trust import degraded_epsilons
-
-    delta = synth.delta
-    return {
-        "trust": trust.mode,
-        "sites": trust.n_sites,
-        "tolerate": trust.tolerate,
-        "statement": trust.statement(),
-        "epsilon": synth.ledger_.epsilon(delta),
-        "delta": delta,
-        "site_epsilons": [ledger.epsilon(delta) for ledger in site_ledgers],
-        "site_ledgers": [ledger.to_dict() for ledger in site_ledgers],
-        "epsilon_if_k_sites_collude": {
-            str(k): e for k, e in degraded_epsilons(synth.ledger_, trust, delta).items()
-        },
-    }

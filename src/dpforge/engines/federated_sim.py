@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from flwr.app import Context, Error, Message, RecordDict  # noqa: E402  (after the extra check)
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.clientapp import ClientApp
 from flwr.common.serde import message_from_proto, message_to_proto
 from flwr.serverapp import Grid
 from flwr.supercore.task_identity import TaskIdentity
@@ -40,20 +41,14 @@ FIRST_SITE = 100
 class SiteGrid(Grid):
     """An in-process Flower grid: messages go through Flower's wire encoding to the sites."""
 
-    def __init__(self, parts: Sequence[pd.DataFrame], trust: Trust, seed: int | None) -> None:
+    def __init__(self, app: ClientApp, node_configs: Sequence[dict]) -> None:
         TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, SERVER_NODE, 1
         logging.getLogger("flwr").setLevel(logging.WARNING)  # no per-round chatter
-        self.parts = {FIRST_SITE + i: part for i, part in enumerate(parts)}
-        self.app = site_app(
-            ContextSites(
-                lambda context: self.parts[context.node_id],
-                lambda context: trust,
-                lambda context, n: site_generator(seed, context.node_id - FIRST_SITE, n),
-            )
-        )
+        self.app = app
         self.contexts = {
-            n: Context(run_id=1, node_id=n, node_config={}, state=RecordDict(), run_config={})
-            for n in self.parts
+            FIRST_SITE + i: Context(run_id=1, node_id=FIRST_SITE + i, node_config=dict(config),
+                                    state=RecordDict(), run_config={})  # fmt: skip
+            for i, config in enumerate(node_configs)
         }
         self._replies: dict[str, Message] = {}
         self._run: Any = None
@@ -69,7 +64,7 @@ class SiteGrid(Grid):
         return Message(content, dst_node_id, message_type, group_id=group_id)
 
     def get_node_ids(self) -> Iterable[int]:
-        return list(self.parts)
+        return list(self.contexts)
 
     def site_ledgers(self) -> list[PrivacyLedger]:
         """Each site's own ledger, as its state holds it."""
@@ -134,7 +129,12 @@ def simulated_engine(
     max_site_records: int = DEFAULT_MAX_SITE_RECORDS,
 ) -> tuple[FederatedEngine, SiteGrid]:
     """An engine over in-process sites holding ``parts``, and their grid (site ledgers)."""
-    grid = SiteGrid(parts, trust, seed)
+    sites = ContextSites(
+        lambda context: parts[context.node_id - FIRST_SITE],
+        lambda context: trust,
+        lambda context, n: site_generator(seed, context.node_id - FIRST_SITE, n),
+    )
+    grid = SiteGrid(site_app(sites), [{} for _ in parts])
     transport = FlowerTransport(grid, list(grid.get_node_ids()), trust, max_site_records)
     return FederatedEngine(transport), grid
 
