@@ -124,6 +124,16 @@ def test_summed_shares_carry_the_central_variance(tolerate):
     assert abs(np.mean(sums)) < 4 * np.sqrt(expected / draws)
 
 
+def test_a_capped_site_refuses_a_release_past_its_own_budget():
+    site = Site(pd.DataFrame({"a": [1.0] * 5}), Trust("local", 2), np.random.default_rng(0),
+                cap=(1.0, 1e-5))  # fmt: skip
+    site.answer({"op": "validate", "schema": _one_column(), "out_of_bounds": "error"}, [])
+    site.answer({"op": "size", "std": 20.0}, [])  # epsilon about 0.25: answered
+    with pytest.raises(PrivacyError, match="would pass its cap"):
+        site.answer({"op": "size", "std": 0.5}, [])  # a server asking for little noise
+    assert len(site.ledger) == 1  # the refused release was never recorded nor answered
+
+
 def _one_column() -> dict:
     return Schema(columns=(Column("a", "continuous", lower=0, upper=2),)).to_dict()
 

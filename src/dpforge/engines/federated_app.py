@@ -9,7 +9,9 @@ code over an in-process grid.
 
 A site's node config: ``data`` (its CSV), ``trust`` (local | secagg), ``sites`` (n),
 ``tolerate`` (t, secagg), optionally ``ledger`` (a JSON file where the site keeps its own ledger,
-rewritten atomically after each answer). Its noise comes from the OS's entropy. The run config:
+rewritten atomically after each answer) and ``max-epsilon`` with ``max-delta`` (the site refuses
+any release that would take its own ledger past them). Its noise comes from the OS's entropy.
+The run config:
 ``schema`` (JSON path on the server), ``out`` (model folder), ``epsilon``, ``delta``,
 ``metadata-share``, ``trust``, ``sites``, ``tolerate``, ``max-site-records``, ``wait`` (seconds
 to wait for the sites to join).
@@ -50,6 +52,16 @@ def site_trust(config: Any) -> Trust:
     return Trust(str(config["trust"]), int(config["sites"]), int(config.get("tolerate", 0)))
 
 
+def _site_cap(config: Any) -> tuple[float, float] | None:
+    """The site's own (epsilon, delta) cap, if its node config sets one (both or neither)."""
+    given = [k for k in ("max-epsilon", "max-delta") if k in config]
+    if not given:
+        return None
+    if len(given) == 1:
+        raise DpforgeError("a site's node config sets max-epsilon and max-delta together")
+    return float(config["max-epsilon"]), float(config["max-delta"])
+
+
 def _write_ledger(context: Context, ledger: PrivacyLedger) -> None:
     path = context.node_config.get("ledger")
     if path:
@@ -63,6 +75,7 @@ client_app = site_app(
         lambda context: site_trust(context.node_config),
         lambda context, answers: np.random.default_rng(),  # the OS's entropy
         _write_ledger,
+        lambda context: _site_cap(context.node_config),
     )
 )
 server_app = ServerApp()

@@ -60,16 +60,17 @@ class ContextSites:
         trust_of: Callable[[Context], Trust],
         rng_of: Callable[[Context, int], np.random.Generator],
         keep_ledger: Callable[[Context, Any], None] | None = None,
+        cap_of: Callable[[Context], tuple[float, float] | None] = lambda context: None,
     ) -> None:
         self.records_of, self.trust_of, self.rng_of = records_of, trust_of, rng_of
-        self.keep_ledger = keep_ledger
+        self.keep_ledger, self.cap_of = keep_ledger, cap_of
 
     def answer(self, context: Context, query: dict, arrays: list[np.ndarray]) -> Any:
         """The site's answer; its state is saved in ``context`` once the answer is ready."""
         state = site_state(context)
         answers = 0 if state is None else int(state["answers"])
         site = Site.restore(self.records_of(context), self.trust_of(context),
-                            self.rng_of(context, answers), state)  # fmt: skip
+                            self.rng_of(context, answers), state, self.cap_of(context))  # fmt: skip
         answer = site.answer(query, arrays)
         context.state.config_records[SITE_STATE] = ConfigRecord({"json": json.dumps(site.state())})
         if self.keep_ledger is not None:

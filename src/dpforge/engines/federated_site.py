@@ -20,7 +20,7 @@ from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
 from dpforge.engines.aggregates import rule_from_dict
 from dpforge.engines.federated_trust import Trust, check_range
-from dpforge.errors import DataError, redacted_errors
+from dpforge.errors import DataError, PrivacyError, redacted_errors
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.table import Schema
 from dpforge.statistics.cells import bins_from_edges
@@ -44,6 +44,34 @@ def encoder_from_dict(d: dict[str, Any]) -> TableEncoder:
     return TableEncoder(schema, n_bins=d["n_bins"], cells=cells)
 
 
+class SiteLedger(PrivacyLedger):
+    """A site's own ledger. With a ``cap`` (epsilon, delta) a release that would take it past
+    the cap is refused before it runs (nothing is answered): a site that trusts nobody
+    bounds what any sequence of server queries can learn about its records."""
+
+    def __init__(self, entries=(), cap: tuple[float, float] | None = None) -> None:
+        super().__init__(entries)
+        self.cap = cap
+
+    def record(self, name: str, event: Any, extra_delta: float = 0.0) -> None:
+        if self.cap is not None:
+            trial = PrivacyLedger(self.entries)
+            trial.record(name, event, extra_delta)
+            if not _within(trial, self.cap):
+                raise PrivacyError(
+                    f"this site refuses '{name}': its own ledger would pass its cap "
+                    f"(epsilon {self.cap[0]:g}, delta {self.cap[1]:g})"
+                )
+        super().record(name, event, extra_delta)
+
+
+def _within(ledger: PrivacyLedger, cap: tuple[float, float]) -> bool:
+    try:
+        return ledger.epsilon(cap[1]) <= cap[0] * (1 + 1e-3)  # PLD discretisation slack
+    except PrivacyError:  # the thresholds' delta alone passes the cap's
+        return False
+
+
 class Site:
     """A site's records, its noise (``trust``) and its own ledger.
 
@@ -52,10 +80,11 @@ class Site:
     :meth:`state`, which Flower keeps in the site's ``Context``; :meth:`restore` rebuilds it.
     """
 
-    def __init__(self, records: pd.DataFrame, trust: Trust, rng: np.random.Generator) -> None:
+    def __init__(self, records: pd.DataFrame, trust: Trust, rng: np.random.Generator,
+                 cap: tuple[float, float] | None = None) -> None:  # fmt: skip
         self._raw, self._table = records, None
         self.trust, self.rng = trust, rng
-        self.ledger = PrivacyLedger()
+        self.ledger = SiteLedger(cap=cap)
         self._cells: tuple[str, Any] | None = None
         self._steps: list[dict[str, Any]] = []  # the checks and filters applied, in order
         self.answers = 0
@@ -65,14 +94,20 @@ class Site:
         return {"steps": self._steps, "ledger": self.ledger.to_dict(), "answers": self.answers}
 
     @classmethod
-    def restore(cls, records: pd.DataFrame, trust: Trust, rng: np.random.Generator,
-                state: dict[str, Any] | None) -> Site:  # fmt: skip
+    def restore(
+        cls,
+        records: pd.DataFrame,
+        trust: Trust,
+        rng: np.random.Generator,
+        state: dict[str, Any] | None,
+        cap: tuple[float, float] | None = None,
+    ) -> Site:
         """The site as :meth:`state` left it (checks and filters applied again)."""
-        site = cls(records, trust, rng)
+        site = cls(records, trust, rng, cap)
         for step in (state or {}).get("steps", []):
             site.answer(step, [])
         if state:
-            site.ledger = PrivacyLedger.from_dict(state["ledger"])
+            site.ledger = SiteLedger(PrivacyLedger.from_dict(state["ledger"]).entries, cap)
             site.answers = int(state["answers"])
         return site
 
