@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.engines.aggregates import NoisyCells
+from dpforge.engines.aggregates import NoisyCells, noise_factor
 from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
 from dpforge.statistics.marginals import count_tables
 
@@ -95,6 +95,7 @@ def select_pairs(
     else:
         scores = pair_scores(blocks, model, total)
         scores = scores + rng.normal(0.0, std, len(pairs)) if score_noise > 0 else scores
-    penalty = np.array([math.sqrt(2 / math.pi) * measure_noise * model[p].size for p in pairs])
+    cell_noise = measure_noise * noise_factor(blocks)  # the noise the sum will carry
+    penalty = np.array([math.sqrt(2 / math.pi) * cell_noise * model[p].size for p in pairs])
     order = np.argsort(-(scores - penalty), kind="stable")
     return [pairs[i] for i in order[:k]]
