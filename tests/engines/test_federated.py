@@ -134,6 +134,13 @@ def test_a_capped_site_refuses_a_release_past_its_own_budget():
     assert len(site.ledger) == 1  # the refused release was never recorded nor answered
 
 
+def test_a_site_refuses_a_server_with_another_trust_model():
+    site = Site(pd.DataFrame({"a": [1.0] * 5}), Trust("secagg", 4, 1), np.random.default_rng(0))
+    site.answer({"op": "validate", "schema": _one_column(), "out_of_bounds": "error"}, [])
+    with pytest.raises(PrivacyError, match="trust model"):  # shares sized for 10 sites
+        site.answer({"op": "size", "std": 5.0, "grid": 0.25, "trust": ["secagg", 10, 1]}, [])
+
+
 def _one_column() -> dict:
     return Schema(columns=(Column("a", "continuous", lower=0, upper=2),)).to_dict()
 

@@ -161,6 +161,7 @@ class FlowerTransport(Transport):
         return self._secure_sum(query, arrays)
 
     def _ask(self, query: dict[str, Any], arrays: Sequence[np.ndarray]) -> list[Message]:
+        query = {**query, "trust": self.trust.key()}
         content = RecordDict({QUERY: ConfigRecord({"json": json.dumps(query)})})
         if arrays:
             content[ANSWER] = ArrayRecord({str(i): _array(a) for i, a in enumerate(arrays)})
@@ -175,7 +176,7 @@ class FlowerTransport(Transport):
     def _secure_sum(self, query: dict[str, Any], arrays: Sequence[np.ndarray]) -> np.ndarray:
         """One SecAgg+ round (Flower's workflow): each site's share on the public grid."""
         grid, clip, quantization = self.secagg_grid(float(query["std"]))
-        query = {**query, "grid": grid, "clip": clip}
+        query = {**query, "grid": grid, "clip": clip, "trust": self.trust.key()}
         strategy = _OneQuery(self.nodes, query, arrays)
         workflow = SecAggPlusWorkflow(
             num_shares=self.trust.n_sites, reconstruction_threshold=self._threshold(),

@@ -113,6 +113,11 @@ class Site:
 
     def answer(self, query: dict[str, Any], arrays: list[np.ndarray]) -> Any:
         """The answer to one query (refusals carry redacted messages only)."""
+        if query.get("trust", self.trust.key()) != self.trust.key():
+            raise PrivacyError(
+                f"this site's trust model is {self.trust.key()}, the server's "
+                f"{query['trust']}: the noise shares would not add up; refused"
+            )
         with redacted_errors(True):
             answer = getattr(self, "_" + query["op"])(query, arrays)
         self.answers += 1

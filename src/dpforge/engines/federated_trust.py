@@ -50,6 +50,8 @@ class Trust:
             raise PrivacyError(f"trust must be one of {TRUST_MODELS}, got {self.mode!r}")
         if self.n_sites < 2:
             raise PrivacyError(f"a federation needs at least 2 sites, got {self.n_sites}")
+        if self.mode == "secagg" and self.n_sites < 3:
+            raise PrivacyError("Flower's SecAgg+ needs at least 3 sites: use --trust local")
         if self.mode == "secagg" and not 0 <= self.tolerate <= self.n_sites - 2:
             raise PrivacyError(
                 f"--tolerate must be between 0 and {self.n_sites - 2} for {self.n_sites} sites "
@@ -74,6 +76,10 @@ class Trust:
             return 1.0
         honest = self.n_sites - min(colluding, self.n_sites - 1)
         return math.sqrt(honest / (self.n_sites - self.tolerate))
+
+    def key(self) -> list:
+        """What a query carries so that a site can refuse a server whose model differs."""
+        return [self.mode, self.n_sites, self.tolerate]
 
     def score_sensitivity(self, grid: float | None) -> float:
         """A site's pair score moves by at most 2 per record, one grid step more once rounded."""
