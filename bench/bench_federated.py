@@ -90,16 +90,17 @@ def run(setting: dict, train, test, schema, args) -> dict:
 
 
 def settings(args) -> list[dict]:
+    """Every (seed, epsilon): the central run, then each split under secagg and local trust;
+    ``--trusts`` keeps some of them (to share the runs between processes)."""
     out = []
     for seed in seed_list(args.seeds):
         for eps in floats(args.epsilons):
             out.append({"trust": "central", "split": "-", "by": None, "epsilon": eps, "seed": seed})
-            for split, by in (("random", None), (f"by {args.by}", args.by)):
-                for trust in ("local", "secagg"):
-                    out.append(
-                        {"trust": trust, "split": split, "by": by, "epsilon": eps, "seed": seed}
-                    )
-    return out
+            for trust in ("secagg", "local"):
+                for split, by in (("random", None), (f"by {args.by}", args.by)):
+                    row = {"trust": trust, "split": split, "by": by, "epsilon": eps, "seed": seed}
+                    out.append(row)
+    return [s for s in out if s["trust"] in args.trusts.split(",")]
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sites", type=int, default=10)
     parser.add_argument("--tolerate", type=int, default=1)
     parser.add_argument("--by", default="education")
+    parser.add_argument("--trusts", default="central,secagg,local", help="which runs to do")
     parser.add_argument("--anchor-steps", type=int, default=1000, help="each anchor phase's steps")
     args = parser.parse_args(argv)
     train, test, schema = load_adult(data_dir(args.data_dir))
