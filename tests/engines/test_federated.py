@@ -33,7 +33,7 @@ from dpforge.engines.federated_sim import (  # noqa: E402
 )
 from dpforge.engines.federated_site import Site  # noqa: E402
 from dpforge.engines.federated_trust import Trust, degraded_epsilons  # noqa: E402
-from dpforge.errors import PrivacyError  # noqa: E402
+from dpforge.errors import DpforgeError, PrivacyError  # noqa: E402
 from dpforge.schema.table import Column, Schema  # noqa: E402
 from dpforge.statistics.anchor import AnchorConfig  # noqa: E402
 from dpforge.statistics.marginals import count_tables, encoded_cells  # noqa: E402
@@ -185,6 +185,9 @@ def test_federated_engine_refuses_a_discriminator():
                         anchor=AnchorConfig(share=0.5), epochs=1.0)  # fmt: skip
     with pytest.raises(PrivacyError, match="anchored table path only"):
         synth.fit(engine)
+    resumable = Synthesizer(schema, epsilon=3.0, seed=0, progress=False, checkpoint_dir="ck")
+    with pytest.raises(DpforgeError, match="cannot resume"):
+        resumable.fit(engine)
 
 
 def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, capsys):

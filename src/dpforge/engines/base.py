@@ -22,6 +22,7 @@ class Engine(ABC):
     """Holds the private records of one run and hands them only to the reading stages."""
 
     supports_refine = True  # whether the refine stage (DP-SGD on records in memory) can read
+    supports_checkpoints = True  # whether a run on it can resume from a checkpoint folder
 
     @abstractmethod
     def _records(self) -> Any:

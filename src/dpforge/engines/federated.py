@@ -59,6 +59,7 @@ class FederatedEngine(Engine):
     """A table split over sites: the pipeline's measure stage asks them, never the records."""
 
     supports_refine = False
+    supports_checkpoints = False  # resuming would need the sites' own state: not offered
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport

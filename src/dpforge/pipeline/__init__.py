@@ -52,6 +52,8 @@ def run_pipeline(
     ``options`` are the method options the caller gave (``run.config`` is resolved from them
     once the number of records is known).
     """
+    if run.checkpoint_dir is not None and not engine.supports_checkpoints:
+        raise DpforgeError(f"{type(engine).__name__} runs cannot resume: drop checkpoint_dir")
     n_records = measure_stage.check_records(run, engine)  # bad input: refused, nothing charged
     check_delta(run, n_records)
     resume_of = checkpoint_budget_run(run)
