@@ -177,7 +177,7 @@ def test_flower_simulation_fits_under_secagg_and_degrades_beyond_t():
     assert synth.sample(50, seed=0)["y"].isin(["no", "yes"]).all()
 
 
-def test_federated_engine_refuses_a_discriminator():
+def test_federated_engine_refuses_a_discriminator_and_a_checkpoint(tmp_path):
     frame, schema = _table(200)
     engine, _ = simulated_engine(split_table(frame, 2, None, np.random.default_rng(0)),
                                  Trust("local", 2), seed=0)  # fmt: skip
@@ -185,7 +185,7 @@ def test_federated_engine_refuses_a_discriminator():
                         anchor=AnchorConfig(share=0.5), epochs=1.0)  # fmt: skip
     with pytest.raises(PrivacyError, match="anchored table path only"):
         synth.fit(engine)
-    resumable = Synthesizer(schema, epsilon=3.0, seed=0, progress=False, checkpoint_dir="ck")
+    resumable = Synthesizer(schema, epsilon=3.0, seed=0, progress=False, checkpoint_dir=tmp_path / "ck")
     with pytest.raises(DpforgeError, match="cannot resume"):
         resumable.fit(engine)
 
