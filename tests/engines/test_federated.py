@@ -185,7 +185,8 @@ def test_federated_engine_refuses_a_discriminator_and_a_checkpoint(tmp_path):
                         anchor=AnchorConfig(share=0.5), epochs=1.0)  # fmt: skip
     with pytest.raises(PrivacyError, match="anchored table path only"):
         synth.fit(engine)
-    resumable = Synthesizer(schema, epsilon=3.0, seed=0, progress=False, checkpoint_dir=tmp_path / "ck")
+    folder = tmp_path / "ck"
+    resumable = Synthesizer(schema, epsilon=3.0, seed=0, progress=False, checkpoint_dir=folder)
     with pytest.raises(DpforgeError, match="cannot resume"):
         resumable.fit(engine)
 
