@@ -107,6 +107,7 @@ def test_secure_histogram_with_no_noise_is_exact():
     noisy = table.column("income").noisy_bincount(EdgeCells(edges), 5, 0.0)
     exact = np.bincount(EdgeCells(edges)(frame["income"].to_numpy()), minlength=5)
     np.testing.assert_array_equal(noisy, exact)
+    assert EdgeCells(edges)(np.array([np.nan, 5.0])).tolist() == [-1, 1]  # empty: nowhere
 
 
 @pytest.mark.parametrize("tolerate", [0, 1])

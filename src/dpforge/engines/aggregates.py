@@ -122,14 +122,16 @@ class CellRule(ABC):
 @dataclass(frozen=True)
 class EdgeCells(CellRule):
     """Cell ``i`` holds the values in ``[edges[i], edges[i + 1])``; values outside go to the
-    end cells (the DP bounds' histograms)."""
+    end cells (the DP bounds' histograms); an empty cell (NaN) is counted nowhere, as the
+    in-memory path leaves it out."""
 
     edges: tuple[float, ...]
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         edges = np.asarray(self.edges, dtype=np.float64)
-        index = np.searchsorted(edges, np.asarray(values, dtype=float), side="right") - 1
-        return np.clip(index, 0, len(edges) - 2)
+        values = np.asarray(values, dtype=float)
+        index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+        return np.where(np.isnan(values), -1, index)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": "edges", "edges": [float(e) for e in self.edges]}
