@@ -129,11 +129,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--by", default="education")
     parser.add_argument("--trusts", default="central,secagg,local", help="which runs to do")
     parser.add_argument("--anchor-steps", type=int, default=1000, help="each anchor phase's steps")
+    parser.add_argument("--report-only", action="store_true", help="rewrite .json/.md only")
+    parser.add_argument("--note", default="", help="a line for the .md (how the rows were run)")
     args = parser.parse_args(argv)
-    train, test, schema = load_adult(data_dir(args.data_dir))
     log = Path(args.out).with_suffix(".jsonl")
-    done = {(r["trust"], r["split"], r["epsilon"], r["seed"]) for r in read_jsonl(log)}
     record = {**provenance("bench/bench_federated.py", argv), "label": ADULT_LABEL}
+    if args.report_only:
+        rows = read_jsonl(log)
+        body = [*table(rows), "", args.note] if args.note else table(rows)
+        write_results(Path(args.out), {**record, "rows": rows}, "Federated tables (Flower)", body)
+        return
+    train, test, schema = load_adult(data_dir(args.data_dir))
+    done = {(r["trust"], r["split"], r["epsilon"], r["seed"]) for r in read_jsonl(log)}
     for setting in settings(args):
         if (setting["trust"], setting["split"], setting["epsilon"], setting["seed"]) in done:
             continue
