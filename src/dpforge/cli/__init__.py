@@ -21,6 +21,7 @@ from dpforge.cli.audit import audit
 from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
 from dpforge.cli.engine import ENGINE_HELP, MEMORY, SPARK, check_engine, spark_records
 from dpforge.cli.evaluate import evaluate
+from dpforge.cli.federated import federated_app
 from dpforge.cli.io import (
     IMAGE_FORMATS,
     TABLE,
@@ -68,6 +69,7 @@ app.command("privacy")(privacy)
 app.command("evaluate")(evaluate)
 app.command("report")(report)
 app.add_typer(budget_app, name="budget")
+app.add_typer(federated_app, name="federated")
 app.command("audit")(audit)
 console = Console(stderr=True)
 

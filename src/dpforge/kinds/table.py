@@ -19,7 +19,7 @@ import torch
 
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
-from dpforge.engines.aggregates import TableAggregates
+from dpforge.engines.aggregates import TableAggregates, noise_factor
 from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
@@ -186,7 +186,8 @@ class MarginalAnchoring(Anchoring):
         )  # fmt: skip
         codes = _place_codes(long, records, plan, (public, n_public, m), rng)
         edges = self._place_cells(adaptive, fine, n_public)
-        masses = _fine_masses(adaptive, fine, plan.cells_noise * plan.rows * math.sqrt(m))
+        shown = plan.cells_noise * plan.rows * math.sqrt(m) * noise_factor(records)
+        masses = _fine_masses(adaptive, fine, shown)
         encoder = self.encoder(TableKind, schema, MeasuredTable(
             cell_edges=edges, cell_mass=masses, code_cells=codes))  # fmt: skip
         label_name, blocks = _blocks(encoder, records)
@@ -266,6 +267,7 @@ def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng)
     encoder, n_public, m = public
     std = plan.cells_noise * plan.rows * math.sqrt(m)  # a person moves m histograms by rows
     counts = measure_code_histograms(records, long, std, rng)
+    std *= noise_factor(records)  # the noise the counts carry (a sum of site noises)
     label = encoder.schema.label_column
     first = default_marginals(encoder.spans, label and label.name)
     round_one_std = plan.round_one_noise * plan.rows * math.sqrt(len(first))

@@ -41,9 +41,12 @@ _ANCHOR_ONLY_NOTE = {
 }
 
 
-def check_delta(run: RunSettings, n_records: int) -> None:
+def check_delta(run: RunSettings, n_records: int | None) -> None:
     """Refuse delta >= 1/N before any release (a bad request, like bad input: the message
-    gives an order of magnitude for delta, never N)."""
+    gives an order of magnitude for delta, never N). None: N is not known here (federated
+    sites), and the pipeline checks the released N instead."""
+    if n_records is None:
+        return
     if run.delta >= 1.0 / n_records and math.isfinite(run.epsilon):
         raise PrivacyError(
             f"delta = {run.delta:g} is not below 1/N for the N records given: such a delta "

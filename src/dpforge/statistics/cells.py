@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpforge.engines.aggregates import TableAggregates
+from dpforge.engines.aggregates import FineCells, NoisyColumn, TableAggregates
 from dpforge.schema.formats import WHOLE_TYPES
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import NumericBins, numeric_bins
@@ -59,6 +59,11 @@ def measure_fine_histograms(
     out = {}
     for column in columns:
         fine = numeric_bins(column, FINE_CELLS + 2)
+        at_source = isinstance(table, TableAggregates) and table.column(column.name)
+        if isinstance(at_source, NoisyColumn):  # noised where the records are
+            rule = FineCells(column.to_dict(), FINE_CELLS + 2)
+            out[column.name] = at_source.noisy_bincount(rule, fine.size + 1, std)[:-1]
+            continue
         counts = _fine_counts(table, column.name, fine)
         out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
     return out

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpforge.engines.aggregates import TableAggregates
+from dpforge.engines.aggregates import ListedCells, NoisyColumn, TableAggregates
 from dpforge.schema.table import Column
 
 __all__ = [
@@ -91,9 +91,18 @@ def code_cell_count(n_public: float, noise_std: float, n_classes: int) -> int:
 def measure_code_histograms(
     table: Any, columns: Sequence[Column], std: float, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
-    """Each column's noisy histogram over its K codes (noise std ``std`` per code)."""
+    """Each column's noisy histogram over its K codes (noise std ``std`` per code), noised
+    where the records are when their engine adds the noise there (federated sites)."""
     out = {}
     for column in columns:
+        if isinstance(table, TableAggregates) and isinstance(
+            table.column(column.name), NoisyColumn
+        ):
+            rule = ListedCells(tuple(column.categories))
+            out[column.name] = table.column(column.name).noisy_bincount(
+                rule, len(column.categories), std
+            )
+            continue
         counts = _code_counts(table, column)
         out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
     return out

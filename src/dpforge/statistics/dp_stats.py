@@ -28,7 +28,6 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from statistics import NormalDist
 
 import dp_accounting
@@ -37,7 +36,13 @@ import pandas as pd
 from dp_accounting import mechanism_calibration
 from dp_accounting.pld import pld_privacy_accountant
 
-from dpforge.engines.aggregates import ColumnAggregates
+from dpforge.engines.aggregates import (
+    ColumnAggregates,
+    EdgeCells,
+    ListedCells,
+    NoisyColumn,
+    noise_factor,
+)
 from dpforge.errors import DataError, PrivacyError
 
 __all__ = [
@@ -191,8 +196,16 @@ def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """
     n_bins = len(edges) - 1
     if isinstance(values, ColumnAggregates):
-        return values.bincount(partial(_bin_index, edges=edges), n_bins)
+        return values.bincount(EdgeCells(tuple(edges)), n_bins)
     return np.bincount(_bin_index(values, edges), minlength=n_bins).astype(float)
+
+
+def _noisy_histogram(values, edges: np.ndarray, sigma: float, rng: np.random.Generator):
+    """:func:`_histogram` with N(0, σ²) per bin: added here, or where the records are when
+    their engine adds it there (:class:`NoisyColumn`, federated sites)."""
+    if isinstance(values, NoisyColumn):
+        return values.noisy_bincount(EdgeCells(tuple(edges)), len(edges) - 1, sigma)
+    return gaussian_histogram(_histogram(values, edges), sigma, rng)
 
 
 def _bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -335,7 +348,7 @@ def dp_bounds(
         _warn_noise("the coarse histogram", f"the whole public grid ±{limit:g}")
         return DpEstimate((-limit, limit), event)
     (low, high), coarse_total = _finite_range(*coarse[0], limit), coarse[1]
-    fine_bins = _affordable_bins(coarse_total, std, bins) if fine else 0
+    fine_bins = _affordable_bins(coarse_total, std * noise_factor(array), bins) if fine else 0
     if fine_bins < 2:
         return DpEstimate((float(low), float(high)), event)
     fine_edges = np.linspace(low, high, fine_bins + 1)
@@ -392,7 +405,8 @@ def _coarse_range(
     16 adjacent bins are tried: summing noisy counts is post-processing (free), the signal
     grows with the group and the noise only with its square root. None when even that fails.
     """
-    noisy = gaussian_histogram(_histogram(values, edges), sigma, rng)
+    noisy = _noisy_histogram(values, edges, sigma, rng)
+    sigma = sigma * noise_factor(values)  # the noise the counts carry (sum of site noises)
     for width in MERGE_WIDTHS:
         group = np.arange(len(noisy)) // width
         merged = np.bincount(group, weights=noisy)
@@ -442,7 +456,8 @@ def _fine_range(
 
     None when the noisy total does not stand out from its noise, σ·sqrt(n_bins).
     """
-    noisy = gaussian_histogram(_histogram(values, edges), sigma, rng)
+    noisy = _noisy_histogram(values, edges, sigma, rng)
+    sigma = sigma * noise_factor(values)  # the noise the counts carry (sum of site noises)
     total = noisy.sum()
     if total <= sigma * math.sqrt(len(noisy)) * _upper_tail_z(spurious_bin_prob) or total <= 0:
         return None
@@ -520,11 +535,24 @@ def dp_categories(
     threshold_delta = _check_probability("threshold_delta", threshold_delta)
     rows = _check_max_rows(max_rows)
     _check_rng(rng)
+    threshold = rows + sigma * rows * _upper_tail_z(threshold_delta / rows)
+    if isinstance(values, NoisyColumn):  # thresholded where the records are (each site)
+        _refuse_rows_at_sites(rows)
+        released = values.frequent_values(sigma, threshold)
+        return DpEstimate(released, dp_accounting.GaussianDpEvent(sigma), threshold_delta)
     names, counts = _category_counts(values)
     noisy = gaussian_histogram(counts, sigma, rng, sensitivity=rows)
-    threshold = rows + sigma * rows * _upper_tail_z(threshold_delta / rows)
     released = [name for name, count in zip(names, noisy, strict=True) if count >= threshold]
     return DpEstimate(released, dp_accounting.GaussianDpEvent(sigma), threshold_delta)
+
+
+def _refuse_rows_at_sites(rows: float) -> None:
+    """Federated sites bound no person's rows across sites: only the per-record relation."""
+    if rows != 1:
+        raise PrivacyError(
+            "a privacy unit (rows per person) is not supported with federated sites: a person's "
+            "rows may sit at several sites; leave out --privacy-unit"
+        )
 
 
 def _check_max_rows(max_rows: int) -> int:
@@ -551,17 +579,12 @@ def _class_counts(labels: Sequence, classes: Sequence) -> np.ndarray:
     if not index.is_unique:
         raise ValueError(f"classes must be distinct, got {list(index)}")
     if isinstance(labels, ColumnAggregates):  # validated by its engine: nothing is missing
-        return labels.bincount(partial(_class_codes, classes=list(index)), len(index))
+        return labels.bincount(ListedCells(tuple(index)), len(index))
     values = np.asarray(labels, dtype=object).ravel()
     if pd.isna(pd.Series(values, dtype=object)).any():
         raise DataError("dp_label_prior got missing labels (None/NaN); reject or impute them first")
     codes = index.get_indexer(values)
     return np.bincount(codes[codes >= 0], minlength=len(index)).astype(float)
-
-
-def _class_codes(values: np.ndarray, classes: list) -> np.ndarray:
-    """Each label's class index, -1 for a label of no listed class (counted nowhere)."""
-    return pd.Index(classes, dtype=object).get_indexer(np.asarray(values, dtype=object).ravel())
 
 
 def dp_label_prior(
@@ -586,12 +609,16 @@ def dp_label_prior(
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     _check_rng(rng)
-    counts = _class_counts(labels, classes)
-    k = len(counts)
+    if isinstance(labels, NoisyColumn):  # noised where the records are
+        _refuse_rows_at_sites(sensitivity)
+        noisy = labels.noisy_bincount(ListedCells(tuple(classes)), len(classes), sigma)
+    else:
+        noisy = gaussian_histogram(_class_counts(labels, classes), sigma, rng, sensitivity)
+    k = len(noisy)
     floor = 0.01 / k if floor is None else float(floor)
     if not 0.0 < floor < 1.0 / k:
         raise ValueError(f"floor must be in (0, 1/{k}), got {floor}")
-    noisy = np.clip(gaussian_histogram(counts, sigma, rng, sensitivity), 0.0, None)
+    noisy = np.clip(noisy, 0.0, None)
     total = noisy.sum()
     if total > 0:
         estimate = noisy / total

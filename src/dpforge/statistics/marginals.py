@@ -26,7 +26,7 @@ import dp_accounting
 import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.engines.aggregates import CellTable, TableAggregates
+from dpforge.engines.aggregates import CellTable, NoisyCells, TableAggregates
 from dpforge.statistics.projection import project_to_simplex
 
 __all__ = [
@@ -172,6 +172,11 @@ def measure_marginals(
     if noise_multiplier < 0:
         raise ValueError(f"noise multiplier must be >= 0, got {noise_multiplier}")
     std = noise_multiplier * rows * np.sqrt(len(marginals))
+    if isinstance(blocks, NoisyCells):  # noised where the records are (federated sites)
+        return [
+            MeasuredMarginal(columns, noisy.shape, noisy.ravel().astype(np.float64), float(total))
+            for columns, noisy in zip(marginals, blocks.noisy_counts(marginals, std), strict=True)
+        ]
     measured = []
     for columns, counts in zip(marginals, count_tables(blocks, marginals), strict=True):
         noisy = counts.ravel() + rng.normal(0.0, std, counts.size) if std > 0 else counts.ravel()

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.engines.aggregates import NoisyCells, noise_factor
 from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
 from dpforge.statistics.marginals import count_tables
 
@@ -96,11 +97,14 @@ def select_pairs(
     person's most rows (1 per record).
     """
     pairs = list(model)
-    scores = pair_scores(blocks, model, total)
-    if score_noise > 0:
-        std = score_noise * rows * math.sqrt(len(pairs))
-        scores = scores + rng.normal(0.0, std, len(pairs))
-    penalty = np.array([math.sqrt(2 / math.pi) * measure_noise * model[p].size for p in pairs])
+    std = score_noise * rows * math.sqrt(len(pairs))
+    if isinstance(blocks, NoisyCells):  # each site scores its own part (see NoisyCells)
+        scores = blocks.noisy_scores(model, std)
+    else:
+        scores = pair_scores(blocks, model, total)
+        scores = scores + rng.normal(0.0, std, len(pairs)) if score_noise > 0 else scores
+    cell_noise = measure_noise * noise_factor(blocks)  # the noise the sum will carry
+    penalty = np.array([math.sqrt(2 / math.pi) * cell_noise * model[p].size for p in pairs])
     order = np.argsort(-(scores - penalty), kind="stable")
     tied = {frozenset(p) for p in first}
     chosen = [p for p in pairs if frozenset(p) in tied][:k]
