@@ -165,7 +165,15 @@ def test_a_model_json_whose_unit_is_not_an_identifier_is_refused_on_load(fitted,
     info = json.loads(json.dumps(manifest(fitted[1])))  # as model.json holds it
     check_manifest(info, tmp_path / "model.json")
     info["privacy"]["unit"]["column"] = "carrier"
-    with pytest.raises(
-        ModelFileError, match="unit: the privacy unit 'carrier' is declared"
-    ):
+    with pytest.raises(ModelFileError, match="unit: the privacy unit 'carrier' is declared"):
         check_manifest(info, tmp_path / "model.json")
+
+
+def test_evaluation_and_report_state_the_guarantee_per_person(fitted):
+    from dpforge.evaluation.evaluate import model_privacy
+    from dpforge.evaluation.report import ledger_html
+
+    _, per_person, per_record = fitted
+    assert model_privacy(per_person)["guarantee"].startswith(f"per person ({K} rows)")
+    assert model_privacy(per_record)["guarantee"] == "per record (add/remove one row)"
+    assert f"The guarantee is per person ({K} rows)" in ledger_html(per_person)
