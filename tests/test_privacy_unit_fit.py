@@ -177,3 +177,33 @@ def test_evaluation_and_report_state_the_guarantee_per_person(fitted):
     assert model_privacy(per_person)["guarantee"].startswith(f"per person ({K} rows)")
     assert model_privacy(per_record)["guarantee"] == "per record (add/remove one row)"
     assert f"The guarantee is per person ({K} rows)" in ledger_html(per_person)
+
+
+def test_a_fit_hands_k_to_every_release_of_the_table_path(monkeypatch):
+    """The releases inside a whole fit get k: the record count, the metadata estimates, the
+    fine histograms, the marginals of both rounds and the pair scores."""
+    from dpforge.kinds import table
+    from dpforge.pipeline import measure
+    from dpforge.statistics import metadata, rounds
+
+    seen: dict[str, list] = {}
+
+    def spy(module, name, key, pick):
+        original = getattr(module, name)
+
+        def call(*args, **kwargs):
+            seen.setdefault(key, []).append(pick(args, kwargs))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, call)
+
+    spy(measure, "release_count", "count", lambda a, k: a[4].rows)
+    spy(metadata, "dp_bounds", "bounds", lambda a, k: k["sensitivity"])
+    spy(metadata, "dp_categories", "categories", lambda a, k: k["max_rows"])
+    spy(table, "measure_fine_histograms", "fine", lambda a, k: a[4])
+    spy(rounds, "measure_marginals", "marginals", lambda a, k: a[5])
+    spy(rounds, "select_pairs", "scores", lambda a, k: a[7])
+    _fit(_flights(), privacy_unit="tailnum", max_rows_per_unit=K)
+    assert set(seen) == {"count", "bounds", "categories", "fine", "marginals", "scores"}
+    assert all(v == K for values in seen.values() for v in values), seen
+    assert len(seen["marginals"]) == 2  # round 1 and the selected pairs
