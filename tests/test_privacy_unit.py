@@ -278,3 +278,13 @@ def test_an_unseeded_run_keeps_the_same_rows_when_it_resumes_from_its_checkpoint
         assert check_records(synth._run_settings(), engine) == 40 * K
         kept.append(records_fingerprint(engine.read("measure")))
     assert kept[0] == kept[1] and (tmp_path / "ck" / BOUNDING_SEED).is_file()
+
+
+def test_images_and_series_refuse_a_privacy_unit():
+    from dpforge.kinds.arrays import ArrayKind
+    from dpforge.schema.array import ArraySchema
+
+    with pytest.raises(PrivacyError, match="applies to tables only"):
+        PrivacyUnit("person", 2).check_schema(object.__new__(ArraySchema))
+    with pytest.raises(PrivacyError, match="applies to tables only"):
+        ArrayKind.validate_bounded(None, None, "error", PrivacyUnit("person", 2), None)

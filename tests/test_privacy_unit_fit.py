@@ -162,8 +162,48 @@ def test_a_model_json_whose_unit_is_not_an_identifier_is_refused_on_load(fitted,
     from dpforge.model_check import check_manifest
     from dpforge.model_io import manifest
 
-    info = manifest(fitted[1])
+    info = json.loads(json.dumps(manifest(fitted[1])))  # as model.json holds it
     check_manifest(info, tmp_path / "model.json")
     info["privacy"]["unit"]["column"] = "carrier"
     with pytest.raises(ModelFileError, match="unit: the privacy unit 'carrier' is declared"):
         check_manifest(info, tmp_path / "model.json")
+
+
+def test_evaluation_and_report_state_the_guarantee_per_person(fitted):
+    from dpforge.evaluation.evaluate import model_privacy
+    from dpforge.evaluation.report import ledger_html
+
+    _, per_person, per_record = fitted
+    assert model_privacy(per_person)["guarantee"].startswith(f"per person ({K} rows)")
+    assert model_privacy(per_record)["guarantee"] == "per record (add/remove one row)"
+    assert f"The guarantee is per person ({K} rows)" in ledger_html(per_person)
+
+
+def test_a_fit_hands_k_to_every_release_of_the_table_path(monkeypatch):
+    """The releases inside a whole fit get k: the record count, the metadata estimates, the
+    fine histograms, the marginals of both rounds and the pair scores."""
+    from dpforge.kinds import table
+    from dpforge.pipeline import measure
+    from dpforge.statistics import metadata, rounds
+
+    seen: dict[str, list] = {}
+
+    def spy(module, name, key, pick):
+        original = getattr(module, name)
+
+        def call(*args, **kwargs):
+            seen.setdefault(key, []).append(pick(args, kwargs))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, call)
+
+    spy(measure, "release_count", "count", lambda a, k: a[4].rows)
+    spy(metadata, "dp_bounds", "bounds", lambda a, k: k["sensitivity"])
+    spy(metadata, "dp_categories", "categories", lambda a, k: k["max_rows"])
+    spy(table, "measure_fine_histograms", "fine", lambda a, k: a[4])
+    spy(rounds, "measure_marginals", "marginals", lambda a, k: a[5])
+    spy(rounds, "select_pairs", "scores", lambda a, k: a[7])
+    _fit(_flights(), privacy_unit="tailnum", max_rows_per_unit=K)
+    assert set(seen) == {"count", "bounds", "categories", "fine", "marginals", "scores"}
+    assert all(v == K for values in seen.values() for v in values), seen
+    assert len(seen["marginals"]) == 2  # round 1 and the selected pairs
