@@ -6,6 +6,12 @@ sampled records are stored in ``tests/fixtures/pipeline/<case>.json`` (written b
 ``python tests/pipeline_cases.py``) so that a change of the pipeline's shape that changes what
 a run does shows up as a difference. Re-record only for a change that is meant to alter a run,
 and say so in the commit.
+
+The releases (ledger, plan, epsilon) come from NumPy's seeded generators, exact counts and the
+accountant: they are the same on every machine. The trained outputs (samples, weights) are
+not: PyTorch's CPU kernels differ by processor (an AVX-512 Intel core and an AVX2 AMD core
+round differently), and training amplifies that. Each fixture therefore records the CPU it
+was recorded on (:func:`float_environment`); its trained outputs are compared only there.
 """
 
 from __future__ import annotations
@@ -139,12 +145,26 @@ def run_case(name: str) -> dict[str, Any]:
     synth = Synthesizer(schema, delta=delta, seed=0, progress=False, **options).fit(data)
     sample = synth.sample(5, seed=1)
     return {
+        "float_environment": float_environment(),
         "ledger": synth.ledger_.to_dict(),
         "plan": asdict(synth.plan_),
         "epsilon": synth.privacy_spent().epsilon,
         "sample": _sample_json(sample),
         "weights_sum": float(sum(p.double().sum() for p in synth.generator_.state_dict().values())),
     }
+
+
+def float_environment() -> str:
+    """What decides a trained output's rounding: the CPU vendor, the kernels PyTorch picks for
+    it and PyTorch's version."""
+    vendor = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("vendor_id"):
+                vendor = line.split(":", 1)[1].strip()
+                break
+    return f"{vendor} {torch.backends.cpu.get_cpu_capability()} torch {torch.__version__}"
 
 
 def _sample_json(sample: Any) -> dict[str, Any]:
