@@ -177,7 +177,7 @@ def _copy_abiding(
         if donors.size == 0:
             raise DataError(
                 f"no sampled row{_class_text(schema, value, labels)} satisfies the schema's "
-                f"rules after {RETRIES} rounds of redrawing: the model puts almost no mass on "
+                "rules after redrawing and repair: the model puts almost no mass on "
                 "rule-abiding rows; check the rules against what the data hold"
             )
         targets = np.flatnonzero(mine & bad)
