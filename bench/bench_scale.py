@@ -119,16 +119,26 @@ def one_run(engine: str, path: Path, partitions: int) -> dict:
 
 
 def child_peaks() -> list[float]:
-    """Peak resident memory (MiB, VmHWM) of this process's live children (the Spark JVM)."""
+    """Peak resident memory (MiB, VmHWM) of this process's live descendants (the Spark JVM,
+    which pyspark starts through a launcher script, so it may be a grandchild)."""
     import os
 
-    peaks = []
+    parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) != os.getpid():
-                continue
-            status = (stat.parent / "status").read_text().splitlines()
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
+            continue
+    peaks = []
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor not in (None, 0, 1, os.getpid()):
+            ancestor = parents.get(ancestor)
+        if ancestor != os.getpid():
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
             continue
         peaks += [int(x.split()[1]) / 1024 for x in status if x.startswith("VmHWM:")]
     return peaks

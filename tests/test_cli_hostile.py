@@ -110,6 +110,27 @@ def test_fit_refuses_a_bad_extra_before_training(
     assert not list(tmp_path.glob("*budget*"))
 
 
+@pytest.mark.parametrize(
+    ("extra", "topic"),
+    [
+        (["--labels", "labels.idx"], "--labels labels.idx applies to images"),
+        (["--id-column", "patient"], "--id-column patient applies to time series"),
+        (["--layout", "long"], "--layout long applies to time series"),
+    ],
+)
+@pytest.mark.parametrize("command", ["fit", "schema"])
+def test_a_table_refuses_reading_options_of_other_data_types(
+    files, tmp_path, extra, topic, command, monkeypatch, capsys
+):
+    """Was: --labels and --id-column on a table were silently ignored (stop 26's leftover)."""
+    data, schema = files
+    out = tmp_path / "m"
+    given = ["--schema", schema, *FAST] if command == "fit" else []
+    code, text = run([command, data, "--out", out, *given, *extra], monkeypatch, capsys)
+    assert topic in " ".join(_one_line_error(code, text).split())
+    assert not out.exists() and not list(tmp_path.glob("*budget*"))
+
+
 def test_checkpoint_every_without_a_checkpoint_dir_warns(files, tmp_path, monkeypatch, capsys):
     data, schema = files
     args = ["fit", data, "--schema", schema, "--out", tmp_path / "m", "--checkpoint-every", "7"]

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+
 from tests.pipeline_cases import CASES, FIXTURES, run_case
 
 pytestmark = pytest.mark.slow

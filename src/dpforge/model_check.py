@@ -33,6 +33,7 @@ import torch
 from dpforge.errors import DpforgeError, ModelFileError
 from dpforge.methods import METHODS
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PrivacyUnit
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema, check_schema_document
 from dpforge.schema.validation import check_document, quote
@@ -85,6 +86,21 @@ MANIFEST_FORMAT: dict[str, Any] = {
                     "type": "object",
                     "additionalProperties": {"type": "array", "minItems": 1, "items": _NUMBER},
                 },
+                "codes": {
+                    "type": "object",
+                    "description": "the cells of each long code list (statistics/codes.py)",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["heavy", "groups"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "heavy": {"type": "array", "items": {"type": "integer"}},
+                            "groups": {"type": "integer", "minimum": 0},
+                            "weights": {"type": "array", "items": {"type": "array"}},
+                            "base": {"type": "array", "items": _NUMBER},
+                        },
+                    },
+                },
             },
         },
         "plan": {
@@ -115,6 +131,16 @@ MANIFEST_FORMAT: dict[str, Any] = {
                 "delta": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
                 "report": {"type": "object"},
                 "ledger": {"type": "object"},
+                "unit": {
+                    "title": "the privacy unit (the guarantee is per person)",
+                    "type": "object",
+                    "required": ["column", "max_rows"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "column": {"type": "string", "minLength": 1},
+                        "max_rows": {"type": "integer", "minimum": 1},
+                    },
+                },
             },
         },
         "versions": {"type": "object", "additionalProperties": {"type": "string"}},
@@ -144,6 +170,7 @@ def check_manifest(info: Any, path: Path) -> None:
     schema = _schema(info["schema"], where)
     _check_prior(info.get("label_prior"), schema, where)
     _check_edges(info.get("encoding") or {}, schema, where)
+    _check_unit(info["privacy"].get("unit"), schema, where)
     try:
         PrivacyLedger.from_dict(info["privacy"]["ledger"])
     except DpforgeError as exc:
@@ -167,6 +194,16 @@ def _schema(document: dict[str, Any], where: str) -> Schema | ArraySchema:
             "fitted model is complete (restore the model.json that fit wrote)"
         )
     return schema
+
+
+def _check_unit(unit: dict[str, Any] | None, schema: Schema | ArraySchema, where: str) -> None:
+    """The privacy unit, when given, is an identifier column of the table schema."""
+    if unit is None:
+        return
+    try:
+        PrivacyUnit(unit["column"], unit["max_rows"]).check_schema(schema)
+    except DpforgeError as exc:
+        raise ModelFileError(f"{where}: $.privacy.unit: {exc}") from None
 
 
 def _label_classes(schema: Schema | ArraySchema) -> tuple[str, ...] | None:

@@ -38,6 +38,7 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import schema_from_dict
 from dpforge.schema.validation import read_json_text
 from dpforge.statistics.cells import bins_from_edges
+from dpforge.statistics.codes import codes_from_dict
 from dpforge.storage import (
     FolderKind,
     read_tensor_metadata,
@@ -83,9 +84,16 @@ def manifest(synth: Any) -> dict[str, Any]:
             "delta": synth.delta,
             "report": report.to_dict(),
             "ledger": synth.ledger_.to_dict(),
+            **_unit(synth),
         },
         "versions": _versions(),
     }
+
+
+def _unit(synth: Any) -> dict[str, Any]:
+    """The privacy unit's name and k, when the guarantee is per person (never a key of it)."""
+    unit = synth.unit.to_dict()
+    return {} if unit is None else {"unit": unit}
 
 
 def _encoding(encoder: Any) -> dict[str, Any]:
@@ -99,8 +107,9 @@ def _encoding(encoder: Any) -> dict[str, Any]:
         for name, b in encoder.placed_cells.items()
         if b.fine_mass is not None
     }
-    out = {"n_bins": n_bins, "edges": edges}
-    return out | {"cell_mass": masses} if masses else out
+    out = {"n_bins": n_bins, "edges": edges} | ({"cell_mass": masses} if masses else {})
+    codes = {name: c.to_dict() for name, c in encoder.codes.items()}
+    return out | {"codes": codes} if codes else out
 
 
 def _json_float(x: float) -> float | str:
@@ -180,7 +189,11 @@ def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
         cells = bins_from_edges(
             schema.generated_columns, edges, info["encoding"].get("cell_mass") or {}
         )
-        encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells)
+        try:
+            codes = codes_from_dict(schema.feature_columns, info["encoding"].get("codes") or {})
+        except (ValueError, TypeError, IndexError) as exc:
+            raise ModelFileError(f"{where}: $.encoding.codes: {exc}") from None
+        encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells, codes=codes)
     try:
         generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
     except (ValueError, TypeError, RuntimeError) as exc:
@@ -199,6 +212,8 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         delta=float(privacy["delta"]),
         method_options=config,
         progress=False,
+        privacy_unit=(privacy.get("unit") or {}).get("column"),
+        max_rows_per_unit=(privacy.get("unit") or {}).get("max_rows"),
     )
     generator.load_state_dict(weights, strict=True)
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config

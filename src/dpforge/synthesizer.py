@@ -29,6 +29,7 @@ from dpforge.pipeline.run import seed_sequence
 from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.person import PrivacyUnit, person_unit
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema, refuse_draft
 from dpforge.statistics.anchor import AnchorConfig
@@ -74,6 +75,10 @@ class Synthesizer:
         checkpoint (it holds the discriminator: keep it with the data, never publish it).
     record_count: a PUBLIC number of records (declared, or released under DP before, as the
         hyperparameter search does); without it the count is released under DP first.
+    privacy_unit, max_rows_per_unit: the guarantee per person rather than per row (tables):
+        the column that identifies a person (an identifier column of the schema, type "drop"
+        or "surrogate") and k, the most rows kept per person (chosen at random); every
+        sensitivity is scaled by k (:mod:`dpforge.privacy.person`). Marginal anchoring only.
     """
 
     def __init__(
@@ -95,6 +100,8 @@ class Synthesizer:
         checkpoint_every: int = 500,
         record_count: int | None = None,
         anchor: AnchorConfig | str | None = "auto",
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int | None = None,
     ) -> None:
         self.method_given = method is not None  # a method for no discriminator is refused
         self.method = DEFAULT_METHOD if method is None else method
@@ -111,6 +118,7 @@ class Synthesizer:
         self.checkpoint_every = checkpoint_every
         self.anchor = anchor
         self.record_count = record_count
+        self.privacy_unit, self.max_rows_per_unit = privacy_unit, max_rows_per_unit
 
     # -- fit -----------------------------------------------------------------------------
     def fit(
@@ -158,7 +166,7 @@ class Synthesizer:
             self.epochs, self.metadata_share, self.method_options, self.default_method_options,
             self.anchor_, anchoring_for(self.anchor_), self.out_of_bounds, self.seed,
             self.device, self.progress, self.checkpoint_dir, self.checkpoint_every,
-            record_count=self.record_count,
+            record_count=self.record_count, unit=self.unit,
         )  # fmt: skip
 
     def _seed_sequence(self, stream: int) -> int | None:
@@ -175,6 +183,9 @@ class Synthesizer:
         alone = anchoring_for(resolve_anchor(self.anchor, self.schema)).alone
         given = None if self.default_method_options else self.method_options
         refuse_inapplicable(alone, self.method_given, self.method, given, self.epsilon)
+        unit = self.unit
+        unit.check_schema(self.schema)
+        unit.refuse_refinement(alone)
         if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 1:
             raise PrivacyError(
                 f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"
@@ -182,6 +193,11 @@ class Synthesizer:
         count = self.record_count
         if count is not None and (not isinstance(count, numbers.Integral) or count < 1):
             raise PrivacyError(f"record_count must be a whole number >= 1, got {count!r}")
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        """The neighbouring relation of the guarantee: one row, or one person's rows."""
+        return person_unit(self.privacy_unit, self.max_rows_per_unit)
 
     # -- use -------------------------------------------------------------------------------------
     def privacy_spent(self) -> PrivacyReport:

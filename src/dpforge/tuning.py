@@ -332,6 +332,11 @@ def tune(
             "tuning candidates must not have a checkpoint_dir: trials would resume each "
             "other's checkpoints instead of running independently"
         )
+    if any(c.privacy_unit is not None for c in candidates):
+        raise PrivacyError(
+            "the hyperparameter search releases its record count and scores per row, not per "
+            "person: fit one Synthesizer with the privacy unit, or search without privacy_unit"
+        )
     guard = _TrialGuard(score, repetitions, budget)
     trials = repetitions.draw(rng)
     if trials > MAX_TRIALS:  # depends on the draw only, never on the data

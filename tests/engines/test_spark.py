@@ -129,3 +129,51 @@ def test_cli_fit_reads_parquet_on_spark(spark, tmp_path, monkeypatch, capsys):
     args[args.index(tmp_path / "model")] = tmp_path / "model2"
     code, out = run([*args, "--spark-master", "local[1]"], monkeypatch, capsys)
     assert code != 0 and "--engine spark" in out
+
+
+def test_spark_fit_of_dates_equals_in_memory_fit(spark, monkeypatch):
+    """A date with parts and a datetime whose range is estimated under DP (issue 21.2): the
+    same releases and samples on Spark as in memory."""
+    rng = np.random.default_rng(8)
+    day = pd.Timestamp("2013-01-01") + pd.to_timedelta(rng.integers(0, 365, 800), unit="D")
+    at = day + pd.to_timedelta(rng.integers(0, 1440, 800), unit="min")
+    frame = pd.DataFrame(
+        {"day": day.strftime("%Y-%m-%d"), "at": at.strftime("%Y-%m-%d %H:%M"), "y": "a"}
+    )
+    frame.loc[::2, "y"] = "b"
+    schema = Schema.from_dict(
+        {
+            "label": "y",
+            "columns": [
+                {"name": "day", "type": "date", "min": "2013-01-01", "max": "2013-12-31",
+                 "parts": ["weekday"]},
+                {"name": "at", "type": "datetime", "format": "%Y-%m-%d %H:%M", "parts": ["hour"]},
+                {"name": "y", "type": "categorical", "categories": ["a", "b"]},
+            ],
+        }
+    )  # fmt: skip
+    local, local_marginals = _fit(frame, schema, monkeypatch)
+    remote, spark_marginals = _fit(spark.createDataFrame(frame), schema, monkeypatch)
+    assert json.dumps(remote.ledger_.to_dict()) == json.dumps(local.ledger_.to_dict())
+    assert remote.schema_ == local.schema_ and spark_marginals == local_marginals
+
+
+def test_spark_pools_rare_values_and_places_code_cells_as_in_memory(spark, monkeypatch):
+    """A long code list (600 declared codes: its code histogram counted on Spark) and a column
+    whose rare values pool into a declared "other" give the in-memory fit's releases."""
+    frame, schema = _table()
+    rng = np.random.default_rng(3)
+    codes = tuple(f"{i:04d}" for i in range(600))
+    frame["code"] = np.asarray(codes, dtype=object)[rng.zipf(1.5, len(frame)) % 600]
+    frame.loc[:3, "city"] = ["rare1", "rare2", "rare3", "rare4"]
+    columns = tuple(
+        Column("city", "categorical", other="other") if c.name == "city" else c
+        for c in schema.columns
+    )
+    schema = Schema(columns + (Column("code", "categorical", categories=codes),), "y", "dp")
+    local, local_marginals = _fit(frame, schema, monkeypatch)
+    remote, spark_marginals = _fit(spark.createDataFrame(frame), schema, monkeypatch)
+    assert local.schema_.column("city").categories[-1] == "other"
+    assert remote.schema_ == local.schema_ and spark_marginals == local_marginals
+    assert remote.encoder_.codes["code"].to_dict() == local.encoder_.codes["code"].to_dict()
+    pd.testing.assert_frame_equal(remote.sample(200, seed=3), local.sample(200, seed=3))

@@ -21,20 +21,24 @@ from dpforge.cli.audit import audit
 from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
 from dpforge.cli.engine import ENGINE_HELP, MEMORY, SPARK, check_engine, spark_records
 from dpforge.cli.evaluate import evaluate
+from dpforge.cli.federated import federated_app
 from dpforge.cli.io import (
     IMAGE_FORMATS,
     TABLE,
+    check_parts,
     check_sample_outputs,
     checked_type,
     default_samples_path,
     draft,
     guess_type,
     read_data,
+    refuse_foreign_options,
     schema_type,
     write_samples,
 )
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
+from dpforge.data.parts import PartsRequest, write_parts
 from dpforge.data.tables import draft_schema, read_csv
 from dpforge.distributed import join_processes, refuse_checkpoints
 from dpforge.errors import DpforgeError, redact_from_now
@@ -65,6 +69,7 @@ app.command("privacy")(privacy)
 app.command("evaluate")(evaluate)
 app.command("report")(report)
 app.add_typer(budget_app, name="budget")
+app.add_typer(federated_app, name="federated")
 app.command("audit")(audit)
 console = Console(stderr=True)
 
@@ -86,6 +91,7 @@ def options(
 def print_privacy(synth: Synthesizer) -> None:
     report = synth.privacy_spent()
     console.print(f"[bold]privacy spent[/bold]: {report.summary()}, metadata included")
+    console.print(f"[bold]guarantee[/bold]: {synth.unit.describe()}")
     for entry in synth.ledger_.entries:
         console.print(f"  ledger: {entry.name}")
     bayesian = getattr(synth, "bayesian_", None)
@@ -122,6 +128,7 @@ def schema(
     """Draft a schema for DATA: column types or shape, and optionally values to review."""
     check_output_file(out, overwrite=overwrite, inputs=(data,), what="schema file")
     kind = data_type or guess_type(data)
+    refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
     if kind == TABLE:
         drafted = draft_schema(read_csv(data), label=target, with_values=values)
     else:
@@ -240,6 +247,15 @@ def fit(
     engine: str = typer.Option(MEMORY, "--engine", help=ENGINE_HELP),
     spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL"),
     spark_remote: str = typer.Option(None, "--spark-remote", help="Spark Connect URL (sc://)"),
+    privacy_unit: str = typer.Option(
+        None,
+        "--privacy-unit",
+        help="tables: the column that identifies a person (type drop or surrogate in the "
+        "schema): the guarantee is then per person; needs --max-rows-per-unit",
+    ),
+    max_rows_per_unit: int = typer.Option(
+        None, "--max-rows-per-unit", help="k: the most rows kept per person (chosen at random)"
+    ),
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
     check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
@@ -253,6 +269,7 @@ def fit(
         _keep_apart(out, checkpoint_dir)
     public = load_schema(schema_path)
     kind = checked_type(data_type, public)
+    refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
     check_engine(engine, spark_master, spark_remote, kind)
     samples_path = None
     if samples:
@@ -296,6 +313,8 @@ def fit(
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
         anchor=anchor_option(public, anchor_share, anchor_bins, anchor_statistic),
+        privacy_unit=privacy_unit,
+        max_rows_per_unit=max_rows_per_unit,
     )
     synth.check_options()  # before the data are read
     # Rank 0 alone charges the budget file and writes the outputs.
@@ -430,6 +449,15 @@ def sample(
     image_format: str = typer.Option(
         "both", "--image-format", help="images: png (one file each), npz, or both; plus grid.png"
     ),
+    table_format: str = typer.Option(
+        "csv", "--format", help="tables: csv, or parquet (a folder of part files)"
+    ),
+    partitions: int = typer.Option(
+        1, "--partitions", help="tables: write a folder of this many part files, in parallel"
+    ),
+    workers: int = typer.Option(
+        None, "--workers", help="processes writing parts (default: partitions, at most the cores)"
+    ),
     seed: int = typer.Option(None, "--seed"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
@@ -442,6 +470,14 @@ def sample(
     recover_folder(model, MODEL_FOLDER)  # a replacement a kill interrupted
     synth = load(model)
     conditions = _parse_conditions(condition or [])
+    if table_format != "csv" or partitions != 1 or workers is not None:
+        parts = PartsRequest(model, n, partitions, table_format, seed, tuple(conditions.items()))
+        check_parts(schema_type(synth.schema_), parts, out, overwrite, workers)
+        write_parts(
+            parts, out, workers=workers or min(partitions, os.cpu_count() or 1), overwrite=overwrite
+        )
+        console.print(f"wrote {n} records in {partitions} {table_format} part(s) to {out}")
+        return
     check_sample_outputs(schema_type(synth.schema_), out, overwrite, (model,))
     written = write_samples(synth, n, conditions, seed, out, overwrite, image_format)
     console.print(f"wrote {n} records to {', '.join(map(str, written))}")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.arrays import ArrayData
+from dpforge.data.parts import PARTS_FOLDER, PartsRequest
 from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
@@ -116,6 +117,22 @@ def check_sample_outputs(
         check_output_file(path, overwrite=overwrite, inputs=inputs, what="samples file")
 
 
+def check_parts(
+    kind: str, request: PartsRequest, out: Path, overwrite: bool, workers: int | None
+) -> None:
+    """Before any work: a partitioned output (``--format``, ``--partitions``, ``--workers``)
+    is for tables, and its folder may be written."""
+    if kind != TABLE:
+        raise DpforgeError(
+            f"--format, --partitions and --workers apply to tables; this model writes {kind} "
+            "data: drop them"
+        )
+    request.check()
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise DpforgeError(f"--workers {workers}: give a whole number of processes, at least 1")
+    check_output_folder(out, PARTS_FOLDER, overwrite=overwrite, inputs=(request.model,))
+
+
 def write_samples(
     synth, n: int, conditions, seed, out: Path, overwrite: bool, image_format: str = "both"
 ) -> list[Path]:
@@ -157,3 +174,21 @@ def write_csv_chunks(chunks: Iterable[pd.DataFrame], path: Path) -> None:
 
 def default_samples_path(kind: str, model: Path) -> Path:
     return model.with_suffix(".csv") if kind != IMAGE else model.with_name(model.name + "-images")
+
+
+def refuse_foreign_options(
+    kind: str, *, labels: Path | None, id_column: str | None, layout: str
+) -> None:
+    """Reading options of another data type are refused, never silently ignored."""
+    if labels is not None and kind != IMAGE:
+        raise DpforgeError(
+            f"--labels {labels} applies to images (an idx labels file), but this is {kind} "
+            "data: drop it (a table's label is the schema's 'label', or --target)"
+        )
+    if id_column is not None and kind != TIMESERIES:
+        raise DpforgeError(
+            f"--id-column {id_column} applies to time series, but this is {kind} data: drop it "
+            "(a table's identifier columns are declared in its schema as 'drop' or 'surrogate')"
+        )
+    if layout != "wide" and kind != TIMESERIES:
+        raise DpforgeError(f"--layout {layout} applies to time series CSV files only: drop it")

@@ -18,10 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dpforge.data.dates import decode_times, part_codes, time_texts
 from dpforge.data.rules import dependent_values
 from dpforge.errors import SchemaError, private
+from dpforge.schema.dates import PARTS, part_columns, part_name, with_parts
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.bins import NumericBins, numeric_bins
+from dpforge.statistics.codes import CodeCells
 
 TANH = "tanh"
 SOFTMAX = "softmax"
@@ -64,6 +67,7 @@ class TableEncoder:
         schema: Schema,
         n_bins: int | None = None,
         cells: dict[str, NumericBins] | None = None,
+        codes: dict[str, CodeCells] | None = None,
     ) -> None:
         incomplete = [c.name for c in schema.incomplete_columns]
         if incomplete:
@@ -73,23 +77,38 @@ class TableEncoder:
             )
         self.schema = schema
         self.n_bins = n_bins
+        # the generated columns (a 'depends' rule's dependent is decoded from its map), each
+        # date followed by its parts
+        self.columns = with_parts(schema.generated_columns)
+        self.part_of = {
+            p.name: (c, part)
+            for c in schema.generated_columns
+            for p, part in zip(part_columns(c), c.parts, strict=True)
+        }
         self.bins = {
             c.name: numeric_bins(c, n_bins or NULLABLE_BINS)
             for c in schema.generated_columns
-            if c.is_numeric and (n_bins is not None or c.nullable)
+            if c.is_numeric and (n_bins is not None or c.nullable or c.parts)
         }
         self.placed_cells = dict(cells or {})  # cells that follow the data (DP-placed)
         self.bins.update(self.placed_cells)
-        self.spans = self._make_spans(schema.generated_columns, self.bins)
+        self.codes = dict(codes or {})  # long code lists on their DP-placed cells
+        self.spans = self._make_spans(self.columns, self.bins, self.codes)
+        self._by_name = {c.name: c for c in self.columns}
+        self._span_of = {s.column: s for s in self.spans}
         label = schema.label_column
         self.label_classes: tuple[str, ...] = () if label is None else label.categories
 
     @staticmethod
-    def _make_spans(columns: tuple[Column, ...], bins: dict[str, NumericBins]) -> tuple[Span, ...]:
+    def _make_spans(
+        columns: tuple[Column, ...], bins: dict[str, NumericBins], codes: dict[str, CodeCells]
+    ) -> tuple[Span, ...]:
         spans, start = [], 0
         for column in columns:
             missing = int(column.nullable)  # one more cell, the last, for "missing"
-            if column.name in bins:
+            if column.name in codes:
+                span = Span(column.name, start, codes[column.name].size + missing, SOFTMAX)
+            elif column.name in bins:
                 span = Span(column.name, start, bins[column.name].size + missing, SOFTMAX)
             elif column.is_numeric:
                 span = Span(column.name, start, 1, TANH)
@@ -117,7 +136,13 @@ class TableEncoder:
         """Features in float64 (n, output_dim) and label indices (n,) or None."""
         features = np.zeros((len(table), self.output_dim), dtype=np.float64)
         for span in self.spans:
-            column = self.schema.column(span.column)
+            column = self._by_name[span.column]
+            if span.column in self.part_of:
+                date, part = self.part_of[span.column]
+                codes = part_codes(table[date.name].to_numpy(np.float64), date, part)
+                cells = np.where(codes < 0, span.dim - 1, codes)
+                features[np.arange(len(table)), span.start + cells] = 1.0
+                continue
             values = table[column.name].to_numpy()
             missing = pd.isna(values) if column.nullable else np.zeros(len(values), dtype=bool)
             if column.name in self.bins:
@@ -126,6 +151,10 @@ class TableEncoder:
                 features[np.arange(len(table)), span.start + cells] = 1.0
             elif column.is_numeric:
                 features[:, span.start] = _scale(values.astype(np.float64), column)
+            elif column.name in self.codes:
+                present = np.where(missing, column.categories[0], values)
+                cells = self.codes[column.name].assign(_indices(present, column.categories, column))
+                features[np.arange(len(table)), span.start + cells] = 1.0
             else:
                 present = np.where(missing, column.categories[0], values)
                 features[:, span.start : span.start + len(column.categories)] = _one_hot(
@@ -158,10 +187,11 @@ class TableEncoder:
         features = np.asarray(features, dtype=np.float64)
         decoded: dict[str, object] = {}
         for span in self.spans:
-            column = self.schema.column(span.column)
-            decoded[column.name] = self._decode_column(
-                column, features[:, span.start : span.stop], rng
-            )
+            if span.column in self.part_of:  # drawn with its date; not an output column
+                continue
+            column, block = self._by_name[span.column], features[:, span.start : span.stop]
+            decode = self._decode_time if column.is_time else self._decode_column
+            decoded[column.name] = decode(column, block, rng, features)
         label = self.schema.label_column
         if label is not None:
             decoded[label.name] = np.asarray(label.categories, dtype=object)[labels]
@@ -172,7 +202,7 @@ class TableEncoder:
         return pd.DataFrame(decoded, columns=self.schema.output_names)
 
     def _decode_column(
-        self, column: Column, block: np.ndarray, rng: np.random.Generator | None
+        self, column: Column, block: np.ndarray, rng: np.random.Generator | None, _=None
     ) -> object:
         """One column's values: a cell per row, a value inside it; "missing" left empty."""
         if column.is_numeric and column.name not in self.bins:
@@ -184,7 +214,32 @@ class TableEncoder:
             values = self.bins[column.name].decode(present, rng or np.random.default_rng(0))
             return with_missing(snap(values, column), missing, column)
         names = np.asarray((*column.categories, None), dtype=object)
+        if column.name in self.codes:  # a cell of a code list: a code drawn inside it
+            if missing is None:
+                return names[self.codes[column.name].decode(cells, rng)]
+            codes = self.codes[column.name].decode(np.where(missing, 0, cells), rng)
+            cells = np.where(missing, len(column.categories), codes)
         return names[cells]
+
+    def _decode_time(
+        self, column: Column, block: np.ndarray, rng: np.random.Generator | None, features
+    ) -> np.ndarray:
+        """A date column's values written in its format: a value inside the sampled cell that
+        agrees with the sampled parts (``dpforge.data.dates.decode_times``); missing: None."""
+        if column.name not in self.bins:
+            return time_texts(snap(_unscale(block[:, 0], column), column), column)
+        cells = _pick(block, rng)
+        missing = cells == block.shape[1] - 1 if column.nullable else np.zeros(len(cells), bool)
+        parts = {}
+        for part in column.parts:
+            span = self._span_of[part_name(column.name, part)]
+            codes = _pick(features[:, span.start : span.stop], rng)
+            parts[part] = np.where(codes == len(PARTS[part]), -1, codes)
+        present = np.where(missing, 0, cells)
+        values = decode_times(
+            self.bins[column.name], present, parts, column, rng or np.random.default_rng(0)
+        )
+        return time_texts(np.where(missing, np.nan, values), column)
 
 
 def snap(values: np.ndarray, column: Column) -> np.ndarray:

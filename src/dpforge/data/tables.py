@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from dpforge.data.dates import check_time_range, detect_format, drafted_type, time_values
 from dpforge.errors import DataError, private
 from dpforge.schema.formats import LARGEST
 from dpforge.schema.table import LARGEST_INTEGER, REVIEW_KEY, Column, Schema
@@ -181,6 +183,21 @@ def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np
     return values
 
 
+def read_time_column(series: pd.Series, column: Column, out_of_bounds: str) -> np.ndarray:
+    """A date column on its time axis (NaN for an empty cell of a nullable column)."""
+    raw = series.tolist()
+    missing = np.array([_is_missing(v, column) for v in raw], dtype=bool)
+    if missing.any() and not column.nullable:
+        row = int(np.flatnonzero(missing)[0]) + 1
+        _raise_missing(column, row, raw[row - 1])
+    values = np.full(len(raw), np.nan)
+    rows = np.flatnonzero(~missing)
+    texts = [str(raw[i]).strip() for i in rows]
+    values[rows] = time_values(texts, rows + 1, column)
+    check_time_range(values, column, out_of_bounds)
+    return values
+
+
 def _check_bounds(values: np.ndarray, column: Column, out_of_bounds: str) -> None:
     if out_of_bounds != "error" or not column.is_complete:
         return
@@ -206,7 +223,9 @@ def _categorical_column(series: pd.Series, column: Column) -> np.ndarray:
             texts[row - 1] = None
             continue
         text = canonical_text(raw)
-        if allowed is not None and text not in allowed:
+        if allowed is not None and text not in allowed and column.other is not None:
+            text = column.other  # a value outside the declared list pools into "other"
+        elif allowed is not None and text not in allowed:
             raise DataError(
                 f"column '{column.name}', row {private(row)}: unknown category "
                 f"{private(text, 'r')}; the schema "
@@ -232,7 +251,9 @@ def validate_table(
         if column.is_identifier:  # never read: not even copied
             continue
         series = frame[column.name]
-        if column.is_numeric:
+        if column.is_time:
+            clean[column.name] = read_time_column(series, column, out_of_bounds)
+        elif column.is_numeric:
             clean[column.name] = _numeric_column(series, column, out_of_bounds)
         else:
             clean[column.name] = _categorical_column(series, column)
@@ -251,14 +272,18 @@ def keep_released_rows(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     training row and every later DP step keeps its guarantee. The number of records N that
     sets the sampling rate and the plan stays the declared one (all rows read); nothing is
     reported about how many rows were dropped. Declared categories drop nothing:
-    ``validate_table`` refused values outside them.
+    ``validate_table`` refused values outside them. A column with an ``other`` value drops
+    nothing either: its unreleased values become ``other`` (the same per-row rule).
     """
     keep = np.ones(len(table), dtype=bool)
     for column in schema.columns:
         if not column.is_numeric and column.categories is not None:
             values = table[column.name]
-            kept = values.isin(column.categories)
-            keep &= (kept | values.isna()).to_numpy() if column.nullable else kept.to_numpy()
+            kept = (values.isin(column.categories) | values.isna()).to_numpy()
+            if column.other is not None:
+                table = table.assign(**{column.name: values.where(kept, column.other)})
+                continue
+            keep &= kept if column.nullable else values.isin(column.categories).to_numpy()
     return table if keep.all() else table[keep].reset_index(drop=True)
 
 
@@ -304,11 +329,32 @@ def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
     """A column's drafted type (identifier, numeric or categorical), nullable where the file
     has empty cells (how many is not said)."""
     present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
-    identifier = _identifier_type(present)
-    if identifier is not None:
-        return Column(name, identifier)
-    column = _typed_draft_column(name, series, present, with_values)
+    fmt = None if _looks_numeric(series) else detect_format(present)
+    if fmt is not None:  # dates first: timestamps unique per row are not identifiers
+        column = _draft_time_column(name, present, fmt, with_values)
+    else:
+        identifier = _identifier_type(present)
+        if identifier is not None:
+            return Column(name, identifier)
+        column = _typed_draft_column(name, series, present, with_values)
     return replace(column, nullable=len(present) < len(series))
+
+
+def _draft_time_column(name: str, present: list, fmt: str, with_values: bool) -> Column:
+    """A date or datetime column in the detected format; its range (to review) only when
+    values are asked for, as for numeric bounds."""
+    column = Column(name, drafted_type(fmt), format=fmt)
+    if not with_values:
+        return column
+    rows = np.arange(1, len(present) + 1)
+    values = time_values([str(v).strip() for v in present], rows, column)
+    lower, upper = float(values.min()), float(values.max())
+    return replace(column, lower=lower, upper=max(upper, lower + column.resolution))
+
+
+def _leading_zero_codes(present: list) -> bool:
+    """Codes written with leading zeros (postal codes such as 02134): text, not numbers."""
+    return any(re.fullmatch(r"[+-]?0\d+", str(v).strip()) for v in present)
 
 
 def _identifier_type(present: list) -> str | None:
@@ -327,7 +373,7 @@ def _identifier_type(present: list) -> str | None:
 
 
 def _typed_draft_column(name: str, series: pd.Series, present: list, with_values: bool) -> Column:
-    if _looks_numeric(series):
+    if _looks_numeric(series) and not _leading_zero_codes(present):
         numbers = np.array([float(v) for v in present])
         numbers = numbers[np.isfinite(numbers)]  # validate_table refuses the others by row
         whole = _exact_whole_numbers(numbers)

@@ -22,14 +22,22 @@ class Engine(ABC):
     """Holds the private records of one run and hands them only to the reading stages."""
 
     supports_refine = True  # whether the refine stage (DP-SGD on records in memory) can read
+    bounds_persons = True  # whether rows per person can be bounded (all of them in one place)
+    supports_checkpoints = True  # whether a run on it can resume from a checkpoint folder
 
     @abstractmethod
     def _records(self) -> Any:
         """The validated records (engine-specific); called only through :meth:`read`."""
 
     @abstractmethod
-    def size(self, stage: str) -> int:
-        """The number of records (a private fact: only the reading stages may ask)."""
+    def size(self, stage: str) -> int | None:
+        """The number of records (a private fact: only the reading stages may ask); None from
+        an engine that never learns it (federated sites: see :meth:`noisy_size`)."""
+
+    def noisy_size(self, stage: str, std: float) -> float:
+        """The number of records with N(0, std^2) noise added where the records are, for an
+        engine whose :meth:`size` is None; the others are counted exactly, noised by the run."""
+        raise PrivacyError(f"{type(self).__name__} counts its records exactly: use size()")
 
     def read(self, stage: str) -> Any:
         """The records, for ``stage`` (``measure`` or ``refine``); any other stage is refused."""

@@ -27,8 +27,11 @@ from dpforge.engines.aggregates import (
     dense_counts,
 )
 from dpforge.errors import DataError, private, redacted_errors, redacting
+from dpforge.privacy.person import check_unit_column, frame_keys
 
 ERROR = "__dpforge_error__"
+UNIT = "__dpforge_unit__"  # the privacy unit's keys, between validation and bounding
+RANK = "__dpforge_rank__"
 
 
 def column(name: str) -> Any:
@@ -50,12 +53,18 @@ class SparkTable(TableAggregates):
         self._persisted.append(frame.persist())
         return frame
 
-    def validated(self, schema: Any, out_of_bounds: str) -> SparkTable:
+    def validated(self, schema: Any, out_of_bounds: str, unit: str | None = None) -> SparkTable:
         """Every record checked with ``validate_table``'s rules, batch by batch, on the
-        workers; the refusal is raised here. The typed records are persisted."""
-        check_columns(pd.DataFrame(columns=self.frame.columns, index=[0]), schema)  # names only
-        checked = self.frame.select(*[column(n) for n in schema.names]).mapInPandas(
-            _validate_batches(schema, out_of_bounds, redacting()), _checked_schema(schema)
+        workers; the refusal is raised here. The typed records are persisted. With ``unit``,
+        its keys are checked too and kept (as ``UNIT``) for :meth:`bounded`."""
+        header = pd.DataFrame(columns=self.frame.columns, index=[0])
+        check_columns(header, schema)  # names only
+        if unit is not None:
+            check_unit_column(self.frame.columns, unit)
+        names = [n for n in schema.names if n in self.frame.columns]
+        checked = self.frame.select(*[column(n) for n in names]).mapInPandas(
+            _validate_batches(schema, out_of_bounds, redacting(), unit),
+            _checked_schema(schema, unit),
         )
         checked = self._persist(checked)
         try:
@@ -67,11 +76,31 @@ class SparkTable(TableAggregates):
         table._size = size
         return table
 
+    def bounded(self, rows: int, seed: int) -> SparkTable:
+        """At most ``rows`` records per unit key: each record draws ``rand(seed)`` and a key
+        keeps its ``rows`` smallest (a window per key); the unit column is dropped. The kept
+        records are persisted, so that every later aggregate sees the same ones."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        order = Window.partitionBy(column(UNIT)).orderBy(F.rand(seed))
+        ranked = self.frame.withColumn(RANK, F.row_number().over(order))
+        kept = ranked.filter(F.col(RANK) <= rows).drop(RANK, UNIT)
+        return SparkTable(self._persist(kept), self._persisted)
+
     def released(self, schema: Any) -> SparkTable:
-        """The rows whose every categorical value is a released category."""
+        """The rows whose every categorical value is a released category; a column with an
+        ``other`` value keeps every row, its unreleased values becoming ``other``."""
+        from pyspark.sql import functions as F
+
         frame = self.frame
         for c in schema.columns:
-            if not c.is_numeric and c.categories is not None:
+            if not c.is_numeric and c.categories is not None and c.other is not None:
+                known = column(c.name).isin(list(c.categories)) | column(c.name).isNull()
+                frame = frame.withColumn(
+                    c.name, F.when(known, column(c.name)).otherwise(F.lit(c.other))
+                )
+            elif not c.is_numeric and c.categories is not None:
                 frame = frame.filter(column(c.name).isin(list(c.categories)))
         return SparkTable(frame, self._persisted)
 
@@ -165,22 +194,27 @@ class SparkCells(CellTable):
         return flat.reshape(shape)
 
 
-def _checked_schema(schema: Any) -> Any:
-    """The Spark schema of validated records: numbers as doubles, text as strings, and the
-    refusal message of a batch (null on the records that passed)."""
+def _checked_schema(schema: Any, unit: str | None = None) -> Any:
+    """The Spark schema of validated records: numbers as doubles, text as strings, the unit's
+    keys (with a unit), and the refusal message of a batch (null on the records that passed)."""
     from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
     fields = [
-        StructField(c.name, DoubleType() if c.is_numeric else StringType()) for c in schema.columns
+        StructField(c.name, DoubleType() if c.is_numeric else StringType())
+        for c in schema.columns
+        if not c.is_identifier
     ]
-    return StructType([*fields, StructField(ERROR, StringType())])
+    keys = [StructField(UNIT, StringType())] if unit is not None else []
+    return StructType([*fields, *keys, StructField(ERROR, StringType())])
 
 
-def _validate_batches(schema: Any, out_of_bounds: str, redact: bool):
+def _validate_batches(schema: Any, out_of_bounds: str, redact: bool, unit: str | None = None):
     """``validate_table`` on each batch (the label's at-least-two-classes check is global and
-    runs on the driver); a refused batch yields one row holding the message, not an exception,
-    so that no value reaches Spark's logs."""
+    runs on the driver), and the unit's keys with a unit; a refused batch yields one row
+    holding the message, not an exception, so that no value reaches Spark's logs."""
     batch_schema = replace(schema, label=None, label_prior="uniform")
+    names = [c.name for c in schema.columns if not c.is_identifier]
+    names += [UNIT] if unit is not None else []
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
@@ -189,8 +223,10 @@ def _validate_batches(schema: Any, out_of_bounds: str, redact: bool):
             try:
                 with redacted_errors(redact):
                     table = validate_table(batch, batch_schema, out_of_bounds=out_of_bounds)
+                    if unit is not None:
+                        table[UNIT] = frame_keys(batch, unit)
             except DataError as exc:
-                yield _refusal(schema.names, str(exc))
+                yield _refusal(names, str(exc))
                 return
             table[ERROR] = None
             yield table

@@ -190,6 +190,7 @@ def model_privacy(model: Any) -> dict[str, Any]:
         "epsilon_pld": report.epsilon_pld,
         "epsilon_rdp": rdp,
         "summary": report.summary(),
+        "guarantee": model.unit.describe(),
         "entries": [entry.name for entry in model.ledger_.entries],
         "ledger": model.ledger_.to_dict(),
     }

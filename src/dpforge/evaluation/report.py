@@ -218,6 +218,7 @@ def ledger_html(model: Any) -> str:
         f"total is {esc(report.summary())}, computed by the dp-accounting accountants from the "
         "whole ledger (composition). The per-entry ε below are each entry alone, for scale; they "
         "do not add up to the total (composition is tighter).</p>",
+        f"<p>The guarantee is {esc(model.unit.describe())}.</p>",
         table_html(
             ("entry", "what happened, in plain words", "ε alone (PLD)", "ε alone (RDP)"), rows
         ),

@@ -44,6 +44,14 @@ class ArrayKind:
         return validate_arrays(data, schema, out_of_bounds)
 
     @staticmethod
+    def validate_bounded(data: Any, schema: ArraySchema, out_of_bounds: str, unit, rng) -> Any:
+        """Refused: an image or a series is one record per person here."""
+        raise PrivacyError(
+            "a privacy unit applies to tables only (images and series are one record per "
+            "person): leave out privacy_unit (--privacy-unit)"
+        )
+
+    @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
         return complete_array_schema(data, schema, budget, ledger, rng)
 

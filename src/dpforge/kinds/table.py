@@ -19,11 +19,12 @@ import torch
 
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
-from dpforge.engines.aggregates import TableAggregates
+from dpforge.engines.aggregates import TableAggregates, noise_factor
 from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
@@ -32,7 +33,14 @@ from dpforge.statistics.cells import (
     measure_fine_histograms,
     quantile_bins,
 )
-from dpforge.statistics.marginals import MeasuredMarginal, encoded_cells
+from dpforge.statistics.codes import (
+    code_cell_count,
+    codes_from_dict,
+    long_code_columns,
+    measure_code_histograms,
+    place_codes,
+)
+from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
 from dpforge.statistics.rounds import (
     AnchorPlan,
@@ -65,6 +73,19 @@ class TableKind:
                 "or time series use an image/timeseries schema"
             )
         return validate_table(data, schema, out_of_bounds=out_of_bounds)
+
+    @staticmethod
+    def validate_bounded(
+        data: Any, schema: Schema, out_of_bounds: str, unit: PrivacyUnit, rng: np.random.Generator
+    ) -> pd.DataFrame:
+        """:meth:`validate`, then at most ``unit.rows`` rows per person, chosen at random with
+        ``rng`` (:mod:`dpforge.privacy.person`); the unit column goes no further."""
+        if isinstance(data, TableAggregates):  # kept by an engine (Spark): bounded there
+            seed = int(rng.integers(2**31 - 1))
+            return data.validated(schema, out_of_bounds, unit.column).bounded(unit.rows, seed)
+        records = TableKind.validate(data, schema, out_of_bounds)
+        keys = frame_keys(data, unit.column)
+        return records.iloc[kept_rows(keys, unit.rows, rng)].reset_index(drop=True)
 
     @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):
@@ -106,12 +127,14 @@ class MeasuredTable(Measured):
     plan: AnchorPlan | None = None  # not checkpointed: a resumed run does not measure again
     blocks: Any = None  # the records' cell indices (private, never stored)
     rngs: Any = None  # the generators the selection and the fit share
+    code_cells: dict[str, dict] = field(default_factory=dict)  # long code lists' cells (DP)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "marginals": [m.to_dict() for m in self.marginals],
             "cell_edges": self.cell_edges,
             "cell_mass": self.cell_mass,
+            "code_cells": self.code_cells,
         }
 
     @property
@@ -133,11 +156,16 @@ class MarginalAnchoring(Anchoring):
 
     def measured_from_dict(self, d: dict[str, Any]) -> MeasuredTable:
         marginals = tuple(MeasuredMarginal.from_dict(m) for m in d.get("marginals", []))
-        return MeasuredTable(marginals, dict(d.get("cell_edges", {})), dict(d.get("cell_mass", {})))
+        return MeasuredTable(
+            marginals, dict(d.get("cell_edges", {})), dict(d.get("cell_mass", {})),
+            code_cells=dict(d.get("code_cells") or {}),
+        )  # fmt: skip
 
     def encoder(self, kind: Any, schema: Schema, measured: MeasuredTable) -> TableEncoder:
-        cells = bins_from_edges(schema.generated_columns, measured.cell_edges, measured.cell_mass)
-        return TableEncoder(schema, n_bins=self.config.n_bins, cells=cells)
+        columns = schema.generated_columns
+        cells = bins_from_edges(columns, measured.cell_edges, measured.cell_mass)
+        codes = codes_from_dict(columns, measured.code_cells)
+        return TableEncoder(schema, n_bins=self.config.n_bins, cells=cells, codes=codes)
 
     def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredTable:
         """Plan every anchoring release into the ledger, then place the cells and run round 1."""
@@ -146,18 +174,26 @@ class MarginalAnchoring(Anchoring):
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
         adaptive = adaptive_columns(schema.generated_columns, self.config.n_bins)
+        long = long_code_columns(schema.generated_columns)
         plan = plan_anchoring(
             self.config, public.spans, label and label.name, self._target(run, ledger),
-            ledger, adaptive=len(adaptive),
+            ledger, adaptive=len(adaptive), codes=len(long), unit=run.unit,
         )  # fmt: skip
-        fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
+        m = len(adaptive) + len(long)  # histograms in the release (sensitivity rows * sqrt(m))
+        fine = measure_fine_histograms(  # noise std cells_noise * rows * sqrt(m) per cell
+            records, adaptive, plan.cells_noise * math.sqrt(m / max(1, len(adaptive))), rng,
+            plan.rows,
+        )  # fmt: skip
+        codes = _place_codes(long, records, plan, (public, n_public, m), rng)
         edges = self._place_cells(adaptive, fine, n_public)
-        masses = _fine_masses(adaptive, fine, plan.cells_noise * math.sqrt(len(adaptive)))
-        encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges, cell_mass=masses))
+        shown = plan.cells_noise * plan.rows * math.sqrt(m) * noise_factor(records)
+        masses = _fine_masses(adaptive, fine, shown)
+        encoder = self.encoder(TableKind, schema, MeasuredTable(
+            cell_edges=edges, cell_mass=masses, code_cells=codes))  # fmt: skip
         label_name, blocks = _blocks(encoder, records)
         measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
-        return MeasuredTable(tuple(measured), edges, masses, plan, blocks)
+        return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 
     def _place_cells(self, adaptive: list, fine: dict, n_public: int) -> dict:
         """Each adaptive column's cell edges, from its noisy fine histogram (free)."""
@@ -219,6 +255,23 @@ class MarginalAnchoring(Anchoring):
         n_classes = 0 if prior is None else prior.shape[0]
         train_anchor(method.generator, loss, n_classes, self.config, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng) -> dict:
+    """Each long code list's cells (JSON form), from its noisy code histogram: released with
+    the fine histograms (``m`` of them), then placed for free (:mod:`dpforge.statistics.codes`).
+    ``public``: the public encoder, N and m, which with the plan size the cells."""
+    if not long:
+        return {}
+    encoder, n_public, m = public
+    std = plan.cells_noise * plan.rows * math.sqrt(m)  # a person moves m histograms by rows
+    counts = measure_code_histograms(records, long, std, rng)
+    std *= noise_factor(records)  # the noise the counts carry (a sum of site noises)
+    label = encoder.schema.label_column
+    first = default_marginals(encoder.spans, label and label.name)
+    round_one_std = plan.round_one_noise * plan.rows * math.sqrt(len(first))
+    cells = code_cell_count(n_public, round_one_std, encoder.n_classes)
+    return {c.name: place_codes(c, counts[c.name], std, cells).to_dict() for c in long}
 
 
 def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:

@@ -52,6 +52,8 @@ def run_pipeline(
     ``options`` are the method options the caller gave (``run.config`` is resolved from them
     once the number of records is known).
     """
+    if run.checkpoint_dir is not None and not engine.supports_checkpoints:
+        raise DpforgeError(f"{type(engine).__name__} runs cannot resume: drop checkpoint_dir")
     n_records = measure_stage.check_records(run, engine)  # bad input: refused, nothing charged
     check_delta(run, n_records)
     resume_of = checkpoint_budget_run(run)
@@ -82,7 +84,9 @@ def _measure(
     size used before noise is that DP release, never N itself)."""
     setup = checkpoint_setup(run)
     if setup is None:
-        n_public = measure_stage.release_size(run, n_records, ledger)
+        n_public = measure_stage.release_size(run, n_records, ledger, engine)
+        if n_records is None:  # an engine that never learns N: delta checked on the release
+            check_delta(run, round(n_public))
         _start(run, options, n_public)
         setup = measure_stage.measure(run, engine, (n_records, n_public), ledger)
         setup.measuring = True

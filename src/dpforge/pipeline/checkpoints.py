@@ -14,6 +14,7 @@ budget run id, and a resume with any difference is refused before its first step
 from __future__ import annotations
 
 import hashlib
+import secrets
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from dpforge.training import has_checkpoint, read_checkpoint_info
 BUDGET_RUN_KEY = "budget_run"  # the id of the run's record in the data set's budget file
 RECORDS_KEY = "records_sha256"  # the measure checkpoint's fingerprint of the raw records
 MEASURED = "measured.json"
+BOUNDING_SEED = "bounding_seed.json"  # the seed of the rows kept per person (unseeded runs)
 
 
 def privacy_settings(run: RunSettings, n_records: int, n_public: float) -> dict[str, Any]:
@@ -57,8 +59,24 @@ def privacy_settings(run: RunSettings, n_records: int, n_public: float) -> dict[
             "method_options": asdict(run.config),
             "anchor": asdict(anchor) if is_dataclass(anchor) else anchor,
             "schema": run.schema.to_dict(),
+            **({"privacy_unit": run.unit.to_dict()} if run.unit.per_person else {}),
         }
     )
+
+
+def bounding_seed(run: RunSettings) -> int | None:
+    """The seed of the rows kept per person: the run's stream 6; without a seed, drawn from the
+    OS once per checkpoint folder and kept there (private), so that a resumed run keeps the
+    same rows and its records match the checkpoint's fingerprint."""
+    if run.seed is not None or run.checkpoint_dir is None:
+        return run.seed_sequence(6)
+    path = Path(run.checkpoint_dir) / BOUNDING_SEED
+    if path.is_file():
+        return int(read_json(path)["seed"])
+    seed = secrets.randbits(63)
+    Path(run.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    write_json(path, {"seed": seed})
+    return seed
 
 
 def latest_checkpoint(run: RunSettings) -> dict[str, Any] | None:

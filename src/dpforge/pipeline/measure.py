@@ -14,40 +14,67 @@ import numpy as np
 from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 from dpforge.engines.base import MEASURE, Engine
-from dpforge.pipeline.checkpoints import check_resumable, save_measured
+from dpforge.errors import PrivacyError
+from dpforge.pipeline.checkpoints import bounding_seed, check_resumable, save_measured
 from dpforge.pipeline.plan import metadata_budget, plan_training, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 
 COUNT_ENTRY = "record count (sizes the sampling rate, cells and totals)"
 
 
-def check_records(run: RunSettings, engine: Engine) -> int:
-    """Check every record against the schema (bad input is refused, naming the record);
-    returns the number of records read (private: it sizes nothing that is released)."""
-    records = run.kind.validate(engine.read(MEASURE), run.schema, run.out_of_bounds)
+def check_records(run: RunSettings, engine: Engine) -> int | None:
+    """Check every record against the schema (bad input is refused, naming the record), then,
+    with a privacy unit, keep at most k rows per person (random stream 6); returns the number
+    of records kept (private: it sizes nothing that is released), or None from an engine that
+    never learns it (federated sites release it with noise)."""
+    data = engine.read(MEASURE)
+    if run.unit.per_person:
+        if not engine.bounds_persons:
+            raise PrivacyError(
+                "a privacy unit (rows per person) is not supported on this engine: a person's "
+                "rows may sit at several sites; leave out --privacy-unit"
+            )
+        rng = np.random.default_rng(bounding_seed(run))
+        records = run.kind.validate_bounded(data, run.schema, run.out_of_bounds, run.unit, rng)
+    else:
+        records = run.kind.validate(data, run.schema, run.out_of_bounds)
     engine.replace(records)
     return engine.size(MEASURE)
 
 
-def release_size(run: RunSettings, n_records: int, ledger: PrivacyLedger) -> float:
+def release_size(
+    run: RunSettings, n_records: int | None, ledger: PrivacyLedger, engine: Engine | None = None
+) -> float:
     """The N that sizes q, the numeric cells and the marginals' totals, so that no exact size
     reaches what is released (design.md rule 10): the caller's public ``record_count`` (a
-    declared N, or one released before, as the hyperparameter search does), else a release."""
+    declared N, or one released before, as the hyperparameter search does), else a release
+    (noised by ``engine``'s parties when it never learns N: ``n_records`` None)."""
     if run.record_count is not None:
         return float(run.record_count)
+    sigma = size_noise(run.epsilon, run.delta)
+    if n_records is None:
+        ledger.record(COUNT_ENTRY, GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent())
+        return max(1.0, round(engine.noisy_size(MEASURE, sigma)))
     rng = np.random.default_rng(run.seed_sequence(5))
-    return release_count(n_records, size_noise(run.epsilon, run.delta), ledger, rng)
+    return release_count(n_records, sigma, ledger, rng, run.unit)
 
 
 def release_count(
-    n_records: int, sigma: float, ledger: PrivacyLedger, rng: np.random.Generator
+    n_records: int,
+    sigma: float,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+    unit: PrivacyUnit = PER_RECORD,
 ) -> float:
-    """The record count released with the Gaussian mechanism (one record moves it by 1 under
-    add/remove), recorded in ``ledger`` before it runs; 0 noise: non-private."""
+    """The record count released with the Gaussian mechanism, recorded in ``ledger`` before it
+    runs; 0 noise: non-private. One record moves it by 1 under add/remove; one person, whose
+    rows were bounded to k, by k: the noise std is ``sigma * unit.rows``."""
     event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
-    ledger.record(COUNT_ENTRY, event)
-    noisy = n_records + rng.normal(0.0, sigma) if sigma > 0 else float(n_records)
+    ledger.record(unit.entry(COUNT_ENTRY), event)
+    std = sigma * unit.rows
+    noisy = n_records + rng.normal(0.0, std) if sigma > 0 else float(n_records)
     return max(1.0, round(noisy))  # rounding and the floor are post-processing
 
 

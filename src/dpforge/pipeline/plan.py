@@ -41,9 +41,12 @@ _ANCHOR_ONLY_NOTE = {
 }
 
 
-def check_delta(run: RunSettings, n_records: int) -> None:
+def check_delta(run: RunSettings, n_records: int | None) -> None:
     """Refuse delta >= 1/N before any release (a bad request, like bad input: the message
-    gives an order of magnitude for delta, never N)."""
+    gives an order of magnitude for delta, never N). None: N is not known here (federated
+    sites), and the pipeline checks the released N instead."""
+    if n_records is None:
+        return
     if run.delta >= 1.0 / n_records and math.isfinite(run.epsilon):
         raise PrivacyError(
             f"delta = {run.delta:g} is not below 1/N for the N records given: such a delta "
@@ -75,8 +78,9 @@ def size_noise(epsilon: float, delta: float) -> float:
 def metadata_budget(run: RunSettings) -> MetadataBudget:
     """The part of the budget set aside for DP estimates of undeclared metadata."""
     if not math.isfinite(run.epsilon):
-        return MetadataBudget(epsilon=0.0, delta=0.0, non_private=True)
-    return MetadataBudget(run.epsilon * run.metadata_share, run.delta * run.metadata_share)
+        return MetadataBudget(epsilon=0.0, delta=0.0, non_private=True, unit=run.unit)
+    share = run.metadata_share
+    return MetadataBudget(run.epsilon * share, run.delta * share, unit=run.unit)
 
 
 def sample_rate(run: RunSettings, n_public: float) -> float:

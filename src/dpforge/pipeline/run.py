@@ -14,6 +14,7 @@ from dpforge.kinds import Anchoring, Measured, kind_of
 from dpforge.nets.init import initialise
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.schema.array import ArraySchema, schema_from_dict
 from dpforge.schema.table import Schema
 from dpforge.training import TrainingPlan
@@ -42,6 +43,7 @@ class RunSettings:
     checkpoint_every: int
     budget_run: str | None = None  # the run's id in the data set's budget file, if any
     record_count: float | None = None  # a public N (declared, or released before the run)
+    unit: PrivacyUnit = PER_RECORD  # the neighbouring relation: one row, or one person's k rows
 
     @property
     def kind(self) -> Any:

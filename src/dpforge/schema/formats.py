@@ -16,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 SCHEMA_VERSION = 1
-COLUMN_TYPES = ("continuous", "integer", "categorical", "drop", "surrogate")
+COLUMN_TYPES = ("continuous", "integer", "categorical", "date", "datetime", "drop", "surrogate")
+# Columns whose values are whole numbers on their axis (a date is a whole number of days).
+WHOLE_TYPES = ("integer", "date")
 # Identifier columns (record numbers, names, free text): never read into a model. "drop" leaves
 # them out of the samples, "surrogate" fills them with fresh random keys.
 IDENTIFIER_TYPES = ("drop", "surrogate")
@@ -49,6 +51,25 @@ _RESOLUTION = {
     "exclusiveMinimum": 0,
     "maximum": LARGEST,
     "description": "a positive number (public): samples are multiples of it from the lower bound",
+}
+_TEXT_OR_NULL = {
+    "type": ["string", "null"],
+    "description": "strftime text such as '%Y-%m-%d' (null: the type's ISO format)",
+}
+_TIME_BOUND = {
+    "type": ["string", "null"],
+    "description": "a date written in the column's format (public knowledge), or null "
+    "(estimated under DP during fit)",
+}
+_TIME_RESOLUTION = {
+    "type": ["string", "integer", "null"],
+    "description": "text such as '1D', '7D', '1h', '15min', '1s', or a whole number of seconds",
+}
+_PARTS = {
+    "type": "array",
+    "items": {"enum": ["weekday", "month", "hour"]},
+    "uniqueItems": True,
+    "description": "a list of parts to model with the date: 'weekday', 'month', 'hour'",
 }
 _VERSION = {
     "const": SCHEMA_VERSION,
@@ -201,6 +222,10 @@ TABLE_FORMAT: dict[str, Any] = {
                     "then": {"$ref": "#/$defs/numeric"},
                 },
                 {
+                    "if": {"properties": {"type": {"enum": ["date", "datetime"]}}},
+                    "then": {"$ref": "#/$defs/time"},
+                },
+                {
                     "if": {"properties": {"type": {"enum": list(IDENTIFIER_TYPES)}}},
                     "then": {"$ref": "#/$defs/identifier"},
                 },
@@ -209,11 +234,18 @@ TABLE_FORMAT: dict[str, Any] = {
         "categorical": {
             "title": "a categorical column",
             "additionalProperties": False,
+            "x-keys-elsewhere": ["lower", "upper", "resolution"],  # numeric columns' keys
             "properties": {
                 "name": True,
                 "type": True,
                 "categories": _VALUES,
                 "nullable": _NULLABLE,
+                "other": {
+                    "type": ["string", "integer", "null"],
+                    "minLength": 1,
+                    "description": "a text: the category that values outside the list pool "
+                    "into (one of the categories, or added to those released under DP)",
+                },
             },
         },
         "numeric": {
@@ -226,6 +258,20 @@ TABLE_FORMAT: dict[str, Any] = {
                 "upper": _BOUND,
                 "nullable": _NULLABLE,
                 "resolution": _RESOLUTION,
+            },
+        },
+        "time": {
+            "title": "a date or datetime column",
+            "additionalProperties": False,
+            "properties": {
+                "name": True,
+                "type": True,
+                "format": _TEXT_OR_NULL,
+                "min": _TIME_BOUND,
+                "max": _TIME_BOUND,
+                "resolution": _TIME_RESOLUTION,
+                "parts": _PARTS,
+                "nullable": _NULLABLE,
             },
         },
         "identifier": {

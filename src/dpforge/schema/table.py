@@ -16,6 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from dpforge.errors import DpforgeError, SchemaError
+from dpforge.schema.dates import (
+    TIME_TYPES,
+    part_columns,
+    time_defaults,
+    time_from_dict,
+    time_to_dict,
+    validate_time_column,
+)
 from dpforge.schema.formats import (
     COLUMN_TYPES,
     IDENTIFIER_TYPES,
@@ -169,7 +177,9 @@ class Column:
     ``None`` means "not public: estimate it under DP during fit". ``nullable`` columns may hold
     empty cells: "missing" is then a cell of its own in every marginal. ``resolution`` (numeric,
     public) makes samples multiples of it from the lower bound (heaped or coded numbers). Types
-    "drop" and "surrogate" are identifiers or free text: never read, never modelled.
+    "drop" and "surrogate" are identifiers or free text: never read, never modelled. Types
+    "date" and "datetime" are numbers on a time axis with a ``format`` and declared ``parts``
+    (:mod:`dpforge.schema.dates`).
     """
 
     name: str
@@ -179,6 +189,16 @@ class Column:
     categories: tuple[str, ...] | None = None
     nullable: bool = False
     resolution: float | None = None
+    format: str | None = None
+    parts: tuple[str, ...] = ()
+    other: str | None = None  # categorical: the value that values outside the list pool into
+
+    def __post_init__(self) -> None:
+        if self.type in TIME_TYPES:  # the ISO format and its finest unit, unless given
+            fmt, step = time_defaults(self)
+            object.__setattr__(self, "format", fmt)
+            object.__setattr__(self, "resolution", step)
+            object.__setattr__(self, "parts", tuple(self.parts))
 
     @property
     def shown(self) -> str:
@@ -187,7 +207,12 @@ class Column:
 
     @property
     def is_numeric(self) -> bool:
-        return self.type in ("continuous", "integer")
+        return self.type in ("continuous", "integer", *TIME_TYPES)
+
+    @property
+    def is_time(self) -> bool:
+        """A date or datetime: a number on a time axis, read and written in ``format``."""
+        return self.type in TIME_TYPES
 
     @property
     def is_identifier(self) -> bool:
@@ -223,9 +248,33 @@ class Column:
             self._validate_bounds()
         else:
             self._validate_categories()
+        if self.is_time:
+            validate_time_column(self)
+        elif self.format is not None or self.parts:
+            raise SchemaError(
+                f"column '{self.shown}' is {self.type}: only a date or datetime column has a "
+                "format and parts"
+            )
         if self.resolution is not None and not self.is_numeric:
             raise SchemaError(
                 f"column '{self.shown}' is {self.type}: only a numeric column has a resolution"
+            )
+        if self.other is not None:
+            self._validate_other()
+
+    def _validate_other(self) -> None:
+        """``other`` names a category of a categorical column: declared, or added to the
+        categories that DP discovery releases."""
+        if self.type != "categorical":
+            raise SchemaError(
+                f"column '{self.shown}' is {self.type}: only a categorical column has 'other'"
+            )
+        if not isinstance(self.other, str) or not self.other:
+            raise SchemaError(f"column '{self.shown}': 'other' must be a non-empty text")
+        if self.categories is not None and self.other not in self.categories:
+            raise SchemaError(
+                f"column '{self.shown}': 'other' is {self.other!r}, which is not one of its "
+                "categories; add it to the categories (or set the categories to null)"
             )
 
     def _validate_identifier(self) -> None:
@@ -262,12 +311,16 @@ class Column:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
         if self.is_identifier:
             return out
-        if self.is_numeric:
+        if self.is_time:
+            out = time_to_dict(self)
+        elif self.is_numeric:
             out["lower"], out["upper"] = self.lower, self.upper
             if self.resolution is not None:
                 out["resolution"] = self.resolution
         else:
             out["categories"] = None if self.categories is None else list(self.categories)
+            if self.other is not None:
+                out["other"] = self.other
         if self.nullable:
             out["nullable"] = True
         return out
@@ -278,6 +331,11 @@ class Column:
         if not isinstance(d, dict) or "name" not in d or "type" not in d:
             raise SchemaError(f"each column needs a 'name' and a 'type'; got {d!r}")
         cats = d.get("categories")
+        if str(d["type"]) in TIME_TYPES:
+            timed = cls(str(d["name"]), str(d["type"]), **time_from_dict(d))
+            column = replace(timed, nullable=bool(d.get("nullable", False)))
+            column.validate()
+            return column
         column = cls(
             name=str(d["name"]),
             type=str(d["type"]),
@@ -286,6 +344,7 @@ class Column:
             categories=None if cats is None else tuple(category_text(c) for c in cats),
             nullable=bool(d.get("nullable", False)),
             resolution=optional_number(d, "resolution"),
+            other=None if d.get("other") is None else category_text(d["other"]),
         )
         column.validate()
         return column
@@ -382,7 +441,7 @@ class Schema:
                 "every column is an identifier (drop or surrogate): there is nothing to model; "
                 "give at least one column the type continuous, integer or categorical"
             )
-        names = self.names
+        names = self.names + [p.name for c in self.columns if c.is_time for p in part_columns(c)]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise SchemaError(f"the schema names these columns twice: {duplicates}")
@@ -401,6 +460,11 @@ class Schema:
             raise SchemaError(
                 f"label column '{label.shown}' cannot be nullable: every record needs a class; "
                 "choose another label, or make its empty cells a declared category"
+            )
+        if label.other is not None:
+            raise SchemaError(
+                f"label column '{label.shown}' cannot pool values into 'other': every class "
+                "is a condition of the model; declare the classes, or remove 'other'"
             )
         if label.categories is not None and len(label.categories) < 2:
             raise SchemaError(

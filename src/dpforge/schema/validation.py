@@ -192,8 +192,10 @@ def _unknown_key(path: str, value: dict[str, Any], schema: dict[str, Any]) -> st
     known = list(schema.get("properties", {}))
     unknown = [k for k in value if k not in known]
     key = unknown[0]
+    # a key of another kind of object (bounds on a categorical column) is no typo: no hint
+    hint = "" if key in schema.get("x-keys-elsewhere", ()) else _closest(key, known)
     return (
-        f"{path} has an unknown key {quote(key)}{_closest(key, known)}; "
+        f"{path} has an unknown key {quote(key)}{hint}; "
         f"{_owner(schema)} takes only {', '.join(known)}"
     )
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpforge.schema.formats import WHOLE_TYPES
 from dpforge.schema.table import Column
 
 __all__ = ["NumericBins", "numeric_bins"]
@@ -111,7 +112,7 @@ def numeric_bins(column: Column, n_bins: int) -> NumericBins:
     if n_bins < 3:
         raise ValueError(f"n_bins must be >= 3, got {n_bins}")
     lower, upper = float(column.lower), float(column.upper)
-    integer = column.type == "integer"
+    integer = column.type in WHOLE_TYPES
     empty = np.zeros(0)
     if integer and upper - lower + 1 <= 2 * n_bins:
         values = np.arange(math.ceil(lower), math.floor(upper) + 1, dtype=np.float64)

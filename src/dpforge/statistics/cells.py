@@ -12,7 +12,8 @@ one to one cell of each column's histogram: L2 sensitivity ``sqrt(m)`` for ``m``
 The fine counts that stand out from the noise are kept too (free, ``kinds.table``): a value is
 drawn inside its cell in proportion to them, so that heaped numbers come back on their points
 (``NumericBins.decode``). An empty cell
-of a nullable column adds to no fine cell: the sensitivity stays ``sqrt(m)``.
+of a nullable column adds to no fine cell: the sensitivity stays ``sqrt(m)``. With a privacy
+unit (a person's at most ``r`` rows, :mod:`dpforge.privacy.person`) it is ``r * sqrt(m)``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpforge.engines.aggregates import TableAggregates
+from dpforge.engines.aggregates import FineCells, NoisyColumn, TableAggregates
+from dpforge.schema.formats import WHOLE_TYPES
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import NumericBins, numeric_bins
 from dpforge.statistics.projection import project_to_simplex
@@ -45,13 +47,23 @@ def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
 
 
 def measure_fine_histograms(
-    table: pd.DataFrame, columns: Sequence[Column], noise: float, rng: np.random.Generator
+    table: pd.DataFrame,
+    columns: Sequence[Column],
+    noise: float,
+    rng: np.random.Generator,
+    rows: int = 1,
 ) -> dict[str, np.ndarray]:
-    """Each column's noisy histogram on its fine public grid (noise std noise * sqrt(m))."""
-    std = noise * np.sqrt(len(columns))
+    """Each column's noisy histogram on its fine public grid (noise std noise * rows *
+    sqrt(m); ``rows``: a person's most rows, 1 per record)."""
+    std = noise * rows * np.sqrt(len(columns))
     out = {}
     for column in columns:
         fine = numeric_bins(column, FINE_CELLS + 2)
+        at_source = isinstance(table, TableAggregates) and table.column(column.name)
+        if isinstance(at_source, NoisyColumn):  # noised where the records are
+            rule = FineCells(column.to_dict(), FINE_CELLS + 2)
+            out[column.name] = at_source.noisy_bincount(rule, fine.size + 1, std)[:-1]
+            continue
         counts = _fine_counts(table, column.name, fine)
         out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
     return out
@@ -116,7 +128,7 @@ def _saved_bins(column: Column, edges: Sequence[float], mass: Sequence[float] | 
         column.name,
         float(column.lower),
         float(column.upper),
-        column.type == "integer",
+        column.type in WHOLE_TYPES,
         np.asarray(edges, dtype=np.float64),
         np.zeros(0),
         None if fine is None else _fine_edges(fine),

@@ -13,6 +13,11 @@ bin by 1 (L2 sensitivity 1) with N(0, σ²) noise per bin, so one histogram is e
 the rest of the DP-ML ecosystem, the analysis assumes ideal real-valued Gaussian noise; numpy's
 floating-point sampler only approximates it (see Mironov 2012 on floating-point attacks).
 
+Several rows per person (:mod:`dpforge.privacy.person`): once each person keeps at most ``k``
+rows, one person changes a histogram by at most ``k`` in L2 (all rows in one bin). Every
+estimator takes that ``sensitivity`` and adds ``sensitivity`` times the noise, keeping its event:
+``GaussianDpEvent(σ)`` is the Gaussian mechanism of noise std σ·sensitivity.
+
 Calling with ``noise_multiplier=0`` is the non-private baseline: the event is
 ``GaussianDpEvent(0)``, for which the accountant reports ε = ∞.
 """
@@ -23,7 +28,6 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from statistics import NormalDist
 
 import dp_accounting
@@ -32,7 +36,13 @@ import pandas as pd
 from dp_accounting import mechanism_calibration
 from dp_accounting.pld import pld_privacy_accountant
 
-from dpforge.engines.aggregates import ColumnAggregates
+from dpforge.engines.aggregates import (
+    ColumnAggregates,
+    EdgeCells,
+    ListedCells,
+    NoisyColumn,
+    noise_factor,
+)
 from dpforge.errors import DataError, PrivacyError
 
 __all__ = [
@@ -83,6 +93,15 @@ def _check_noise_multiplier(noise_multiplier: float) -> float:
     return sigma
 
 
+def _check_sensitivity(sensitivity: float) -> float:
+    """The L2 sensitivity of one histogram under the run's relation: 1 per record, k per
+    person with at most k rows."""
+    value = float(sensitivity)
+    if not (math.isfinite(value) and value >= 1.0):
+        raise PrivacyError(f"sensitivity must be a finite number >= 1, got {sensitivity!r}")
+    return value
+
+
 def _check_rng(rng: np.random.Generator) -> None:
     """Refuse anything but an explicit Generator: noise never comes from global state."""
     if not isinstance(rng, np.random.Generator):
@@ -101,14 +120,15 @@ def _check_probability(name: str, value: float) -> float:
 
 
 def gaussian_histogram(
-    counts: np.ndarray, noise_multiplier: float, rng: np.random.Generator
+    counts: np.ndarray, noise_multiplier: float, rng: np.random.Generator, sensitivity: float = 1
 ) -> np.ndarray:
-    """Add N(0, σ²) independently to every count (the Gaussian mechanism, L2 sensitivity 1).
+    """Add N(0, (σ·sensitivity)²) independently to every count (the Gaussian mechanism).
 
-    Private only if one record changes one entry of ``counts`` by at most 1; the callers in
-    this module build their histograms so that this holds.
+    Private only if one neighbouring step (a record, or a person's bounded rows) changes
+    ``counts`` by at most ``sensitivity`` in L2; the callers in this module build their
+    histograms so that one record changes one entry by at most 1.
     """
-    sigma = _check_noise_multiplier(noise_multiplier)
+    sigma = _check_noise_multiplier(noise_multiplier) * _check_sensitivity(sensitivity)
     _check_rng(rng)
     counts = np.asarray(counts, dtype=float)
     return counts + sigma * rng.standard_normal(counts.shape)
@@ -176,8 +196,16 @@ def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """
     n_bins = len(edges) - 1
     if isinstance(values, ColumnAggregates):
-        return values.bincount(partial(_bin_index, edges=edges), n_bins)
+        return values.bincount(EdgeCells(tuple(edges)), n_bins)
     return np.bincount(_bin_index(values, edges), minlength=n_bins).astype(float)
+
+
+def _noisy_histogram(values, edges: np.ndarray, sigma: float, rng: np.random.Generator):
+    """:func:`_histogram` with N(0, σ²) per bin: added here, or where the records are when
+    their engine adds it there (:class:`NoisyColumn`, federated sites)."""
+    if isinstance(values, NoisyColumn):
+        return values.noisy_bincount(EdgeCells(tuple(edges)), len(edges) - 1, sigma)
+    return gaussian_histogram(_histogram(values, edges), sigma, rng)
 
 
 def _bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -246,6 +274,8 @@ def dp_bounds(
     bins_per_octave: int = 1,
     widen_octaves: float = 1.0,
     fine: bool = True,
+    grid: np.ndarray | None = None,
+    sensitivity: float = 1,
 ) -> DpEstimate:
     """DP (lower, upper) bounds that hold all but about ``quantile`` of the values in each tail.
 
@@ -286,8 +316,17 @@ def dp_bounds(
     2^(j / bins_per_octave)) and the quantile bins are widened by ``widen_octaves`` (rounded to
     whole grid bins, at least one) instead of one octave. This is the setting for array
     channels (:func:`dpforge.statistics.metadata.complete_array_schema`).
+
+    Public coarse grid (``grid``): increasing edges with -inf and +inf at the ends and 0 among
+    them, used instead of the geometric one (quantile bins widened by one bin). Date columns
+    pass a calendar of month starts (:mod:`dpforge.statistics.time_bounds`): on a grid of
+    octaves, dates far from 1970 get a range of many years.
+
+    ``sensitivity`` (k for a person with at most k rows): both histograms get noise std
+    σ·k, and every level read from the noise above uses that std; the event stays σ's.
     """
     sigma = _check_noise_multiplier(noise_multiplier)
+    std = sigma * _check_sensitivity(sensitivity)
     _check_rng(rng)
     if not 0.0 <= quantile < 0.5:
         raise ValueError(f"quantile must be in [0, 0.5), got {quantile}")
@@ -302,20 +341,36 @@ def dp_bounds(
 
     coarse_edges = _geometric_edges(min_exponent, max_exponent, bins_per_octave)
     widen = max(1, round(widen_octaves * bins_per_octave))
-    coarse = _coarse_range(array, coarse_edges, sigma, rng, quantile, spurious_bin_prob, widen)
+    if grid is not None:  # a public grid of the caller's (a calendar), widened by one bin
+        coarse_edges, widen = _checked_grid(grid), 1
+    coarse = _coarse_range(array, coarse_edges, std, rng, quantile, spurious_bin_prob, widen)
     if coarse is None:
         _warn_noise("the coarse histogram", f"the whole public grid ±{limit:g}")
         return DpEstimate((-limit, limit), event)
     (low, high), coarse_total = _finite_range(*coarse[0], limit), coarse[1]
-    fine_bins = _affordable_bins(coarse_total, sigma, bins) if fine else 0
+    fine_bins = _affordable_bins(coarse_total, std * noise_factor(array), bins) if fine else 0
     if fine_bins < 2:
         return DpEstimate((float(low), float(high)), event)
     fine_edges = np.linspace(low, high, fine_bins + 1)
-    fine = _fine_range(array, fine_edges, sigma, rng, quantile, spurious_bin_prob)
+    fine = _fine_range(array, fine_edges, std, rng, quantile, spurious_bin_prob)
     if fine is None:
         _warn_noise("the fine histogram", f"the coarse range [{low:g}, {high:g}]")
         return DpEstimate((float(low), float(high)), event)
     return DpEstimate((float(fine[0]), float(fine[1])), event)
+
+
+def _checked_grid(grid: np.ndarray) -> np.ndarray:
+    """A caller's coarse grid: increasing, open at both ends, with 0 as an edge."""
+    edges = np.asarray(grid, dtype=np.float64)
+    if (
+        edges.ndim != 1
+        or edges.size < 4
+        or not (np.isneginf(edges[0]) and np.isposinf(edges[-1]))
+        or np.any(np.diff(edges) <= 0)
+        or not np.any(edges == 0.0)
+    ):
+        raise ValueError("grid must increase from -inf to +inf and hold 0 as an edge")
+    return edges
 
 
 def bounds_event(noise_multiplier: float, fine: bool = True) -> dp_accounting.DpEvent:
@@ -350,7 +405,8 @@ def _coarse_range(
     16 adjacent bins are tried: summing noisy counts is post-processing (free), the signal
     grows with the group and the noise only with its square root. None when even that fails.
     """
-    noisy = gaussian_histogram(_histogram(values, edges), sigma, rng)
+    noisy = _noisy_histogram(values, edges, sigma, rng)
+    sigma = sigma * noise_factor(values)  # the noise the counts carry (sum of site noises)
     for width in MERGE_WIDTHS:
         group = np.arange(len(noisy)) // width
         merged = np.bincount(group, weights=noisy)
@@ -400,7 +456,8 @@ def _fine_range(
 
     None when the noisy total does not stand out from its noise, σ·sqrt(n_bins).
     """
-    noisy = gaussian_histogram(_histogram(values, edges), sigma, rng)
+    noisy = _noisy_histogram(values, edges, sigma, rng)
+    sigma = sigma * noise_factor(values)  # the noise the counts carry (sum of site noises)
     total = noisy.sum()
     if total <= sigma * math.sqrt(len(noisy)) * _upper_tail_z(spurious_bin_prob) or total <= 0:
         return None
@@ -441,6 +498,7 @@ def dp_categories(
     noise_multiplier: float,
     threshold_delta: float,
     rng: np.random.Generator,
+    max_rows: int = 1,
 ) -> DpEstimate:
     """DP list of the categories of a column with no public list (Gaussian sparse histogram).
 
@@ -460,17 +518,48 @@ def dp_categories(
     Gaussian sparse histogram mechanism", 2024), who show this standard bound is slightly
     conservative. The event is ``GaussianDpEvent(σ)``; ``extra_delta`` is threshold_delta.
 
+    One person with at most ``max_rows`` = k rows (:mod:`dpforge.privacy.person`). The noise
+    std is σ·k: on the values both data sets hold, the person changes the counts by at most k
+    in L2, the Gaussian mechanism of ``GaussianDpEvent(σ)``. The person's own values number at
+    most k (one per row) with counts c_1 + ... + c_m <= k, so each c_j <= k, and any of them is
+    released with probability at most P[k + N(0, (σk)²) >= τ]. With τ = k + σk·Φ⁻¹(1 -
+    threshold_delta / k) each is at most threshold_delta / k and, by a union bound over the at
+    most k values, the event outside the Gaussian mechanism still has probability at most
+    threshold_delta (PipelineDP's partition selection bounds the same way, with its L0 and
+    Linf bounds both k here). k = 1 gives the threshold above.
+
     Values must be non-missing (None/NaN raise DataError); non-strings are converted with str.
     Noise is drawn in sorted order, so the result does not depend on the row order.
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     threshold_delta = _check_probability("threshold_delta", threshold_delta)
+    rows = _check_max_rows(max_rows)
     _check_rng(rng)
+    threshold = rows + sigma * rows * _upper_tail_z(threshold_delta / rows)
+    if isinstance(values, NoisyColumn):  # thresholded where the records are (each site)
+        _refuse_rows_at_sites(rows)
+        released = values.frequent_values(sigma, threshold)
+        return DpEstimate(released, dp_accounting.GaussianDpEvent(sigma), threshold_delta)
     names, counts = _category_counts(values)
-    noisy = gaussian_histogram(counts, sigma, rng)
-    threshold = 1.0 + sigma * _upper_tail_z(threshold_delta)
+    noisy = gaussian_histogram(counts, sigma, rng, sensitivity=rows)
     released = [name for name, count in zip(names, noisy, strict=True) if count >= threshold]
     return DpEstimate(released, dp_accounting.GaussianDpEvent(sigma), threshold_delta)
+
+
+def _refuse_rows_at_sites(rows: float) -> None:
+    """Federated sites bound no person's rows across sites: only the per-record relation."""
+    if rows != 1:
+        raise PrivacyError(
+            "a privacy unit (rows per person) is not supported with federated sites: a person's "
+            "rows may sit at several sites; leave out --privacy-unit"
+        )
+
+
+def _check_max_rows(max_rows: int) -> int:
+    """A person's most rows: a whole number >= 1."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int | np.integer) or max_rows < 1:
+        raise PrivacyError(f"max_rows must be a whole number >= 1, got {max_rows!r}")
+    return int(max_rows)
 
 
 # --------------------------------------------------------------------------- label prior
@@ -490,17 +579,12 @@ def _class_counts(labels: Sequence, classes: Sequence) -> np.ndarray:
     if not index.is_unique:
         raise ValueError(f"classes must be distinct, got {list(index)}")
     if isinstance(labels, ColumnAggregates):  # validated by its engine: nothing is missing
-        return labels.bincount(partial(_class_codes, classes=list(index)), len(index))
+        return labels.bincount(ListedCells(tuple(index)), len(index))
     values = np.asarray(labels, dtype=object).ravel()
     if pd.isna(pd.Series(values, dtype=object)).any():
         raise DataError("dp_label_prior got missing labels (None/NaN); reject or impute them first")
     codes = index.get_indexer(values)
     return np.bincount(codes[codes >= 0], minlength=len(index)).astype(float)
-
-
-def _class_codes(values: np.ndarray, classes: list) -> np.ndarray:
-    """Each label's class index, -1 for a label of no listed class (counted nowhere)."""
-    return pd.Index(classes, dtype=object).get_indexer(np.asarray(values, dtype=object).ravel())
 
 
 def dp_label_prior(
@@ -509,6 +593,7 @@ def dp_label_prior(
     noise_multiplier: float,
     rng: np.random.Generator,
     floor: float | None = None,
+    sensitivity: float = 1,
 ) -> DpEstimate:
     """DP class proportions over the public list ``classes`` (a probability vector).
 
@@ -520,15 +605,20 @@ def dp_label_prior(
     was clipped to 0 would otherwise never be generated (and log p would be -inf). Mixing
     moves each probability by at most K·floor ≤ 0.01 and is post-processing, hence free.
     If every noisy count is ≤ 0, p̂ is uniform and a :class:`DpNoiseWarning` is issued.
+    ``sensitivity``: k for a person with at most k rows (noise std σ·k, same event).
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     _check_rng(rng)
-    counts = _class_counts(labels, classes)
-    k = len(counts)
+    if isinstance(labels, NoisyColumn):  # noised where the records are
+        _refuse_rows_at_sites(sensitivity)
+        noisy = labels.noisy_bincount(ListedCells(tuple(classes)), len(classes), sigma)
+    else:
+        noisy = gaussian_histogram(_class_counts(labels, classes), sigma, rng, sensitivity)
+    k = len(noisy)
     floor = 0.01 / k if floor is None else float(floor)
     if not 0.0 < floor < 1.0 / k:
         raise ValueError(f"floor must be in (0, 1/{k}), got {floor}")
-    noisy = np.clip(gaussian_histogram(counts, sigma, rng), 0.0, None)
+    noisy = np.clip(noisy, 0.0, None)
     total = noisy.sum()
     if total > 0:
         estimate = noisy / total

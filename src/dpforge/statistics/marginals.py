@@ -9,7 +9,10 @@ one-hot blocks; each is kept as its cell indices (:class:`CellColumn`), and the 
 Privacy. Neighbouring tables differ by one record (added or removed). A record adds exactly one
 to one cell of every marginal, so the vector of ``k`` marginals has L2 sensitivity ``sqrt(k)``;
 adding ``N(0, (sigma * sqrt(k))^2)`` to every cell is the Gaussian mechanism with noise
-multiplier ``sigma``: one ``GaussianDpEvent(sigma)`` in the ledger, whatever ``k`` is. Noise
+multiplier ``sigma``: one ``GaussianDpEvent(sigma)`` in the ledger, whatever ``k`` is. With a
+privacy unit (one person, at most ``r`` rows kept: :mod:`dpforge.privacy.person`) a person adds
+at most ``r`` to each marginal, at most ``r`` in L2 (all rows in one cell), so the vector has L2
+sensitivity ``r * sqrt(k)`` and the noise std is ``sigma * r * sqrt(k)``, the same event. Noise
 comes from the numpy generator the run owns; like the rest of the ecosystem the analysis assumes
 ideal Gaussian noise (numpy's floating-point sampler approximates it).
 """
@@ -23,7 +26,7 @@ import dp_accounting
 import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.engines.aggregates import CellTable, TableAggregates
+from dpforge.engines.aggregates import CellTable, NoisyCells, TableAggregates
 from dpforge.statistics.projection import project_to_simplex
 
 __all__ = [
@@ -156,8 +159,10 @@ def measure_marginals(
     noise_multiplier: float,
     rng: np.random.Generator,
     total: float,
+    rows: int = 1,
 ) -> list[MeasuredMarginal]:
-    """All ``marginals`` released at once: noise std ``noise_multiplier * sqrt(k)`` per cell.
+    """All ``marginals`` released at once: noise std ``noise_multiplier * rows * sqrt(k)`` per
+    cell (``rows``: a person's most rows, 1 per record).
 
     ``total`` is the public number of records (N read, before any record of an unreleased
     category is dropped): the counts are projected to it, so no count of the data leaks in.
@@ -166,7 +171,12 @@ def measure_marginals(
         return []
     if noise_multiplier < 0:
         raise ValueError(f"noise multiplier must be >= 0, got {noise_multiplier}")
-    std = noise_multiplier * np.sqrt(len(marginals))
+    std = noise_multiplier * rows * np.sqrt(len(marginals))
+    if isinstance(blocks, NoisyCells):  # noised where the records are (federated sites)
+        return [
+            MeasuredMarginal(columns, noisy.shape, noisy.ravel().astype(np.float64), float(total))
+            for columns, noisy in zip(marginals, blocks.noisy_counts(marginals, std), strict=True)
+        ]
     measured = []
     for columns, counts in zip(marginals, count_tables(blocks, marginals), strict=True):
         noisy = counts.ravel() + rng.normal(0.0, std, counts.size) if std > 0 else counts.ravel()

@@ -10,6 +10,10 @@ the accountant's; the other half pays the release probability of the thresholded
 histograms (their ``extra_delta``). All Gaussian releases share one noise multiplier calibrated
 with the PLD accountant so that their composition costs at most
 (share * epsilon, share * delta / 2).
+
+With a privacy unit (one person, at most k rows kept: :mod:`dpforge.privacy.person`) each
+histogram's L2 sensitivity is k: the estimators add k times the noise (same events, same
+sigma) and each ledger entry says so.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dpforge.data.arrays import ArrayData
 from dpforge.engines.aggregates import ColumnAggregates, TableAggregates
 from dpforge.errors import PrivacyError
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.schema.array import ArraySchema, Channel
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.dp_stats import (
@@ -33,15 +38,18 @@ from dpforge.statistics.dp_stats import (
     dp_label_prior,
     noise_multiplier_for,
 )
+from dpforge.statistics.time_bounds import time_range
 
 
 @dataclass(frozen=True)
 class MetadataBudget:
-    """The part of the budget the metadata may use; ``non_private`` for the baseline (sigma 0)."""
+    """The part of the budget the metadata may use; ``non_private`` for the baseline (sigma 0);
+    ``unit``: the neighbouring relation its sensitivities are derived for."""
 
     epsilon: float
     delta: float
     non_private: bool = False
+    unit: PrivacyUnit = PER_RECORD
 
 
 class _NonPrivateRecorder:
@@ -83,7 +91,7 @@ def complete_schema(
     if gaussian == 0:
         return schema, _public_prior(schema)
     if budget.non_private:  # at sigma = 0 every observed category passes any threshold
-        return _complete(table, schema, 0.0, 0.5, ledger, rng)
+        return _complete(table, schema, (0.0, 0.5), budget.unit, ledger, rng)
     if budget.epsilon <= 0 or budget.delta <= 0:
         raise PrivacyError(
             "the schema leaves values to estimate from the data but the metadata budget share "
@@ -91,24 +99,24 @@ def complete_schema(
         )
     sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
     threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
-    return _complete(table, schema, sigma, threshold_delta, ledger, rng)
+    return _complete(table, schema, (sigma, threshold_delta), budget.unit, ledger, rng)
 
 
-def _complete(table, schema, sigma, threshold_delta, ledger, rng):
-    """Estimate every missing value at noise ``sigma`` (0: the non-private baseline, whose
-    ledger entries are then ``NonPrivateDpEvent``s, so the run reports epsilon = inf)."""
-    if sigma == 0.0:
+def _complete(table, schema, noise: tuple[float, float], unit: PrivacyUnit, ledger, rng):
+    """Estimate every missing value at noise ``sigma, threshold_delta = noise`` (sigma 0: the
+    non-private baseline, whose ledger entries are then ``NonPrivateDpEvent``s, so the run
+    reports epsilon = inf), each histogram's sensitivity scaled for ``unit``."""
+    if noise[0] == 0.0:
         ledger = _NonPrivateRecorder(ledger)
     columns = tuple(
         column
         if column.is_complete
-        else _estimate_column(
-            _column_values(table, column.name), column, sigma, threshold_delta, ledger, rng
-        )
+        else _estimate_column(_column_values(table, column.name), column, noise, unit, ledger, rng)
         for column in schema.columns
     )
     schema = schema.with_columns(columns)
-    prior = _dp_prior(table, schema, sigma, ledger, rng) if schema.label_prior == "dp" else None
+    dp_prior = schema.label_prior == "dp"
+    prior = _dp_prior(table, schema, noise[0], unit, ledger, rng) if dp_prior else None
     return schema, prior if prior is not None else _public_prior(schema)
 
 
@@ -131,27 +139,39 @@ def _as(values, dtype) -> np.ndarray | ColumnAggregates:
 def _estimate_column(
     values: np.ndarray | ColumnAggregates,
     column: Column,
-    sigma: float,
-    threshold_delta: float,
+    noise: tuple[float, float],
+    unit: PrivacyUnit,
     ledger: PrivacyLedger,
     rng: np.random.Generator,
 ) -> Column:
+    sigma, threshold_delta = noise
+    if column.is_time:
+        values = _as(values, np.float64)
+        estimate, lower, upper = time_range(values, column, sigma, rng, sensitivity=unit.rows)
+        name = unit.entry(f"metadata: range of '{column.name}'")
+        ledger.record(name, estimate.event, estimate.extra_delta)
+        return replace(column, lower=lower, upper=upper)
     if column.is_numeric:
-        estimate = dp_bounds(_as(values, np.float64), sigma, rng)
-        ledger.record(f"metadata: bounds of '{column.name}'", estimate.event, estimate.extra_delta)
+        estimate = dp_bounds(_as(values, np.float64), sigma, rng, sensitivity=unit.rows)
+        name = unit.entry(f"metadata: bounds of '{column.name}'")
+        ledger.record(name, estimate.event, estimate.extra_delta)
         lower, upper = estimate.value
         if column.type == "integer":
             lower, upper = float(np.floor(lower)), float(np.ceil(upper))
         if lower >= upper:
             upper = lower + 1.0
         return replace(column, lower=lower, upper=upper)
-    estimate = dp_categories(_as(values, str), sigma, threshold_delta, rng)
-    ledger.record(f"metadata: categories of '{column.name}'", estimate.event, estimate.extra_delta)
+    estimate = dp_categories(_as(values, str), sigma, threshold_delta, rng, max_rows=unit.rows)
+    name = unit.entry(f"metadata: categories of '{column.name}'")
+    ledger.record(name, estimate.event, estimate.extra_delta)
     categories = tuple(estimate.value)
+    if column.other is not None and column.other not in categories:
+        categories += (column.other,)  # the rarer values pool into it (data.tables)
     if not categories:
         raise PrivacyError(
             f"column '{column.name}': no category is frequent enough to be released under the "
-            "metadata budget; declare the categories in the schema or raise the budget share"
+            "metadata budget; declare the categories in the schema, raise the budget share, or "
+            'declare an "other" value that rare values pool into'
         )
     return replace(column, categories=categories)
 
@@ -160,12 +180,15 @@ def _dp_prior(
     table: pd.DataFrame,
     schema: Schema,
     sigma: float,
+    unit: PrivacyUnit,
     ledger: PrivacyLedger,
     rng: np.random.Generator,
 ) -> np.ndarray:
     label = schema.label_column
-    estimate = dp_label_prior(_column_values(table, label.name), label.categories, sigma, rng)
-    ledger.record(f"metadata: label prior of '{label.name}'", estimate.event, estimate.extra_delta)
+    values = _column_values(table, label.name)
+    estimate = dp_label_prior(values, label.categories, sigma, rng, sensitivity=unit.rows)
+    name = unit.entry(f"metadata: label prior of '{label.name}'")
+    ledger.record(name, estimate.event, estimate.extra_delta)
     return np.asarray(estimate.value, dtype=np.float64)
 
 

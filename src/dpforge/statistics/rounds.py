@@ -6,7 +6,9 @@ scores), and the best ``k`` pairs are measured in round 2. All noise multipliers
 before the first measurement from one calibrated ``sigma``: release ``i`` gets the weight
 ``w_i`` of the budget (noise ``sigma / sqrt(w_i)``, i.e. a share ``w_i`` of the zCDP rho), and
 all events are recorded in the ledger before any of them runs, so an interrupted run can waste
-budget but never hide it.
+budget but never hide it. With a privacy unit (:mod:`dpforge.privacy.person`) the plan keeps
+the events' noise multipliers and ``rows`` (a person's most rows): every release adds ``rows``
+times the noise, as its L2 sensitivity is ``rows`` times the per-record one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.privacy.calibration import noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
@@ -48,6 +51,10 @@ __all__ = [
 WEIGHTS_WITH_SELECTION = (0.5, 0.1, 0.4)
 # Part of the budget for the fine histograms that place the numeric cells, when there are any.
 CELLS_WEIGHT = 0.1
+# A long code list's histogram is its only fine 1-way measurement (statistics/codes.py): the
+# release gets 1/k more of the budget per code list (k first-round marginals), CODES_WEIGHT
+# at most.
+CODES_WEIGHT = 0.4
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class AnchorPlan:
     pair_noise: float = 0.0
     pairs: int = 0
     cells_noise: float = 0.0  # fine histograms of the columns whose cells follow the data
+    rows: int = 1  # a person's most rows (1: per record): every release's noise std x rows
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,37 +83,42 @@ def plan_anchoring(
     target: tuple[float, float] | None,
     ledger: PrivacyLedger,
     adaptive: int = 0,
+    codes: int = 0,
+    unit: PrivacyUnit = PER_RECORD,
 ) -> AnchorPlan:
     """Calibrate the noise so the ledger reaches ``target`` (epsilon, delta); None: no noise.
 
     ``adaptive`` columns get data-following cells (:mod:`dpforge.statistics.cells`), paid from
-    ``CELLS_WEIGHT`` of the budget. Records every release in ``ledger`` (ahead of running them).
+    ``CELLS_WEIGHT`` of the budget, with the code histograms of the ``codes`` long code lists
+    (:mod:`dpforge.statistics.codes`) in the same release. Records every release in ``ledger``
+    (ahead of running them), each named for ``unit``'s relation, whose ``rows`` the plan keeps.
     """
+    what = f"{adaptive} numeric columns" + (f" and {codes} code lists" if codes else "")
+    adaptive += codes
     first = default_marginals(spans, label_name)
     candidates = candidate_pairs(spans) if config.select_pairs else []
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
     k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
     weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
     if adaptive:
-        weights = [w * (1 - CELLS_WEIGHT) for w in weights] + [CELLS_WEIGHT]
+        cells = CELLS_WEIGHT + (min(CODES_WEIGHT, codes / len(first)) if codes else 0.0)
+        weights = [w * (1 - cells) for w in weights] + [cells]
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
     cells_noise = noises.pop() if adaptive else 0.0
     plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
+    plan = replace(plan, rows=unit.rows)
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
-        ledger.record(
-            f"anchor: fine histograms of {adaptive} numeric columns (cells)",
-            measurement_event(cells_noise),
-        )
-    ledger.record(
-        f"anchor: {len(first)} marginals (1-way, label x column)", measurement_event(noises[0])
-    )
+        name = f"anchor: fine histograms of {what} (cells)"
+        ledger.record(unit.entry(name), measurement_event(cells_noise))
+    name = f"anchor: {len(first)} marginals (1-way, label x column)"
+    ledger.record(unit.entry(name), measurement_event(noises[0]))
     if k:
-        ledger.record(
-            f"anchor: scores of {len(candidates)} column pairs", measurement_event(noises[1])
-        )
-        ledger.record(f"anchor: {k} selected column pairs", measurement_event(noises[2]))
+        name = f"anchor: scores of {len(candidates)} column pairs"
+        ledger.record(unit.entry(name), measurement_event(noises[1]))
+        name = f"anchor: {k} selected column pairs"
+        ledger.record(unit.entry(name), measurement_event(noises[2]))
     return plan
 
 
@@ -128,7 +141,7 @@ def measure_round_one(
 ) -> list[MeasuredMarginal]:
     """The first round's release (already in the ledger); ``total`` is the public N."""
     chosen = default_marginals(spans, label_name)
-    return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total)
+    return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
 
 
 def measure_selected_pairs(
@@ -155,10 +168,13 @@ def measure_selected_pairs(
     model = model_pair_distributions(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
-    cell_noise = plan.pair_noise * math.sqrt(plan.pairs)
+    cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     total = measured[0].total  # the public N the first round was projected to
-    chosen = select_pairs(blocks, model, plan.pairs, plan.score_noise, cell_noise, numpy_rng, total)
-    return measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total)
+    noises = (plan.score_noise, cell_noise)
+    chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
+    return measured + measure_marginals(
+        blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows
+    )
 
 
 def _n_classes(prior: torch.Tensor | None) -> int:

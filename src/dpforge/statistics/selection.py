@@ -9,6 +9,10 @@ and the vector of C scores L2 sensitivity sqrt(C): releasing all scores with
 ``N(0, (sigma * sqrt(C))^2)`` noise is one ``GaussianDpEvent(sigma)``. The top ``k`` pairs by
 noisy score, less the error their measurement would itself add (AIM's penalty: larger tables get
 more noise), are then measured like the first round. The choice of ``k`` is a public rule.
+
+With a privacy unit (a person's at most ``r`` rows, :mod:`dpforge.privacy.person`) a person
+moves each table by at most ``r`` in L1, so each score by at most ``r`` and the vector by
+``r * sqrt(C)``: the noise std is ``sigma * r * sqrt(C)``, the same event.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.engines.aggregates import NoisyCells, noise_factor
 from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
 from dpforge.statistics.marginals import count_tables
 
@@ -80,17 +85,23 @@ def select_pairs(
     measure_noise: float,
     rng: np.random.Generator,
     total: float,
+    rows: int = 1,
 ) -> list[tuple[str, str]]:
     """The ``k`` pairs with the largest noisy, penalised scores (see the module docstring).
 
     ``score_noise`` is the noise multiplier of the score release, ``measure_noise`` the noise
     std per cell that the selected pairs' measurement will have (for the penalty), ``total``
-    the public number of records the model's distributions are scaled to.
+    the public number of records the model's distributions are scaled to, ``rows`` a
+    person's most rows (1 per record).
     """
     pairs = list(model)
-    scores = pair_scores(blocks, model, total)
-    if score_noise > 0:
-        scores = scores + rng.normal(0.0, score_noise * math.sqrt(len(pairs)), len(pairs))
-    penalty = np.array([math.sqrt(2 / math.pi) * measure_noise * model[p].size for p in pairs])
+    std = score_noise * rows * math.sqrt(len(pairs))
+    if isinstance(blocks, NoisyCells):  # each site scores its own part (see NoisyCells)
+        scores = blocks.noisy_scores(model, std)
+    else:
+        scores = pair_scores(blocks, model, total)
+        scores = scores + rng.normal(0.0, std, len(pairs)) if score_noise > 0 else scores
+    cell_noise = measure_noise * noise_factor(blocks)  # the noise the sum will carry
+    penalty = np.array([math.sqrt(2 / math.pi) * cell_noise * model[p].size for p in pairs])
     order = np.argsort(-(scores - penalty), kind="stable")
     return [pairs[i] for i in order[:k]]

@@ -1,0 +1,171 @@
+"""The two trust models of a federation, and the noise each site adds under them.
+
+``local`` (the sites trust nobody): each site adds the full noise of a release to its own
+answer and keeps its own ledger, which then holds exactly the central run's events (one record
+is in one site, and the other sites' answers do not depend on it). The server sums the noisy
+answers: the sum carries ``n_sites`` times the central noise variance.
+
+``secagg`` (Flower's SecAgg+ secure aggregation): each site adds a share of variance
+``sigma^2 / (n_sites - t)``; the server learns only the sum, whose noise has variance
+``n_sites / (n_sites - t) * sigma^2 >= sigma^2``. Up to ``t`` sites may drop out or collude with
+the server (they know, or withhold, their own shares) and the honest shares still sum to at
+least the central sigma^2: the run's ledger holds. With ``k > t`` such sites the honest noise
+has variance ``(n_sites - k) / (n_sites - t) * sigma^2``: every release's noise multiplier shrinks
+by ``sqrt((n_sites - k) / (n_sites - t))`` (:meth:`Trust.degraded_factor`), down to one site's
+own share, ``1 / sqrt(n_sites - t)``, when all others collude; each site's own ledger records that
+worst case. SecAgg+ sums integers modulo 2^32: a share is put on a public fixed-point grid
+(``grid``, a power of 2 chosen by the server from public bounds) before it leaves the site: an
+exact count is on the grid already, a pair score is rounded to it (its sensitivity grows by one
+grid step, which the noise covers), and the noise share is rounded to it (data-independent; the
+analysis treats the rounded share as Gaussian, as it treats floating-point noise).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
+
+from dpforge.errors import DataError, PrivacyError
+from dpforge.privacy.ledger import PrivacyLedger
+
+TRUST_MODELS = ("local", "secagg")
+SCORE_SENSITIVITY = 2.0  # a site's pair score against the model scaled to its own size
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Who trusts whom: ``mode`` (local or secagg), the number of sites, and ``tolerate``
+    (t: sites that may drop out or collude under secagg without weakening the guarantee)."""
+
+    mode: str
+    n_sites: int
+    tolerate: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in TRUST_MODELS:
+            raise PrivacyError(f"trust must be one of {TRUST_MODELS}, got {self.mode!r}")
+        if self.n_sites < 2:
+            raise PrivacyError(f"a federation needs at least 2 sites, got {self.n_sites}")
+        if self.mode == "secagg" and self.n_sites < 3:
+            raise PrivacyError("Flower's SecAgg+ needs at least 3 sites: use --trust local")
+        if self.mode == "secagg" and not 0 <= self.tolerate <= self.n_sites - 2:
+            raise PrivacyError(
+                f"--tolerate must be between 0 and {self.n_sites - 2} for {self.n_sites} sites "
+                f"(SecAgg+ needs at least 2 honest sites), got {self.tolerate}"
+            )
+
+    @property
+    def share_fraction(self) -> float:
+        """A site's noise std, as a fraction of the central std of the release."""
+        return 1.0 if self.mode == "local" else 1.0 / math.sqrt(self.n_sites - self.tolerate)
+
+    @property
+    def noise_factor(self) -> float:
+        """The std of the summed noise, as a multiple of the central std."""
+        return math.sqrt(self.n_sites) * self.share_fraction
+
+    def degraded_factor(self, colluding: int) -> float:
+        """The central noise multiplier's factor left when ``colluding`` sites (dropped out or
+        colluding with the server) take their shares out: 1 up to ``tolerate`` (local: always
+        1, each site's noise is full)."""
+        if self.mode == "local" or colluding <= self.tolerate:
+            return 1.0
+        honest = self.n_sites - min(colluding, self.n_sites - 1)
+        return math.sqrt(honest / (self.n_sites - self.tolerate))
+
+    def key(self) -> list:
+        """What a query carries so that a site can refuse a server whose model differs."""
+        return [self.mode, self.n_sites, self.tolerate]
+
+    def score_sensitivity(self, grid: float | None) -> float:
+        """A site's pair score moves by at most 2 per record, one grid step more once rounded."""
+        return SCORE_SENSITIVITY + (grid or 0.0)
+
+    def statement(self) -> str:
+        """The trust model, as the ledger and the README state it."""
+        if self.mode == "local":
+            return (
+                f"federated, {self.n_sites} sites, trust local: each site adds the full noise "
+                "and keeps its own ledger (the same events); the server sees only noisy answers"
+            )
+        return (
+            f"federated, {self.n_sites} sites, trust secagg (Flower SecAgg+): each site adds "
+            f"a noise share of variance sigma^2/{self.n_sites - self.tolerate}; the server sees "
+            f"only the sum; this ledger holds while at most t = {self.tolerate} sites drop out "
+            "or collude with the server; beyond, each noise multiplier shrinks by "
+            f"sqrt((n - k)/(n - t)), to 1/sqrt({self.n_sites - self.tolerate}) at worst"
+        )
+
+    # ------------------------------------------------------------------ at a site
+    def noisy(self, exact, std, l2, grid, ledger: PrivacyLedger, what: str, rng):
+        """``exact`` plus this site's share of a release whose central std is ``std`` (L2
+        sensitivity ``l2``); the event is recorded in the site's ledger first."""
+        share = std * self.share_fraction
+        event = GaussianDpEvent(share / l2) if share > 0 else NonPrivateDpEvent()
+        ledger.record(f"site: {what}", event)
+        noise = share * rng.standard_normal(np.shape(exact)) if share > 0 else 0.0
+        if self.mode == "local":
+            return np.asarray(exact + noise, dtype=np.float64)
+        return on_grid(exact, noise, float(grid), what)
+
+    def record_threshold(self, ledger: PrivacyLedger, what: str, std: float, threshold: float):
+        """The thresholded histogram's event (always full noise, at the site)."""
+        if std <= 0:
+            ledger.record(f"site: {what}", NonPrivateDpEvent())
+            return
+        extra = 1.0 - NormalDist().cdf((threshold - 1.0) / std)
+        ledger.record(f"site: {what}", GaussianDpEvent(std), extra)
+
+
+def on_grid(exact, noise, grid: float, what: str) -> np.ndarray:
+    """The exact value rounded to the grid (counts are on it already) plus the noise share
+    rounded to it: a multiple of ``grid`` that SecAgg+ sums exactly."""
+    if not (grid > 0 and math.log2(grid).is_integer()):
+        raise PrivacyError(f"the SecAgg grid must be a power of 2, got {grid}")
+    value = np.rint(np.asarray(exact, dtype=np.float64) / grid) + np.rint(noise / grid)
+    return value * grid
+
+
+def check_range(values: np.ndarray, clip: float, what: str) -> None:
+    """Refuse a share outside SecAgg+'s range (it would be clipped): the site's data are
+    larger than the declared public bound."""
+    if np.any(np.abs(values) >= clip):
+        raise DataError(
+            f"{what}: a secure-aggregation share is outside the range set by --max-site-records;"
+            " raise it (a public bound on the records of any one site)"
+        )
+
+
+def degraded_epsilons(ledger: PrivacyLedger, trust: Trust, delta: float) -> dict[int, float]:
+    """The run's epsilon when ``k`` sites (t < k < n) drop out or collude under secagg: every
+    Gaussian release's noise multiplier times :meth:`Trust.degraded_factor` (the accountant's
+    epsilon of the scaled ledger). Empty under local trust (nothing degrades)."""
+    if trust.mode == "local":
+        return {}
+    out = {}
+    for k in range(trust.tolerate + 1, trust.n_sites):
+        factor = trust.degraded_factor(k)
+        scaled = PrivacyLedger()
+        for entry in ledger.entries:  # categories: thresholded at each site at full noise
+            full = entry.name.startswith("metadata: categories")
+            event = entry.event if full else _scaled(entry.event, factor)
+            scaled.record(entry.name, event, entry.extra_delta)
+        out[k] = scaled.epsilon(delta)
+    return out
+
+
+def _scaled(event, factor: float):
+    """``event`` with every Gaussian noise multiplier times ``factor``."""
+    from dp_accounting import ComposedDpEvent, SelfComposedDpEvent
+
+    if isinstance(event, GaussianDpEvent):
+        return GaussianDpEvent(event.noise_multiplier * factor)
+    if isinstance(event, ComposedDpEvent):
+        return ComposedDpEvent([_scaled(e, factor) for e in event.events])
+    if isinstance(event, SelfComposedDpEvent):
+        return SelfComposedDpEvent(_scaled(event.event, factor), event.count)
+    return event

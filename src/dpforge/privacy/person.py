@@ -1,0 +1,180 @@
+"""The privacy unit: one person (all rows sharing a key), with at most ``k`` rows kept each.
+
+Without a unit, neighbouring tables differ by one record (add/remove one row). With
+``PrivacyUnit(column, k)`` they differ by one person: every row whose ``column`` holds that
+person's key. The measure stage first keeps at most ``k`` rows per key, chosen uniformly at
+random with the run's generator (contribution bounding, as Google's PipelineDP does before each
+aggregation); after that a person adds or removes at most ``k`` rows. Every release of the table
+path is a histogram in which one row adds one to one cell, so one person changes it by a vector
+of non-negative whole numbers summing to at most ``k``, whose L2 norm is at most ``k`` (all
+``k`` rows in one cell). Each release therefore adds ``k`` times the noise it adds per record
+and keeps its dp-accounting event: ``GaussianDpEvent(sigma)`` is the Gaussian mechanism of
+noise std ``sigma * sensitivity``, here ``sigma * k * (the per-record sensitivity)``.
+
+The unit column is an identifier of the schema (type ``drop`` or ``surrogate``): read only
+here, to choose the rows, and never encoded, modelled, saved or sampled.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpforge.errors import DataError, PrivacyError, private
+
+__all__ = [
+    "PER_RECORD",
+    "PrivacyUnit",
+    "check_unit_column",
+    "frame_keys",
+    "kept_rows",
+    "person_unit",
+    "unit_keys",
+]
+
+UNIT_MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
+
+
+@dataclass(frozen=True)
+class PrivacyUnit:
+    """Whose data one neighbouring step adds or removes: one row (``column`` None, ``rows``
+    1), or one person (the rows sharing a key of ``column``, at most ``rows`` of them kept).
+    ``rows`` scales the L2 sensitivity of every histogram of the table path."""
+
+    column: str | None = None
+    rows: int = 1
+
+    @property
+    def per_person(self) -> bool:
+        return self.column is not None
+
+    def check(self) -> None:
+        """Refuse a bad ``max_rows_per_unit`` or unit column name."""
+        k = self.rows
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise PrivacyError(
+                f"max_rows_per_unit must be a whole number >= 1, got {k!r} "
+                "(--max-rows-per-unit 1 keeps one row per person)"
+            )
+        if self.column is not None and (not isinstance(self.column, str) or not self.column):
+            raise PrivacyError(f"privacy_unit must be a column name, got {self.column!r}")
+
+    def check_schema(self, schema: object) -> None:
+        """The unit column is an identifier column (``drop`` or ``surrogate``) of a table
+        schema: never modelled, so never released."""
+        if self.column is None:
+            return
+        columns = getattr(schema, "columns", None)
+        if columns is None or not hasattr(schema, "column"):
+            raise PrivacyError(
+                "a privacy unit applies to tables only (images and series are one record per "
+                "person): leave out privacy_unit (--privacy-unit)"
+            )
+        column = schema.column(self.column)  # an unknown name: SchemaError with a hint
+        if not column.is_identifier:
+            raise PrivacyError(
+                f"the privacy unit '{column.shown}' is declared {column.type} in the schema: give "
+                'it "type": "drop" (or "surrogate"), so that it is never modelled or released'
+            )
+
+    def refuse_refinement(self, alone: bool) -> None:
+        """DP-SGD samples and clips per row, which does not bound a person's effect: a run
+        with a privacy unit must spend its budget on the anchored releases alone."""
+        if self.column is not None and not alone:
+            raise PrivacyError(
+                "a privacy unit (per-person guarantee) covers the anchored releases only; the "
+                "discriminator's DP-SGD samples and clips per row, not per person: pass "
+                "--anchor-share 1 (anchor share 1, the default for tables), or leave out "
+                "--privacy-unit"
+            )
+
+    def entry(self, name: str) -> str:
+        """A ledger entry's name, stating the relation its sensitivity is derived for."""
+        if self.column is None:
+            return name
+        return f"{name}; per person ({self.rows} rows): L2 sensitivity x{self.rows}"
+
+    def describe(self) -> str:
+        """The guarantee's unit in words (printed by fit and saved in model.json)."""
+        if self.column is None:
+            return "per record (add/remove one row)"
+        return (
+            f"per person ({self.rows} rows): add/remove every row of one '{self.column}', "
+            f"at most {self.rows} kept per person"
+        )
+
+    def to_dict(self) -> dict[str, object] | None:
+        return None if self.column is None else {"column": self.column, "max_rows": self.rows}
+
+
+PER_RECORD = PrivacyUnit()
+
+
+def person_unit(column: str | None, max_rows: int | None) -> PrivacyUnit:
+    """The facade's two options as a checked :class:`PrivacyUnit` (both, or neither)."""
+    if column is None:
+        if max_rows is not None:
+            raise PrivacyError(
+                f"max_rows_per_unit={max_rows!r} needs a privacy unit: name the column that "
+                "identifies a person (--privacy-unit COLUMN, privacy_unit=...), or leave it out"
+            )
+        return PER_RECORD
+    if max_rows is None:
+        raise PrivacyError(
+            f"privacy_unit '{column}' needs max_rows_per_unit: the most rows kept per person "
+            "(--max-rows-per-unit k); every sensitivity is scaled by it"
+        )
+    unit = PrivacyUnit(column, max_rows)
+    unit.check()
+    return unit
+
+
+def check_unit_column(columns: object, name: str) -> None:
+    """Refuse data without the unit column, listing the columns it has."""
+    names = [str(c) for c in columns]
+    if name not in names:
+        raise DataError(
+            f"the privacy unit '{name}' is not a column of the data (its columns: {names}): "
+            "name the column that identifies a person"
+        )
+
+
+def frame_keys(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """The unit column's keys (:func:`unit_keys`); a table without that column is refused."""
+    check_unit_column(frame.columns, name)
+    return unit_keys(frame[name], name)
+
+
+def unit_keys(values: pd.Series, name: str) -> np.ndarray:
+    """Each row's person key as text; a missing key is refused (it names no person, so the
+    row could not be bounded), naming the column, the row and the value."""
+    values = values.reset_index(drop=True)
+    texts = values.astype(object).where(values.notna(), "").astype(str).str.strip()
+    missing = np.flatnonzero(texts.str.lower().isin(UNIT_MISSING_TOKENS).to_numpy())
+    if missing.size:
+        row = int(missing[0])
+        raw = values[row] if pd.notna(values[row]) else None
+        raise DataError(
+            f"column '{name}' (the privacy unit), row {private(row + 1)}: missing value "
+            f"{private(raw, 'r')}; every row must name its person: fill in the key, or "
+            "remove the row"
+        )
+    return texts.to_numpy(dtype=object)
+
+
+def kept_rows(keys: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
+    """The positions of the rows kept: at most ``rows`` per key, chosen uniformly at random
+    (each row draws a uniform priority from ``rng``; a key keeps its ``rows`` smallest), in
+    their original order."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    codes, _ = pd.factorize(pd.Series(keys, dtype=object), sort=False)
+    priority = rng.random(len(codes))
+    order = np.lexsort((priority, codes))  # by key, then by priority
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    return np.sort(order[rank < rows])

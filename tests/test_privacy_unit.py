@@ -1,0 +1,280 @@
+"""Several rows per person (issue 21.6): contribution bounding and the sensitivities it fixes.
+
+A person is every row sharing a key of the unit column; at most k of them are kept, at random.
+After that, neighbouring tables differ by at most k rows of one person, and every release of the
+table path adds k times its per-record noise under the same dp-accounting event. These tests
+check the bounding, each statistic's scaled noise (pinned to the per-record noise of the same
+draws), and numerically that one person's k rows move each exact aggregate by at most the
+stated sensitivity (and can reach it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpforge.data.encoder import TableEncoder
+from dpforge.data.tables import validate_table
+from dpforge.errors import DataError, PrivacyError, SchemaError
+from dpforge.pipeline.measure import release_count
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows, person_unit
+from dpforge.schema.table import Column, Schema
+from dpforge.statistics.cells import measure_fine_histograms
+from dpforge.statistics.dp_stats import dp_bounds, dp_categories, dp_label_prior
+from dpforge.statistics.marginals import (
+    count_tables,
+    default_marginals,
+    encoded_cells,
+    measure_marginals,
+)
+from dpforge.statistics.selection import candidate_pairs, pair_scores, select_pairs
+
+K = 3
+
+
+# -- bounding ----------------------------------------------------------------------------------
+def _keys(rng: np.random.Generator, n: int = 2000, units: int = 300) -> np.ndarray:
+    return np.array([f"p{i}" for i in rng.zipf(1.6, n) % units], dtype=object)
+
+
+def test_bounding_keeps_at_most_k_rows_per_person_and_every_row_of_a_small_one():
+    keys = _keys(np.random.default_rng(0))
+    kept = kept_rows(keys, K, np.random.default_rng(1))
+    before = pd.Series(keys).value_counts()
+    after = pd.Series(keys[kept]).value_counts()
+    assert after.max() == K and (after == before.clip(upper=K)[after.index]).all()
+    assert set(after.index) == set(before.index)  # nobody is dropped whole
+    assert np.all(np.diff(kept) > 0)  # original order kept
+
+
+def test_bounding_is_random_with_the_run_generator_and_uniform_within_a_person():
+    keys = np.array(["a"] * 10 + ["b"] * 2, dtype=object)
+    same = [kept_rows(keys, K, np.random.default_rng(5)) for _ in range(2)]
+    assert np.array_equal(*same)
+    draws = np.stack([kept_rows(keys, K, np.random.default_rng(s)) for s in range(2000)])
+    counts = np.bincount(draws.ravel(), minlength=12)
+    assert np.allclose(counts[:10] / 2000, K / 10, atol=0.04)  # each of a's rows: 3 / 10
+    assert (counts[10:] == 2000).all()  # b has 2 <= k rows: always both
+    with pytest.raises(TypeError, match="Generator"):
+        kept_rows(keys, K, 0)
+
+
+# -- options and bad input ---------------------------------------------------------------------
+SCHEMA = Schema(
+    (
+        Column("person", "drop"),
+        Column("colour", "categorical", categories=("red", "green", "blue")),
+        Column("size", "continuous", lower=0.0, upper=10.0),
+        Column("y", "categorical", categories=("no", "yes")),
+    ),
+    label="y",
+)
+
+
+@pytest.mark.parametrize(
+    ("column", "k", "message"),
+    [
+        ("person", 0, "max_rows_per_unit must be a whole number >= 1, got 0"),
+        ("person", 2.5, "whole number >= 1, got 2.5"),
+        ("person", True, "whole number >= 1, got True"),
+        ("person", None, "privacy_unit 'person' needs max_rows_per_unit"),
+        (None, 2, "max_rows_per_unit=2 needs a privacy unit"),
+    ],
+)
+def test_bad_unit_options_are_refused_with_what_to_pass(column, k, message):
+    with pytest.raises(PrivacyError, match=message):
+        person_unit(column, k)
+
+
+def test_the_unit_column_must_be_an_identifier_column_of_the_schema():
+    with pytest.raises(SchemaError, match="no column 'persn' \\(did you mean 'person'\\?\\)"):
+        PrivacyUnit("persn", 2).check_schema(SCHEMA)
+    with pytest.raises(PrivacyError, match="privacy unit 'colour' is declared categorical.*drop"):
+        PrivacyUnit("colour", 2).check_schema(SCHEMA)
+    PrivacyUnit("person", 2).check_schema(SCHEMA)  # drop: accepted
+
+
+def test_a_missing_key_or_a_missing_unit_column_is_refused_naming_column_and_row():
+    frame = pd.DataFrame({"person": ["a", "b", " ", "c"], "colour": ["red"] * 4})
+    with pytest.raises(DataError, match="column 'person' \\(the privacy unit\\), row 3: missing"):
+        frame_keys(frame, "person")
+    with pytest.raises(DataError, match="privacy unit 'id' is not a column of the data"):
+        frame_keys(frame, "id")
+
+
+# -- every statistic adds k times its per-record noise, same event -----------------------------
+class Recorder:
+    """Stands in for the numpy generator and records each noise std asked for."""
+
+    def __init__(self) -> None:
+        self.stds: list[float] = []
+
+    def normal(self, loc, scale, size=None):
+        self.stds.append(float(scale))
+        return np.zeros(size)
+
+
+def _encoded(frame: pd.DataFrame):
+    schema = Schema(SCHEMA.columns[1:], label="y")
+    encoder = TableEncoder(schema, n_bins=8)
+    cells = encoded_cells(encoder, validate_table(frame, schema), "y")
+    return encoder, cells
+
+
+def _frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "colour": rng.choice(["red", "green", "blue"], n),
+            "size": np.round(rng.uniform(0, 10, n), 2),
+            "y": rng.choice(["no", "yes"], n),
+        }
+    )
+
+
+def test_marginals_fine_histograms_and_pair_scores_add_k_times_the_noise():
+    encoder, cells = _encoded(_frame(np.random.default_rng(0), 200))
+    marginals = default_marginals(encoder.spans, "y")
+    noisy = {}
+    for rows in (1, K):
+        measured = measure_marginals(cells, marginals, 0.7, np.random.default_rng(3), 200.0, rows)
+        exact = count_tables(cells, marginals)
+        noisy[rows] = np.concatenate(
+            [m.noisy_counts - e.ravel() for m, e in zip(measured, exact, strict=True)]
+        )
+    assert np.allclose(noisy[K], K * noisy[1])
+    column = SCHEMA.column("size")
+    frame = pd.DataFrame({"size": np.linspace(0, 10, 50)})
+    one, k = (
+        measure_fine_histograms(frame, [column], 0.5, np.random.default_rng(4), rows)["size"]
+        for rows in (1, K)
+    )
+    exact = measure_fine_histograms(frame, [column], 0.0, np.random.default_rng(4))["size"]
+    assert np.allclose(k - exact, K * (one - exact))
+    model = {p: np.full((3, 8), 1 / 24) for p in candidate_pairs(encoder.spans)}
+    recorder = Recorder()
+    select_pairs(cells, model, 1, 0.9, 1.0, recorder, 200.0, rows=K)
+    assert recorder.stds == [pytest.approx(0.9 * K * math.sqrt(len(model)))]
+
+
+def test_metadata_estimates_add_k_times_the_noise_and_keep_their_event():
+    values = np.random.default_rng(0).normal(50, 10, 3000)
+    one = dp_bounds(values, 2.0 * K, np.random.default_rng(6))
+    k = dp_bounds(values, 2.0, np.random.default_rng(6), sensitivity=K)
+    assert k.value == one.value  # the same draws, scaled by k: what sigma * k gives
+    assert k.event == dp_bounds(values, 2.0, np.random.default_rng(6)).event
+    labels = np.array(["a"] * 700 + ["b"] * 300, dtype=object)
+    prior_k = dp_label_prior(labels, ["a", "b"], 5.0, np.random.default_rng(7), sensitivity=K)
+    prior_one = dp_label_prior(labels, ["a", "b"], 5.0 * K, np.random.default_rng(7))
+    assert np.allclose(prior_k.value, prior_one.value)
+    assert prior_k.event == dp_accounting.GaussianDpEvent(5.0)
+    ledger, rng = PrivacyLedger(), np.random.default_rng(8)
+    noisy_k = release_count(10_000, 40.0, ledger, rng, PrivacyUnit("person", K))
+    noisy_one = release_count(10_000, 40.0, PrivacyLedger(), np.random.default_rng(8))
+    assert abs((noisy_k - 10_000) - K * (noisy_one - 10_000)) <= K  # rounding only
+    assert ledger.entries[0].event == dp_accounting.GaussianDpEvent(40.0)
+    assert ledger.entries[0].name.endswith("per person (3 rows): L2 sensitivity x3")
+
+
+def test_category_threshold_covers_a_person_with_k_rows_in_new_categories():
+    """A person's own category has count <= k: at sigma 0 the threshold is k itself."""
+    values = np.array(["a"] * 3 + ["b"] * 2 + ["c"], dtype=object)
+    released = dp_categories(values, 0.0, 1e-6, np.random.default_rng(0), max_rows=K).value
+    assert released == ["a"]  # count 3 = k passes; 2 and 1 could be one person's rows
+    assert dp_categories(values, 0.0, 1e-6, np.random.default_rng(0)).value == ["a", "b", "c"]
+    sigma, delta = 2.0, 1e-6
+    tau = K + sigma * K * -_inv_normal(delta / K)
+    # each of k new categories (count <= k) is released with probability <= delta / k
+    assert _tail((tau - K) / (sigma * K)) * K == pytest.approx(delta)
+
+
+def _inv_normal(p: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
+
+def _tail(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+# -- numeric sensitivity: one person's k rows move each exact aggregate by at most k ----------
+def _neighbours(same_rows: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A bounded table and the same table with one more person's k rows (identical rows when
+    ``same_rows``: the worst case, all in one cell of every histogram)."""
+    rng = np.random.default_rng(11)
+    base = _frame(rng, 400)
+    person = _frame(rng, 1).iloc[[0] * K] if same_rows else _frame(rng, K)
+    return base, pd.concat([base, person], ignore_index=True)
+
+
+@pytest.mark.parametrize("same_rows", [True, False])
+def test_one_persons_rows_move_every_released_aggregate_by_at_most_the_stated_sensitivity(
+    same_rows,
+):
+    small, large = _neighbours(same_rows)
+    (encoder, a), (_, b) = _encoded(small), _encoded(large)
+    marginals = default_marginals(encoder.spans, "y")
+    tables = zip(count_tables(b, marginals), count_tables(a, marginals), strict=True)
+    diff = [x - y for x, y in tables]
+    each = [float(np.linalg.norm(d)) for d in diff]
+    assert max(each) <= K and np.linalg.norm(np.concatenate([d.ravel() for d in diff])) <= (
+        K * math.sqrt(len(marginals)) + 1e-9
+    )
+    pairs = candidate_pairs(encoder.spans)
+    model = {p: np.full(tuple(s.dim for s in encoder.spans if s.column in p), 0.0) for p in pairs}
+    scores = pair_scores(b, model, 400.0) - pair_scores(a, model, 400.0)
+    assert np.abs(scores).max() <= K
+    column = SCHEMA.column("size")
+    fine = [measure_fine_histograms(t, [column], 0.0, None)["size"] for t in (small, large)]
+    assert np.linalg.norm(fine[1] - fine[0]) <= K
+    assert len(large) - len(small) == K  # the record count moves by k
+    if same_rows:  # the bound is reached: k is not loose for these queries
+        assert max(each) == pytest.approx(K) and np.abs(scores).max() == K
+
+
+# -- refused combinations ------------------------------------------------------------------------
+def test_dp_sgd_refinement_with_a_privacy_unit_is_refused_saying_what_to_pass():
+    from dpforge.statistics.anchor import AnchorConfig
+    from dpforge.synthesizer import Synthesizer
+
+    for anchor in (AnchorConfig(share=0.5), None):
+        synth = Synthesizer(SCHEMA, anchor=anchor, privacy_unit="person", max_rows_per_unit=2)
+        with pytest.raises(PrivacyError, match="pass --anchor-share 1"):
+            synth.check_options()
+    Synthesizer(SCHEMA, privacy_unit="person", max_rows_per_unit=2).check_options()
+
+
+def test_the_hyperparameter_search_refuses_a_privacy_unit():
+    from dpforge.synthesizer import Synthesizer
+    from dpforge.tuning import PublicScore, Repetitions, tune
+
+    synth = Synthesizer(SCHEMA, privacy_unit="person", max_rows_per_unit=2)
+    score = PublicScore(lambda model: 0.0)
+    with pytest.raises(PrivacyError, match="search without privacy_unit"):
+        tune([synth], pd.DataFrame(), score, Repetitions(2.0), np.random.default_rng(0))
+
+
+def test_an_unseeded_run_keeps_the_same_rows_when_it_resumes_from_its_checkpoint(tmp_path):
+    """Without a seed the rows kept are drawn from the OS once per checkpoint folder and kept
+    there, so that a resumed run reads the records its checkpoint's fingerprint was made on."""
+    from dpforge.engines import LocalEngine
+    from dpforge.pipeline.checkpoints import BOUNDING_SEED, records_fingerprint
+    from dpforge.pipeline.measure import check_records
+    from dpforge.synthesizer import Synthesizer
+
+    frame = _frame(np.random.default_rng(2), 300)
+    frame.insert(0, "person", [f"p{i % 40}" for i in range(300)])
+    kept = []
+    for _ in range(2):
+        synth = Synthesizer(
+            SCHEMA, privacy_unit="person", max_rows_per_unit=K, checkpoint_dir=tmp_path / "ck"
+        )
+        engine = LocalEngine(frame)
+        assert check_records(synth._run_settings(), engine) == 40 * K
+        kept.append(records_fingerprint(engine.read("measure")))
+    assert kept[0] == kept[1] and (tmp_path / "ck" / BOUNDING_SEED).is_file()
