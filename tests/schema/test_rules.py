@@ -200,3 +200,19 @@ def test_a_rule_naming_values_needs_the_columns_domain_declared():
         d["columns"][3]["categories"] = None
 
     assert 'column "status" has no declared categories' in message(edited(change))
+
+
+def test_a_rule_on_a_date_column_is_refused_until_supported():
+    """Dates decode to texts in their format; no rule may name them yet (a clear error)."""
+
+    def change(d):
+        d["columns"][4] = {
+            "name": "start",
+            "type": "date",
+            "min": "2020-01-01",
+            "max": "2020-12-31",
+        }
+
+    assert 'column "start" is a date; rules on date and datetime columns are not supported' in (
+        message(edited(change))
+    )

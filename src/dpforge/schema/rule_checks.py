@@ -63,6 +63,11 @@ def _lookup(columns: Mapping[str, Column], where: str) -> Lookup:
             hint = f" (did you mean {quote(close)}?)" if close else ""
             raise SchemaError(f"{where}: the schema has no column {quote(name)}{hint}")
         found = columns[name]
+        if getattr(found, "is_time", False):
+            raise SchemaError(
+                f"{where}: column {quote(name)} is a {found.type}; rules on date and datetime "
+                "columns are not supported yet: remove it from the rule"
+            )
         if found.is_identifier:
             raise SchemaError(
                 f"{where}: column {quote(name)} is an identifier ({found.type}): it is never "

@@ -37,8 +37,9 @@ RULE_KINDS = ("depends", "forbid", "inequality")
 ORDER_OPS = ("<", "<=", ">", ">=")
 CONDITION_OPS = ("==", "!=", *ORDER_OPS, "in", "not in")
 INEQUALITY_OPS = ("<=", "<")
-# Column types whose values are ordered numbers (an inequality may join two of them). A date
-# type joins here once it decodes to numbers on the time axis.
+# Column types whose values are ordered numbers (an inequality may join two of them). Date and
+# datetime columns decode to texts in their format: they join here once the sampler compares
+# and repairs them on their time axis (refused in every rule until then).
 ORDERED_TYPES = ("continuous", "integer")
 
 
