@@ -72,3 +72,20 @@ def test_a_rules_weight_without_a_rule_to_act_on_is_refused():
         resolve_anchor(AnchorConfig(rules_weight=0.0), Schema(COLUMNS, label="y", rules=(CODE,)))
     rules = Schema(COLUMNS, label="y", rules=(Inequality("a", "<=", "b"),))
     assert resolve_anchor(AnchorConfig(rules_weight=3.0), rules).rules_weight == 3.0
+
+
+def test_dates_in_an_inequality_are_penalised_on_their_time_axis():
+    """Admission <= discharge on one-cell-per-day dates: a row certain to have the admission
+    on the last day and the discharge on the first breaks it with probability 1."""
+    columns = (
+        Column("admission", "date", 0.0, 9.0, format="%Y-%m-%d", resolution=1.0),
+        Column("discharge", "date", 0.0, 9.0, format="%Y-%m-%d", resolution=1.0),
+    )
+    schema = Schema(columns, rules=(Inequality("admission", "<=", "discharge"),))
+    enc = TableEncoder(schema, n_bins=8)
+    penalty = RulePenalty(zero, enc, weight=1.0)
+    size = enc.spans[0].dim
+    probs = torch.zeros(2, enc.output_dim)
+    probs[0, size - 1] = probs[0, size] = 1.0  # last day, then first day: broken
+    probs[1, 0] = probs[1, 2 * size - 1] = 1.0  # first day, then last day: kept
+    assert torch.isclose(penalty(probs, None), torch.tensor(0.5))
