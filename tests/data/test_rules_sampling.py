@@ -139,3 +139,27 @@ def test_a_class_with_no_abiding_row_is_refused():
     rows = random_rows(np.random.default_rng(1), 50, np.ones(50, dtype=np.int64))
     with pytest.raises(DataError, match="no sampled row of class 'yes' satisfies the schema"):
         repair(rows, np.ones(50, dtype=np.int64), schema, np.random.default_rng(0))
+
+
+def test_dates_in_an_inequality_are_compared_and_repaired_on_their_axis():
+    """Admission <= discharge on date texts: redrawing and the repair leave none reversed,
+    and the repaired rows keep dates in the column's format."""
+    columns = (
+        Column("admission", "date", 0.0, 365.0, format="%d/%m/%Y", resolution=1.0),
+        Column("discharge", "date", 0.0, 365.0, format="%d/%m/%Y", resolution=1.0),
+    )
+    schema = Schema(columns, rules=(Inequality("admission", "<=", "discharge"),))
+    rng = np.random.default_rng(0)
+
+    def draw(n: int) -> pd.DataFrame:
+        days = pd.to_datetime(rng.integers(0, 366, (n, 2)).ravel(), unit="D")
+        texts = np.asarray(days.strftime("%d/%m/%Y"), dtype=object).reshape(n, 2)
+        return pd.DataFrame(texts, columns=["admission", "discharge"])
+
+    rows = draw(400)
+    assert violations(rows, schema).mean() > 0.3
+    for retries in (0, 3):
+        out = abiding_rows(rows.copy(), None, schema, lambda i: draw(len(i)), rng, retries)
+        assert not violations(out, schema).any()
+        first = pd.to_datetime(out["admission"], format="%d/%m/%Y")
+        assert (first <= pd.to_datetime(out["discharge"], format="%d/%m/%Y")).all()

@@ -200,3 +200,28 @@ def test_a_rule_naming_values_needs_the_columns_domain_declared():
         d["columns"][3]["categories"] = None
 
     assert 'column "status" has no declared categories' in message(edited(change))
+
+
+def dated(d):
+    d["columns"][4] = {"name": "start", "type": "date", "min": "2020-01-01", "max": "2020-12-31"}
+    d["columns"][5] = {"name": "end", "type": "date", "min": "2020-01-01", "max": "2020-12-31"}
+
+
+def test_dates_may_meet_in_an_inequality_only():
+    """Two date columns of one resolution: an inequality on their time axis; a date in a
+    condition, or against a number, is refused."""
+    assert Schema.from_dict(edited(dated)).rules[2] == Inequality("start", "<=", "end")
+
+    def in_condition(d):
+        dated(d)
+        d["rules"][1]["when"][0]["column"] = "start"
+
+    assert 'column "start" is a date; a date or datetime column may appear only in an ' in (
+        message(edited(in_condition))
+    )
+
+    def against_number(d):
+        dated(d)
+        d["rules"][2]["right"] = "age"
+
+    assert "must be two date columns with the same resolution" in message(edited(against_number))

@@ -74,23 +74,18 @@ def test_a_rules_weight_without_a_rule_to_act_on_is_refused():
     assert resolve_anchor(AnchorConfig(rules_weight=3.0), rules).rules_weight == 3.0
 
 
-def test_the_pairs_rules_tie_are_measured_first():
-    """A forbidden combination on the dependent ties its determinant; the selection takes the
-    tied pairs before any scored one, whatever the noisy scores say."""
-    import numpy as np
-
-    from dpforge.statistics.marginals import CellColumn
-    from dpforge.statistics.rule_penalty import rule_pairs
-    from dpforge.statistics.selection import select_pairs
-
-    rule = Forbid((Condition("code", "==", 3), Condition("b", ">", 1), Condition("y", "==", "no")))
-    ties = rule_pairs(encoder(rule, Inequality("a", "<=", "b")))
-    assert ties == [("colour", "b"), ("a", "b")]
-    rng = np.random.default_rng(0)
-    blocks = {name: CellColumn(rng.integers(0, 3, 200), 3) for name in ("colour", "a", "b")}
-    model = {
-        pair: np.full((3, 3), 200 / 9) for pair in [("colour", "a"), ("colour", "b"), ("a", "b")]
-    }
-    chosen = select_pairs(blocks, model, 2, 0.0, 0.0, rng, 200.0, first=[("b", "colour")])
-    assert chosen[0] == ("colour", "b") and len(chosen) == 2
-    assert select_pairs(blocks, model, 1, 0.0, 0.0, rng, 200.0, first=ties) == [("colour", "b")]
+def test_dates_in_an_inequality_are_penalised_on_their_time_axis():
+    """Admission <= discharge on one-cell-per-day dates: a row certain to have the admission
+    on the last day and the discharge on the first breaks it with probability 1."""
+    columns = (
+        Column("admission", "date", 0.0, 9.0, format="%Y-%m-%d", resolution=1.0),
+        Column("discharge", "date", 0.0, 9.0, format="%Y-%m-%d", resolution=1.0),
+    )
+    schema = Schema(columns, rules=(Inequality("admission", "<=", "discharge"),))
+    enc = TableEncoder(schema, n_bins=8)
+    penalty = RulePenalty(zero, enc, weight=1.0)
+    size = enc.spans[0].dim
+    probs = torch.zeros(2, enc.output_dim)
+    probs[0, size - 1] = probs[0, size] = 1.0  # last day, then first day: broken
+    probs[1, 0] = probs[1, 2 * size - 1] = 1.0  # first day, then last day: kept
+    assert torch.isclose(penalty(probs, None), torch.tensor(0.5))

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.errors import DataError
+from dpforge.schema.dates import EPOCH, SECONDS, axis_texts
 from dpforge.schema.rule_domain import matches
 from dpforge.schema.rules import Depends, Forbid, Inequality
 
@@ -75,7 +76,8 @@ def breaks(rule: Any, frame: pd.DataFrame, schema: Any) -> np.ndarray:
             hit &= matches(condition, frame[condition.column])
         return hit
     if isinstance(rule, Inequality):
-        left, right = _numbers(frame[rule.left]), _numbers(frame[rule.right])
+        left = _numbers(frame[rule.left], schema.column(rule.left))
+        right = _numbers(frame[rule.right], schema.column(rule.right))
         return left + rule.gap > right  # NaN (an empty cell) compares False
     expected = _mapped(
         rule, schema.column(rule.dependent), {rule.determinant: frame[rule.determinant]}
@@ -86,7 +88,12 @@ def breaks(rule: Any, frame: pd.DataFrame, schema: Any) -> np.ndarray:
     return ~same.to_numpy(dtype=bool)
 
 
-def _numbers(values: pd.Series) -> np.ndarray:
+def _numbers(values: pd.Series, column: Any) -> np.ndarray:
+    """The values as numbers: a date or datetime on its axis (read in its format)."""
+    if getattr(column, "is_time", False):
+        stamps = pd.to_datetime(values, format=column.format, errors="coerce")
+        seconds = (stamps - EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+        return seconds / SECONDS[column.type]
     return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
 
@@ -133,7 +140,8 @@ def repair(
 def _order(rows: pd.DataFrame, bad: np.ndarray, rule: Inequality, schema: Any) -> None:
     """Swap, else raise the right value, else lower the left one (within bounds and grid)."""
     left_col, right_col = schema.column(rule.left), schema.column(rule.right)
-    left, right = _numbers(rows[rule.left])[bad], _numbers(rows[rule.right])[bad]
+    left = _numbers(rows[rule.left], left_col)[bad]
+    right = _numbers(rows[rule.right], right_col)[bad]
     swap = _fits(right, left_col) & _fits(left, right_col)
     new_left = np.where(swap, right, left)
     new_right = np.where(swap, left, right)
@@ -159,6 +167,8 @@ def _fits(values: np.ndarray, column: Any) -> np.ndarray:
 def _put(rows: pd.DataFrame, name: str, index: np.ndarray, values: np.ndarray, column: Any) -> None:
     if column.type == "integer":
         values = np.rint(values).astype(np.int64)
+    elif getattr(column, "is_time", False):
+        values = axis_texts(values, column)
     position = rows.columns.get_loc(name)
     rows.iloc[index, position] = values
 
@@ -177,7 +187,7 @@ def _copy_abiding(
         if donors.size == 0:
             raise DataError(
                 f"no sampled row{_class_text(schema, value, labels)} satisfies the schema's "
-                f"rules after {RETRIES} rounds of redrawing: the model puts almost no mass on "
+                "rules after redrawing and repair: the model puts almost no mass on "
                 "rule-abiding rows; check the rules against what the data hold"
             )
         targets = np.flatnonzero(mine & bad)

@@ -49,7 +49,7 @@ from dpforge.statistics.rounds import (
     measure_selected_pairs,
     plan_anchoring,
 )
-from dpforge.statistics.rule_penalty import rule_pairs, with_rules
+from dpforge.statistics.rule_penalty import with_rules
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
@@ -233,7 +233,6 @@ class MarginalAnchoring(Anchoring):
                     _prior(setup),
                     self.config,
                     measured.rngs,
-                    rule_pairs(setup.encoder),
                 )  # fmt: skip
             )
 

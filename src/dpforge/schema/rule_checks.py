@@ -63,6 +63,11 @@ def _lookup(columns: Mapping[str, Column], where: str) -> Lookup:
             hint = f" (did you mean {quote(close)}?)" if close else ""
             raise SchemaError(f"{where}: the schema has no column {quote(name)}{hint}")
         found = columns[name]
+        if getattr(found, "is_time", False) and "inequality" not in where:
+            raise SchemaError(
+                f"{where}: column {quote(name)} is a {found.type}; a date or datetime column "
+                "may appear only in an inequality (with another column of its type)"
+            )
         if found.is_identifier:
             raise SchemaError(
                 f"{where}: column {quote(name)} is an identifier ({found.type}): it is never "
@@ -188,10 +193,25 @@ def _check_inequality(rule: Inequality, lookup: Lookup, where: str) -> None:
             )
     if rule.op == "<" and not (left.type == right.type == "integer"):
         raise SchemaError(f"{where}: '<' needs two integer columns; use '<=' for others")
+    _check_time_pair(left, right, where)
     if None not in (left.lower, right.upper) and left.lower + rule.gap > right.upper:
         raise SchemaError(
             f"{where}: no value can meet {rule.shown}: {quote(left.name)} is at least "
             f"{left.lower:g} and {quote(right.name)} at most {right.upper:g}"
+        )
+
+
+def _check_time_pair(left: Column, right: Column, where: str) -> None:
+    """Two date (or two datetime) columns with one resolution, or no date at all: their values
+    are compared, swapped and moved on one time axis and one grid."""
+    times = [getattr(c, "is_time", False) for c in (left, right)]
+    if not any(times):
+        return
+    if left.type != right.type or left.resolution != right.resolution:
+        raise SchemaError(
+            f"{where}: {quote(left.name)} ({left.type}) and {quote(right.name)} "
+            f"({right.type}) must be two {left.type if times[0] else right.type} columns with "
+            "the same resolution"
         )
 
 

@@ -37,9 +37,9 @@ RULE_KINDS = ("depends", "forbid", "inequality")
 ORDER_OPS = ("<", "<=", ">", ">=")
 CONDITION_OPS = ("==", "!=", *ORDER_OPS, "in", "not in")
 INEQUALITY_OPS = ("<=", "<")
-# Column types whose values are ordered numbers (an inequality may join two of them). A date
-# type joins here once it decodes to numbers on the time axis.
-ORDERED_TYPES = ("continuous", "integer")
+# Column types whose values are ordered numbers (an inequality may join two of them); dates and
+# datetimes are compared, swapped and moved on their time axis (days or seconds since 1970).
+ORDERED_TYPES = ("continuous", "integer", "date", "datetime")
 
 
 @dataclass(frozen=True)

@@ -154,12 +154,10 @@ def measure_selected_pairs(
     prior: torch.Tensor | None,
     config: AnchorConfig,
     rngs: tuple[np.random.Generator, torch.Generator],
-    first: Sequence[tuple[str, str]] = (),
 ) -> list[MeasuredMarginal]:
     """The adaptive releases, when planned: ``generator`` (a scout, trained here on round 1)
-    is compared with the data on every candidate pair, the noisy scores choose the pairs
-    (after the public ``first``: the pairs the schema's rules tie), and round 2 measures them.
-    Returns round 1's measurements plus round 2's."""
+    is compared with the data on every candidate pair, the noisy scores choose the pairs, and
+    round 2 measures them. Returns round 1's measurements plus round 2's."""
     if not plan.pairs:
         return measured
     numpy_rng, torch_rng = rngs
@@ -173,9 +171,7 @@ def measure_selected_pairs(
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     total = measured[0].total  # the public N the first round was projected to
     noises = (plan.score_noise, cell_noise)
-    chosen = select_pairs(
-        blocks, model, plan.pairs, *noises, numpy_rng, total, first, rows=plan.rows
-    )
+    chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
     return measured + measure_marginals(
         blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows
     )

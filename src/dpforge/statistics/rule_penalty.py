@@ -111,34 +111,12 @@ def rule_terms(encoder: TableEncoder) -> list:
     return terms
 
 
-def rule_pairs(encoder: TableEncoder) -> list[tuple[str, str]]:
-    """The pairs of modelled columns that a ``forbid`` or ``inequality`` rule ties (a condition
-    on a dependent counts for its determinant): public, so the pair selection may measure
-    them first."""
-    schema, pairs = encoder.schema, []
-    for rule in schema.rules:
-        if isinstance(rule, Inequality):
-            names = list(rule.columns)
-        elif isinstance(rule, Forbid):
-            names = [_stated(c, schema).column for c in rule.when]
-        else:
-            continue
-        names = [n for n in dict.fromkeys(names) if n != schema.label]
-        pairs += [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    return list(dict.fromkeys(pairs))
-
-
-def _stated(condition: Condition, schema) -> Condition:
-    """The condition, on the determinant when it names a dependent."""
-    setter = setting_rule(condition.column, schema.rules)
-    return condition if setter is None else on_determinant(condition, setter)
-
-
 def _forbid_term(rule: Forbid, encoder: TableEncoder, spans: dict) -> _ForbidTerm | None:
     schema = encoder.schema
     by_column: dict[str, list[Condition]] = {}
     for condition in rule.when:
-        stated = _stated(condition, schema)
+        setter = setting_rule(condition.column, schema.rules)
+        stated = condition if setter is None else on_determinant(condition, setter)
         by_column.setdefault(stated.column, []).append(stated)
     factors, label_share = [], None
     for name, conditions in by_column.items():

@@ -85,11 +85,9 @@ def select_pairs(
     measure_noise: float,
     rng: np.random.Generator,
     total: float,
-    first: Sequence[tuple[str, str]] = (),
     rows: int = 1,
 ) -> list[tuple[str, str]]:
-    """The ``k`` pairs with the largest noisy, penalised scores (see the module docstring),
-    after the candidate pairs in ``first`` (public: the pairs the schema's rules tie).
+    """The ``k`` pairs with the largest noisy, penalised scores (see the module docstring).
 
     ``score_noise`` is the noise multiplier of the score release, ``measure_noise`` the noise
     std per cell that the selected pairs' measurement will have (for the penalty), ``total``
@@ -106,7 +104,4 @@ def select_pairs(
     cell_noise = measure_noise * noise_factor(blocks)  # the noise the sum will carry
     penalty = np.array([math.sqrt(2 / math.pi) * cell_noise * model[p].size for p in pairs])
     order = np.argsort(-(scores - penalty), kind="stable")
-    tied = {frozenset(p) for p in first}
-    chosen = [p for p in pairs if frozenset(p) in tied][:k]
-    rest = [pairs[i] for i in order if pairs[i] not in chosen]
-    return chosen + rest[: k - len(chosen)]
+    return [pairs[i] for i in order[:k]]
