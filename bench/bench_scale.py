@@ -201,6 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", default="100000,1000000", help="comma list of table sizes")
     parser.add_argument("--partitions", type=int, default=2, help="Spark local[P]")
+    parser.add_argument("--engines", default="memory,spark", help="comma list: memory, spark")
     parser.add_argument("--work", type=Path, default=Path("/tmp/dpforge_scale"))
     parser.add_argument("--child", choices=("memory", "spark"), help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
@@ -216,7 +217,7 @@ def main() -> None:
         path = args.work / f"network_{n}.parquet"
         if not path.exists():
             write_parquet(path, n)
-        for engine in ("memory", "spark"):
+        for engine in args.engines.split(","):
             rows.append({"engine": engine, "rows": n, **run_child(engine, path, args.partitions)})
             record["runs"] = rows
             harness.write_results(args.out, record, TITLE, body(rows, args.partitions))
