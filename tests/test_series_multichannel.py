@@ -38,9 +38,7 @@ def _spread(values: np.ndarray, labels: np.ndarray, activity: str) -> np.ndarray
 
 def test_six_channel_series_keep_each_channels_activity(motions):
     train, schema = motions
-    synth = Synthesizer(
-        schema, epsilon=math.inf, seed=0, progress=False, anchor=FAST
-    ).fit(train)
+    synth = Synthesizer(schema, epsilon=math.inf, seed=0, progress=False, anchor=FAST).fit(train)
     samples = synth.sample(200, seed=1)
     assert samples.values.shape == (200, 6, 100)
     assert np.isfinite(samples.values).all() and np.abs(samples.values).max() <= 40.0

@@ -40,9 +40,7 @@ def load_basic_motions() -> tuple[ArrayData, ArrayData, ArraySchema]:
         TIMESERIES, (6, 100), tuple(Channel(n) for n in MOTION_CHANNELS),
         label="activity", classes=MOTION_CLASSES,
     )  # fmt: skip
-    train, test = (
-        ArrayData(x.astype(np.float64), y.astype(str).astype(object)) for x, y in parts
-    )
+    train, test = (ArrayData(x.astype(np.float64), y.astype(str).astype(object)) for x, y in parts)
     return train, test, schema
 
 
