@@ -78,7 +78,9 @@ def resolve_anchor(
     and series on random-feature embeddings."""
     if anchor == "auto":
         anchor = (
-            AnchorConfig() if isinstance(schema, Schema) else feature_anchor_defaults(schema.kind)
+            AnchorConfig()
+            if isinstance(schema, Schema)
+            else feature_anchor_defaults(schema.kind, public)
         )
     if anchor is None:
         return None

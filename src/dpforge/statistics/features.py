@@ -120,10 +120,13 @@ SERIES_BANDWIDTHS = (0.1, 0.2)
 # seeds 0 and 1) in 40 % of the time; the README's series example then fits in about a minute
 # (bench/results/italy_anchor_notes.md).
 SERIES_STEPS = 600
+PERCEPTUAL_STEPS = 1000
 
 
-def feature_anchor_defaults(kind: str) -> FeatureAnchorConfig:
-    """The feature anchoring a user gets for ``kind`` ("image" or "timeseries"; public).
+def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorConfig:
+    """The feature anchoring a user gets for ``kind`` ("image" or "timeseries"; public), and
+    for images with a declared ``public`` set: perceptual features and moments, a
+    convolutional generator trained ``PERCEPTUAL_STEPS`` steps on batches of 200.
 
     Images: moments in a principal subspace (the embedding settings below apply when a user
     picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2)
@@ -143,6 +146,8 @@ def feature_anchor_defaults(kind: str) -> FeatureAnchorConfig:
             generator_net="conv",
             steps=SERIES_STEPS,
         )
+    if public and kind == "image":
+        return FeatureAnchorConfig(statistic=PERCEPTUAL, steps=PERCEPTUAL_STEPS, batch_size=200)
     return FeatureAnchorConfig(statistic=MOMENTS)
 
 
