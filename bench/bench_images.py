@@ -110,6 +110,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--public-unlabelled", action="store_true", help="drop the public labels")
     p.add_argument("--anchor-rank", type=int, default=None)
     p.add_argument("--reference-epochs", type=int, default=3)
+    p.add_argument("--no-real", action="store_true", help="skip the real-data reference")
+    p.add_argument("--no-auroc", action="store_true", help="skip the LR / MLP AuROC")
     p.add_argument("--option", action="append", default=[], help="config field=value")
     p.add_argument("--generator", default="auto")
     p.add_argument("--discriminator", default="auto")
@@ -169,19 +171,28 @@ def evaluate(
     """Label fidelity, LR / MLP AuROC, CNN accuracy and Fréchet distance of ``synthetic``."""
     with harness.Timer() as timer:
         fidelity = reference.label_fidelity(synthetic)
-        auroc = tstr_auroc(synthetic, test, classes, seed=args.seed)
+        auroc = {} if args.no_auroc else tstr_auroc(synthetic, test, classes, seed=args.seed)
         cnn = tstr_cnn_accuracy(synthetic, test, classes, epochs=args.cnn_epochs, seed=args.seed)
         frechet = reference.frechet(synthetic, test)
     return {
-        "lr_auroc_macro": auroc["logistic"].value,
-        "mlp_auroc_macro": auroc["mlp"].value,
-        "lr_auroc_micro": auroc["logistic"].details.get("micro"),
-        "mlp_auroc_micro": auroc["mlp"].details.get("micro"),
+        **_auroc(auroc),
         "cnn_accuracy": cnn.value,
         "label_fidelity": fidelity.value,
         "label_fidelity_per_class": fidelity.details["per_class"],
         "frechet_distance": frechet,
         "eval_seconds": round(timer.seconds, 1),
+    }
+
+
+def _auroc(auroc: dict[str, Any]) -> dict[str, Any]:
+    """The AuROC figures (NaN when skipped)."""
+    nan = float("nan")
+    lr, mlp = auroc.get("logistic"), auroc.get("mlp")
+    return {
+        "lr_auroc_macro": nan if lr is None else lr.value,
+        "mlp_auroc_macro": nan if mlp is None else mlp.value,
+        "lr_auroc_micro": None if lr is None else lr.details.get("micro"),
+        "mlp_auroc_micro": None if mlp is None else mlp.details.get("micro"),
     }
 
 
@@ -230,7 +241,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> dict[str, An
         "delta": args.delta,
         "fit_seconds": round(fit_seconds, 1),
         "synthetic": evaluate(synthetic, test, schema.classes, args, reference),
-        "real": evaluate(real, test, schema.classes, args, reference),
+        "real": None if args.no_real else evaluate(real, test, schema.classes, args, reference),
         "published": PUBLISHED[args.dataset],
         "_grid": synthetic,
     }
@@ -272,7 +283,7 @@ def markdown(result: dict[str, Any]) -> list[str]:
         "| Fréchet (ref. CNN features, vs real test) |",
         "|---|---|---|---|---|---|",
         _row("synthetic", s),
-        _row("real (same count)", r),
+        *([] if r is None else [_row("real (same count)", r)]),
         "",
         "Label fidelity per class (synthetic): "
         + ", ".join(f"{k}: {v:.2f}" for k, v in s["label_fidelity_per_class"].items()),
