@@ -14,8 +14,11 @@ from typing import Any
 
 import torch
 
+__all__ = ["PerceptualAnchoring", "plan_releases"]
+
 from dpforge.errors import PrivacyError
-from dpforge.kinds.arrays import ArrayKind, MeasuredArrays, _FeatureAnchoring
+from dpforge.kinds.arrays import MeasuredArrays, _FeatureAnchoring
+from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.statistics import array_anchor, perceptual
 from dpforge.statistics.features import FeatureAnchorConfig, measure_embedding
@@ -78,7 +81,9 @@ class PerceptualAnchoring(_FeatureAnchoring):
         method.generator_average.load_state_dict(method.generator.state_dict())
 
 
-def plan_releases(n_classes: int, target, ledger) -> float:
+def plan_releases(
+    n_classes: int, target: tuple[float, float] | None, ledger: PrivacyLedger
+) -> float:
     """One noise multiplier for the three releases, each recorded in ``ledger`` ahead."""
     what = "class" if n_classes <= 1 else f"{n_classes} classes"
     names = [
@@ -87,6 +92,3 @@ def plan_releases(n_classes: int, target, ledger) -> float:
         perceptual.PERCEPTUAL_RELEASE.format(what=what),
     ]
     return array_anchor.plan_gaussian_releases(names, target, ledger)
-
-
-__all__ = ["ArrayKind", "PerceptualAnchoring", "plan_releases"]

@@ -24,13 +24,17 @@ The idea of DP-MEPF (Harder et al., TMLR 2023) in this project's measure / ancho
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from dpforge.errors import DataError
+from dpforge.nets.init import initialise
+from dpforge.statistics.anchor import train_anchor
 from dpforge.statistics.moments import ClassMoments, Subspace
 
 __all__ = [
@@ -116,6 +120,7 @@ def train_extractor(public: PublicImages, rng: torch.Generator) -> Extractor:
     y_all = torch.as_tensor(public.labels, dtype=torch.long) if labelled else None
     n_out = int(y_all.max()) + 1 if labelled else ROTATIONS
     net = Extractor(x_all.shape[1], n_out)
+    initialise(net, rng)  # from the run's generator, never torch's global one
     optimizer = torch.optim.Adam(net.parameters(), lr=2e-3)
     for _ in range(EXTRACTOR_STEPS):
         idx = torch.randint(len(x_all), (EXTRACTOR_BATCH,), generator=rng)
@@ -183,7 +188,7 @@ PERCEPTUAL_RELEASE = (
 )
 
 
-def public_images(data, schema) -> PublicImages:
+def public_images(data: Any, schema: Any) -> PublicImages:
     """A public :class:`ArrayData` of images as :class:`PublicImages`: scaled to [-1, 1] by
     the schema's DECLARED channel ranges (public settings), labels coded by the public set's
     own classes (they need not be the private classes)."""
@@ -217,15 +222,13 @@ def public_images(data, schema) -> PublicImages:
 
 def fit_perceptual(
     generator: torch.nn.Module,
-    losses: tuple,
+    losses: tuple[Callable, Callable],
     n_classes: int,
-    config,
+    config: Any,
     rng: torch.Generator,
 ) -> float:
     """Adam on the generator against the embedding loss plus the moment loss (post-processing
     of the releases; lr decaying linearly to 0); returns the last loss value (public)."""
-    from dpforge.statistics.anchor import train_anchor
-
     embedding, moments = losses
 
     def loss(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
