@@ -25,7 +25,7 @@ from dpforge.statistics.features import (
     embedding_sensitivity,
     exact_embedding,
 )
-from dpforge.synthesizer import Synthesizer
+from dpforge.synthesizer import Synthesizer, load
 
 FAST = FeatureAnchorConfig(statistic="auto", steps=20, batch_size=100)
 
@@ -96,7 +96,7 @@ def _fit(schema, data, public, epsilon=3.0):
     ).fit(data)  # fmt: skip
 
 
-def test_public_set_is_charged_nothing_and_read_only_by_its_scaling(digits):
+def test_public_set_is_charged_nothing_and_read_only_by_its_scaling(digits, tmp_path):
     train, public, schema = digits
     spy = SpyImages(public)
     synth = _fit(schema, train, spy)
@@ -105,7 +105,11 @@ def test_public_set_is_charged_nothing_and_read_only_by_its_scaling(digits):
     assert len(names) == 4 and names[-1].startswith("anchor: mean embeddings of public")
     assert not any("public set" in name for name in names)
     assert synth.privacy_spent().epsilon == pytest.approx(3.0, rel=1e-3)
-    assert synth.sample(5, seed=1).values.shape == (5, 1, 8, 8)
+    samples = synth.sample(5, seed=1).values
+    assert samples.shape == (5, 1, 8, 8)
+    synth.save(tmp_path / "model")  # the generator alone: no extractor, no public image
+    assert np.array_equal(load(tmp_path / "model").sample(5, seed=1).values, samples)
+    assert set(spy.readers) == {"dpforge.statistics.perceptual"}
 
 
 def test_every_release_is_in_the_ledger_before_it_runs(digits, monkeypatch):
