@@ -12,6 +12,8 @@ RUNS = [
     ("MNIST", "perceptual + moments, public Fashion-MNIST (labelled)", "mnist_public-fashion_eps10_steps300"),
     ("Fashion-MNIST", "moments (default, no public set)", "fashion_moments_eps10"),
     ("Fashion-MNIST", "perceptual + moments, public MNIST (labelled)", "fashion_public-mnist_eps10_steps300"),
+    ("MNIST, eps 1", "moments (default, no public set)", "mnist_moments_eps1"),
+    ("MNIST, eps 1", "perceptual + moments, public Fashion-MNIST (labelled)", "mnist_public-fashion_eps1_steps300"),
 ]
 
 
@@ -39,7 +41,7 @@ def real_row() -> str:
 lines = [
     "# Images at epsilon = 10 with a declared public set (issue 24), reduced scale",
     "",
-    "Each row is ONE run (seed 0), epsilon = 10, delta = 1e-5, at the scale the shared 2-core",
+    "Each row is ONE run (seed 0), epsilon = 10 (two rows at 1), delta = 1e-5, at the scale the shared 2-core",
     "CPU allowed (load average 18-20 while these ran, each run getting about a tenth of a core):",
     "10,000 private training images (the first of the 60,000), 20,000 public images (the first",
     "of the other data set's training part), 300 anchor steps (the default is 1,000), 2,000",
@@ -65,8 +67,14 @@ lines = [
     "--anchor-steps 300 COMMON --no-real --no-auroc",
     "python bench_images.py --dataset mnist COMMON --no-real --no-auroc",
     "python bench_images.py --dataset fashion-mnist COMMON --no-real --no-auroc",
+    "# epsilon 1: the same two MNIST commands with --epsilon 1 (and --no-real --no-auroc)",
     "```",
     "",
     "Sample grids (one row per class): `*_grid.png` next to the JSONs.",
+    "",
+    "The two epsilon-10 perceptual runs ran before commit 'perceptual: the public extractor",
+    "initialised from the run's generator': their extractor's initial weights came from",
+    "torch's global generator (so they are not reproducible from the seed alone); the",
+    "epsilon-1 runs ran after it.",
 ]
 (HERE.parent / "images_perceptual.md").write_text("\n".join(lines) + "\n")
