@@ -1,19 +1,22 @@
 """Rewrite ../images_perceptual.md from the JSONs in this folder (no training).
 
-    python bench/results/images_perceptual/summarise.py
+python bench/results/images_perceptual/summarise.py
 """
 
 import json
 from pathlib import Path
 
 HERE = Path(__file__).parent
+MOMENTS = "moments (default, no public set)"
+WITH_FASHION = "perceptual + moments, public Fashion-MNIST (labelled)"
+WITH_MNIST = "perceptual + moments, public MNIST (labelled)"
 RUNS = [
-    ("MNIST", "moments (default, no public set)", "mnist_moments_eps10"),
-    ("MNIST", "perceptual + moments, public Fashion-MNIST (labelled)", "mnist_public-fashion_eps10_steps300"),
-    ("Fashion-MNIST", "moments (default, no public set)", "fashion_moments_eps10"),
-    ("Fashion-MNIST", "perceptual + moments, public MNIST (labelled)", "fashion_public-mnist_eps10_steps300"),
-    ("MNIST, eps 1", "moments (default, no public set)", "mnist_moments_eps1"),
-    ("MNIST, eps 1", "perceptual + moments, public Fashion-MNIST (labelled)", "mnist_public-fashion_eps1_steps300"),
+    ("MNIST", MOMENTS, "mnist_moments_eps10"),
+    ("MNIST", WITH_FASHION, "mnist_public-fashion_eps10_steps300"),
+    ("Fashion-MNIST", MOMENTS, "fashion_moments_eps10"),
+    ("Fashion-MNIST", WITH_MNIST, "fashion_public-mnist_eps10_steps300"),
+    ("MNIST, eps 1", MOMENTS, "mnist_moments_eps1"),
+    ("MNIST, eps 1", WITH_FASHION, "mnist_public-fashion_eps1_steps300"),
 ]
 
 
@@ -41,8 +44,9 @@ def real_row() -> str:
 lines = [
     "# Images at epsilon = 10 with a declared public set (issue 24), reduced scale",
     "",
-    "Each row is ONE run (seed 0), epsilon = 10 (two rows at 1), delta = 1e-5, at the scale the shared 2-core",
-    "CPU allowed (load average 18-20 while these ran, each run getting about a tenth of a core):",
+    "Each row is ONE run (seed 0), epsilon = 10 (two rows at 1), delta = 1e-5, at the scale",
+    "the shared 2-core CPU allowed (load average 18-20 while these ran, each run getting",
+    "about a tenth of a core):",
     "10,000 private training images (the first of the 60,000), 20,000 public images (the first",
     "of the other data set's training part), 300 anchor steps (the default is 1,000), 2,000",
     "synthetic images scored; a CNN trained on them for 2 epochs, tested on the 10,000 real",
