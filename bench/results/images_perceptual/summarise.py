@@ -48,7 +48,7 @@ lines = [
     "the shared 2-core CPU allowed (load average 18-20 while these ran, each run getting",
     "about a tenth of a core):",
     "10,000 private training images (the first of the 60,000), 20,000 public images (the first",
-    "of the other data set's training part), 300 anchor steps (the default is 1,000), 2,000",
+    "of the other data set's training part), 300 anchor steps (the default), 2,000",
     "synthetic images scored; a CNN trained on them for 2 epochs, tested on the 10,000 real",
     "test images; label fidelity and Fréchet distance from a reference CNN trained 1 epoch on",
     "the 10,000 private training images (Fréchet values depend on that reference network: they",
