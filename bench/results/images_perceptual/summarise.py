@@ -15,6 +15,21 @@ RUNS = [
     ("MNIST", WITH_FASHION, "mnist_public-fashion_eps10_steps300"),
     ("Fashion-MNIST", MOMENTS, "fashion_moments_eps10"),
     ("Fashion-MNIST", WITH_MNIST, "fashion_public-mnist_eps10_steps300"),
+    (
+        "MNIST",
+        "perceptual alone (moment weight 0), public Fashion-MNIST",
+        "mnist_public-fashion_eps10_steps300_momentweight0",
+    ),
+    (
+        "MNIST",
+        "perceptual + moments (moment weight 1), public Fashion-MNIST",
+        "mnist_public-fashion_eps10_steps300_momentweight1",
+    ),
+    (
+        "Fashion-MNIST",
+        "perceptual + moments (moment weight 1), public MNIST",
+        "fashion_public-mnist_eps10_steps300_momentweight1",
+    ),
     ("MNIST, eps 1", MOMENTS, "mnist_moments_eps1"),
     ("MNIST, eps 1", WITH_FASHION, "mnist_public-fashion_eps1_steps300"),
 ]
@@ -73,6 +88,11 @@ lines = [
     "python bench_images.py --dataset fashion-mnist COMMON --no-real --no-auroc",
     "# epsilon 1: the same two MNIST commands with --epsilon 1 (and --no-real --no-auroc)",
     "```",
+    "",
+    "Moment weight: the weight of the relative moment loss next to the embedding loss",
+    "(``dpforge.statistics.perceptual.MOMENT_WEIGHT``; 0.1 in the rows that do not say). The",
+    "weight-0 and weight-1 rows ran a throw-away wrapper that sets it before calling",
+    "bench_images.main with the same arguments (/tmp/arrays/img/mw.py WEIGHT ARGS...).",
     "",
     "Sample grids (one row per class): `*_grid.png` next to the JSONs.",
     "",
