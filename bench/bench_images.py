@@ -46,7 +46,7 @@ from dpforge.datasets.images import load_idx_dataset
 from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
 from dpforge.methods import METHODS
-from dpforge.statistics.features import FeatureAnchorConfig
+from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 from harness import floats, widths, with_overrides
 
 PUBLISHED = {
@@ -73,7 +73,7 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
         "statistic": args.anchor_statistic,
         "rank": args.anchor_rank,
     }
-    return with_overrides(FeatureAnchorConfig(), given)
+    return with_overrides(feature_anchor_defaults("image", args.public != "none"), given)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -98,9 +98,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--anchor-batch", type=int, default=None)
     p.add_argument("--anchor-lr", type=float, default=None)
     p.add_argument("--anchor-bandwidths", type=floats, default=None)
-    p.add_argument("--anchor-statistic", default=None, choices=("auto", "moments", "embedding"))
+    p.add_argument(
+        "--anchor-statistic", default=None,
+        choices=("auto", "moments", "embedding", "perceptual"),
+    )  # fmt: skip
+    p.add_argument(
+        "--public", default="none", choices=("none", "mnist", "fashion-mnist"),
+        help="a declared public set (its training images) for perceptual anchoring",
+    )  # fmt: skip
+    p.add_argument("--public-n", type=int, default=None, help="first N public images only")
+    p.add_argument("--public-unlabelled", action="store_true", help="drop the public labels")
     p.add_argument("--anchor-rank", type=int, default=None)
     p.add_argument("--reference-epochs", type=int, default=3)
+    p.add_argument("--no-real", action="store_true", help="skip the real-data reference")
+    p.add_argument("--no-auroc", action="store_true", help="skip the LR / MLP AuROC")
     p.add_argument("--option", action="append", default=[], help="config field=value")
     p.add_argument("--generator", default="auto")
     p.add_argument("--discriminator", default="auto")
@@ -143,25 +154,45 @@ def _parse_like(current: Any, text: str) -> Any:
     return type(current)(text)
 
 
+def public_set(args: argparse.Namespace, data_dir) -> ArrayData | None:
+    """The declared public set: the TRAINING images of another data set (labels dropped with
+    --public-unlabelled); never the private data set itself."""
+    if args.public == "none":
+        return None
+    if args.public == args.dataset:
+        raise SystemExit("--public must name another data set than --dataset")
+    public, _, _ = load_idx_dataset(args.public, data_dir, args.public_n)
+    return ArrayData(public.values, None if args.public_unlabelled else public.labels)
+
+
 def evaluate(
     synthetic: ArrayData, test: ArrayData, classes, args, reference: ReferenceClassifier
 ) -> dict[str, Any]:
     """Label fidelity, LR / MLP AuROC, CNN accuracy and Fréchet distance of ``synthetic``."""
     with harness.Timer() as timer:
         fidelity = reference.label_fidelity(synthetic)
-        auroc = tstr_auroc(synthetic, test, classes, seed=args.seed)
+        auroc = {} if args.no_auroc else tstr_auroc(synthetic, test, classes, seed=args.seed)
         cnn = tstr_cnn_accuracy(synthetic, test, classes, epochs=args.cnn_epochs, seed=args.seed)
         frechet = reference.frechet(synthetic, test)
     return {
-        "lr_auroc_macro": auroc["logistic"].value,
-        "mlp_auroc_macro": auroc["mlp"].value,
-        "lr_auroc_micro": auroc["logistic"].details.get("micro"),
-        "mlp_auroc_micro": auroc["mlp"].details.get("micro"),
+        **_auroc(auroc),
         "cnn_accuracy": cnn.value,
         "label_fidelity": fidelity.value,
         "label_fidelity_per_class": fidelity.details["per_class"],
         "frechet_distance": frechet,
         "eval_seconds": round(timer.seconds, 1),
+    }
+
+
+def _auroc(auroc: dict[str, Any]) -> dict[str, Any]:
+    """The AuROC figures (NaN when skipped)."""
+    nan = float("nan")
+    lr, mlp = auroc.get("logistic"), auroc.get("mlp")
+    return {
+        "lr_auroc_macro": nan if lr is None else lr.value,
+        "mlp_auroc_macro": nan if mlp is None else mlp.value,
+        "lr_auroc_micro": None if lr is None else lr.details.get("micro"),
+        "mlp_auroc_micro": None if mlp is None else mlp.details.get("micro"),
     }
 
 
@@ -173,9 +204,10 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> dict[str, An
     config = method_options(args)
     stamp = harness.provenance(__file__, argv)
     timer = harness.Timer()
+    anchor = anchor_option(args)
     synth = Synthesizer(
         schema,
-        method=args.method,
+        method=None if anchor is not None and anchor.share >= 1 else args.method,
         epsilon=args.epsilon,
         delta=args.delta,
         noise_multiplier=args.noise_multiplier,
@@ -183,8 +215,9 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> dict[str, An
         method_options=config,
         seed=args.seed,
         device=args.device,
-        anchor=anchor_option(args),
+        anchor=anchor,
         progress=False,
+        public_data=public_set(args, data_dir),
     ).fit(train)
     fit_seconds = timer.elapsed
     synthetic = synth.sample(args.samples, seed=args.seed + 1)
@@ -194,6 +227,9 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> dict[str, An
     return {
         **stamp,
         "dataset": args.dataset,
+        "public": args.public,
+        "public_n": args.public_n,
+        "public_labelled": args.public != "none" and not args.public_unlabelled,
         "n_train": len(train),
         "method": args.method,
         "config": asdict(synth.config_),
@@ -205,7 +241,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> dict[str, An
         "delta": args.delta,
         "fit_seconds": round(fit_seconds, 1),
         "synthetic": evaluate(synthetic, test, schema.classes, args, reference),
-        "real": evaluate(real, test, schema.classes, args, reference),
+        "real": None if args.no_real else evaluate(real, test, schema.classes, args, reference),
         "published": PUBLISHED[args.dataset],
         "_grid": synthetic,
     }
@@ -247,7 +283,7 @@ def markdown(result: dict[str, Any]) -> list[str]:
         "| Fréchet (ref. CNN features, vs real test) |",
         "|---|---|---|---|---|---|",
         _row("synthetic", s),
-        _row("real (same count)", r),
+        *([] if r is None else [_row("real (same count)", r)]),
         "",
         "Label fidelity per class (synthetic): "
         + ", ".join(f"{k}: {v:.2f}" for k, v in s["label_fidelity_per_class"].items()),

@@ -92,7 +92,7 @@ def fit_one(args, chosen, config, train, schema, seed: int, private: bool) -> tu
     if not private and epochs is None and not alone:
         epochs = args.private_epochs[seed]  # the private run's, when it calibrated the steps
     synth = Synthesizer(
-        schema, method=args.method, epsilon=epsilon, delta=args.delta,
+        schema, method=None if alone else args.method, epsilon=epsilon, delta=args.delta,
         noise_multiplier=sigma, epochs=epochs if sigma is None else None,
         metadata_share=chosen.get("metadata_share", 0.1), method_options=config, seed=seed,
         progress=False, anchor=anchor,

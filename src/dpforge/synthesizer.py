@@ -33,6 +33,7 @@ from dpforge.privacy.person import PrivacyUnit, person_unit
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema, refuse_draft
 from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.perceptual import PublicImages, public_images
 from dpforge.training import checkpoint_lock
 
 __all__ = ["Synthesizer", "load", "resolve_anchor"]
@@ -79,6 +80,10 @@ class Synthesizer:
         the column that identifies a person (an identifier column of the schema, type "drop"
         or "surrogate") and k, the most rows kept per person (chosen at random); every
         sensitivity is scaled by k (:mod:`dpforge.privacy.person`). Marginal anchoring only.
+    public_data: images (:class:`ArrayData`, same shape, labelled or not, any domain) that are
+        PUBLIC: they may be published as they are. They train a feature extractor for
+        perceptual anchoring (:mod:`dpforge.statistics.perceptual`), cost no budget and are
+        never mixed with the private records nor read through the engine.
     """
 
     def __init__(
@@ -102,6 +107,7 @@ class Synthesizer:
         anchor: AnchorConfig | str | None = "auto",
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
+        public_data: ArrayData | None = None,
     ) -> None:
         self.method_given = method is not None  # a method for no discriminator is refused
         self.method = DEFAULT_METHOD if method is None else method
@@ -119,6 +125,7 @@ class Synthesizer:
         self.anchor = anchor
         self.record_count = record_count
         self.privacy_unit, self.max_rows_per_unit = privacy_unit, max_rows_per_unit
+        self.public_data = public_data
 
     # -- fit -----------------------------------------------------------------------------
     def fit(
@@ -160,14 +167,20 @@ class Synthesizer:
         kind = kind_of(self.schema)
         if kind.may_clip(self.schema, self.out_of_bounds):
             warnings.warn(CLIP_NOTE, stacklevel=4)  # public settings only, never a count
-        self.anchor_ = resolve_anchor(self.anchor, self.schema)
+        public = self._public()
+        self.anchor_ = resolve_anchor(self.anchor, self.schema, public is not None)
         return RunSettings(
             self.schema, self.method, self.epsilon, self.delta, self.noise_multiplier,
             self.epochs, self.metadata_share, self.method_options, self.default_method_options,
-            self.anchor_, anchoring_for(self.anchor_), self.out_of_bounds, self.seed,
+            self.anchor_, anchoring_for(self.anchor_, public), self.out_of_bounds, self.seed,
             self.device, self.progress, self.checkpoint_dir, self.checkpoint_every,
             record_count=self.record_count, unit=self.unit,
         )  # fmt: skip
+
+    def _public(self) -> PublicImages | None:
+        """The declared public images, scaled by the schema's declared ranges (never read
+        through the engine, never charged)."""
+        return None if self.public_data is None else public_images(self.public_data, self.schema)
 
     def _seed_sequence(self, stream: int) -> int | None:
         return seed_sequence(self.seed, stream)
@@ -180,7 +193,9 @@ class Synthesizer:
         run_options.check_epochs(self.epochs)
         run_options.check_seed(self.seed)
         run_options.check_method_config(self.method_options, self.epsilon)
-        alone = anchoring_for(resolve_anchor(self.anchor, self.schema)).alone
+        public = self._public()
+        anchor = resolve_anchor(self.anchor, self.schema, public is not None)
+        alone = anchoring_for(anchor, public).alone
         given = None if self.default_method_options else self.method_options
         refuse_inapplicable(alone, self.method_given, self.method, given, self.epsilon)
         unit = self.unit

@@ -38,6 +38,7 @@ from dpforge.cli.io import (
 )
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
+from dpforge.data.arrays import ArrayData
 from dpforge.data.parts import PartsRequest, write_parts
 from dpforge.data.tables import draft_schema, read_csv
 from dpforge.distributed import join_processes, refuse_checkpoints
@@ -45,7 +46,7 @@ from dpforge.errors import DpforgeError, redact_from_now
 from dpforge.methods import METHODS
 from dpforge.model_io import MODEL_FOLDER
 from dpforge.options import check_seed
-from dpforge.schema.array import ArraySchema, load_schema
+from dpforge.schema.array import IMAGE, ArraySchema, load_schema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
@@ -220,10 +221,20 @@ def fit(
     anchor_statistic: str = typer.Option(
         None,
         "--anchor-statistic",
-        help="images and series: moments (default for images) | embedding (default for series)",
+        help="images and series: moments (default for images) | embedding (default for series)"
+        " | perceptual (images with --public-data: its default)",
     ),
     anchor_bins: int = typer.Option(
         None, "--anchor-bins", help="tables, anchored: public cells per numeric column (64)"
+    ),
+    public_data: Path = typer.Option(
+        None,
+        "--public-data",
+        help="images: a PUBLIC image set of the same shape (folder, .npz or idx; labelled or "
+        "not) that trains the feature extractor of perceptual anchoring; costs no budget",
+    ),
+    public_labels: Path = typer.Option(
+        None, "--public-labels", help="idx labels file of --public-data"
     ),
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
@@ -312,7 +323,10 @@ def fit(
         progress=not quiet and replicas.is_main,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
-        anchor=anchor_option(public, anchor_share, anchor_bins, anchor_statistic),
+        anchor=anchor_option(
+            public, anchor_share, anchor_bins, anchor_statistic, public_data is not None
+        ),
+        public_data=read_public(kind, public_data, public_labels),
         privacy_unit=privacy_unit,
         max_rows_per_unit=max_rows_per_unit,
     )
@@ -373,8 +387,23 @@ def check_fit_extras(
         raise DpforgeError(f"--layout {layout!r}: choose one of {list(LAYOUTS)}")
 
 
+def read_public(kind: str, path: Path | None, labels: Path | None) -> ArrayData | None:
+    """The declared public images of --public-data (read here, never through the engine)."""
+    if path is None:
+        if labels is not None:
+            raise DpforgeError("--public-labels needs --public-data")
+        return None
+    if kind != IMAGE:
+        raise DpforgeError("--public-data is for images; drop it for tables and series")
+    return read_data(IMAGE, path, labels=labels)
+
+
 def anchor_option(
-    schema: Schema | ArraySchema, share: float | None, bins: int | None, statistic: str | None
+    schema: Schema | ArraySchema,
+    share: float | None,
+    bins: int | None,
+    statistic: str | None,
+    public: bool = False,
 ) -> AnchorConfig | FeatureAnchorConfig | None:
     """--anchor-share / --anchor-bins as the Synthesizer's ``anchor`` argument: marginal
     anchoring for tables, feature anchoring for images and series; share 0 turns it off."""
@@ -383,7 +412,7 @@ def anchor_option(
     if isinstance(schema, ArraySchema):
         if bins is not None:
             raise DpforgeError("--anchor-bins applies to tables only")
-        config = feature_anchor_defaults(schema.kind)
+        config = feature_anchor_defaults(schema.kind, public)
         given = {"share": share, "statistic": statistic}
         config = replace(config, **{k: v for k, v in given.items() if v is not None})
     else:

@@ -13,12 +13,19 @@ from typing import Any
 from dpforge.errors import PrivacyError
 from dpforge.kinds.arrays import ArrayKind, EmbeddingAnchoring, MomentAnchoring
 from dpforge.kinds.base import Anchoring, Measured, NoAnchoring
+from dpforge.kinds.perceptual import PerceptualAnchoring
 from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.statistics import array_anchor
 from dpforge.statistics.anchor import RULES_WEIGHT, AnchorConfig
-from dpforge.statistics.features import MOMENTS, FeatureAnchorConfig, feature_anchor_defaults
+from dpforge.statistics.features import (
+    MOMENTS,
+    PERCEPTUAL,
+    FeatureAnchorConfig,
+    feature_anchor_defaults,
+)
+from dpforge.statistics.perceptual import PublicImages
 
 __all__ = [
     "CLIP_NOTE",
@@ -37,8 +44,23 @@ def kind_of(schema: Schema | ArraySchema) -> type[TableKind] | type[ArrayKind]:
     return ArrayKind if isinstance(schema, ArraySchema) else TableKind
 
 
-def anchoring_for(anchor: AnchorConfig | FeatureAnchorConfig | None) -> Anchoring:
-    """The anchoring plug-in of a resolved anchor configuration (see :func:`resolve_anchor`)."""
+def anchoring_for(
+    anchor: AnchorConfig | FeatureAnchorConfig | None, public: PublicImages | None = None
+) -> Anchoring:
+    """The anchoring plug-in of a resolved anchor configuration (see :func:`resolve_anchor`);
+    ``public``: the declared public images that perceptual anchoring trains its extractor on."""
+    if isinstance(anchor, FeatureAnchorConfig) and anchor.statistic == PERCEPTUAL:
+        if public is None:
+            raise PrivacyError(
+                "perceptual anchoring needs a declared public image set: pass public_data "
+                "(--public-data), or anchor on moments"
+            )
+        return PerceptualAnchoring(anchor, public)
+    if public is not None:
+        raise PrivacyError(
+            "a public set is used by perceptual anchoring only (images); leave the anchor at "
+            "'auto' or FeatureAnchorConfig(statistic='perceptual'), or drop public_data"
+        )
     if anchor is None:
         return NoAnchoring()
     if isinstance(anchor, AnchorConfig):
@@ -49,13 +71,16 @@ def anchoring_for(anchor: AnchorConfig | FeatureAnchorConfig | None) -> Anchorin
 
 
 def resolve_anchor(
-    anchor: AnchorConfig | FeatureAnchorConfig | str | None, schema: Any
+    anchor: AnchorConfig | FeatureAnchorConfig | str | None, schema: Any, public: bool = False
 ) -> AnchorConfig | FeatureAnchorConfig | None:
     """The anchoring of this run: "auto" anchors tables on marginals, images on moments in a
-    principal subspace and series on random-feature embeddings."""
+    principal subspace (with a declared ``public`` set: on public perceptual features too)
+    and series on random-feature embeddings."""
     if anchor == "auto":
         anchor = (
-            AnchorConfig() if isinstance(schema, Schema) else feature_anchor_defaults(schema.kind)
+            AnchorConfig()
+            if isinstance(schema, Schema)
+            else feature_anchor_defaults(schema.kind, public)
         )
     if anchor is None:
         return None
@@ -67,7 +92,7 @@ def resolve_anchor(
     if isinstance(anchor, FeatureAnchorConfig) and anchor.share == 0:
         return None  # no embedding release: the discriminator alone, with its own generator
     if isinstance(anchor, FeatureAnchorConfig):
-        return array_anchor.resolve_statistic(anchor, schema.kind)
+        return array_anchor.resolve_statistic(anchor, schema.kind, public)
     _check_rules_weight(anchor, schema)
     return anchor
 

@@ -82,6 +82,7 @@ class MeasuredArrays(Measured):
     feature_seed: int = 0  # the seed of the public random feature map
     subspace: Subspace | None = None
     moments: ClassMoments | None = None
+    perceptual: MeasuredEmbedding | None = None  # public perceptual features' embedding
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +90,7 @@ class MeasuredArrays(Measured):
             "feature_seed": self.feature_seed,
             "subspace": None if self.subspace is None else self.subspace.to_dict(),
             "moments": None if self.moments is None else self.moments.to_dict(),
+            "perceptual": None if self.perceptual is None else self.perceptual.to_dict(),
         }
 
     @classmethod
@@ -101,6 +103,7 @@ class MeasuredArrays(Measured):
             int(d.get("feature_seed", 0)),
             read("subspace", Subspace),
             read("moments", ClassMoments),
+            read("perceptual", MeasuredEmbedding),
         )
 
     @property

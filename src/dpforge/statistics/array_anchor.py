@@ -31,6 +31,7 @@ from dpforge.statistics.features import (
     AUTO,
     EMBEDDING,
     MOMENTS,
+    PERCEPTUAL,
     FeatureAnchorConfig,
     MeasuredEmbedding,
     RandomFeatures,
@@ -52,6 +53,7 @@ __all__ = [
     "measure",
     "measure_moments_for_run",
     "plan_embedding",
+    "plan_gaussian_releases",
     "plan_moments",
     "resolve_statistic",
     "set_gaussian",
@@ -67,14 +69,14 @@ def plan_embedding(
     """The release's noise multiplier (0 without privacy), recorded in ``ledger`` ahead."""
     what = _per_class(n_classes)
     names = [f"anchor: mean embeddings of random features per {what} (and class counts)"]
-    return _plan_gaussian_releases(names, target, ledger)
+    return plan_gaussian_releases(names, target, ledger)
 
 
 def _per_class(n_classes: int) -> str:
     return "class" if n_classes <= 1 else f"{n_classes} classes"
 
 
-def _plan_gaussian_releases(
+def plan_gaussian_releases(
     names: list[str], target: tuple[float, float] | None, ledger: PrivacyLedger
 ) -> float:
     """One noise multiplier for ``len(names)`` Gaussian releases that together bring the
@@ -190,16 +192,23 @@ def anchored_config(method_config: Any, config: FeatureAnchorConfig, shape: tupl
     if config.statistic == MOMENTS:
         rank = subspace_rank(config, shape)
         return replace(method_config, generator_net="gaussian", latent_dim=rank)
+    if config.statistic == PERCEPTUAL:
+        return replace(method_config, generator_net="conv")
     return replace(
         method_config, generator_net=config.generator_net, generator_hidden=config.generator_hidden
     )
 
 
-def resolve_statistic(config: FeatureAnchorConfig, kind: str) -> FeatureAnchorConfig:
-    """``config`` with ``statistic="auto"`` made concrete: moments for images, else embedding."""
+def resolve_statistic(
+    config: FeatureAnchorConfig, kind: str, public: bool = False
+) -> FeatureAnchorConfig:
+    """``config`` with ``statistic="auto"`` made concrete: for images perceptual features with
+    a declared public set, else moments; embedding for series."""
     if config.statistic != AUTO:
         return config
-    return replace(config, statistic=MOMENTS if kind == "image" else EMBEDDING)
+    if kind != "image":
+        return replace(config, statistic=EMBEDDING)
+    return replace(config, statistic=PERCEPTUAL if public else MOMENTS)
 
 
 def subspace_rank(config: FeatureAnchorConfig, shape: tuple[int, ...]) -> int:
@@ -216,7 +225,7 @@ def plan_moments(
         f"anchor: mean and covariance in that subspace per {_per_class(n_classes)} "
         "(and class counts)",
     ]
-    return _plan_gaussian_releases(names, target, ledger)
+    return plan_gaussian_releases(names, target, ledger)
 
 
 def measure_moments_for_run(

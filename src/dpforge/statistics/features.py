@@ -41,8 +41,8 @@ __all__ = [
 ]
 
 VALUES, DIFFERENCES = "values", "differences"
-AUTO, MOMENTS, EMBEDDING = "auto", "moments", "embedding"
-STATISTICS = (AUTO, MOMENTS, EMBEDDING)
+AUTO, MOMENTS, EMBEDDING, PERCEPTUAL = "auto", "moments", "embedding", "perceptual"
+STATISTICS = (AUTO, MOMENTS, EMBEDDING, PERCEPTUAL)
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,12 @@ class FeatureAnchorConfig:
         principal subspace of dimension ``rank`` (:mod:`dpforge.statistics.moments`), from
         which a class-conditional Gaussian generator is built in closed form (no training);
         ``"embedding"``: per-class mean embeddings of random Fourier features, matched by a
-        trained generator. ``"auto"``: moments for images, the embedding for series (whose
-        data sets are small: at n = 767 the noise on a covariance drowns its signal).
+        trained generator; ``"perceptual"`` (images with a declared public set): the moments
+        and per-class mean embeddings of a public network's features, matched together by a
+        convolutional generator (:mod:`dpforge.statistics.perceptual`). ``"auto"``:
+        perceptual for images with a public set, moments for images without, the embedding for
+        series (whose data sets are small: at n = 767 the noise on a covariance drowns its
+        signal).
     rank: the subspace dimension of ``"moments"`` (40 on MNIST: bench/results/images_moments.md).
     share: fraction of epsilon (after the metadata) spent on the anchor's releases; 1.0 uses
         the anchor alone (no discriminator steps), below 1 the private discriminator refines
@@ -112,10 +116,19 @@ class FeatureAnchorConfig:
 
 
 SERIES_BANDWIDTHS = (0.1, 0.2)
+# 600 anchor steps instead of 1,500: the same 1-NN DTW on the validation split (0.906 vs 0.909,
+# seeds 0 and 1) in 40 % of the time; the README's series example then fits in about a minute
+# (bench/results/italy_anchor_notes.md).
+SERIES_STEPS = 600
+# The setting measured in bench/results/images_perceptual.md (more steps untested for lack
+# of machine time).
+PERCEPTUAL_STEPS = 300
 
 
-def feature_anchor_defaults(kind: str) -> FeatureAnchorConfig:
-    """The feature anchoring a user gets for ``kind`` ("image" or "timeseries"; public).
+def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorConfig:
+    """The feature anchoring a user gets for ``kind`` ("image" or "timeseries"; public), and
+    for images with a declared ``public`` set: perceptual features and moments, a
+    convolutional generator trained ``PERCEPTUAL_STEPS`` steps on batches of 200.
 
     Images: moments in a principal subspace (the embedding settings below apply when a user
     picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2)
@@ -130,8 +143,13 @@ def feature_anchor_defaults(kind: str) -> FeatureAnchorConfig:
     """
     if kind == "timeseries":
         return FeatureAnchorConfig(
-            statistic=EMBEDDING, bandwidths=SERIES_BANDWIDTHS, generator_net="conv"
+            statistic=EMBEDDING,
+            bandwidths=SERIES_BANDWIDTHS,
+            generator_net="conv",
+            steps=SERIES_STEPS,
         )
+    if public and kind == "image":
+        return FeatureAnchorConfig(statistic=PERCEPTUAL, steps=PERCEPTUAL_STEPS, batch_size=200)
     return FeatureAnchorConfig(statistic=MOMENTS)
 
 

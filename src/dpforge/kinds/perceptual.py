@@ -1,0 +1,94 @@
+"""Images anchored on perceptual features of a public network, with the moments
+(:mod:`dpforge.statistics.perceptual`): the anchoring a declared public image set selects.
+
+Three Gaussian releases with one noise multiplier, all three recorded in the ledger before the
+first runs: the principal subspace, the per-class moments in it (as :class:`MomentAnchoring`)
+and the per-class mean embeddings of the public extractor's features. The public set trains
+the extractor in this process; it never goes through the engine that holds the private
+records, and nothing about it is charged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["PerceptualAnchoring", "plan_releases"]
+
+from dpforge.errors import PrivacyError
+from dpforge.kinds.arrays import MeasuredArrays, _FeatureAnchoring
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.noise import make_generator
+from dpforge.statistics import array_anchor, perceptual
+from dpforge.statistics.features import FeatureAnchorConfig, measure_embedding
+from dpforge.statistics.moments import class_moments, principal_subspace
+
+
+class PerceptualAnchoring(_FeatureAnchoring):
+    """Images: a convolutional generator fitted to public perceptual features and moments."""
+
+    def __init__(self, config: FeatureAnchorConfig, public: perceptual.PublicImages) -> None:
+        super().__init__(config)
+        self.public = public
+        self._extractors: dict[int, perceptual.Extractor] = {}
+
+    def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
+        """The convolutional generator, unless the method's options name another family."""
+        if config.generator_net not in ("auto", "conv"):
+            raise PrivacyError(
+                f"perceptual anchoring trains the convolutional generator, but the method "
+                f"options ask for '{config.generator_net}': leave generator_net at 'auto'"
+            )
+        return array_anchor.anchored_config(config, self.config, schema.shape)
+
+    def extractor(self, seed: int) -> perceptual.Extractor:
+        """The public extractor of a run, trained on the public set from the run's seed."""
+        if seed not in self._extractors:
+            rng = torch.Generator().manual_seed(int(seed))
+            self._extractors[seed] = perceptual.train_extractor(self.public, rng)
+        return self._extractors[seed]
+
+    def _release(self, encoder, records, target, ledger, seeds) -> MeasuredArrays:
+        x, labels = encoder.transform(records)
+        shape, k = encoder.layout.shape, encoder.n_classes
+        self.public.check(tuple(shape))
+        sigma = plan_releases(k, target, ledger)  # all three in the ledger first
+        c, rng = self.config.count_weight, seeds[1]
+        rank = array_anchor.subspace_rank(self.config, shape)
+        subspace = principal_subspace(x, k, rank, sigma, c, rng)
+        moments = class_moments(x, labels, k, subspace, sigma, c, rng)
+        features = perceptual.PerceptualFeatures(self.extractor(seeds[0]), tuple(shape))
+        embedding = measure_embedding(features, x, labels, k, sigma, c, rng)
+        return MeasuredArrays(None, seeds[0], subspace, moments, embedding)
+
+    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+        """Train the generator on the three releases (free), unless resuming."""
+        measured, layout = setup.measured, setup.encoder.layout
+        features = perceptual.PerceptualFeatures(
+            self.extractor(measured.feature_seed), tuple(layout.shape)
+        )
+        embedding = array_anchor.EmbeddingLoss(measured.perceptual, features)
+        moments = perceptual.MomentLoss(measured.subspace, measured.moments)
+        method.anchor = (embedding, self.config.weight)
+        if resumed:
+            return
+        run.init_networks(method)
+        rng = make_generator(run.seed_sequence(3))
+        perceptual.fit_perceptual(
+            method.generator, (embedding, moments), setup.encoder.n_classes, self.config, rng
+        )
+        method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def plan_releases(
+    n_classes: int, target: tuple[float, float] | None, ledger: PrivacyLedger
+) -> float:
+    """One noise multiplier for the three releases, each recorded in ``ledger`` ahead."""
+    what = "class" if n_classes <= 1 else f"{n_classes} classes"
+    names = [
+        "anchor: principal subspace (second moments, mean and count of the records)",
+        f"anchor: mean and covariance in that subspace per {what} (and class counts)",
+        perceptual.PERCEPTUAL_RELEASE.format(what=what),
+    ]
+    return array_anchor.plan_gaussian_releases(names, target, ledger)
