@@ -48,7 +48,7 @@ ROTATIONS = 4  # the self-supervised task of an unlabelled public set
 POOLS = (4, 2, 1)  # the pooled grid of each layer's activations (4x4, 2x2, global)
 EXTRACTOR_STEPS = 200
 EXTRACTOR_BATCH = 128
-MOMENT_WEIGHT = 0.1  # of the relative moment loss next to the embedding loss
+MOMENT_WEIGHT = 1.0  # of the relative moment loss (0, 0.1, 1 in bench/results/images_perceptual.md)
 
 
 @dataclass(frozen=True)
