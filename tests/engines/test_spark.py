@@ -27,20 +27,6 @@ ANCHOR = AnchorConfig(steps=20, batch_size=256)
 MEASURE_MARGINALS = rounds.measure_marginals
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """One embedded Spark session (local[1], one shuffle partition) for the module."""
-    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpforge[spark])")
-    from dpforge.engines.spark import spark_session
-
-    try:
-        session = spark_session("local[1]")
-    except Exception as exc:  # noqa: BLE001 - any start failure (no Java, no port) skips
-        pytest.skip(f"Spark cannot start here: {type(exc).__name__}")
-    session.conf.set("spark.sql.shuffle.partitions", "1")
-    yield session
-
-
 def _table(n: int = 1500) -> tuple[pd.DataFrame, Schema]:
     rng = np.random.default_rng(7)
     y = rng.integers(0, 2, n)

@@ -26,20 +26,6 @@ ANCHOR = AnchorConfig(steps=20, batch_size=256)
 K = 2
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """One embedded Spark session (local[1], one shuffle partition) for the module."""
-    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install dpforge[spark])")
-    from dpforge.engines.spark import spark_session
-
-    try:
-        session = spark_session("local[1]")
-    except Exception as exc:  # noqa: BLE001 - any start failure (no Java, no port) skips
-        pytest.skip(f"Spark cannot start here: {type(exc).__name__}")
-    session.conf.set("spark.sql.shuffle.partitions", "1")
-    yield session
-
-
 SCHEMA = Schema(
     (
         Column("person", "drop"),
