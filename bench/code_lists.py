@@ -183,8 +183,8 @@ def markdown(record: dict) -> list[str]:
             f"{r.get('error', '')} |"
         )
     if any("dense" in r["tool"] for r in record["results"]):
-        lines += ["", "The dense rows ran a few anchor steps per phase only, to time a step: "
-                  "their TVD is no quality figure (a default fit runs 1,000 per phase)."]  # fmt: skip
+        note = "The dense rows ran a few anchor steps per phase only, to time a step: their "
+        lines += ["", note + "TVD is no quality figure (a default fit runs 1,000 per phase)."]
     if record.get("discovery"):
         lines += ["", "DP discovery (categories null) on the real columns, "
                   f"{record['rows']} flights, epsilon {record['epsilon']}:", ""]  # fmt: skip
