@@ -182,6 +182,9 @@ def markdown(record: dict) -> list[str]:
             f"{r.get('head_cells', '')} | {r.get('tvd_code', '')} | {peak} | "
             f"{r.get('error', '')} |"
         )
+    if any("dense" in r["tool"] for r in record["results"]):
+        note = "The dense rows ran a few anchor steps per phase only, to time a step: their "
+        lines += ["", note + "TVD is no quality figure (a default fit runs 1,000 per phase)."]
     if record.get("discovery"):
         lines += ["", "DP discovery (categories null) on the real columns, "
                   f"{record['rows']} flights, epsilon {record['epsilon']}:", ""]  # fmt: skip
