@@ -26,9 +26,10 @@ from dpforge.methods import METHODS
 from harness import Timer
 from peers.adapter import run_peer_samplers
 from peers.cells import ADULT_DECLARED_BOUNDS, declare_bounds, from_cells
+from public_tables import PUBLIC_TABLES, load_public_table
 
-DATASETS = ("adult", "thyroid")
-EPSILONS = {"adult": (1.0, 3.0), "thyroid": (3.7,)}
+DATASETS = ("adult", "thyroid", *PUBLIC_TABLES)
+EPSILONS = {"adult": (1.0, 3.0), "thyroid": (3.7,), **{name: (1.0, 3.0) for name in PUBLIC_TABLES}}
 GANS = ("dpcgan", "dpwgan", "gswgan")
 PEERS = ("mst", "aim")
 SAMPLERS = ("default", "iid")
@@ -52,7 +53,12 @@ class Dataset:
 
 
 def load_dataset(name: str, data_dir: Path) -> Dataset:
-    """Adult (natural class balance, two bounds declared) or Thyroid, with their schemas."""
+    """Adult (natural class balance, two bounds declared), Thyroid or a table of
+    ``public_tables``, with their schemas."""
+    if name in PUBLIC_TABLES:
+        train, test, schema = load_public_table(name)
+        info = {"source": f"bench/public_tables.py: {name} (public split, seed 0)"}
+        return Dataset(name, train, test, schema, "yes", ("rf", "lr"), info)
     if name == "adult":
         train, test, schema = load_adult(data_dir, balanced=False)
         schema = declare_bounds(schema, ADULT_DECLARED_BOUNDS)

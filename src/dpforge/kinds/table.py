@@ -29,6 +29,7 @@ from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
     adaptive_columns,
     bins_from_edges,
+    cells_for_noise,
     measure_fine_histograms,
     quantile_bins,
 )
@@ -40,6 +41,7 @@ from dpforge.statistics.rounds import (
     measure_round_one,
     measure_selected_pairs,
     plan_anchoring,
+    planned_cell_std,
 )
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
@@ -144,23 +146,34 @@ class MarginalAnchoring(Anchoring):
             return MeasuredTable()
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
-        adaptive = adaptive_columns(schema.feature_columns, self.config.n_bins)
+        target = self._target(run, ledger)
+        n_cells = self.cells_per_column(public, target, ledger, n_public)
+        adaptive = adaptive_columns(schema.feature_columns, n_cells)
         plan = plan_anchoring(
-            self.config, public.spans, label and label.name, self._target(run, ledger),
-            ledger, adaptive=len(adaptive),
+            self.config, public.spans, label and label.name, target, ledger,
+            adaptive=len(adaptive),
         )  # fmt: skip
         fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
-        edges = self._place_cells(adaptive, fine, n_public)
+        edges = self._place_cells(adaptive, fine, n_public, n_cells)
         masses = _fine_masses(adaptive, fine, plan.cells_noise * math.sqrt(len(adaptive)))
         encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges, cell_mass=masses))
         label_name, blocks = _blocks(encoder, records)
-        measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)
+        measured = measure_round_one(
+            plan, blocks, encoder.spans, label_name, rng, n_public, self.config.zero_below
+        )
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks)
 
-    def _place_cells(self, adaptive: list, fine: dict, n_public: int) -> dict:
-        """Each adaptive column's cell edges, from its noisy fine histogram (free)."""
-        n_bins = self.config.n_bins
+    def cells_per_column(self, public: TableEncoder, target, ledger, n_public: float) -> int:
+        """Cells per numeric column from public inputs only: N, the label's classes and the
+        noise the plan will give round 1 (:func:`dpforge.statistics.cells.cells_for_noise`)."""
+        label_name = _label_name(public)
+        std = planned_cell_std(self.config, public.spans, label_name, target, ledger)
+        classes = max(1, public.n_classes)
+        return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
+
+    def _place_cells(self, adaptive: list, fine: dict, n_public: int, n_bins: int) -> dict:
+        """Each adaptive column's ``n_bins`` cell edges, from its noisy fine histogram (free)."""
         return {
             c.name: quantile_bins(c, fine[c.name], n_public, n_bins).edges.tolist()
             for c in adaptive

@@ -13,10 +13,21 @@ The fine counts that stand out from the noise are kept too (free, ``kinds.table`
 drawn inside its cell in proportion to them, so that heaped numbers come back on their points
 (``NumericBins.decode``). An empty cell
 of a nullable column adds to no fine cell: the sensitivity stays ``sqrt(m)``.
+
+How many cells (:func:`cells_for_noise`) follows from public quantities only: the public record
+count N, the number of label classes K and the noise std that each cell of the label x column
+marginals will get (fixed by epsilon, delta and the public rules of the plan). A cell of about
+equal mass holds about N / (K k) records of each class; the rule takes the largest k (at most
+``n_bins``) at which that count stands ``snr`` noise standard deviations above the noise, so a
+small table or a small epsilon gets few wide cells instead of many cells drowned in noise (AIM
+makes the same trade when it drops marginals too large for its budget). An integer column with
+at most ``2 k`` values keeps one cell per value (:func:`dpforge.statistics.bins.numeric_bins`);
+a wider one, however many values it has, gets k cells placed by its fine histogram.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -31,16 +42,31 @@ __all__ = [
     "FINE_CELLS",
     "adaptive_columns",
     "bins_from_edges",
+    "cells_for_noise",
     "fine_mass",
     "measure_fine_histograms",
     "quantile_bins",
 ]
 
 FINE_CELLS = 1024
+MIN_CELLS = 4  # two cells inside the bounds, and the bounds' point cells
+
+
+def cells_for_noise(
+    n_public: float, cell_std: float, n_classes: int, n_bins: int, snr: float
+) -> int:
+    """Cells per numeric column (the bounds' point cells included) from public inputs only:
+    the largest k <= ``n_bins`` with ``n_public / (K k) >= snr * cell_std``, at least
+    MIN_CELLS; ``n_bins`` when there is no noise or ``snr`` is 0 (the rule off)."""
+    if cell_std <= 0 or snr <= 0:
+        return n_bins
+    k = math.floor(n_public / (max(1, n_classes) * snr * cell_std))
+    return int(min(n_bins, max(MIN_CELLS, k)))
 
 
 def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
-    """Numeric columns whose public cells are intervals (not one cell per whole number)."""
+    """Numeric columns whose public cells at ``n_bins`` are intervals (not one cell per whole
+    number): they get cells placed by their fine histograms."""
     return [c for c in columns if c.is_numeric and numeric_bins(c, n_bins).values.size == 0]
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "measure_round_one",
     "measure_selected_pairs",
     "plan_anchoring",
+    "planned_cell_std",
 ]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
@@ -68,6 +69,41 @@ class AnchorPlan:
         return cls(**d)
 
 
+def _weights(config: AnchorConfig, spans: Sequence[Span], adaptive: bool):
+    """(weights of the releases, the round 1 marginals, candidate pairs, k): the public plan."""
+    first = default_marginals(spans, None)
+    candidates = candidate_pairs(spans) if config.select_pairs else []
+    n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
+    k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
+    weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
+    if adaptive:
+        weights = [w * (1 - CELLS_WEIGHT) for w in weights] + [CELLS_WEIGHT]
+    return weights, first, candidates, k
+
+
+def planned_cell_std(
+    config: AnchorConfig,
+    spans: Sequence[Span],
+    label_name: str | None,
+    target: tuple[float, float] | None,
+    ledger: PrivacyLedger,
+) -> float:
+    """About the noise std of each cell of round 1 (0 without noise), for sizing the numeric
+    cells before the plan is fixed (``cells.cells_for_noise``). Public: epsilon, delta, what
+    the ledger already holds and the plan's rules. The budget's releases compose like one
+    Gaussian of multiplier ``sigma`` (their weights sum to 1), whose ``sigma`` the RDP
+    accountant gives quickly and a little conservatively; the exact calibration is the plan's.
+    """
+    if target is None:
+        return 0.0
+    weights, _, _, _ = _weights(config, spans, adaptive=True)
+    sigma = noise_for_target(
+        dp_accounting.GaussianDpEvent, target[0], target[1], "rdp", ledger.event()
+    )
+    n_marginals = len(default_marginals(spans, label_name))
+    return sigma / math.sqrt(weights[0]) * math.sqrt(n_marginals)
+
+
 def plan_anchoring(
     config: AnchorConfig,
     spans: Sequence[Span],
@@ -81,13 +117,8 @@ def plan_anchoring(
     ``adaptive`` columns get data-following cells (:mod:`dpforge.statistics.cells`), paid from
     ``CELLS_WEIGHT`` of the budget. Records every release in ``ledger`` (ahead of running them).
     """
+    weights, _, candidates, k = _weights(config, spans, bool(adaptive))
     first = default_marginals(spans, label_name)
-    candidates = candidate_pairs(spans) if config.select_pairs else []
-    n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
-    k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
-    weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
-    if adaptive:
-        weights = [w * (1 - CELLS_WEIGHT) for w in weights] + [CELLS_WEIGHT]
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
     cells_noise = noises.pop() if adaptive else 0.0
@@ -125,10 +156,28 @@ def measure_round_one(
     label_name: str | None,
     rng: np.random.Generator,
     total: float,
+    zero_below: float = 0.0,
 ) -> list[MeasuredMarginal]:
-    """The first round's release (already in the ledger); ``total`` is the public N."""
+    """The first round's release (already in the ledger); ``total`` is the public N.
+    ``zero_below``: see :func:`sparsified`."""
     chosen = default_marginals(spans, label_name)
-    return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total)
+    measured = measure_marginals(blocks, chosen, plan.round_one_noise, rng, total)
+    return sparsified(measured, plan.round_one_noise * math.sqrt(len(chosen)), zero_below)
+
+
+def sparsified(
+    measured: list[MeasuredMarginal], std: float, zero_below: float
+) -> list[MeasuredMarginal]:
+    """Noisy counts under ``zero_below`` noise standard deviations set to 0 (free
+    post-processing): most cells of a sparse marginal (numbers heaped on a few points, pairs
+    of related columns) are empty, and their positive noise would otherwise survive the
+    projection as mass spread where there is none."""
+    if zero_below <= 0 or std <= 0:
+        return measured
+    return [
+        replace(m, noisy_counts=np.where(m.noisy_counts >= zero_below * std, m.noisy_counts, 0.0))
+        for m in measured
+    ]
 
 
 def measure_selected_pairs(
@@ -151,14 +200,15 @@ def measure_selected_pairs(
     n_classes = _n_classes(prior)
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior, config)
-    train_anchor(generator, loss, n_classes, config, torch_rng)
+    train_anchor(generator, loss, n_classes, replace(config, steps=config.scout_steps), torch_rng)
     model = model_pair_distributions(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
     cell_noise = plan.pair_noise * math.sqrt(plan.pairs)
     total = measured[0].total  # the public N the first round was projected to
     chosen = select_pairs(blocks, model, plan.pairs, plan.score_noise, cell_noise, numpy_rng, total)
-    return measured + measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total)
+    pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total)
+    return measured + sparsified(pairs, cell_noise, config.zero_below)
 
 
 def _n_classes(prior: torch.Tensor | None) -> int:

@@ -1,0 +1,73 @@
+"""Numeric cells sized to the noise (issue 22.1): how many follows from public inputs only."""
+
+from __future__ import annotations
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+
+import dpforge
+from dpforge.schema.table import Column, Schema
+from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.cells import MIN_CELLS, cells_for_noise
+
+NO_TRAINING = AnchorConfig(steps=0, scout_steps=0, batch_size=64)
+
+
+def _fit(frame, schema, epsilon, anchor=NO_TRAINING):
+    return dpforge.Synthesizer(
+        schema, epsilon=epsilon, delta=1e-5, seed=0, progress=False, anchor=anchor
+    ).fit(frame)
+
+
+def _sizes(synth) -> dict[str, int]:
+    return {name: bins.size for name, bins in synth.encoder_.bins.items()}
+
+
+def test_the_rule_gives_fewer_cells_to_less_data_or_more_noise():
+    assert cells_for_noise(10_000, 10.0, 2, 64, 2.0) == 64  # capped at n_bins
+    assert cells_for_noise(2_000, 10.0, 2, 64, 2.0) == 50  # 2000 / (2 * 2 * 10)
+    assert cells_for_noise(2_000, 20.0, 2, 64, 2.0) == 25  # twice the noise, half the cells
+    assert cells_for_noise(2_000, 10.0, 4, 64, 2.0) == 25  # twice the classes, half the cells
+    assert cells_for_noise(100, 10.0, 2, 64, 2.0) == MIN_CELLS  # never fewer
+    assert cells_for_noise(100, 0.0, 2, 64, 2.0) == 64  # no noise: every cell
+    assert cells_for_noise(100, 10.0, 2, 64, 0.0) == 64  # the rule off
+
+
+def test_cells_depend_on_public_inputs_only_and_the_ledger_keeps_its_kind(cancer):
+    frame, schema = cancer
+    changed = frame.copy()
+    changed.loc[0, "mean_radius"] = changed["mean_radius"].max()
+    changed.loc[1, "mean_area"] = changed["mean_area"].min()
+    one, two = _fit(frame, schema, 1.0), _fit(changed, schema, 1.0)
+    assert _sizes(one) == _sizes(two)  # a private value changed: the cell counts did not
+    assert max(_sizes(one).values()) < 64  # 569 records at epsilon 1: fewer than n_bins
+    assert one.ledger_.to_dict() == two.ledger_.to_dict()
+    names = [e.name.split(":")[0] for e in one.ledger_.entries]
+    assert names[1:] == ["anchor"] * 4  # cells, round 1, pair scores, pairs: as before
+    assert all(isinstance(e.event, dp_accounting.GaussianDpEvent) for e in one.ledger_.entries)
+    assert one.privacy_spent().epsilon <= 1.0
+    large = _sizes(_fit(frame, schema, 8.0))
+    assert all(k < large[name] for name, k in _sizes(one).items())  # more budget, more cells
+
+
+def test_an_integer_column_with_many_values_gets_cells_placed_by_its_histogram():
+    rng = np.random.default_rng(0)
+    label = rng.integers(0, 2, 600)
+    frame = pd.DataFrame(
+        {
+            "visits": np.minimum(rng.poisson(3 + 20 * label), 99),  # 100 public values
+            "y": np.where(label == 1, "yes", "no"),
+        }
+    )
+    schema = Schema(
+        (Column("visits", "integer", 0, 99), Column("y", "categorical", categories=("no", "yes"))),
+        label="y",
+    )
+    synth = _fit(frame, schema, 1.0)
+    bins = synth.encoder_.bins["visits"]
+    assert bins.values.size == 0 and MIN_CELLS <= bins.size < 100  # not one cell per value
+    assert "fine histograms of 1 numeric columns" in synth.ledger_.entries[1].name
+    rows = synth.sample(2000, seed=1)
+    assert np.array_equal(rows["visits"], np.round(rows["visits"]))  # whole numbers
+    assert rows["visits"].between(0, 99).all()
