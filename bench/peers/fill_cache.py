@@ -1,16 +1,19 @@
-"""Fill the peers' result cache: smartnoise MST/AIM on Adult and Thyroid, one fit at a time.
+"""Fill the peers' result cache: smartnoise MST/AIM on the benchmark tables, one fit at a time.
 
     nohup nice -n 10 python bench/peers/fill_cache.py --cache-dir /work/peer-cache \\
         >> /work/peer-cache/log.txt 2>&1 &
+    python bench/peers/fill_cache.py --seeds 1 --only fair,wage --methods mst   # a subset
 
 Runs (n_bins 64, delta 1e-5, rows = the training table's rows, both samplers from one fit; the
-seeds of ``--seeds``, 0 1 2 by default):
+seeds of ``--seeds``, 0 1 2 by default; ``--only`` and ``--methods`` narrow them):
 
-* Thyroid (ann-train, 3,772 rows, public schema): mst and aim at epsilon 3.7;
+* Thyroid (ann-train, 3,772 rows, public schema): epsilon 3.7;
+* the tables of ``public_tables.py`` (their public training split): epsilon 1 and 3;
 * Adult (unbalanced training table, 30,162 rows, schema with the declared bounds of
-  ``cells.ADULT_DECLARED_BOUNDS``): mst at epsilon 1 and 3, then aim at epsilon 1 and 3.
+  ``cells.ADULT_DECLARED_BOUNDS``): epsilon 1 and 3.
 
-Cheap fits come first (AIM on Adult takes the longest). Entries already in the cache are
+MST before AIM, and every setting's first seed before further seeds (AIM on Adult takes 5 to
+17 minutes a fit on 2 cores). Entries already in the cache are
 skipped, so the script can be stopped and restarted; a failed fit is logged and the next one
 runs. The machine has 2 shared cores: run one copy at a time (a lock file refuses a second).
 """

@@ -71,3 +71,20 @@ def test_an_integer_column_with_many_values_gets_cells_placed_by_its_histogram()
     rows = synth.sample(2000, seed=1)
     assert np.array_equal(rows["visits"], np.round(rows["visits"]))  # whole numbers
     assert rows["visits"].between(0, 99).all()
+
+
+def test_an_isolated_fine_peak_decodes_on_its_roundest_number():
+    from dpforge.statistics.bins import NumericBins
+
+    fine = np.linspace(0.0, 6.0, 1025)  # 1,024 fine cells of width 6/1024: 1.0 and 5.5 inside
+    mass = np.zeros(1024)
+    one, half = np.searchsorted(fine, 1.0, "right") - 1, np.searchsorted(fine, 5.5, "right") - 1
+    mass[one], mass[half] = 300.0, 100.0  # two heaped values, nothing around them
+    mass[600:700] = 5.0  # and a spread part, drawn uniformly inside its fine cells
+    edges = np.array([0.0, 1.1, 5.0, 6.0])
+    bins = NumericBins("x", 0.0, 6.0, False, edges, np.zeros(0), fine, mass)
+    values = bins.decode(np.array([1] * 500 + [2] * 500 + [3] * 500), np.random.default_rng(0))
+    assert set(values[:500]) == {1.0}  # exactly the heaped value, not 0.998 or 1.003
+    assert set(values[1000:]) == {5.5}
+    spread = values[500:1000]
+    assert spread.min() >= fine[600] and spread.max() <= fine[700] and len(set(spread)) > 400

@@ -29,9 +29,11 @@ from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
     adaptive_columns,
     bins_from_edges,
+    block_size,
     cells_for_noise,
     measure_fine_histograms,
     quantile_bins,
+    within_cell_mass,
 )
 from dpforge.statistics.marginals import MeasuredMarginal, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
@@ -154,8 +156,10 @@ class MarginalAnchoring(Anchoring):
             adaptive=len(adaptive),
         )  # fmt: skip
         fine = measure_fine_histograms(records, adaptive, plan.cells_noise, rng)
-        edges = self._place_cells(adaptive, fine, n_public, n_cells)
-        masses = _fine_masses(adaptive, fine, plan.cells_noise * math.sqrt(len(adaptive)))
+        std = plan.cells_noise * math.sqrt(len(adaptive))
+        blocks = {name: block_size(std, n_public, len(h) - 2) for name, h in fine.items()}
+        edges = self._place_cells(adaptive, fine, n_public, n_cells, blocks)
+        masses = _fine_masses(adaptive, fine, std, edges, (n_public, blocks))
         encoder = self.encoder(TableKind, schema, MeasuredTable(cell_edges=edges, cell_mass=masses))
         label_name, blocks = _blocks(encoder, records)
         measured = measure_round_one(
@@ -172,10 +176,11 @@ class MarginalAnchoring(Anchoring):
         classes = max(1, public.n_classes)
         return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
 
-    def _place_cells(self, adaptive: list, fine: dict, n_public: int, n_bins: int) -> dict:
-        """Each adaptive column's ``n_bins`` cell edges, from its noisy fine histogram (free)."""
+    def _place_cells(self, adaptive, fine: dict, n_public: int, n_bins: int, blocks) -> dict:
+        """Each adaptive column's ``n_bins`` cell edges, from its noisy fine histogram pooled
+        ``blocks[name]`` fine cells at a time (free)."""
         return {
-            c.name: quantile_bins(c, fine[c.name], n_public, n_bins).edges.tolist()
+            c.name: quantile_bins(c, fine[c.name], n_public, n_bins, blocks[c.name]).edges.tolist()
             for c in adaptive
         }
 
@@ -242,16 +247,20 @@ def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
     )
 
 
-def _fine_masses(adaptive: list, fine: dict, std: float) -> dict[str, list[float]]:
-    """Each adaptive column's fine mass for drawing values inside their cells (free): the
-    noisy counts that stand out from the noise (at least FINE_MASS_THRESHOLD standard
-    deviations, about the largest that 1,024 cells of pure noise reach), the rest 0. Only the
-    ratios inside a cell matter; a cell none of whose fine cells stands out draws uniformly,
-    as before. An empty cell of a nullable column is on no fine cell, so nothing of it
-    spreads over the grid."""
+def _fine_masses(
+    adaptive: list, fine: dict, std: float, edges: dict, pooling: tuple[float, dict]
+) -> dict[str, list[float]]:
+    """Each adaptive column's fine mass for drawing values inside their cells (free,
+    ``cells.within_cell_mass``): the noisy counts that stand out from the noise (at least
+    FINE_MASS_THRESHOLD standard deviations, about the largest that 1,024 cells of pure noise
+    reach), and the rest of each cell's projected mass spread evenly over it. An empty cell
+    of a nullable column is on no fine cell, so nothing of it spreads over the grid."""
+    threshold, (total, blocks) = FINE_MASS_THRESHOLD * std, pooling
     return {
         c.name: _rounded(
-            np.where(fine[c.name][1:-1] >= FINE_MASS_THRESHOLD * std, fine[c.name][1:-1], 0.0)
+            within_cell_mass(
+                c, fine[c.name], total, np.asarray(edges[c.name]), threshold, blocks[c.name]
+            )
         )
         for c in adaptive
     }

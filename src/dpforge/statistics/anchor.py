@@ -49,7 +49,7 @@ class AnchorConfig:
     steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
         step; the learning rate decays linearly to 0 over the phase).
     scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
-        selection); the final phase goes on from it.
+        selection; None: ``steps``); the final phase goes on from it.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
@@ -60,8 +60,8 @@ class AnchorConfig:
     cells_snr: float = 2.0
     zero_below: float = 0.0
     select_pairs: bool = True
-    steps: int = 1000
-    scout_steps: int = 1000
+    steps: int = 300
+    scout_steps: int | None = None
     batch_size: int = 1024
     lr: float = 1e-2
     weight: float = 1.0
@@ -76,7 +76,7 @@ class AnchorConfig:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
-        if self.cells_snr < 0 or self.scout_steps < 0 or self.zero_below < 0:
+        if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:
             raise ValueError(
                 "anchor cells_snr, scout_steps and zero_below must be >= 0, got "
                 f"{self.cells_snr}, {self.scout_steps}, {self.zero_below}"

@@ -17,7 +17,7 @@ A cell decodes to a value drawn inside it (integers: a whole number inside it), 
 the caller owns: uniformly, or, for cells placed on a released fine histogram
 (:mod:`dpforge.statistics.cells`), first a fine cell in proportion to its released mass and then
 uniformly inside that fine cell, so that values heaped on a few points come back on them; a
-fine cell with mass whose neighbours have none holds a heaped value, decoded to the roundest
+fine cell with several times its neighbours' mass holds a heaped value, decoded to the roundest
 number inside it (17.5, not 17.498: people heap on round numbers, and a value just below a
 round edge would fall into another cell).
 """
@@ -102,19 +102,22 @@ class NumericBins:
         chosen = np.clip(chosen, first, np.maximum(first, last - 1))
         has_mass = (high > low) & (last > first)
         fine_lo, fine_hi = fine[chosen], fine[np.minimum(chosen + 1, fine.size - 1)]
-        if not self.integer:  # a peak alone among empty fine cells is a heaped value:
+        if not self.integer:  # a peak among (nearly) empty fine cells is a heaped value:
             point = _isolated(mass)[chosen]  # its values sit on one point, most likely the
             roundest = _roundest(fine_lo[point], fine_hi[point])  # roundest one inside
             fine_lo[point], fine_hi[point] = roundest, roundest
         return np.where(has_mass, fine_lo, lo), np.where(has_mass, fine_hi, hi)
 
 
+PEAK_RATIO = 4.0  # a fine cell with this many times its neighbours' mass is a heaped value
+
+
 def _isolated(mass: np.ndarray) -> np.ndarray:
-    """Fine cells with mass whose neighbours have none."""
-    has = np.clip(mass, 0.0, None) > 0
-    left = np.concatenate([[False], has[:-1]])
-    right = np.concatenate([has[1:], [False]])
-    return has & ~left & ~right
+    """Fine cells with mass at least PEAK_RATIO times each neighbour's (0 beyond the ends)."""
+    mass = np.clip(mass, 0.0, None)
+    left = np.concatenate([[0.0], mass[:-1]])
+    right = np.concatenate([mass[1:], [0.0]])
+    return (mass > 0) & (mass >= PEAK_RATIO * left) & (mass >= PEAK_RATIO * right)
 
 
 def _roundest(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

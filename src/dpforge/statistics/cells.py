@@ -42,7 +42,9 @@ __all__ = [
     "FINE_CELLS",
     "adaptive_columns",
     "bins_from_edges",
+    "block_size",
     "cells_for_noise",
+    "within_cell_mass",
     "fine_mass",
     "measure_fine_histograms",
     "quantile_bins",
@@ -105,16 +107,43 @@ def _fine_edges(fine: NumericBins) -> np.ndarray:
     return fine.edges
 
 
-def fine_mass(noisy: np.ndarray, total: float) -> np.ndarray:
-    """The interior fine cells' mass: the noisy histogram projected to ``total`` (free)."""
-    return project_to_simplex(noisy, total)[1:-1]  # the bounds' point cells stay apart
+MAX_BLOCK = 16  # the most fine cells pooled into one block
 
 
-def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) -> NumericBins:
-    """Cells of about equal (noisy, projected) mass, cut at the fine grid's edges (free)."""
+def block_size(std: float, total: float, n_fine: int = FINE_CELLS) -> int:
+    """How many fine cells to pool before projecting (public: noise std and N): a power of two
+    near ``(n_fine * std / total) ** 2``, where a block's count (about ``total * b /
+    n_fine`` for ``n_fine`` interior fine cells, if the records were spread evenly) reaches its noise ``std * sqrt(b)``. Without
+    pooling, the positive noise of a thousand nearly empty fine cells survives the projection as
+    mass spread over the whole range, and the cells placed on it are nearly uniform."""
+    if std <= 0 or total <= 0:
+        return 1
+    wanted = (n_fine * std / total) ** 2
+    return int(min(MAX_BLOCK, 2 ** max(0, math.ceil(math.log2(max(wanted, 1.0))))))
+
+
+def fine_mass(noisy: np.ndarray, total: float, block: int = 1) -> np.ndarray:
+    """The interior fine cells' mass: the noisy histogram projected to ``total`` (free), the
+    interior pooled ``block`` fine cells at a time and each block's mass spread evenly."""
+    noisy = np.asarray(noisy, dtype=np.float64)
+    if block <= 1:
+        return project_to_simplex(noisy, total)[1:-1]  # the bounds' point cells stay apart
+    interior = noisy[1:-1]
+    starts = np.arange(0, interior.size, block)
+    pooled = np.add.reduceat(interior, starts)
+    projected = project_to_simplex(np.concatenate([[noisy[0]], pooled, [noisy[-1]]]), total)
+    widths = np.diff(np.append(starts, interior.size))
+    return np.repeat(projected[1:-1] / widths, widths)
+
+
+def quantile_bins(
+    column: Column, noisy: np.ndarray, total: float, n_bins: int, block: int = 1
+) -> NumericBins:
+    """Cells of about equal (noisy, projected, pooled by ``block``) mass, cut at the fine
+    grid's edges (free)."""
     fine = numeric_bins(column, FINE_CELLS + 2)
     fine_edges = _fine_edges(fine)
-    mass = fine_mass(noisy, total)
+    mass = fine_mass(noisy, total, block)
     interior = n_bins - 2
     if mass.sum() <= 0:
         return numeric_bins(column, n_bins)
@@ -123,6 +152,32 @@ def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) 
     inner = np.unique(np.clip(cuts, 1, fine_edges.size - 2))
     edges = np.concatenate([[fine_edges[0]], fine_edges[inner], [fine_edges[-1]]])
     return NumericBins(column.name, fine.lower, fine.upper, fine.integer, edges, np.zeros(0))
+
+
+def within_cell_mass(
+    column: Column,
+    noisy: np.ndarray,
+    total: float,
+    edges: np.ndarray,
+    threshold: float,
+    block: int = 1,
+) -> np.ndarray:
+    """The interior fine cells' mass that decoding draws values from inside each cell (free):
+    the noisy counts at or above ``threshold`` (heaped values, dense spots), plus what the
+    projected histogram puts in the cell beyond them, spread evenly over the cell's fine cells
+    (a continuous part: without it, a cell's one standing-out fine cell would take all of
+    its values)."""
+    fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
+    raw = np.asarray(noisy, dtype=np.float64)[1:-1]
+    standout = np.where(raw >= threshold, raw, 0.0)
+    projected = fine_mass(noisy, total, block)
+    at = np.abs(fine_edges[:, None] - np.asarray(edges)[None, :]).argmin(axis=0)
+    mass = standout.copy()
+    for first, last in zip(at[:-1], at[1:], strict=True):
+        if last > first:
+            rest = projected[first:last].sum() - standout[first:last].sum()
+            mass[first:last] += max(0.0, rest) / (last - first)
+    return mass
 
 
 def bins_from_edges(

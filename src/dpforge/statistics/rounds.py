@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.privacy.calibration import noise_for_target
+from dpforge.privacy.accounting import reporting_accountant
+from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
 from dpforge.statistics.marginals import (
@@ -146,7 +147,15 @@ def _calibrate(weights, target: tuple[float, float], ledger: PrivacyLedger) -> f
             [dp_accounting.GaussianDpEvent(sigma / math.sqrt(w)) for w in weights]
         )
 
-    return noise_for_target(composed, target[0], target[1], base_event=ledger.event())
+    # The releases compose like one Gaussian of multiplier sigma (their weights sum to 1):
+    # calibrating that one event is several times faster; the composed events are then checked
+    # with the same accountant, and calibrated themselves if discretisation puts them over.
+    base = ledger.event()
+    single = noise_for_target(dp_accounting.GaussianDpEvent, target[0], target[1], None, base)
+    event = dp_accounting.ComposedDpEvent([base, composed(single)])
+    if bounded_epsilon(event, target[1], reporting_accountant(event)) <= target[0]:
+        return single
+    return noise_for_target(composed, target[0], target[1], base_event=base)
 
 
 def measure_round_one(
@@ -200,7 +209,8 @@ def measure_selected_pairs(
     n_classes = _n_classes(prior)
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior, config)
-    train_anchor(generator, loss, n_classes, replace(config, steps=config.scout_steps), torch_rng)
+    scout = config.steps if config.scout_steps is None else config.scout_steps
+    train_anchor(generator, loss, n_classes, replace(config, steps=scout), torch_rng)
     model = model_pair_distributions(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
