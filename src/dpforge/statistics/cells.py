@@ -112,10 +112,11 @@ MAX_BLOCK = 16  # the most fine cells pooled into one block
 
 def block_size(std: float, total: float, n_fine: int = FINE_CELLS) -> int:
     """How many fine cells to pool before projecting (public: noise std and N): a power of two
-    near ``(n_fine * std / total) ** 2``, where a block's count (about ``total * b /
-    n_fine`` for ``n_fine`` interior fine cells, if the records were spread evenly) reaches its noise ``std * sqrt(b)``. Without
-    pooling, the positive noise of a thousand nearly empty fine cells survives the projection as
-    mass spread over the whole range, and the cells placed on it are nearly uniform."""
+    near ``(n_fine * std / total) ** 2``, where a block's count (about ``total * b / n_fine``
+    for ``n_fine`` interior fine cells, if the records were spread evenly) reaches its noise
+    ``std * sqrt(b)``; at most MAX_BLOCK. Without pooling, the positive noise of a thousand
+    nearly empty fine cells survives the projection as mass spread over the whole range, and
+    the cells placed on it are nearly uniform."""
     if std <= 0 or total <= 0:
         return 1
     wanted = (n_fine * std / total) ** 2
