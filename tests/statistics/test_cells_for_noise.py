@@ -88,3 +88,16 @@ def test_an_isolated_fine_peak_decodes_on_its_roundest_number():
     assert set(values[1000:]) == {5.5}
     spread = values[500:1000]
     assert spread.min() >= fine[600] and spread.max() <= fine[700] and len(set(spread)) > 400
+
+
+def test_pooling_sized_to_the_noise_keeps_mass_where_the_records_are():
+    from dpforge.statistics.cells import block_size, fine_mass
+
+    assert block_size(0.0, 3000) == 1 and block_size(5.0, 100_000) == 1  # little noise
+    assert block_size(45.0, 3000) == 16  # nmes at epsilon 1: (1024 * 45 / 3000)^2 > 16
+    assert block_size(45.0, 3000, n_fine=150) == 8  # a short integer grid pools less
+    counts = np.zeros(1026)
+    counts[1:101] = 30.0  # 3,000 records in the first tenth of the range
+    noisy = counts + np.random.default_rng(0).normal(0.0, 45.0, counts.size)
+    outside = [fine_mass(noisy, 3000.0, b)[100:].sum() / 3000.0 for b in (1, 16)]
+    assert outside[1] < 0.5 * outside[0]  # pooled: far less mass spread where nobody is
