@@ -7,6 +7,7 @@ tables are those of ``bench_tables.py`` (public ones and Adult/Thyroid); the tes
 score. Prints 1-way / 2-way TVD, RF / LR AUC and balanced accuracy, fit seconds.
 
     python bench/quality_trials.py fair,nmes --epsilons 1 --seeds 1 --set steps=300 --tag s300
+    python bench/quality_trials.py report      # the trials so far, as a markdown table
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import time
 import warnings
 from dataclasses import fields, replace
+from pathlib import Path
 
 import torch
 
@@ -66,9 +68,25 @@ def one_run(data, epsilon: float, seed: int, config: AnchorConfig) -> dict:
     return out
 
 
+def report(path) -> str:
+    """The JSON lines of ``path`` as one markdown table (the order they were run in)."""
+    head = "| table | ε | seed | settings | 1-way | 2-way | RF AUC | LR AUC | fit s (CPU) |"
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        cpu = r.get("fit_cpu_seconds")
+        lines.append(
+            f"| {r['table']} | {r['epsilon']:g} | {r['seed']} | {r['tag']}: "
+            f"{' '.join(r['settings']) or 'defaults'} | {r['tvd_1way']:.4f} | "
+            f"{r['tvd_2way']:.4f} | {r['rf_auc']:.3f} | {r['lr_auc']:.3f} | "
+            f"{r['fit_seconds']} ({'-' if cpu is None else cpu}) |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("tables", help="comma list of tables (bench_tables.py's names)")
+    p.add_argument("tables", help="comma list of tables (bench_tables.py's names), or 'report'")
     p.add_argument("--epsilons", type=harness.floats, default=(1.0,))
     harness.add_seeds(p, "1")
     p.add_argument("--set", action="append", default=[], help="AnchorConfig key=value")
@@ -76,6 +94,9 @@ def main(argv: list[str] | None = None) -> None:
     harness.add_data_dir(p)
     harness.add_out(p, harness.RESULTS / "quality_trials.jsonl")
     args = p.parse_args(argv)
+    if args.tables == "report":  # print the trials so far as markdown
+        print(report(args.out))
+        return
     torch.set_num_threads(1)
     config = anchor_config(args.set)
     for name in args.tables.split(","):
