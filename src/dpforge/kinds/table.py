@@ -30,8 +30,11 @@ from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
     adaptive_columns,
     bins_from_edges,
+    block_size,
+    cells_for_noise,
     measure_fine_histograms,
     quantile_bins,
+    within_cell_mass,
 )
 from dpforge.statistics.codes import (
     code_cell_count,
@@ -48,6 +51,7 @@ from dpforge.statistics.rounds import (
     measure_round_one,
     measure_selected_pairs,
     plan_anchoring,
+    planned_cell_std,
 )
 from dpforge.statistics.rule_penalty import with_rules
 
@@ -173,10 +177,12 @@ class MarginalAnchoring(Anchoring):
             return MeasuredTable()
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
-        adaptive = adaptive_columns(schema.generated_columns, self.config.n_bins)
+        target = self._target(run, ledger)
+        n_cells = self.cells_per_column(public, target, ledger, n_public, run.unit.rows)
+        adaptive = adaptive_columns(schema.generated_columns, n_cells)
         long = long_code_columns(schema.generated_columns)
         plan = plan_anchoring(
-            self.config, public.spans, label and label.name, self._target(run, ledger),
+            self.config, public.spans, label and label.name, target,
             ledger, adaptive=len(adaptive), codes=len(long), unit=run.unit,
         )  # fmt: skip
         m = len(adaptive) + len(long)  # histograms in the release (sensitivity rows * sqrt(m))
@@ -185,21 +191,35 @@ class MarginalAnchoring(Anchoring):
             plan.rows,
         )  # fmt: skip
         codes = _place_codes(long, records, plan, (public, n_public, m), rng)
-        edges = self._place_cells(adaptive, fine, n_public)
-        shown = plan.cells_noise * plan.rows * math.sqrt(m) * noise_factor(records)
-        masses = _fine_masses(adaptive, fine, shown)
+        std = plan.cells_noise * plan.rows * math.sqrt(m) * noise_factor(records)  # as added
+        blocks = {name: block_size(std, n_public, len(h) - 2) for name, h in fine.items()}
+        edges = self._place_cells(adaptive, fine, n_public, n_cells, blocks)
+        masses = _fine_masses(adaptive, fine, std, edges, (n_public, blocks))
         encoder = self.encoder(TableKind, schema, MeasuredTable(
             cell_edges=edges, cell_mass=masses, code_cells=codes))  # fmt: skip
         label_name, blocks = _blocks(encoder, records)
-        measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public)
+        measured = measure_round_one(
+            plan, blocks, encoder.spans, label_name, rng, n_public, self.config.zero_below
+        )
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 
-    def _place_cells(self, adaptive: list, fine: dict, n_public: int) -> dict:
-        """Each adaptive column's cell edges, from its noisy fine histogram (free)."""
-        n_bins = self.config.n_bins
+    def cells_per_column(
+        self, public: TableEncoder, target, ledger, n_public: float, rows: int = 1
+    ) -> int:
+        """Cells per numeric column from public inputs only: N, the label's classes and the
+        noise the plan will give round 1 (:func:`dpforge.statistics.cells.cells_for_noise`),
+        ``rows`` times larger per person with a privacy unit."""
+        label_name = _label_name(public)
+        std = rows * planned_cell_std(self.config, public.spans, label_name, target, ledger)
+        classes = max(1, public.n_classes)
+        return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
+
+    def _place_cells(self, adaptive, fine: dict, n_public: int, n_bins: int, blocks) -> dict:
+        """Each adaptive column's ``n_bins`` cell edges, from its noisy fine histogram pooled
+        ``blocks[name]`` fine cells at a time (free)."""
         return {
-            c.name: quantile_bins(c, fine[c.name], n_public, n_bins).edges.tolist()
+            c.name: quantile_bins(c, fine[c.name], n_public, n_bins, blocks[c.name]).edges.tolist()
             for c in adaptive
         }
 
@@ -284,16 +304,20 @@ def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
     )
 
 
-def _fine_masses(adaptive: list, fine: dict, std: float) -> dict[str, list[float]]:
-    """Each adaptive column's fine mass for drawing values inside their cells (free): the
-    noisy counts that stand out from the noise (at least FINE_MASS_THRESHOLD standard
-    deviations, about the largest that 1,024 cells of pure noise reach), the rest 0. Only the
-    ratios inside a cell matter; a cell none of whose fine cells stands out draws uniformly,
-    as before. An empty cell of a nullable column is on no fine cell, so nothing of it
-    spreads over the grid."""
+def _fine_masses(
+    adaptive: list, fine: dict, std: float, edges: dict, pooling: tuple[float, dict]
+) -> dict[str, list[float]]:
+    """Each adaptive column's fine mass for drawing values inside their cells (free,
+    ``cells.within_cell_mass``): the noisy counts that stand out from the noise (at least
+    FINE_MASS_THRESHOLD standard deviations, about the largest that 1,024 cells of pure noise
+    reach), and the rest of each cell's projected mass spread evenly over it. An empty cell
+    of a nullable column is on no fine cell, so nothing of it spreads over the grid."""
+    threshold, (total, blocks) = FINE_MASS_THRESHOLD * std, pooling
     return {
         c.name: _rounded(
-            np.where(fine[c.name][1:-1] >= FINE_MASS_THRESHOLD * std, fine[c.name][1:-1], 0.0)
+            within_cell_mass(
+                c, fine[c.name], total, np.asarray(edges[c.name]), threshold, blocks[c.name]
+            )
         )
         for c in adaptive
     }

@@ -40,12 +40,19 @@ class AnchorConfig:
 
     share: fraction of epsilon (after the metadata) spent on the marginal measurements; 1.0 is
         "marginals only" (no discriminator steps), 0.0 turns anchoring off ("discriminator only").
-    n_bins: public cells per numeric column (see :mod:`dpforge.statistics.bins`).
+    n_bins: the most cells per numeric column (see :mod:`dpforge.statistics.bins`).
+    cells_snr: numeric columns get as many cells (up to ``n_bins``) as keep each cell's count
+        ``cells_snr`` noise standard deviations above the noise (``cells.cells_for_noise``);
+        0 gives every numeric column ``n_bins`` cells.
+    zero_below: measured counts below this many noise standard deviations are set to 0
+        before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
         budget on choosing column pairs under DP and measuring them
         (:mod:`dpforge.statistics.selection`).
-    steps, batch_size, lr: each anchor phase (Adam on the generator, before any GAN step;
-        the learning rate decays linearly to 0 over the phase).
+    steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
+        step; the learning rate decays linearly to 0 over the phase).
+    scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
+        selection; None: ``steps``); the final phase goes on from it.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
@@ -55,8 +62,11 @@ class AnchorConfig:
 
     share: float = 1.0
     n_bins: int = 64
+    cells_snr: float = 2.0
+    zero_below: float = 0.0
     select_pairs: bool = True
-    steps: int = 1000
+    steps: int = 300
+    scout_steps: int | None = None
     batch_size: int = 1024
     lr: float = 1e-2
     weight: float = 1.0
@@ -74,6 +84,11 @@ class AnchorConfig:
             raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
+        if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:
+            raise ValueError(
+                "anchor cells_snr, scout_steps and zero_below must be >= 0, got "
+                f"{self.cells_snr}, {self.scout_steps}, {self.zero_below}"
+            )
         if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
             raise ValueError(
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "

@@ -16,7 +16,10 @@ or DP-estimated bounds, its type and a requested number of bins), so using them 
 A cell decodes to a value drawn inside it (integers: a whole number inside it), from a generator
 the caller owns: uniformly, or, for cells placed on a released fine histogram
 (:mod:`dpforge.statistics.cells`), first a fine cell in proportion to its released mass and then
-uniformly inside that fine cell, so that values heaped on a few points come back on them.
+uniformly inside that fine cell, so that values heaped on a few points come back on them; a
+fine cell with several times its neighbours' mass holds a heaped value, decoded to the roundest
+number inside it (17.5, not 17.498: people heap on round numbers, and a value just below a
+round edge would fall into another cell).
 """
 
 from __future__ import annotations
@@ -99,10 +102,36 @@ class NumericBins:
         chosen = np.searchsorted(cumulative, target, side="right") - 1
         chosen = np.clip(chosen, first, np.maximum(first, last - 1))
         has_mass = (high > low) & (last > first)
-        return (
-            np.where(has_mass, fine[chosen], lo),
-            np.where(has_mass, fine[np.minimum(chosen + 1, fine.size - 1)], hi),
-        )
+        fine_lo, fine_hi = fine[chosen], fine[np.minimum(chosen + 1, fine.size - 1)]
+        if not self.integer:  # a peak among (nearly) empty fine cells is a heaped value:
+            point = _isolated(mass)[chosen]  # its values sit on one point, most likely the
+            roundest = _roundest(fine_lo[point], fine_hi[point])  # roundest one inside
+            fine_lo[point], fine_hi[point] = roundest, roundest
+        return np.where(has_mass, fine_lo, lo), np.where(has_mass, fine_hi, hi)
+
+
+PEAK_RATIO = 4.0  # a fine cell with this many times its neighbours' mass is a heaped value
+
+
+def _isolated(mass: np.ndarray) -> np.ndarray:
+    """Fine cells with mass at least PEAK_RATIO times each neighbour's (0 beyond the ends)."""
+    mass = np.clip(mass, 0.0, None)
+    left = np.concatenate([[0.0], mass[:-1]])
+    right = np.concatenate([mass[1:], [0.0]])
+    return (mass > 0) & (mass >= PEAK_RATIO * left) & (mass >= PEAK_RATIO * right)
+
+
+def _roundest(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The number with the fewest decimals in each [lo, hi] (a multiple of the coarsest power
+    of ten, from 10**6 down to 10**-6, that has one there; else the middle)."""
+    out = (lo + hi) / 2.0
+    found = np.zeros(lo.shape, dtype=bool)
+    for exponent in range(6, -7, -1):
+        step = 10.0**exponent
+        candidate = np.ceil(lo / step - 1e-9) * step
+        fits = ~found & (candidate <= hi + 1e-12)
+        out[fits], found = candidate[fits], found | fits
+    return out
 
 
 def numeric_bins(column: Column, n_bins: int) -> NumericBins:

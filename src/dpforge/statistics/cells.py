@@ -14,10 +14,21 @@ drawn inside its cell in proportion to them, so that heaped numbers come back on
 (``NumericBins.decode``). An empty cell
 of a nullable column adds to no fine cell: the sensitivity stays ``sqrt(m)``. With a privacy
 unit (a person's at most ``r`` rows, :mod:`dpforge.privacy.person`) it is ``r * sqrt(m)``.
+
+How many cells (:func:`cells_for_noise`) follows from public quantities only: the public record
+count N, the number of label classes K and the noise std that each cell of the label x column
+marginals will get (fixed by epsilon, delta and the public rules of the plan). A cell of about
+equal mass holds about N / (K k) records of each class; the rule takes the largest k (at most
+``n_bins``) at which that count stands ``snr`` noise standard deviations above the noise, so a
+small table or a small epsilon gets few wide cells instead of many cells drowned in noise (AIM
+makes the same trade when it drops marginals too large for its budget). An integer column with
+at most ``2 k`` values keeps one cell per value (:func:`dpforge.statistics.bins.numeric_bins`);
+a wider one, however many values it has, gets k cells placed by its fine histogram.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -33,16 +44,33 @@ __all__ = [
     "FINE_CELLS",
     "adaptive_columns",
     "bins_from_edges",
+    "block_size",
+    "cells_for_noise",
+    "within_cell_mass",
     "fine_mass",
     "measure_fine_histograms",
     "quantile_bins",
 ]
 
 FINE_CELLS = 1024
+MIN_CELLS = 4  # two cells inside the bounds, and the bounds' point cells
+
+
+def cells_for_noise(
+    n_public: float, cell_std: float, n_classes: int, n_bins: int, snr: float
+) -> int:
+    """Cells per numeric column (the bounds' point cells included) from public inputs only:
+    the largest k <= ``n_bins`` with ``n_public / (K k) >= snr * cell_std``, at least
+    MIN_CELLS; ``n_bins`` when there is no noise or ``snr`` is 0 (the rule off)."""
+    if cell_std <= 0 or snr <= 0:
+        return n_bins
+    k = math.floor(n_public / (max(1, n_classes) * snr * cell_std))
+    return int(min(n_bins, max(MIN_CELLS, k)))
 
 
 def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
-    """Numeric columns whose public cells are intervals (not one cell per whole number)."""
+    """Numeric columns whose public cells at ``n_bins`` are intervals (not one cell per whole
+    number): they get cells placed by their fine histograms."""
     return [c for c in columns if c.is_numeric and numeric_bins(c, n_bins).values.size == 0]
 
 
@@ -91,16 +119,44 @@ def _fine_edges(fine: NumericBins) -> np.ndarray:
     return fine.edges
 
 
-def fine_mass(noisy: np.ndarray, total: float) -> np.ndarray:
-    """The interior fine cells' mass: the noisy histogram projected to ``total`` (free)."""
-    return project_to_simplex(noisy, total)[1:-1]  # the bounds' point cells stay apart
+MAX_BLOCK = 16  # the most fine cells pooled into one block
 
 
-def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) -> NumericBins:
-    """Cells of about equal (noisy, projected) mass, cut at the fine grid's edges (free)."""
+def block_size(std: float, total: float, n_fine: int = FINE_CELLS) -> int:
+    """How many fine cells to pool before projecting (public: noise std and N): a power of two
+    near ``(n_fine * std / total) ** 2``, where a block's count (about ``total * b / n_fine``
+    for ``n_fine`` interior fine cells, if the records were spread evenly) reaches its noise
+    ``std * sqrt(b)``; at most MAX_BLOCK. Without pooling, the positive noise of a thousand
+    nearly empty fine cells survives the projection as mass spread over the whole range, and
+    the cells placed on it are nearly uniform."""
+    if std <= 0 or total <= 0:
+        return 1
+    wanted = (n_fine * std / total) ** 2
+    return int(min(MAX_BLOCK, 2 ** max(0, math.ceil(math.log2(max(wanted, 1.0))))))
+
+
+def fine_mass(noisy: np.ndarray, total: float, block: int = 1) -> np.ndarray:
+    """The interior fine cells' mass: the noisy histogram projected to ``total`` (free), the
+    interior pooled ``block`` fine cells at a time and each block's mass spread evenly."""
+    noisy = np.asarray(noisy, dtype=np.float64)
+    if block <= 1:
+        return project_to_simplex(noisy, total)[1:-1]  # the bounds' point cells stay apart
+    interior = noisy[1:-1]
+    starts = np.arange(0, interior.size, block)
+    pooled = np.add.reduceat(interior, starts)
+    projected = project_to_simplex(np.concatenate([[noisy[0]], pooled, [noisy[-1]]]), total)
+    widths = np.diff(np.append(starts, interior.size))
+    return np.repeat(projected[1:-1] / widths, widths)
+
+
+def quantile_bins(
+    column: Column, noisy: np.ndarray, total: float, n_bins: int, block: int = 1
+) -> NumericBins:
+    """Cells of about equal (noisy, projected, pooled by ``block``) mass, cut at the fine
+    grid's edges (free)."""
     fine = numeric_bins(column, FINE_CELLS + 2)
     fine_edges = _fine_edges(fine)
-    mass = fine_mass(noisy, total)
+    mass = fine_mass(noisy, total, block)
     interior = n_bins - 2
     if mass.sum() <= 0:
         return numeric_bins(column, n_bins)
@@ -109,6 +165,32 @@ def quantile_bins(column: Column, noisy: np.ndarray, total: float, n_bins: int) 
     inner = np.unique(np.clip(cuts, 1, fine_edges.size - 2))
     edges = np.concatenate([[fine_edges[0]], fine_edges[inner], [fine_edges[-1]]])
     return NumericBins(column.name, fine.lower, fine.upper, fine.integer, edges, np.zeros(0))
+
+
+def within_cell_mass(
+    column: Column,
+    noisy: np.ndarray,
+    total: float,
+    edges: np.ndarray,
+    threshold: float,
+    block: int = 1,
+) -> np.ndarray:
+    """The interior fine cells' mass that decoding draws values from inside each cell (free):
+    the noisy counts at or above ``threshold`` (heaped values, dense spots), plus what the
+    projected histogram puts in the cell beyond them, spread evenly over the cell's fine cells
+    (a continuous part: without it, a cell's one standing-out fine cell would take all of
+    its values)."""
+    fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
+    raw = np.asarray(noisy, dtype=np.float64)[1:-1]
+    standout = np.where(raw >= threshold, raw, 0.0)
+    projected = fine_mass(noisy, total, block)
+    at = np.abs(fine_edges[:, None] - np.asarray(edges)[None, :]).argmin(axis=0)
+    mass = standout.copy()
+    for first, last in zip(at[:-1], at[1:], strict=True):
+        if last > first:
+            rest = projected[first:last].sum() - standout[first:last].sum()
+            mass[first:last] += max(0.0, rest) / (last - first)
+    return mass
 
 
 def bins_from_edges(

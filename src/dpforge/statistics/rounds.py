@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.privacy.calibration import noise_for_target
+from dpforge.privacy.accounting import reporting_accountant
+from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
@@ -45,6 +46,7 @@ __all__ = [
     "measure_round_one",
     "measure_selected_pairs",
     "plan_anchoring",
+    "planned_cell_std",
 ]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
@@ -76,6 +78,43 @@ class AnchorPlan:
         return cls(**d)
 
 
+def _weights(config: AnchorConfig, spans: Sequence[Span], adaptive: bool, codes: float = 0.0):
+    """(weights of the releases, the round 1 marginals, candidate pairs, k): the public plan.
+    ``codes``: the cells' release's extra share for long code lists' histograms."""
+    first = default_marginals(spans, None)
+    candidates = candidate_pairs(spans) if config.select_pairs else []
+    n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
+    k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
+    weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
+    if adaptive:
+        cells = CELLS_WEIGHT + codes
+        weights = [w * (1 - cells) for w in weights] + [cells]
+    return weights, first, candidates, k
+
+
+def planned_cell_std(
+    config: AnchorConfig,
+    spans: Sequence[Span],
+    label_name: str | None,
+    target: tuple[float, float] | None,
+    ledger: PrivacyLedger,
+) -> float:
+    """About the noise std of each cell of round 1 (0 without noise), for sizing the numeric
+    cells before the plan is fixed (``cells.cells_for_noise``). Public: epsilon, delta, what
+    the ledger already holds and the plan's rules. The budget's releases compose like one
+    Gaussian of multiplier ``sigma`` (their weights sum to 1), whose ``sigma`` the RDP
+    accountant gives quickly and a little conservatively; the exact calibration is the plan's.
+    """
+    if target is None:
+        return 0.0
+    weights, _, _, _ = _weights(config, spans, adaptive=True)
+    sigma = noise_for_target(
+        dp_accounting.GaussianDpEvent, target[0], target[1], "rdp", ledger.event()
+    )
+    n_marginals = len(default_marginals(spans, label_name))
+    return sigma / math.sqrt(weights[0]) * math.sqrt(n_marginals)
+
+
 def plan_anchoring(
     config: AnchorConfig,
     spans: Sequence[Span],
@@ -96,13 +135,8 @@ def plan_anchoring(
     what = f"{adaptive} numeric columns" + (f" and {codes} code lists" if codes else "")
     adaptive += codes
     first = default_marginals(spans, label_name)
-    candidates = candidate_pairs(spans) if config.select_pairs else []
-    n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
-    k = pairs_to_measure(len(candidates), n_columns) if candidates else 0
-    weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
-    if adaptive:
-        cells = CELLS_WEIGHT + (min(CODES_WEIGHT, codes / len(first)) if codes else 0.0)
-        weights = [w * (1 - cells) for w in weights] + [cells]
+    extra = min(CODES_WEIGHT, codes / len(first)) if codes else 0.0
+    weights, _, candidates, k = _weights(config, spans, bool(adaptive), extra)
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
     cells_noise = noises.pop() if adaptive else 0.0
@@ -128,7 +162,15 @@ def _calibrate(weights, target: tuple[float, float], ledger: PrivacyLedger) -> f
             [dp_accounting.GaussianDpEvent(sigma / math.sqrt(w)) for w in weights]
         )
 
-    return noise_for_target(composed, target[0], target[1], base_event=ledger.event())
+    # The releases compose like one Gaussian of multiplier sigma (their weights sum to 1):
+    # calibrating that one event is several times faster; the composed events are then checked
+    # with the same accountant, and calibrated themselves if discretisation puts them over.
+    base = ledger.event()
+    single = noise_for_target(dp_accounting.GaussianDpEvent, target[0], target[1], None, base)
+    event = dp_accounting.ComposedDpEvent([base, composed(single)])
+    if bounded_epsilon(event, target[1], reporting_accountant(event)) <= target[0]:
+        return single
+    return noise_for_target(composed, target[0], target[1], base_event=base)
 
 
 def measure_round_one(
@@ -138,10 +180,29 @@ def measure_round_one(
     label_name: str | None,
     rng: np.random.Generator,
     total: float,
+    zero_below: float = 0.0,
 ) -> list[MeasuredMarginal]:
-    """The first round's release (already in the ledger); ``total`` is the public N."""
+    """The first round's release (already in the ledger); ``total`` is the public N.
+    ``zero_below``: see :func:`sparsified`."""
     chosen = default_marginals(spans, label_name)
-    return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
+    measured = measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
+    std = plan.round_one_noise * plan.rows * math.sqrt(len(chosen))
+    return sparsified(measured, std, zero_below)
+
+
+def sparsified(
+    measured: list[MeasuredMarginal], std: float, zero_below: float
+) -> list[MeasuredMarginal]:
+    """Noisy counts under ``zero_below`` noise standard deviations set to 0 (free
+    post-processing): most cells of a sparse marginal (numbers heaped on a few points, pairs
+    of related columns) are empty, and their positive noise would otherwise survive the
+    projection as mass spread where there is none."""
+    if zero_below <= 0 or std <= 0:
+        return measured
+    return [
+        replace(m, noisy_counts=np.where(m.noisy_counts >= zero_below * std, m.noisy_counts, 0.0))
+        for m in measured
+    ]
 
 
 def measure_selected_pairs(
@@ -164,7 +225,8 @@ def measure_selected_pairs(
     n_classes = _n_classes(prior)
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior, config)
-    train_anchor(generator, loss, n_classes, config, torch_rng)
+    scout = config.steps if config.scout_steps is None else config.scout_steps
+    train_anchor(generator, loss, n_classes, replace(config, steps=scout), torch_rng)
     model = model_pair_distributions(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
@@ -172,9 +234,8 @@ def measure_selected_pairs(
     total = measured[0].total  # the public N the first round was projected to
     noises = (plan.score_noise, cell_noise)
     chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
-    return measured + measure_marginals(
-        blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows
-    )
+    pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows)
+    return measured + sparsified(pairs, cell_noise, config.zero_below)
 
 
 def _n_classes(prior: torch.Tensor | None) -> int:

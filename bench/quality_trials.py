@@ -1,0 +1,121 @@
+"""Anchoring trials of issue 22: one fit per (table, epsilon, seed, settings), scored as
+``bench_tables.py`` scores (``tables_runs.score``), one JSON line each in ``--out``.
+
+Settings are fields of :class:`dpforge.statistics.anchor.AnchorConfig` given as ``key=value``
+(``--set steps=300 --set loss=chi2``); ``--hidden 128,128`` sets the generator's widths. The
+tables are those of ``bench_tables.py`` (public ones and Adult/Thyroid); the test rows only
+score. Prints 1-way / 2-way TVD, RF / LR AUC and balanced accuracy, fit seconds.
+
+    python bench/quality_trials.py fair,nmes --epsilons 1 --seeds 1 --set steps=300 --tag s300
+    python bench/quality_trials.py report      # the trials so far, as a markdown table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from dataclasses import fields, replace
+from pathlib import Path
+
+import torch
+
+import harness
+from dpforge import Synthesizer
+from dpforge.statistics.anchor import AnchorConfig
+from tables_runs import SAMPLE_SEED, load_dataset, score
+
+
+def _value(field_type: str, text: str):
+    if text in ("true", "false"):
+        return text == "true"
+    if "tuple" in str(field_type):
+        return tuple(int(v) for v in text.split(","))
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+def anchor_config(settings: list[str]) -> AnchorConfig:
+    """AnchorConfig() with the ``key=value`` settings."""
+    types = {f.name: f.type for f in fields(AnchorConfig)}
+    changes = {}
+    for item in settings:
+        key, _, text = item.partition("=")
+        if key not in types:
+            raise SystemExit(f"--set {item}: AnchorConfig has no field {key!r}")
+        changes[key] = _value(types[key], text)
+    return replace(AnchorConfig(), **changes)
+
+
+def one_run(data, epsilon: float, seed: int, config: AnchorConfig) -> dict:
+    synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False, anchor=config)
+    started, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="values outside the bounds were clipped")
+        synth.fit(data.train)
+    fit_seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    rows = synth.sample(len(data.train), seed=SAMPLE_SEED + seed)
+    out = score(rows, data, seed, None)
+    out.pop("classifier_info", None)
+    out["fit_seconds"] = round(fit_seconds, 1)
+    out["fit_cpu_seconds"] = round(cpu_seconds, 1)  # the machine is shared: CPU time too
+    out["epsilon_spent"] = round(synth.privacy_spent().epsilon, 4)
+    return out
+
+
+def report(path) -> str:
+    """The JSON lines of ``path`` as one markdown table (the order they were run in)."""
+    head = "| table | ε | seed | settings | 1-way | 2-way | RF AUC | LR AUC | fit s (CPU) |"
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        cpu = r.get("fit_cpu_seconds")
+        lines.append(
+            f"| {r['table']} | {r['epsilon']:g} | {r['seed']} | {r['tag']}: "
+            f"{' '.join(r['settings']) or 'defaults'} | {r['tvd_1way']:.4f} | "
+            f"{r['tvd_2way']:.4f} | {r['rf_auc']:.3f} | {r['lr_auc']:.3f} | "
+            f"{r['fit_seconds']} ({'-' if cpu is None else cpu}) |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("tables", help="comma list of tables (bench_tables.py's names), or 'report'")
+    p.add_argument("--epsilons", type=harness.floats, default=(1.0,))
+    harness.add_seeds(p, "1")
+    p.add_argument("--set", action="append", default=[], help="AnchorConfig key=value")
+    p.add_argument("--tag", default="", help="a name for these settings in the output")
+    harness.add_data_dir(p)
+    harness.add_out(p, harness.RESULTS / "quality_trials.jsonl")
+    args = p.parse_args(argv)
+    if args.tables == "report":  # print the trials so far as markdown
+        print(report(args.out))
+        return
+    torch.set_num_threads(1)
+    config = anchor_config(args.set)
+    for name in args.tables.split(","):
+        data = load_dataset(name, harness.data_dir(args.data_dir))
+        for epsilon in args.epsilons:
+            for seed in harness.seeds(args):
+                out = one_run(data, epsilon, seed, config)
+                record = {"table": name, "epsilon": epsilon, "seed": seed, "tag": args.tag,
+                          "settings": args.set, **out}  # fmt: skip
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+                print(
+                    f"{name} eps={epsilon:g} seed={seed} [{args.tag}] 1w {out['tvd_1way']:.4f} "
+                    f"2w {out['tvd_2way']:.4f} rf {out['rf_auc']:.3f}/{out['rf_bal_acc']:.3f} "
+                    f"lr {out['lr_auc']:.3f}/{out['lr_bal_acc']:.3f} fit {out['fit_seconds']} s "
+                    f"(cpu {out['fit_cpu_seconds']} s)",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
