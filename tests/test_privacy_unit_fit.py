@@ -202,7 +202,7 @@ def test_a_fit_hands_k_to_every_release_of_the_table_path(monkeypatch):
     spy(metadata, "dp_categories", "categories", lambda a, k: k["max_rows"])
     spy(table, "measure_fine_histograms", "fine", lambda a, k: a[4])
     spy(rounds, "measure_marginals", "marginals", lambda a, k: a[5])
-    spy(rounds, "select_pairs", "scores", lambda a, k: a[7])
+    spy(rounds, "select_pairs", "scores", lambda a, k: k["rows"])
     _fit(_flights(), privacy_unit="tailnum", max_rows_per_unit=K)
     assert set(seen) == {"count", "bounds", "categories", "fine", "marginals", "scores"}
     assert all(v == K for values in seen.values() for v in values), seen
