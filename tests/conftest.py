@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +14,9 @@ from dpforge.schema.table import Column, Schema
 
 # Tiny networks run faster on one thread, and CI has two cores shared with pytest itself.
 torch.set_num_threads(1)
+# Rich wraps console lines at the terminal's width (80 without one): the messages the tests
+# read name long temporary paths, which a wrap would split mid-name.
+os.environ["COLUMNS"] = "1000"
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import pytest
 
 from dpforge.evaluation.curves import plot_curve, privacy_utility_curve
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PER_RECORD
 
 
 class JitteredCopies:
@@ -19,6 +20,7 @@ class JitteredCopies:
 
     method = "jittered-copies"
     delta = 1e-5
+    unit = PER_RECORD  # the guarantee's neighbouring relation (one row)
 
     def __init__(self, epsilon, train, schema):
         self.epsilon, self.train, self.schema_ = epsilon, train, schema

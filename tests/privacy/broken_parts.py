@@ -124,15 +124,15 @@ def _halved(real):
 def _one_at_a_time(real):
     """Measure every marginal (histogram) alone: noise for sensitivity 1, not sqrt(k)."""
 
-    def broken(blocks, chosen, noise, rng, total):
-        return [m for one in chosen for m in real(blocks, [one], noise, rng, total)]
+    def broken(blocks, chosen, noise, rng, total, *rest):
+        return [m for one in chosen for m in real(blocks, [one], noise, rng, total, *rest)]
 
     return broken
 
 
 def _columns_one_at_a_time(real):
-    def broken(table, columns, noise, rng):
-        return {k: v for c in columns for k, v in real(table, [c], noise, rng).items()}
+    def broken(table, columns, noise, rng, *rest):
+        return {k: v for c in columns for k, v in real(table, [c], noise, rng, *rest).items()}
 
     return broken
 
