@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.arrays import ArrayData
-from dpforge.data.parts import PARTS_FOLDER, PartsRequest
+from dpforge.data.parts import PARTS_FOLDER, PartsRequest, check_workers
 from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
@@ -128,8 +128,8 @@ def check_parts(
             "data: drop them"
         )
     request.check()
-    if workers is not None and (isinstance(workers, bool) or workers < 1):
-        raise DpforgeError(f"--workers {workers}: give a whole number of processes, at least 1")
+    if workers is not None:
+        check_workers(workers)
     check_output_folder(out, PARTS_FOLDER, overwrite=overwrite, inputs=(request.model,))
 
 

@@ -81,6 +81,12 @@ class PartsRequest:
             )
 
 
+def check_workers(workers: int) -> None:
+    """Refuse a number of writing processes that is not a whole number >= 1."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise DataError(f"--workers {workers}: give a whole number of processes, at least 1")
+
+
 def partition_rows(rows: int, partitions: int) -> list[int]:
     """Rows per partition: as equal as possible, the first ones taking the remainder."""
     base, extra = divmod(rows, partitions)
@@ -102,8 +108,7 @@ def write_parts(
 ) -> Path:
     """Write ``request`` as a partitioned data set in the folder ``out``; returns ``out``."""
     request.check()
-    if isinstance(workers, bool) or workers < 1:
-        raise DataError(f"--workers {workers}: give a whole number of processes, at least 1")
+    check_workers(workers)
     jobs = _jobs(request)
 
     def build(folder: Path) -> None:

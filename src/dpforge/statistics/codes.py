@@ -95,13 +95,10 @@ def measure_code_histograms(
     where the records are when their engine adds the noise there (federated sites)."""
     out = {}
     for column in columns:
-        if isinstance(table, TableAggregates) and isinstance(
-            table.column(column.name), NoisyColumn
-        ):
+        source = table.column(column.name) if isinstance(table, TableAggregates) else None
+        if isinstance(source, NoisyColumn):  # noised where the records are
             rule = ListedCells(tuple(column.categories))
-            out[column.name] = table.column(column.name).noisy_bincount(
-                rule, len(column.categories), std
-            )
+            out[column.name] = source.noisy_bincount(rule, len(column.categories), std)
             continue
         counts = _code_counts(table, column)
         out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
