@@ -164,12 +164,12 @@ def check_method_config(config: Any, epsilon: float) -> None:
         )
 
 
-def check_against_size(config: Any, n_records: int) -> None:
-    """Options that must fit the number of records N, as released under DP (it sets q = B/N;
-    at a small epsilon the released count is coarse, which the message says)."""
+def check_against_size(config: Any, n_records: int, what: str = "records") -> None:
+    """Options that must fit the number of records N (or persons), as released under DP (it
+    sets q = B/N; at a small epsilon the released count is coarse, which the message says)."""
     if config.batch_size > n_records:
         raise PrivacyError(
-            f"batch size {config.batch_size} is larger than the {n_records} records counted "
+            f"batch size {config.batch_size} is larger than the {n_records} {what} counted "
             "under DP (the count is noisy at a small epsilon): choose a smaller --batch-size "
             "or a larger epsilon"
         )

@@ -18,6 +18,7 @@ import pandas as pd
 from dpforge import options as run_options
 from dpforge.applicable import refuse_inapplicable
 from dpforge.data.arrays import ArrayData
+from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
 from dpforge.generate import sample_batch
@@ -79,7 +80,8 @@ class Synthesizer:
     privacy_unit, max_rows_per_unit: the guarantee per person rather than per row (tables):
         the column that identifies a person (an identifier column of the schema, type "drop"
         or "surrogate") and k, the most rows kept per person (chosen at random); every
-        sensitivity is scaled by k (:mod:`dpforge.privacy.person`). Marginal anchoring only.
+        sensitivity is scaled by k (:mod:`dpforge.privacy.person`); dpcgan and dpwgan
+        refine per person (whole persons sampled, each one's gradient clipped to C).
     public_data: images (:class:`ArrayData`, same shape, labelled or not, any domain) that are
         PUBLIC: they may be published as they are. They train a feature extractor for
         perceptual anchoring (:mod:`dpforge.statistics.perceptual`), cost no budget and are
@@ -200,7 +202,8 @@ class Synthesizer:
         refuse_inapplicable(alone, self.method_given, self.method, given, self.epsilon)
         unit = self.unit
         unit.check_schema(self.schema)
-        unit.refuse_refinement(alone)
+        processes = current_reducer(self.device).world_size
+        unit.refuse_refinement(alone, self.method, self.method_options, processes)
         if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 1:
             raise PrivacyError(
                 f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"

@@ -102,6 +102,7 @@ def train(
     reserve: Callable[[int], None] | None = None,
     progress: bool = True,
     reducer: GradientReducer = ONE_PROCESS,
+    persons: torch.Tensor | None = None,
 ) -> TrainingState:
     """Run the planned steps from ``state.spent`` on; return the final state.
 
@@ -109,11 +110,14 @@ def train(
     before the steps it covers (see the module notes). ``reducer`` is the seam to the other
     processes of a multi-process run (:mod:`dpforge.distributed`): every rank passes all the
     records and trains on its shard; ``generator`` must be seeded identically on every rank.
+    ``persons`` (a privacy unit): each record's person code; whole persons are then sampled
+    and clipped (user-level DP-SGD, one process only).
     """
     state = state or TrainingState()
     state.spent = max(state.spent, state.step)
-    features, labels = _shard(features, labels, reducer)
-    method.prepare(features.shape[0], plan, generator, reducer)
+    if persons is None:
+        features, labels = _shard(features, labels, reducer)
+    method.prepare(features.shape[0], plan, generator, reducer, persons)
     reducer.broadcast_state(method.state_parts())  # the replicas start identical
     chunk = max(1, plan.checkpoint_every // RESERVE_FRACTION)
     reserved = state.spent

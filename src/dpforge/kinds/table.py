@@ -24,7 +24,7 @@ from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
-from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows
+from dpforge.privacy.person import PrivacyUnit, coded_persons, frame_keys, kept_rows
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
@@ -83,13 +83,16 @@ class TableKind:
         data: Any, schema: Schema, out_of_bounds: str, unit: PrivacyUnit, rng: np.random.Generator
     ) -> pd.DataFrame:
         """:meth:`validate`, then at most ``unit.rows`` rows per person, chosen at random with
-        ``rng`` (:mod:`dpforge.privacy.person`); the unit column goes no further."""
+        ``rng`` (:mod:`dpforge.privacy.person`); the unit column goes no further than integer
+        person codes in the kept rows (for per-person DP-SGD; never encoded or saved)."""
         if isinstance(data, TableAggregates):  # kept by an engine (Spark): bounded there
             seed = int(rng.integers(2**31 - 1))
             return data.validated(schema, out_of_bounds, unit.column).bounded(unit.rows, seed)
         records = TableKind.validate(data, schema, out_of_bounds)
         keys = frame_keys(data, unit.column)
-        return records.iloc[kept_rows(keys, unit.rows, rng)].reset_index(drop=True)
+        kept = kept_rows(keys, unit.rows, rng)
+        records = records.iloc[kept].reset_index(drop=True)
+        return records.assign(**{unit.column: coded_persons(keys[kept])})
 
     @staticmethod
     def complete(data, schema, budget: MetadataBudget, ledger: PrivacyLedger, rng):

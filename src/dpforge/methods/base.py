@@ -20,7 +20,8 @@ from dpforge.errors import PrivacyError
 from dpforge.nets.families import Layout, Networks, build_networks
 from dpforge.nets.mlp import one_hot
 from dpforge.privacy.accounting import dpsgd_event
-from dpforge.privacy.sampling import PoissonSampler
+from dpforge.privacy.person import refuse_per_row_sgd
+from dpforge.privacy.sampling import PersonBatch, PersonPoissonSampler, PoissonSampler
 from dpforge.statistics.anchor import stratified_labels
 
 
@@ -184,15 +185,22 @@ class GanMethod:
         plan: Any,
         generator: torch.Generator,
         reducer: GradientReducer = ONE_PROCESS,
+        persons: torch.Tensor | None = None,
     ) -> None:
         """Set up sampling before the first step (or after a resume).
 
         ``n_records`` are this rank's records (all of them in one process); they are sampled at
         the plan's GLOBAL rate q, so the union over the ranks is a Poisson sample at rate q.
+        ``persons`` (a privacy unit: each row's person code) samples whole persons at rate q
+        instead, and the step clips each person's summed gradient (user-level DP-SGD).
         """
         self.reducer = reducer
         self.rank_generator = reducer.record_generator(generator)
-        self.sampler = PoissonSampler(n_records, plan.sample_rate)
+        if persons is None:
+            self.sampler = PoissonSampler(n_records, plan.sample_rate)
+            return
+        refuse_per_row_sgd(self.name, self.config, reducer.world_size)
+        self.sampler = PersonPoissonSampler(persons, plan.sample_rate)
 
     def record_generator(self, generator: torch.Generator) -> torch.Generator:
         """The generator for draws whose count depends on this rank's real batch (sampling,
@@ -205,9 +213,11 @@ class GanMethod:
     def train_step(self, features, labels, state, generator: torch.Generator) -> None:
         """One private step (a discriminator step on a Poisson sample), and a generator step
         after every n_D of them. ``state`` is the loop's TrainingState, updated in place."""
-        index = self.sampler.sample(self.record_generator(generator))
+        index, persons = self.draw_batch(generator)
         batch_labels = None if labels is None else labels[index]
-        stats = self.discriminator_step(features[index], batch_labels, state.step, generator)
+        stats = self.discriminator_step(
+            features[index], batch_labels, state.step, generator, persons
+        )
         state.d_loss = stats.d_loss
         state.step += 1
         state.d_since_g += 1
@@ -216,13 +226,23 @@ class GanMethod:
             state.d_since_g = 0
             state.d_steps = self.next_d_steps(state.d_steps or self.config.d_steps, generator)
 
+    def draw_batch(self, generator: torch.Generator) -> tuple[torch.Tensor, PersonBatch | None]:
+        """The rows of one Poisson sample, and (a privacy unit) the persons they belong to."""
+        drawn = self.sampler.sample(self.record_generator(generator))
+        if isinstance(drawn, PersonBatch):
+            return drawn.rows, drawn
+        return drawn, None
+
     def discriminator_step(
         self,
         real_rows: torch.Tensor,
         real_labels: torch.Tensor | None,
         step: int,
         generator: torch.Generator,
+        persons: PersonBatch | None = None,
     ) -> StepStats:
+        """One private discriminator update; ``persons`` (a privacy unit) says whose rows the
+        real rows are: each person's summed gradient is then clipped to C."""
         raise NotImplementedError
 
     def generator_loss(self, logits: torch.Tensor) -> torch.Tensor:

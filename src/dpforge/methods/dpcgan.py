@@ -15,6 +15,11 @@ microbatch MEAN gradient is clipped to C. Adding or removing one record changes 
 by up to 2C (not C, as TF-Privacy's microbatching assumes), so the noise std is 2 sigma C and the
 DP event stays Gaussian(sigma).
 
+With a privacy unit (user-level DP-SGD) whole persons are Poisson-sampled at rate q and each
+person's real-data gradient, summed over their at most k rows, is clipped to C as one unit
+(microbatches are refused then): one person moves the sum by at most C, and the event is the
+same with q over persons.
+
 One discriminator step is one ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))``.
 """
 
@@ -31,6 +36,7 @@ from dpforge.errors import PrivacyError
 from dpforge.methods.base import GanConfig, GanMethod, StepStats, check_common_config
 from dpforge.privacy.clipping import ClippedGradients, clipped_gradient_sum
 from dpforge.privacy.noise import add_gaussian_noise
+from dpforge.privacy.sampling import PersonBatch
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,9 @@ class DPCGAN(GanMethod):
         sensitivity = self.config.clip_norm * (1 if self.config.microbatches is None else 2)
         return self.noise_multiplier * sensitivity
 
-    def prepare(self, n_records, plan, generator, reducer=ONE_PROCESS) -> None:
+    def prepare(self, n_records, plan, generator, reducer=ONE_PROCESS, persons=None) -> None:
         """Set up sampling; refuse microbatches the processes cannot split before any step."""
-        super().prepare(n_records, plan, generator, reducer)
+        super().prepare(n_records, plan, generator, reducer, persons)
         self.local_microbatches()
 
     def set_d_learning_rate(self, step: int) -> None:
@@ -83,8 +89,10 @@ class DPCGAN(GanMethod):
         real_labels: torch.Tensor | None,
         step: int,
         generator: torch.Generator,
+        persons: PersonBatch | None = None,
     ) -> StepStats:
-        """One private discriminator update on a Poisson-sampled real batch.
+        """One private discriminator update on a Poisson-sampled real batch (of whole persons
+        when ``persons`` is given: each person's summed real-data gradient is clipped to C).
 
         On several processes (``self.reducer``) the real rows are this rank's sample and the
         generated rows its share of the step's B; the clipped sums are all-reduced once, and
@@ -94,7 +102,9 @@ class DPCGAN(GanMethod):
         with torch.no_grad():
             fake_rows, fake_labels = self.generate(batch, generator, training=True)
         fake_rows, fake_labels = self.share_of(fake_rows, fake_labels)
-        clipped = self._clipped_sum(real_rows, real_labels, fake_rows, fake_labels, generator)
+        clipped = self._clipped_sum(
+            real_rows, real_labels, fake_rows, fake_labels, generator, persons
+        )
         summed = self.reducer.sum(clipped.grads)
         noisy = add_gaussian_noise(summed, self.noise_std, generator)
         self.set_d_learning_rate(step)
@@ -106,9 +116,9 @@ class DPCGAN(GanMethod):
         loss = float(clipped.losses.mean()) if clipped.losses.numel() else math.nan
         return StepStats(loss, real_rows.shape[0], clipped_fraction)
 
-    def _clipped_sum(self, real_rows, real_labels, fake_rows, fake_labels, generator):
+    def _clipped_sum(self, real_rows, real_labels, fake_rows, fake_labels, generator, persons):
         """Sum of the clipped gradients of this rank's real rows (target 1) and generated rows
-        (target 0); per example, or per microbatch mean."""
+        (target 0); per example, per microbatch mean, or per person (sum over their rows)."""
         inputs = torch.cat(
             [self.d_input(real_rows, real_labels), self.d_input(fake_rows, fake_labels)]
         )
@@ -120,6 +130,8 @@ class DPCGAN(GanMethod):
         def per_example_loss(logits: torch.Tensor) -> torch.Tensor:
             return F.binary_cross_entropy_with_logits(logits[:, 0], targets, reduction="none")
 
+        if persons is not None:
+            return self._per_person_sum(inputs, per_example_loss, persons, n_fake)
         groups = self._microbatch_groups(
             n_real, n_fake, self.record_generator(generator), inputs.device
         )
@@ -131,6 +143,21 @@ class DPCGAN(GanMethod):
             self.config.clip_norm,
             groups,
             num_groups=None if m is None else 2 * m,
+        )
+
+    def _per_person_sum(self, inputs, per_example_loss, persons: PersonBatch, n_fake: int):
+        """Each person's real rows are one unit (their summed gradient clipped to C); each
+        generated row is a unit of its own, as without a privacy unit."""
+        fake = persons.count + torch.arange(n_fake, device=inputs.device)
+        groups = torch.cat([persons.persons.to(inputs.device), fake])
+        return clipped_gradient_sum(
+            self.discriminator,
+            inputs,
+            per_example_loss,
+            self.config.clip_norm,
+            groups,
+            num_groups=persons.count + n_fake,
+            group_mean=False,
         )
 
     def local_microbatches(self) -> int | None:

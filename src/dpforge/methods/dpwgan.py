@@ -14,6 +14,11 @@ Each generated row j has the loss +D(f_j), clipped too (it depends on no record;
 keeps the update's scale the paper's). Gaussian noise N(0, (sigma C_t)^2) is added once to the
 sum, which is divided by the expected batch size B.
 
+With a privacy unit (user-level DP-SGD) whole persons are Poisson-sampled at rate q, and the
+gradient of a person's summed loss (score and penalty terms of their at most k rows) is
+clipped to C as one unit: one person moves the sum by at most C, the event is the same with q
+over persons.
+
 Clipping decay: C_t = C * clip_decay^(t // clip_decay_every). Since the noise std is sigma C_t,
 the noise-to-sensitivity ratio is sigma at every step and the DP event is unchanged.
 The critic's optimizer is SGD or Adam (DP-Adam: Adam applied to the privatized gradient is
@@ -41,6 +46,7 @@ from dpforge.privacy.per_example import (
     flat_example_gradients,
     per_example_gradients,
 )
+from dpforge.privacy.sampling import PersonBatch
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -108,15 +114,17 @@ class DPWGAN(GanMethod):
         real_labels: torch.Tensor | None,
         step: int,
         generator: torch.Generator,
+        persons: PersonBatch | None = None,
     ) -> StepStats:
-        """One private critic update on a Poisson-sampled real batch."""
+        """One private critic update on a Poisson-sampled real batch (of whole persons when
+        ``persons`` is given: each person's summed real loss gradient is clipped to C)."""
         batch, n_real = self.config.batch_size, real_rows.shape[0]
         clip = self.clip_norm_at(step)
         own = self.record_generator(generator)  # draws whose count depends on the real batch
         with torch.no_grad():
             fake_rows, fake_labels = self.generate(batch, generator, training=True)
             partners, _ = self.generate(n_real, own, training=True)
-        real = self._real_part(real_rows, real_labels, partners, clip, own)
+        real = self._real_part(real_rows, real_labels, partners, clip, own, persons)
         fake = self._fake_part(*self.share_of(fake_rows, fake_labels), clip)
         summed = [r + f for r, f in zip(real.grads, fake.grads, strict=True)]
         summed = self.reducer.sum(summed)  # over the ranks: one all-reduce (one process: as is)
@@ -135,8 +143,9 @@ class DPWGAN(GanMethod):
             self.discriminator, self.d_input(rows, labels), _fake_loss, clip
         )
 
-    def _real_part(self, rows, labels, partners, clip, generator):
-        """Clipped per-record gradients of -D(x) plus the gradient penalty on x_hat."""
+    def _real_part(self, rows, labels, partners, clip, generator, persons=None):
+        """Clipped per-record (or, ``persons`` given, per-person summed) gradients of -D(x)
+        plus the gradient penalty on x_hat."""
         if rows.shape[0] == 0:
             zeros = [torch.zeros_like(p) for p in self.discriminator.parameters()]
             return ClippedGradients(zeros, rows.new_zeros(0), rows.new_zeros(0))
@@ -145,8 +154,13 @@ class DPWGAN(GanMethod):
         mix_shape = (rows.shape[0],) + (1,) * (rows.dim() - 1)
         mix = torch.rand(mix_shape, generator=generator, device=rows.device)
         hat_rows = mix * rows + (1 - mix) * partners
+        groups = None if persons is None else persons.persons.to(rows.device)
+        count = None if persons is None else persons.count
         if self.config.gp_weight == 0:
-            return clipped_gradient_sum(self.discriminator, real_in, _real_loss, clip)
+            return clipped_gradient_sum(
+                self.discriminator, real_in, _real_loss, clip, groups,
+                num_groups=count, group_mean=False,
+            )  # fmt: skip
         if self.bayesian is None and supports_penalty(self.discriminator):
             return clipped_gradient_sum_with_penalty(
                 self.discriminator,
@@ -156,15 +170,17 @@ class DPWGAN(GanMethod):
                 lambda x: self.networks.d_input(x, cond),
                 self._penalty,
                 clip,
+                groups,
+                count,
             )
-        return self._real_part_torch_func(real_in, hat_rows, cond, clip)
+        return self._real_part_torch_func(real_in, hat_rows, cond, clip, groups, count)
 
     def _penalty(self, slopes: torch.Tensor) -> torch.Tensor:
         """Per record: gp_weight * (||slope|| - 1)^2 (the slope w.r.t. the record only)."""
         norms = torch.sqrt(slopes.flatten(1).square().sum(1) + 1e-12)
         return self.config.gp_weight * (norms - 1.0) ** 2
 
-    def _real_part_torch_func(self, real_in, hat_rows, cond, clip):
+    def _real_part_torch_func(self, real_in, hat_rows, cond, clip, groups=None, count=None):
         """The same clipped sum from explicit per-example gradients (torch.func): for critics
         the ghost path does not cover (DPLSTM), and for the Bayesian accountant, which needs
         the per-example gradients themselves."""
@@ -181,7 +197,7 @@ class DPWGAN(GanMethod):
         )
         if self.bayesian is not None:
             self._observe_bayesian(grads, clip)
-        return clip_and_sum(self.discriminator, grads, losses, clip)
+        return clip_and_sum(self.discriminator, grads, losses, clip, groups, count)
 
     # -- Bayesian accounting (Triastcyn & Faltings) -------------------------------------------
     def prepare(
@@ -190,8 +206,9 @@ class DPWGAN(GanMethod):
         plan: Any,
         generator: torch.Generator,
         reducer: GradientReducer = ONE_PROCESS,
+        persons: torch.Tensor | None = None,
     ) -> None:
-        super().prepare(n_records, plan, generator, reducer)
+        super().prepare(n_records, plan, generator, reducer, persons)
         c = self.config
         if c.bayesian_accounting and reducer.world_size > 1:
             raise PrivacyError(

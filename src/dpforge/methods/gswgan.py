@@ -48,6 +48,7 @@ from dpforge.errors import PrivacyError
 from dpforge.methods.base import GanConfig, GanMethod, StepStats, check_common_config
 from dpforge.privacy.clipping import clip_factors
 from dpforge.privacy.gswgan_accounting import gswgan_event, gswgan_noise_std
+from dpforge.privacy.person import refuse_per_row_sgd
 
 RECORDS_PER_SUBSET = 64
 CRITIC_TRAINING = ("frozen", "all")
@@ -169,6 +170,7 @@ class GSWGAN(GanMethod):
         plan: Any,
         generator: torch.Generator,
         reducer: GradientReducer = ONE_PROCESS,
+        persons: torch.Tensor | None = None,
     ) -> None:
         """Assign every record to one of K subsets, independently and uniformly.
 
@@ -176,6 +178,8 @@ class GSWGAN(GanMethod):
         w.r.t. generated rows, not a sum over records that ranks could split and all-reduce
         (a federated GS-WGAN, one critic per site, is a different deployment).
         """
+        if persons is not None:
+            refuse_per_row_sgd(self.name, self.config, reducer.world_size)
         if reducer.world_size > 1:
             raise PrivacyError(
                 "gswgan does not run on several processes (its private step is one critic's "

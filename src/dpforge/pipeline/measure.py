@@ -13,15 +13,17 @@ from typing import Any
 import numpy as np
 from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
+from dpforge import options as run_options
 from dpforge.engines.base import MEASURE, Engine
 from dpforge.errors import PrivacyError
 from dpforge.pipeline.checkpoints import bounding_seed, check_resumable, save_measured
 from dpforge.pipeline.plan import metadata_budget, plan_training, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.privacy.person import PER_RECORD, PrivacyUnit
+from dpforge.privacy.person import PER_RECORD, PrivacyUnit, person_codes
 
 COUNT_ENTRY = "record count (sizes the sampling rate, cells and totals)"
+PERSON_COUNT_ENTRY = "person count (sizes the discriminator's sampling rate over persons)"
 
 
 def check_records(run: RunSettings, engine: Engine) -> int | None:
@@ -78,6 +80,25 @@ def release_count(
     return max(1.0, round(noisy))  # rounding and the floor are post-processing
 
 
+def sampled_count(run: RunSettings, records: Any, ledger: PrivacyLedger, n_public: float) -> float:
+    """What DP-SGD samples from, as released under DP: the record count, or, with a privacy
+    unit and discriminator steps, the number of persons (its own release, sensitivity 1, at
+    the record count's noise multiplier; random stream 7), so that q = B / P never uses an
+    exact size."""
+    if not run.unit.per_person or run.anchoring.alone:
+        return n_public
+    persons = person_codes(records, run.unit)
+    n_persons = int(persons.max()) + 1 if persons.size else 0
+    sigma = size_noise(run.epsilon, run.delta)
+    event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
+    ledger.record(run.unit.count_entry(PERSON_COUNT_ENTRY), event)
+    rng = np.random.default_rng(run.seed_sequence(7))
+    noisy = n_persons + rng.normal(0.0, sigma) if sigma > 0 else float(n_persons)
+    released = max(1.0, round(noisy))  # post-processing
+    run_options.check_against_size(run.config, round(released), "persons")
+    return released
+
+
 def measure(
     run: RunSettings, engine: Engine, sizes: tuple[int, float], ledger: PrivacyLedger
 ) -> RunSetup:
@@ -90,7 +111,7 @@ def measure(
     schema, prior = run.kind.complete(records, run.schema, metadata_budget(run), ledger, rng)
     released = run.kind.released(records, schema)
     measured = run.anchoring.measure(run, schema, released, ledger, rng, n_public)
-    plan = plan_training(run, n_public, ledger)
+    plan = plan_training(run, sampled_count(run, records, ledger, n_public), ledger)
     return RunSetup(schema, prior, ledger, plan, n_records, measured, n_public=n_public)
 
 

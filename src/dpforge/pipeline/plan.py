@@ -134,7 +134,7 @@ def planned_ledger(run: RunSettings, setup: RunSetup, method: Any) -> PrivacyLed
     planned = PrivacyLedger(setup.ledger.entries)
     if setup.plan.steps:
         planned.record(
-            f"{run.method}: {setup.plan.steps} discriminator steps",
+            run.unit.sgd_entry(f"{run.method}: {setup.plan.steps} discriminator steps"),
             method.step_event(setup.plan.sample_rate, setup.plan.steps),
         )
     return planned

@@ -17,6 +17,7 @@ from dpforge.engines.base import REFINE, Engine
 from dpforge.pipeline.checkpoints import BUDGET_RUN_KEY, privacy_settings
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.person import person_codes
 from dpforge.privacy.resume import DATA_KEY, SETTINGS_KEY, check_resume, data_fingerprint
 from dpforge.training import (
     TrainingState,
@@ -35,7 +36,9 @@ def refine(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> in
     returns the private steps a kill wasted (charged but not in the model)."""
     if not setup.plan.steps:
         return 0
-    features, labels = setup.encoder.transform(engine.read(REFINE))
+    records = engine.read(REFINE)
+    features, labels = setup.encoder.transform(records)
+    persons = person_codes(records, run.unit)  # a privacy unit: per-person DP-SGD
     reducer = current_reducer(run.device)  # several processes: the torchrun group joined
     generator = make_generator(run.seed_sequence(1), run.device)
     if not setup.measured.fitted:
@@ -52,6 +55,7 @@ def refine(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> in
         method, x, y, setup.plan, generator,
         state=state, checkpoint=checkpoint, reserve=reserve,
         progress=run.progress and reducer.is_main, reducer=reducer,
+        persons=None if persons is None else torch.as_tensor(persons, device=run.device),
     )  # fmt: skip
     return state.spent - state.step
 

@@ -40,7 +40,7 @@ def release(run: RunSettings, setup: RunSetup, method: GanMethod, wasted: int) -
     if plan.steps:
         lost = f" ({wasted} of them lost to an interruption)" if wasted else ""
         ledger.record(
-            f"{run.method}: {plan.steps} discriminator steps{lost}",
+            run.unit.sgd_entry(f"{run.method}: {plan.steps} discriminator steps{lost}"),
             method.step_event(plan.sample_rate, plan.steps),
         )
     _check_spent(run, ledger)

@@ -362,6 +362,7 @@ def clipped_gradient_sum(
     groups: torch.Tensor | None = None,
     *,
     num_groups: int | None = None,
+    group_mean: bool = True,
 ) -> ClippedGradients:
     """Sum over examples (or microbatches) of gradients each clipped to norm ``clip_norm``.
 
@@ -382,6 +383,9 @@ def clipped_gradient_sum(
             MEAN gradient of each microbatch is clipped to C and the clipped means are summed.
         num_groups: the number of microbatches G (default ``groups.max() + 1``); groups without
             examples contribute nothing and get norm 0.
+        group_mean: with ``groups``, clip each group's MEAN gradient (microbatches, the default)
+            or, False, each group's SUMMED gradient: one person's rows under a privacy unit
+            (user-level DP-SGD), so that removing a whole group moves the sum by at most C.
 
     Returns:
         :class:`ClippedGradients` with the summed clipped gradients, the unclipped norms and the
@@ -405,6 +409,8 @@ def clipped_gradient_sum(
         # Clip the MEAN gradient of each group: norm / k, and each member's weight is c_b / k_b.
         # An empty group has no members, norm 0 and contributes nothing.
         sizes = units.sizes.clamp(min=1).to(losses.dtype)
+        if not group_mean:  # a person's summed gradient: each member weighs c_b
+            sizes = torch.ones_like(sizes)
         norms = summed_norms / sizes
         weights = clip_factors(norms, clip_norm) / sizes
     grads = _weighted_sums(model, backward, tap_norms, units, weights)

@@ -350,6 +350,28 @@ def _all_taps(passes: _Passes, n: int) -> list[tuple[Tap, Units, list[torch.Tens
     return taps
 
 
+def _by_group(
+    taps: list[tuple[Tap, Units, list[torch.Tensor]]], groups: torch.Tensor, count: int
+) -> list[tuple[Tap, Units, list[torch.Tensor]]]:
+    """The taps regrouped so that a unit is a group of examples (a person), not one example:
+    a tap's rows are mapped to their example's group; formed per-example gradients are summed
+    per group."""
+    if groups.numel() and (int(groups.min()) < 0 or int(groups.max()) >= count):
+        raise ValueError(f"group ids must lie in 0..{count - 1}")
+    regrouped = []
+    for tap, units, grads in taps:
+        if isinstance(tap, FormedTap):
+            summed = {
+                p: g.new_zeros((count, *g.shape[1:])).index_add_(0, groups, g)
+                for p, g in tap.formed.items()
+            }
+            regrouped.append((FormedTap(tap.name, summed), Units(count), grads))
+        else:
+            ids = groups if units.ids is None else groups[units.ids]
+            regrouped.append((tap, Units.of_groups(ids, units.n, count), grads))
+    return regrouped
+
+
 def clipped_gradient_sum_with_penalty(
     model: nn.Sequential,
     inputs: torch.Tensor,
@@ -358,6 +380,8 @@ def clipped_gradient_sum_with_penalty(
     join: Callable[[torch.Tensor], torch.Tensor],
     penalty: PerExampleLoss,
     clip_norm: float,
+    groups: torch.Tensor | None = None,
+    num_groups: int | None = None,
 ) -> ClippedGradients:
     """Sum over examples of the gradients of ``score_i + penalty_i``, each clipped to C.
 
@@ -377,6 +401,10 @@ def clipped_gradient_sum_with_penalty(
             channels); the slope is taken with respect to the records, not what join adds.
         penalty: ``(n, ...)`` slopes -> ``n`` penalties, penalty ``i`` from row ``i`` only.
         clip_norm: C > 0; ``math.inf`` disables clipping.
+        groups: optional ``(n,)`` int64 unit of each example, ``0..num_groups-1`` (a person's
+            rows under a privacy unit): then each unit's SUMMED gradient is clipped to C, and
+            ``norms`` has one entry per unit.
+        num_groups: the number of units (default ``groups.max() + 1``).
 
     Returns:
         :class:`~dpforge.privacy.clipping.ClippedGradients` (losses: score plus penalty).
@@ -397,8 +425,14 @@ def clipped_gradient_sum_with_penalty(
     with torch.enable_grad():
         passes = _passes(layers, inputs, per_example_loss, penalty_records, join, penalty)
         taps = _all_taps(passes, n)
+    count = n
+    if groups is not None:
+        if groups.shape != (n,) or groups.dtype != torch.int64:
+            raise ValueError(f"groups must be an int64 tensor of shape ({n},), one per example")
+        count = int(groups.max()) + 1 if num_groups is None else num_groups
+        taps = _by_group(taps, groups.to(passes.losses.device), count)
     norms_by_tap = [tap.unit_norms(grads, units) for tap, units, grads in taps]
-    total = passes.losses.new_zeros(n, dtype=torch.float64)
+    total = passes.losses.new_zeros(count, dtype=torch.float64)
     for part in norms_by_tap:
         total = total + part.sq.double()
     norms = total.sqrt().to(passes.losses.dtype)

@@ -68,9 +68,18 @@ def _example_norms(grads: dict[str, torch.Tensor], losses: torch.Tensor) -> torc
 
 
 def clip_and_sum(
-    module: nn.Module, grads: dict[str, torch.Tensor], losses: torch.Tensor, clip_norm: float
+    module: nn.Module,
+    grads: dict[str, torch.Tensor],
+    losses: torch.Tensor,
+    clip_norm: float,
+    groups: torch.Tensor | None = None,
+    num_groups: int | None = None,
 ) -> ClippedGradients:
-    """Clip each example's gradient (from :func:`per_example_gradients`) and sum them."""
+    """Clip each example's gradient (from :func:`per_example_gradients`) and sum them; with
+    ``groups`` ((n,) int64, a person's rows under a privacy unit), each group's SUMMED gradient
+    is clipped instead (user-level DP-SGD), and ``norms`` has one entry per group."""
+    if groups is not None:
+        grads, losses = _group_sums(grads, losses, groups, num_groups)
     norms = _example_norms(grads, losses)
     factors = clip_factors(norms, clip_norm)
     sums = []
@@ -81,3 +90,21 @@ def clip_and_sum(
         else:
             sums.append(torch.zeros_like(param))
     return ClippedGradients(grads=sums, norms=norms, losses=losses)
+
+
+def _group_sums(
+    grads: dict[str, torch.Tensor],
+    losses: torch.Tensor,
+    groups: torch.Tensor,
+    num_groups: int | None,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Per-example gradients (and losses) summed per group: (groups, *shape)."""
+    n = losses.shape[0]
+    if groups.shape != (n,) or groups.dtype != torch.int64:
+        raise ValueError(f"groups must be an int64 tensor of shape ({n},), one per example")
+    count = (int(groups.max()) + 1 if n else 0) if num_groups is None else num_groups
+    summed = {
+        name: g.new_zeros((count, *g.shape[1:])).index_add_(0, groups, g)
+        for name, g in grads.items()
+    }
+    return summed, losses.new_zeros(count).index_add_(0, groups, losses)

@@ -11,8 +11,17 @@ of non-negative whole numbers summing to at most ``k``, whose L2 norm is at most
 and keeps its dp-accounting event: ``GaussianDpEvent(sigma)`` is the Gaussian mechanism of
 noise std ``sigma * sensitivity``, here ``sigma * k * (the per-record sensitivity)``.
 
+The discriminator's DP-SGD is per person too (user-level DP-SGD): whole persons are
+Poisson-sampled at rate q = B / P, P the number of persons released under DP (its own Gaussian
+release, sensitivity 1), and each person's gradient, summed over their rows, is clipped to C
+(:class:`~dpforge.privacy.sampling.PersonPoissonSampler`, ``group_mean=False`` in
+:mod:`dpforge.privacy.clipping`). One person then moves the clipped sum by at most C, and a
+step is the per-record event with q over persons: neither sigma nor C is scaled by k.
+
 The unit column is an identifier of the schema (type ``drop`` or ``surrogate``): read only
-here, to choose the rows, and never encoded, modelled, saved or sampled.
+here, to choose the rows. The kept rows carry it as integer codes ``0..P-1`` (no key), which
+only the refine stage reads, to group a person's rows; it is never encoded, modelled, saved or
+sampled.
 """
 
 from __future__ import annotations
@@ -31,7 +40,9 @@ __all__ = [
     "check_unit_column",
     "frame_keys",
     "kept_rows",
+    "person_codes",
     "person_unit",
+    "refuse_per_row_sgd",
     "unit_keys",
 ]
 
@@ -80,22 +91,28 @@ class PrivacyUnit:
                 'it "type": "drop" (or "surrogate"), so that it is never modelled or released'
             )
 
-    def refuse_refinement(self, alone: bool) -> None:
-        """DP-SGD samples and clips per row, which does not bound a person's effect: a run
-        with a privacy unit must spend its budget on the anchored releases alone."""
+    def refuse_refinement(self, alone: bool, method: str, config: object, processes: int) -> None:
+        """Before any record is read: dpcgan and dpwgan run per-person DP-SGD on one process;
+        what would still sample, clip or account per row is refused, saying what to pass."""
         if self.column is not None and not alone:
-            raise PrivacyError(
-                "a privacy unit (per-person guarantee) covers the anchored releases only; the "
-                "discriminator's DP-SGD samples and clips per row, not per person: pass "
-                "--anchor-share 1 (anchor share 1, the default for tables), or leave out "
-                "--privacy-unit"
-            )
+            refuse_per_row_sgd(method, config, processes)
 
     def entry(self, name: str) -> str:
         """A ledger entry's name, stating the relation its sensitivity is derived for."""
         if self.column is None:
             return name
         return f"{name}; per person ({self.rows} rows): L2 sensitivity x{self.rows}"
+
+    def sgd_entry(self, name: str) -> str:
+        """The name of a DP-SGD ledger entry: per person, persons are sampled and each one's
+        gradient is clipped to C (the sensitivity is C, not k C)."""
+        if self.column is None:
+            return name
+        return f"{name}; per person ({self.rows} rows): persons sampled, each clipped to C"
+
+    def count_entry(self, name: str) -> str:
+        """The name of the person count's ledger entry (sensitivity 1: one person, one)."""
+        return f"{name}; per person ({self.rows} rows): L2 sensitivity 1"
 
     def describe(self) -> str:
         """The guarantee's unit in words (printed by fit and saved in model.json)."""
@@ -108,6 +125,32 @@ class PrivacyUnit:
 
     def to_dict(self) -> dict[str, object] | None:
         return None if self.column is None else {"column": self.column, "max_rows": self.rows}
+
+
+def refuse_per_row_sgd(method: str, config: object, processes: int) -> None:
+    """Refuse, with a privacy unit, a DP-SGD setting that would still sample, clip or account
+    per row; each error says what to pass instead."""
+    if method == "gswgan":
+        raise PrivacyError(
+            "gswgan assigns records, not persons, to its critics, so its guarantee is per "
+            "record: with a privacy unit use --method dpwgan or dpcgan (per-person DP-SGD), "
+            "or --anchor-share 1"
+        )
+    if getattr(config, "microbatches", None) is not None:
+        raise PrivacyError(
+            "microbatches clip rows drawn at random, not a person's rows: with a privacy "
+            "unit leave out --microbatches (each person's gradient is clipped)"
+        )
+    if getattr(config, "bayesian_accounting", False):
+        raise PrivacyError(
+            "the Bayesian bound compares per-record gradients, not per-person ones: with a "
+            "privacy unit leave out --bayesian"
+        )
+    if processes > 1:
+        raise PrivacyError(
+            "per-person DP-SGD (a privacy unit) runs on one process: the processes' shards "
+            "would split a person's rows; run without torchrun, or pass --anchor-share 1"
+        )
 
 
 PER_RECORD = PrivacyUnit()
@@ -178,3 +221,22 @@ def kept_rows(keys: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarr
     starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     return np.sort(order[rank < rows])
+
+
+def person_codes(records: object, unit: PrivacyUnit) -> np.ndarray | None:
+    """Each kept row's person code (``0..P-1``), which the bounding left in the unit column;
+    None without a unit (DP-SGD is then per record)."""
+    if not unit.per_person:
+        return None
+    if not isinstance(records, pd.DataFrame) or unit.column not in records.columns:
+        raise PrivacyError(
+            "per-person DP-SGD needs the rows of each person in this process (a pandas "
+            "table): pass --anchor-share 1, or a table in memory"
+        )
+    return records[unit.column].to_numpy(dtype=np.int64, copy=True)
+
+
+def coded_persons(keys: np.ndarray) -> np.ndarray:
+    """The persons of ``keys`` as integer codes ``0..P-1`` in order of appearance (no key)."""
+    codes, _ = pd.factorize(pd.Series(keys, dtype=object), sort=False)
+    return codes.astype(np.int64)

@@ -2,10 +2,13 @@
 
 Poisson sampling: every record joins a batch independently with probability q, so the batch
 size is random. This is what ``PoissonSampledDpEvent`` describes; shuffled fixed-size batches
-are not, and would make the printed epsilon wrong.
+are not, and would make the printed epsilon wrong. With a privacy unit the same holds for
+persons: :class:`PersonPoissonSampler` draws each person with probability q.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -37,3 +40,50 @@ class PoissonSampler:
             self.n_records, generator=generator, device=generator.device, dtype=torch.float64
         )
         return torch.nonzero(keep < self.sample_rate, as_tuple=False).flatten()
+
+
+@dataclass(frozen=True)
+class PersonBatch:
+    """One batch of whole persons: the rows of every sampled person, and each row's person
+    numbered ``0..count-1`` within the batch (the unit its gradient is clipped in)."""
+
+    rows: torch.Tensor
+    persons: torch.Tensor
+    count: int
+
+
+class PersonPoissonSampler:
+    """Poisson sampling of PERSONS (user-level DP-SGD): each of the persons of ``person_of``
+    joins a batch independently with probability q and brings all of their (at most k) rows.
+
+    ``person_of`` gives each row's person as a code ``0..P-1`` (:mod:`dpforge.privacy.person`
+    keeps at most k rows per person before). A neighbouring data set adds or removes one
+    person, so one step is ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` with q over
+    persons, exactly as per-record DP-SGD is with q over rows.
+    """
+
+    def __init__(self, person_of: torch.Tensor, sample_rate: float) -> None:
+        if person_of.dim() != 1 or person_of.dtype != torch.int64:
+            raise PrivacyError("person_of must be a 1-d int64 tensor of person codes")
+        if person_of.numel() and int(person_of.min()) < 0:
+            raise PrivacyError("person codes must be >= 0")
+        self.person_of = person_of
+        self.n_persons = int(person_of.max()) + 1 if person_of.numel() else 0
+        self.persons = PoissonSampler(self.n_persons, sample_rate)
+
+    @property
+    def sample_rate(self) -> float:
+        return self.persons.sample_rate
+
+    @property
+    def expected_batch_size(self) -> float:
+        """Expected persons per batch (the clipped units)."""
+        return self.persons.expected_batch_size
+
+    def sample(self, generator: torch.Generator) -> PersonBatch:
+        """The rows of the persons drawn (float64 uniforms, one per person)."""
+        chosen = torch.zeros(self.n_persons, dtype=torch.bool, device=self.person_of.device)
+        chosen[self.persons.sample(generator).to(self.person_of.device)] = True
+        rows = torch.nonzero(chosen[self.person_of], as_tuple=False).flatten()
+        present, persons = torch.unique(self.person_of[rows], return_inverse=True)
+        return PersonBatch(rows, persons.flatten(), int(present.numel()))
