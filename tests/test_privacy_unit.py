@@ -238,15 +238,30 @@ def test_one_persons_rows_move_every_released_aggregate_by_at_most_the_stated_se
 
 
 # -- refused combinations ------------------------------------------------------------------------
-def test_dp_sgd_refinement_with_a_privacy_unit_is_refused_saying_what_to_pass():
+def test_per_row_dp_sgd_with_a_privacy_unit_is_refused_before_the_data_are_read():
+    """dpcgan and dpwgan refine per person; GS-WGAN (records split among critics), the
+    Bayesian bound and microbatches would stay per row: refused, saying what to pass."""
+    from dpforge.methods.dpcgan import DPCGANConfig
+    from dpforge.methods.dpwgan import DPWGANConfig
     from dpforge.statistics.anchor import AnchorConfig
     from dpforge.synthesizer import Synthesizer
 
+    unit = {"privacy_unit": "person", "max_rows_per_unit": 2}
     for anchor in (AnchorConfig(share=0.5), None):
-        synth = Synthesizer(SCHEMA, anchor=anchor, privacy_unit="person", max_rows_per_unit=2)
-        with pytest.raises(PrivacyError, match="pass --anchor-share 1"):
-            synth.check_options()
-    Synthesizer(SCHEMA, privacy_unit="person", max_rows_per_unit=2).check_options()
+        for method in ("dpwgan", "dpcgan"):
+            Synthesizer(SCHEMA, method=method, anchor=anchor, **unit).check_options()
+        refused = [
+            ({"method": "gswgan"}, "use --method dpwgan or dpcgan"),
+            ({"method": "dpwgan", "method_options": DPWGANConfig(bayesian_accounting=True)},
+             "leave out --bayesian"),
+            ({"method": "dpcgan", "method_options": DPCGANConfig(microbatches=4)},
+             "leave out --microbatches"),
+        ]  # fmt: skip
+        for options, message in refused:
+            synth = Synthesizer(SCHEMA, anchor=anchor, **options, **unit)
+            with pytest.raises(PrivacyError, match=message):
+                synth.check_options()
+    Synthesizer(SCHEMA, **unit).check_options()  # anchor share 1: no discriminator at all
 
 
 def test_the_hyperparameter_search_refuses_a_privacy_unit():

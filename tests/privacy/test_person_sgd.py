@@ -275,3 +275,69 @@ def test_per_row_dp_sgd_settings_are_refused_with_a_unit(method, config, process
         refuse_per_row_sgd(method, config, processes)
     refuse_per_row_sgd("dpwgan", DPWGANConfig(), 1)  # per-person DP-SGD: accepted
     refuse_per_row_sgd("dpcgan", DPCGANConfig(), 1)
+
+
+# -- the methods' steps -------------------------------------------------------------------------
+def _method(cancer, name: str, sigma: float, clip: float):
+    from dpforge.data.encoder import TableEncoder
+    from dpforge.data.tables import validate_table
+    from dpforge.methods import METHODS
+
+    frame, schema = cancer
+    encoder = TableEncoder(schema)
+    features, labels = encoder.transform(validate_table(frame, schema))
+    method_cls, config_cls = METHODS[name]
+    small = dict(latent_dim=8, generator_hidden=(16,), discriminator_hidden=(16,))
+    config = config_cls(batch_size=32, clip_norm=clip, **small)
+    method = method_cls(config, encoder.layout, encoder.n_classes, torch.tensor([0.5, 0.5]), sigma)
+    init = make_generator(7)
+    with torch.no_grad():
+        for p in list(method.generator.parameters()) + list(method.discriminator.parameters()):
+            p.copy_(torch.randn(p.shape, generator=init) * 0.3)
+    x = torch.as_tensor(features, dtype=torch.float32)
+    return method, x, torch.as_tensor(labels)
+
+
+def _critic(method) -> torch.Tensor:
+    return _flat([p.detach() for p in method.discriminator.parameters()])
+
+
+@pytest.mark.parametrize("name", ["dpwgan", "dpcgan"])
+def test_unclipped_and_noiseless_a_person_step_is_the_per_record_step(cancer, name):
+    """Persons change only the clipping units: with C = inf and sigma = 0 the sum of the
+    persons' summed gradients is the sum of the rows' gradients."""
+    import copy
+
+    from dpforge.privacy.sampling import PersonBatch
+
+    method, x, y = _method(cancer, name, sigma=0.0, clip=math.inf)
+    per_person = copy.deepcopy(method)
+    batch = PersonBatch(torch.arange(30), torch.arange(30) // K, 30 // K)
+    method.discriminator_step(x[:30], y[:30], 0, make_generator(5))
+    per_person.discriminator_step(x[:30], y[:30], 0, make_generator(5), batch)
+    torch.testing.assert_close(_critic(per_person), _critic(method), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["dpwgan", "dpcgan"])
+def test_train_step_samples_whole_persons_and_clips_them(cancer, name):
+    """``prepare`` with person codes: the step is the one on the rows of the persons drawn,
+    clipped per person (which differs from per-record clipping at this C)."""
+    import copy
+
+    from dpforge.training import TrainingPlan, TrainingState
+
+    method, x, y = _method(cancer, name, sigma=1.0, clip=0.05)
+    codes = torch.arange(x.shape[0]) // K
+    plan = TrainingPlan(steps=1, sample_rate=0.2, noise_multiplier=1.0)
+    by_hand, per_record = copy.deepcopy(method), copy.deepcopy(method)
+    method.prepare(x.shape[0], plan, make_generator(5), persons=codes)
+    method.train_step(x, y, TrainingState(), make_generator(5))
+    generator = make_generator(5)
+    batch = PersonPoissonSampler(codes, 0.2).sample(generator)
+    assert batch.count > 0 and batch.rows.numel() > batch.count  # persons with several rows
+    state = generator.get_state()
+    by_hand.discriminator_step(x[batch.rows], y[batch.rows], 0, generator, batch)
+    torch.testing.assert_close(_critic(method), _critic(by_hand))
+    generator.set_state(state)
+    per_record.discriminator_step(x[batch.rows], y[batch.rows], 0, generator)
+    assert not torch.allclose(_critic(per_record), _critic(by_hand))
