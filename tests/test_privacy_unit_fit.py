@@ -131,6 +131,16 @@ def test_the_command_line_fits_per_person_and_says_so(tmp_path, monkeypatch, cap
     assert "tailnum" not in samples.columns and len(samples) == 200
 
 
+REFINE_PER_PERSON = [
+    "--privacy-unit",
+    "tailnum",
+    "--max-rows-per-unit",
+    "2",
+    "--anchor-share",
+    "0.5",
+]
+
+
 def _frequent_flights(aircraft: int = 300, each: int = 6) -> pd.DataFrame:
     """``each`` flights of each of the ``aircraft`` most frequent aircraft: every person has
     more than k rows, and the persons are far fewer than the rows."""
@@ -182,13 +192,11 @@ def test_the_command_line_refines_with_dpwgan_per_person(tmp_path, monkeypatch, 
         (["--privacy-unit", "tailnum"], "needs max_rows_per_unit"),
         (["--privacy-unit", "carrier", "--max-rows-per-unit", "2"], 'give it "type": "drop"'),
         (
-            ["--privacy-unit", "tailnum", "--max-rows-per-unit", "2", "--anchor-share", "0.5",
-             "--method", "gswgan"],
+            [*REFINE_PER_PERSON, "--method", "gswgan"],
             "use --method dpwgan or dpcgan (per-person DP-SGD), or --anchor-share 1",
         ),
         (
-            ["--privacy-unit", "tailnum", "--max-rows-per-unit", "2", "--anchor-share", "0.5",
-             "--microbatches", "4"],
+            [*REFINE_PER_PERSON, "--microbatches", "4"],
             "leave out --microbatches",
         ),
     ],

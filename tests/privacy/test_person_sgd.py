@@ -63,15 +63,23 @@ def _cat(rows: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
 CRITICS = {  # name -> (critic, record shape, classes, join); LayerNorm/GroupNorm: formed taps
     "mlp_layernorm": (
         lambda: nn.Sequential(
-            nn.Linear(5 + 2, 8), nn.LayerNorm(8), nn.Tanh(), nn.Linear(8, 6), nn.LeakyReLU(0.2),
+            nn.Linear(5 + 2, 8),
+            nn.LayerNorm(8),
+            nn.Tanh(),
+            nn.Linear(8, 6),
+            nn.LeakyReLU(0.2),
             nn.Linear(6, 1),
         ),
-        (5,), 2, _cat,
-    ),  # fmt: skip
+        (5,),
+        2,
+        _cat,
+    ),
     "conv_groupnorm": (
         lambda: conv_critic((1, 8, 8), 3, channels=(4, 6), norm="group"),
-        (1, 8, 8), 3, condition_channels,
-    ),  # fmt: skip
+        (1, 8, 8),
+        3,
+        condition_channels,
+    ),
 }
 
 
@@ -175,9 +183,7 @@ def test_plain_ghost_path_clips_each_persons_sum_not_its_mean():
         )
 
     expected, norms = _oracle(model, losses, groups, count, 0.3)
-    got = clipped_gradient_sum(
-        model, inputs, bce, 0.3, groups, num_groups=count, group_mean=False
-    )
+    got = clipped_gradient_sum(model, inputs, bce, 0.3, groups, num_groups=count, group_mean=False)
     _assert_close(got, expected, norms)
 
 
