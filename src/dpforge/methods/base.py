@@ -215,8 +215,9 @@ class GanMethod:
         after every n_D of them. ``state`` is the loop's TrainingState, updated in place."""
         index, persons = self.draw_batch(generator)
         batch_labels = None if labels is None else labels[index]
+        per_person = () if persons is None else (persons,)  # per record: the plain call
         stats = self.discriminator_step(
-            features[index], batch_labels, state.step, generator, persons
+            features[index], batch_labels, state.step, generator, *per_person
         )
         state.d_loss = stats.d_loss
         state.step += 1
