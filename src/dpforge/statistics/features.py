@@ -259,15 +259,23 @@ class MeasuredEmbedding:
         )
 
 
+CHUNK_VALUES = 2048 * 28 * 28  # record values whose features are computed at a time
+
+
+def chunk_records(shape: tuple[int, ...]) -> int:
+    """Records per feature block: 2,048 MNIST images, fewer larger ones (bounded memory)."""
+    return max(1, min(2048, CHUNK_VALUES // max(1, math.prod(shape))))
+
+
 def exact_embedding(
     features: RandomFeatures,
     x: np.ndarray,
     labels: np.ndarray | None,
     n_classes: int,
-    chunk: int = 2048,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-class sums of feature vectors (K, D) and class counts (K,): NOT private alone."""
     k = max(1, n_classes)
+    chunk = chunk_records(tuple(np.shape(x)[1:]))
     y = np.zeros(len(x), dtype=np.int64) if labels is None else np.asarray(labels)
     sums = np.zeros((k, features.dim))
     with torch.no_grad():

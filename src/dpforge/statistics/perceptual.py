@@ -46,6 +46,8 @@ __all__ = [
 
 ROTATIONS = 4  # the self-supervised task of an unlabelled public set
 POOLS = (4, 2, 1)  # the pooled grid of each layer's activations (4x4, 2x2, global)
+EXTRACTOR_WIDTHS = (16, 32, 32)  # channels of the three convolution blocks
+FEATURE_DIM = sum(w * g * g for w, g in zip(EXTRACTOR_WIDTHS, POOLS, strict=True))  # 416
 EXTRACTOR_STEPS = 200
 EXTRACTOR_BATCH = 128
 MOMENT_WEIGHT = 1.0  # of the relative moment loss (0, 0.1, 1 in bench/results/images_perceptual.md)
@@ -80,7 +82,7 @@ class PublicImages:
 class Extractor(nn.Module):
     """Three 3x3 convolution blocks (no normalisation layer) and a linear head for training."""
 
-    def __init__(self, channels: int, n_outputs: int, widths: tuple[int, ...] = (16, 32, 32)):
+    def __init__(self, channels: int, n_outputs: int, widths: tuple[int, ...] = EXTRACTOR_WIDTHS):
         super().__init__()
         blocks, c_in = [], channels
         for i, width in enumerate(widths):
@@ -203,19 +205,22 @@ def public_images(data: Any, schema: Any) -> PublicImages:
             f"a public set is scaled by the declared channel ranges; declare 'lower' and "
             f"'upper' of {missing} in the schema (for example 0 and 255 for 8-bit pixels)"
         )
-    values = np.asarray(data.values, dtype=np.float64)
+    scaled = np.array(data.values, dtype=np.float32)  # one copy, scaled in place
     lower = np.array([c.lower for c in schema.channels]).reshape(1, -1, 1, 1)
     upper = np.array([c.upper for c in schema.channels]).reshape(1, -1, 1, 1)
-    if values.ndim != 4 or values.shape[1] != lower.shape[1]:
+    if scaled.ndim != 4 or scaled.shape[1] != lower.shape[1]:
         raise DataError(
-            f"the public images have shape {tuple(values.shape[1:])}, the private records "
+            f"the public images have shape {tuple(scaled.shape[1:])}, the private records "
             f"{tuple(schema.shape)}: pass a public set of the same shape (resize it first)"
         )
-    scaled = np.clip(2.0 * (values - lower) / (upper - lower) - 1.0, -1.0, 1.0)
+    scaled -= lower
+    scaled *= 2.0 / (upper - lower)
+    scaled -= 1.0
+    np.clip(scaled, -1.0, 1.0, out=scaled)
     labels = None
     if data.labels is not None:
         labels = np.unique(np.asarray(data.labels).astype(str), return_inverse=True)[1]
-    public = PublicImages(scaled.astype(np.float32), labels)
+    public = PublicImages(scaled, labels)
     public.check(tuple(schema.shape))
     return public
 
