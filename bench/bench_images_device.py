@@ -37,7 +37,8 @@ from dpforge.evaluation.reference import ReferenceClassifier
 from dpforge.statistics.features import feature_anchor_defaults
 
 OTHER = {"mnist": "fashion-mnist", "fashion-mnist": "mnist"}
-MODES = ("none", "public", "pretrain", "real")
+MODES = ("none", "public", "pretrain", "real", "long")
+LONG_STEPS = 1000
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -72,6 +73,8 @@ def _anchor(args: argparse.Namespace, mode: str):
         config = replace(config, steps=args.anchor_steps)
     if mode == "pretrain":
         config = replace(config, pretrain_steps=args.pretrain_steps)
+    if mode == "long":  # the same with LONG_STEPS of each (epsilon 10, after the others)
+        config = replace(config, steps=LONG_STEPS, pretrain_steps=LONG_STEPS)
     return config
 
 
@@ -143,7 +146,11 @@ def jobs(args: argparse.Namespace) -> list[tuple]:
             if "real" in modes:
                 out.append((dataset, "-", "real", seed))
             for epsilon in args.epsilons.split(","):
-                out += [(dataset, epsilon, m, seed) for m in modes if m != "real"]
+                out += [(dataset, epsilon, m, seed) for m in modes if m not in ("real", "long")]
+    if "long" in args.modes.split(","):
+        first = args.epsilons.split(",")[0]
+        for seed in harness.seeds(args):
+            out += [(dataset, first, "long", seed) for dataset in args.datasets.split(",")]
     return out
 
 
@@ -173,7 +180,34 @@ def main(argv: list[str] | None = None) -> None:
                 record["elapsed_seconds"] = time.perf_counter() - started
                 harness.write_results(args.out, record, TITLE, summary(record["rows"]))
             time.sleep(0.5)
+    if args.grids is not None:
+        stack_grids(args)
     print(json.dumps({"rows": len(record["rows"]), "seconds": time.perf_counter() - started}))
+
+
+def stack_grids(args: argparse.Namespace) -> None:
+    """One PNG per data set (few files come back from a device run): the first seed's grids,
+    epsilon by epsilon in the order of --epsilons, modes in the order of MODES, top to bottom
+    (each grid: one row per class), then the single grids removed."""
+    from PIL import Image
+
+    for dataset in args.datasets.split(","):
+        names = [f"{dataset}_eps{e}_{m}.png" for e in ["-", *args.epsilons.split(",")]
+                 for m in MODES]  # fmt: skip
+        paths = [args.grids / n for n in names if (args.grids / n).exists()]
+        if not paths:
+            continue
+        images = [Image.open(path).convert("RGB") for path in paths]
+        width = max(i.width for i in images)
+        canvas = Image.new("RGB", (width, sum(i.height + 12 for i in images)), (255, 255, 255))
+        top = 0
+        for image in images:
+            canvas.paste(image, (0, top))
+            top += image.height + 12
+        canvas.save(args.grids / f"{dataset}_grids.png")
+        (args.grids / f"{dataset}_grids.txt").write_text("\n".join(p.name for p in paths) + "\n")
+        for path in paths:
+            path.unlink()
 
 
 TITLE = "Images (issue 24): with and without a public set, generator pre-training, 3 seeds"
@@ -201,9 +235,12 @@ def summary(rows: list[dict]) -> list[str]:
     for (dataset, epsilon, mode), group in sorted(groups.items()):
         cells = [_cell([r[c] for r in group]) for c in COLUMNS]
         fit = _cell([r["fit_seconds"] for r in group]) if mode != "real" else "-"
-        public = {"none": "none", "public": OTHER[dataset], "real": "(real data)"}.get(
-            mode, f"{OTHER[dataset]} + pre-training"
-        )
+        public = {
+            "none": "none",
+            "public": OTHER[dataset],
+            "real": "(real data)",
+            "long": f"{OTHER[dataset]} + pre-training, {LONG_STEPS} + {LONG_STEPS} steps",
+        }.get(mode, f"{OTHER[dataset]} + pre-training")
         lines.append(
             f"| {dataset} | {epsilon} | {public} | {len(group)} | " + " | ".join(cells)
             + f" | {fit} |"

@@ -85,7 +85,7 @@ class PerceptualAnchoring(_FeatureAnchoring):
         run.init_networks(method)
         if self.config.pretrain_steps:
             self._pretrain(method.generator, features, measured.subspace, setup, run)
-        rng = make_generator(run.seed_sequence(3))
+        rng = make_generator(run.seed_sequence(3), run.device)
         perceptual.fit_perceptual(
             method.generator, (embedding, moments), setup.encoder.n_classes, self.config, rng
         )
@@ -103,7 +103,7 @@ class PerceptualAnchoring(_FeatureAnchoring):
             perceptual.MomentLoss(subspace, moments),
         )
         config = replace(self.config, steps=self.config.pretrain_steps)
-        rng = make_generator(run.seed_sequence(7))  # a stream of its own
+        rng = make_generator(run.seed_sequence(7), run.device)  # a stream of its own
         perceptual.fit_perceptual(generator, losses, k, config, rng)
 
 
