@@ -242,7 +242,8 @@ def summary(rows: list[dict]) -> list[str]:
             "long": f"{OTHER[dataset]} + pre-training, {LONG_STEPS} + {LONG_STEPS} steps",
         }.get(mode, f"{OTHER[dataset]} + pre-training")
         lines.append(
-            f"| {dataset} | {epsilon} | {public} | {len(group)} | " + " | ".join(cells)
+            f"| {dataset} | {epsilon} | {public} | {len(group)} | "
+            + " | ".join(cells)
             + f" | {fit} |"
         )
     errors = [r for r in rows if "error" in r]
