@@ -31,8 +31,6 @@ from dpforge.datasets.shapes import drawn_shapes, shapes_schema
 from dpforge.statistics.features import feature_anchor_defaults
 from dpforge.statistics.image_sizes import memory_bound, planned_releases
 
-SHAPES = ((1, 64, 64), (3, 32, 32))
-
 
 def child(shape: tuple[int, int, int], public_n: int, args: argparse.Namespace) -> dict:
     """One default fit in this process; its figures (and a sample grid next to --out)."""
@@ -70,6 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--public-n", type=int, default=20000, help="public images (0: none)")
     p.add_argument("--epsilon", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shapes", default="1x64x64,3x32x32", help="CxHxW, comma-separated")
     p.add_argument("--child", default=None, help="internal: SHAPE,PUBLIC_N of one fit")
     harness.add_out(p, Path("bench/results/images_large.json"))
     return p.parse_args(argv)
@@ -83,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     record = harness.provenance(__file__, argv)
     record["rows"] = []
-    for shape in SHAPES:
+    for shape in [tuple(int(v) for v in text.split("x")) for text in args.shapes.split(",")]:
         for public_n in sorted({0, args.public_n}):
             spec = ",".join(map(str, (*shape, public_n)))
             cmd = [sys.executable, __file__, *(argv or sys.argv[1:]), "--child", spec]
