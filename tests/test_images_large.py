@@ -64,7 +64,7 @@ def test_each_release_has_its_planned_size(shape):
     initialise(extractor, torch.Generator().manual_seed(0))
     features = perceptual.PerceptualFeatures(extractor, shape)
     embedding = measure_embedding(features, x, y, k, 1.0, 1.0, rng)
-    assert features_plan.values == embedding.sums.size + embedding.counts.size
+    assert features_plan.values == embedding.noisy_sums.size + embedding.noisy_counts.size
     assert features.dim == perceptual.FEATURE_DIM  # the same for every image size
 
 
