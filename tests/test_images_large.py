@@ -86,8 +86,10 @@ import json, resource, sys, numpy as np, torch
 from dpforge import Synthesizer
 from dpforge.data.export import write_images
 from dpforge.datasets.shapes import drawn_shapes, shapes_schema
+from dpforge.statistics import perceptual
 from dpforge.statistics.features import FeatureAnchorConfig
 torch.set_num_threads(1)
+perceptual.EXTRACTOR_STEPS = 20  # the test's speed: the extractor's size is what matters
 shape, out = tuple(json.loads(sys.argv[1])), sys.argv[2]
 data = drawn_shapes(400, shape, np.random.default_rng(0))
 public = drawn_shapes(200, shape, np.random.default_rng(1))
@@ -107,7 +109,7 @@ print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_fit_stays_under_the_planned_memory_and_writes_its_images(shape, tmp_path):
     argv = [sys.executable, "-c", textwrap.dedent(FIT), json.dumps(shape), str(tmp_path / "s")]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     bound = image_sizes.memory_bound(shape, 3, PERCEPTUAL, 400, 200)
