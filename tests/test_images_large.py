@@ -126,3 +126,19 @@ def test_a_fit_stays_under_the_planned_memory_and_writes_its_images(shape, tmp_p
     with Image.open(grid) as image:
         assert image.mode == ("L" if shape[0] == 1 else "RGB")
     assert len(list((tmp_path / "s" / "images").rglob("*.png"))) == 30
+
+
+def test_in_place_noise_and_top_eigenpairs_match_the_plain_computation():
+    from dpforge.statistics import moments
+
+    base = np.random.default_rng(0).normal(size=(30, 30))
+    base = base + base.T
+    plain = base + moments._symmetric_noise(30, 0.7, np.random.default_rng(5))
+    in_place = base.copy()
+    moments._add_symmetric_noise(in_place, 0.7, np.random.default_rng(5))
+    np.testing.assert_allclose(in_place, plain)  # the same draws, the same symmetric matrix
+    values, vectors = moments._top_eigenpairs(in_place.copy(), 4)
+    full_values, full_vectors = np.linalg.eigh(plain)
+    np.testing.assert_allclose(values, full_values[::-1][:4])
+    overlap = np.abs(vectors.T @ full_vectors[:, ::-1][:, :4])  # same directions, up to sign
+    np.testing.assert_allclose(overlap, np.eye(4), atol=1e-8)
