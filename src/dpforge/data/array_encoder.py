@@ -39,9 +39,16 @@ class ArrayEncoder:
         return Layout(self.schema.kind, shape=tuple(self.schema.shape))
 
     def transform(self, data: ArrayData) -> tuple[np.ndarray, np.ndarray | None]:
-        """Records scaled to [-1, 1] (values outside the range clipped) and label indices."""
-        values = np.clip(data.values.astype(np.float64), self._lower, self._upper)
-        scaled = 2.0 * (values - self._lower) / (self._upper - self._lower) - 1.0
+        """Records scaled to [-1, 1] (values outside the range clipped) and label indices.
+
+        float32, one copy of the records scaled in place (the networks and features work in
+        float32; 60,000 images of 64x64x3 take 2.9 GB so, 8.8 GB through float64 temporaries).
+        """
+        scaled = np.array(data.values, dtype=np.float32)
+        np.clip(scaled, self._lower, self._upper, out=scaled)
+        scaled -= self._lower
+        scaled *= 2.0 / (self._upper - self._lower)
+        scaled -= 1.0
         return scaled, self._indices(data.labels)
 
     def _indices(self, labels: np.ndarray | None) -> np.ndarray | None:

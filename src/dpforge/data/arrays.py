@@ -131,7 +131,8 @@ def keep_released_records(data: ArrayData, schema: ArraySchema) -> ArrayData:
 def validate_arrays(
     data: ArrayData, schema: ArraySchema, out_of_bounds: str = "error"
 ) -> ArrayData:
-    """Check records against the schema; return them as float64 with text labels.
+    """Check records against the schema; return them (integer and float32 values as they
+    are, other values as float64: no copy of a large uint8 image set) with text labels.
 
     Refuses (DataError naming record, channel, position and value): a shape other than the
     schema's, non-finite values, values outside a declared channel range (unless
@@ -142,7 +143,9 @@ def validate_arrays(
     if len(data) == 0:
         raise DataError("the data hold no records")
     _check_shape(data, schema)
-    values = np.asarray(data.values, dtype=np.float64)
+    values = np.asarray(data.values)
+    if values.dtype.kind not in "iu" and values.dtype != np.float32:
+        values = values.astype(np.float64)
     _check_finite(values)
     _check_channel_bounds(values, schema, out_of_bounds)
     return ArrayData(values, _check_labels(data.labels, schema))

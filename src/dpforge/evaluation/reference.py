@@ -79,28 +79,32 @@ class ReferenceClassifier:
         epochs: int = 3,
         seed: int = 0,
         pixel_range: tuple[float, float] = (0.0, 255.0),
+        device: str = "cpu",
     ) -> None:
         self.classes = checked_classes(classes)
         self.epochs = epochs
         self.seed = seed
         self.pixel_range = pixel_range
+        self.device = torch.device(device)
 
     def fit(self, real_train: ArrayData) -> ReferenceClassifier:
         x = scaled_pixels(real_train, self.pixel_range, "real training")
         y = encode_array_labels(real_train, self.classes, "real training")
         generator = torch.Generator().manual_seed(self.seed)
-        self.net_ = _initialise(_cnn(*x.shape[1:], len(self.classes)), generator)
-        tensor = _as_tensor(x, torch.device("cpu"))
-        _train_cnn(self.net_, tensor, torch.from_numpy(y), self.epochs, 64, generator)
+        net = _initialise(_cnn(*x.shape[1:], len(self.classes)), generator)
+        self.net_ = net.to(self.device)
+        tensor = _as_tensor(x, self.device)
+        labels = torch.from_numpy(y).to(self.device)
+        _train_cnn(self.net_, tensor, labels, self.epochs, 64, generator)
         self.net_.eval()
         return self
 
     def _run(self, data: ArrayData, role: str, upto: int | None) -> np.ndarray:
-        x = _as_tensor(scaled_pixels(data, self.pixel_range, role), torch.device("cpu"))
+        x = _as_tensor(scaled_pixels(data, self.pixel_range, role), self.device)
         layers = self.net_ if upto is None else self.net_[:upto]
         with torch.inference_mode():
             parts = [layers(x[s : s + 1000]) for s in range(0, len(x), 1000)]
-        return torch.cat(parts).double().numpy()
+        return torch.cat(parts).double().cpu().numpy()
 
     def predict(self, data: ArrayData, role: str = "synthetic") -> np.ndarray:
         return self._run(data, role, None).argmax(axis=1)

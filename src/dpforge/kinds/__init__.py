@@ -17,7 +17,7 @@ from dpforge.kinds.perceptual import PerceptualAnchoring
 from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
-from dpforge.statistics import array_anchor
+from dpforge.statistics import array_anchor, image_sizes
 from dpforge.statistics.anchor import RULES_WEIGHT, AnchorConfig
 from dpforge.statistics.features import (
     MOMENTS,
@@ -92,7 +92,10 @@ def resolve_anchor(
     if isinstance(anchor, FeatureAnchorConfig) and anchor.share == 0:
         return None  # no embedding release: the discriminator alone, with its own generator
     if isinstance(anchor, FeatureAnchorConfig):
-        return array_anchor.resolve_statistic(anchor, schema.kind, public)
+        resolved = array_anchor.resolve_statistic(anchor, schema.kind, public)
+        if schema.kind == "image":
+            image_sizes.check_shape(tuple(schema.shape), resolved)  # before any release
+        return resolved
     _check_rules_weight(anchor, schema)
     return anchor
 

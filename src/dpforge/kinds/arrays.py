@@ -188,7 +188,7 @@ class EmbeddingAnchoring(_FeatureAnchoring):
         if resumed:
             return
         run.init_networks(method)
-        rng = make_generator(run.seed_sequence(3))
+        rng = make_generator(run.seed_sequence(3), run.device)
         array_anchor.fit_generator(
             method.generator, loss, setup.encoder.n_classes, self.config, rng
         )

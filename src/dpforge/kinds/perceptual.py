@@ -10,6 +10,7 @@ records, and nothing about it is charged.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -32,6 +33,7 @@ class PerceptualAnchoring(_FeatureAnchoring):
         super().__init__(config)
         self.public = public
         self._extractors: dict[int, perceptual.Extractor] = {}
+        self.device = "cpu"  # the run's, set when it measures or fits
 
     def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
         """The convolutional generator, unless the method's options name another family."""
@@ -46,8 +48,14 @@ class PerceptualAnchoring(_FeatureAnchoring):
         """The public extractor of a run, trained on the public set from the run's seed."""
         if seed not in self._extractors:
             rng = torch.Generator().manual_seed(int(seed))
-            self._extractors[seed] = perceptual.train_extractor(self.public, rng)
+            extractor = perceptual.train_extractor(self.public, rng, self.device)
+            self._extractors[seed] = extractor
         return self._extractors[seed]
+
+    def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredArrays:
+        """As every feature anchoring, with the extractor on the run's device."""
+        self.device = run.device
+        return super().measure(run, schema, records, ledger, rng, n_public)
 
     def _release(self, encoder, records, target, ledger, seeds) -> MeasuredArrays:
         x, labels = encoder.transform(records)
@@ -65,6 +73,7 @@ class PerceptualAnchoring(_FeatureAnchoring):
     def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
         """Train the generator on the three releases (free), unless resuming."""
         measured, layout = setup.measured, setup.encoder.layout
+        self.device = run.device
         features = perceptual.PerceptualFeatures(
             self.extractor(measured.feature_seed), tuple(layout.shape)
         )
@@ -74,11 +83,28 @@ class PerceptualAnchoring(_FeatureAnchoring):
         if resumed:
             return
         run.init_networks(method)
-        rng = make_generator(run.seed_sequence(3))
+        if self.config.pretrain_steps:
+            self._pretrain(method.generator, features, measured.subspace, setup, run)
+        rng = make_generator(run.seed_sequence(3), run.device)
         perceptual.fit_perceptual(
             method.generator, (embedding, moments), setup.encoder.n_classes, self.config, rng
         )
         method.generator_average.load_state_dict(method.generator.state_dict())
+
+    def _pretrain(self, generator, features, subspace, setup, run) -> None:
+        """Fit the generator to the PUBLIC set's own statistics first (public data: no
+        budget, no ledger entry; the private records are not read here)."""
+        k = setup.encoder.n_classes
+        embedding, moments = perceptual.public_targets(
+            features, self.public, k, subspace, self.config.count_weight
+        )
+        losses = (
+            array_anchor.EmbeddingLoss(embedding, features),
+            perceptual.MomentLoss(subspace, moments),
+        )
+        config = replace(self.config, steps=self.config.pretrain_steps)
+        rng = make_generator(run.seed_sequence(7), run.device)  # a stream of its own
+        perceptual.fit_perceptual(generator, losses, k, config, rng)
 
 
 def plan_releases(

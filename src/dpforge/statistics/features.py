@@ -70,6 +70,8 @@ class FeatureAnchorConfig:
         ``sqrt(1 + c^2)``; the counts' noise std is ``sigma * sqrt(1 + c^2) / c``).
     steps, batch_size, lr: the anchor phase (Adam on the generator, lr decaying linearly to 0).
     weight: weight of the embedding loss added to the generator's GAN loss during refinement.
+    pretrain_steps: perceptual anchoring only: steps that first fit the generator to the
+        PUBLIC set's own statistics (free: public data), before the ``steps`` on the releases.
     generator_net, generator_hidden: the generator when the method's options are the defaults
         (a caller who passes ``method_options`` keeps theirs): an MLP, two to three times
         cheaper per step on a CPU than the convolutional (images) and LSTM (series) generators
@@ -89,6 +91,7 @@ class FeatureAnchorConfig:
     batch_size: int = 500
     lr: float = 2e-3
     weight: float = 1.0
+    pretrain_steps: int = 0
     generator_net: str = "mlp"
     generator_hidden: tuple[int, ...] = (256, 512)
 
@@ -108,6 +111,12 @@ class FeatureAnchorConfig:
             )
         if not self.count_weight > 0:
             raise ValueError(f"count_weight must be > 0, got {self.count_weight}")
+        if isinstance(self.pretrain_steps, bool) or self.pretrain_steps < 0:
+            raise ValueError(f"pretrain_steps must be >= 0, got {self.pretrain_steps!r}")
+        if self.pretrain_steps and self.statistic not in (AUTO, PERCEPTUAL):
+            raise ValueError(
+                "pretrain_steps needs a public set (perceptual anchoring): leave it at 0"
+            )
         if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
             raise ValueError(
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
@@ -259,21 +268,29 @@ class MeasuredEmbedding:
         )
 
 
+CHUNK_VALUES = 2048 * 28 * 28  # record values whose features are computed at a time
+
+
+def chunk_records(shape: tuple[int, ...]) -> int:
+    """Records per feature block: 2,048 MNIST images, fewer larger ones (bounded memory)."""
+    return max(1, min(2048, CHUNK_VALUES // max(1, math.prod(shape))))
+
+
 def exact_embedding(
     features: RandomFeatures,
     x: np.ndarray,
     labels: np.ndarray | None,
     n_classes: int,
-    chunk: int = 2048,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-class sums of feature vectors (K, D) and class counts (K,): NOT private alone."""
     k = max(1, n_classes)
+    chunk = chunk_records(tuple(np.shape(x)[1:]))
     y = np.zeros(len(x), dtype=np.int64) if labels is None else np.asarray(labels)
     sums = np.zeros((k, features.dim))
     with torch.no_grad():
         for start in range(0, len(x), chunk):
             block = torch.as_tensor(x[start : start + chunk], dtype=torch.float32)
-            phi = features(block).double().numpy()
+            phi = features(block).double().cpu().numpy()
             np.add.at(sums, y[start : start + chunk], phi)
     counts = np.bincount(y, minlength=k).astype(np.float64)
     return sums, counts

@@ -35,7 +35,8 @@ from torch import nn
 from dpforge.errors import DataError
 from dpforge.nets.init import initialise
 from dpforge.statistics.anchor import train_anchor
-from dpforge.statistics.moments import ClassMoments, Subspace
+from dpforge.statistics.features import MeasuredEmbedding, exact_embedding
+from dpforge.statistics.moments import ClassMoments, Subspace, class_moments
 
 __all__ = [
     "MomentLoss",
@@ -46,6 +47,8 @@ __all__ = [
 
 ROTATIONS = 4  # the self-supervised task of an unlabelled public set
 POOLS = (4, 2, 1)  # the pooled grid of each layer's activations (4x4, 2x2, global)
+EXTRACTOR_WIDTHS = (16, 32, 32)  # channels of the three convolution blocks
+FEATURE_DIM = sum(w * g * g for w, g in zip(EXTRACTOR_WIDTHS, POOLS, strict=True))  # 416
 EXTRACTOR_STEPS = 200
 EXTRACTOR_BATCH = 128
 MOMENT_WEIGHT = 1.0  # of the relative moment loss (0, 0.1, 1 in bench/results/images_perceptual.md)
@@ -80,7 +83,7 @@ class PublicImages:
 class Extractor(nn.Module):
     """Three 3x3 convolution blocks (no normalisation layer) and a linear head for training."""
 
-    def __init__(self, channels: int, n_outputs: int, widths: tuple[int, ...] = (16, 32, 32)):
+    def __init__(self, channels: int, n_outputs: int, widths: tuple[int, ...] = EXTRACTOR_WIDTHS):
         super().__init__()
         blocks, c_in = [], channels
         for i, width in enumerate(widths):
@@ -113,20 +116,24 @@ def _rotated(x: torch.Tensor, rng: torch.Generator) -> tuple[torch.Tensor, torch
     return out, turns
 
 
-def train_extractor(public: PublicImages, rng: torch.Generator) -> Extractor:
-    """The public extractor: classification of the public labels, or of four rotations."""
+def train_extractor(
+    public: PublicImages, rng: torch.Generator, device: str | torch.device = "cpu"
+) -> Extractor:
+    """The public extractor: classification of the public labels, or of four rotations
+    (batches drawn on the CPU from ``rng``, trained on ``device``)."""
     x_all = torch.as_tensor(public.values, dtype=torch.float32)
     labelled = public.labels is not None
     y_all = torch.as_tensor(public.labels, dtype=torch.long) if labelled else None
     n_out = int(y_all.max()) + 1 if labelled else ROTATIONS
     net = Extractor(x_all.shape[1], n_out)
     initialise(net, rng)  # from the run's generator, never torch's global one
+    net.to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=2e-3)
     for _ in range(EXTRACTOR_STEPS):
         idx = torch.randint(len(x_all), (EXTRACTOR_BATCH,), generator=rng)
         x = x_all[idx]
         x, y = (x, y_all[idx]) if labelled else _rotated(x, rng)
-        loss = nn.functional.cross_entropy(net(x), y)
+        loss = nn.functional.cross_entropy(net(x.to(device)), y.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -145,14 +152,16 @@ class PerceptualFeatures:
             self.dim = int(self(torch.zeros(1, *shape)).shape[1])
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, *shape) images in [-1, 1] -> (n, dim) features."""
-        layers = self.extractor.layers(x)
+        """(n, *shape) images in [-1, 1] -> (n, dim) features (on ``x``'s device; computed on
+        the extractor's)."""
+        device = next(self.extractor.parameters()).device
+        layers = self.extractor.layers(x.to(device))
         parts = []
         for act, grid in zip(layers, POOLS, strict=True):
             pooled = nn.functional.adaptive_avg_pool2d(act, grid).flatten(1)
             norm = pooled.norm(dim=1, keepdim=True)
             parts.append(pooled / norm.clamp_min(1e-12))
-        return torch.cat(parts, dim=1) / math.sqrt(len(parts))
+        return (torch.cat(parts, dim=1) / math.sqrt(len(parts))).to(x.device)
 
 
 class MomentLoss:
@@ -203,19 +212,22 @@ def public_images(data: Any, schema: Any) -> PublicImages:
             f"a public set is scaled by the declared channel ranges; declare 'lower' and "
             f"'upper' of {missing} in the schema (for example 0 and 255 for 8-bit pixels)"
         )
-    values = np.asarray(data.values, dtype=np.float64)
+    scaled = np.array(data.values, dtype=np.float32)  # one copy, scaled in place
     lower = np.array([c.lower for c in schema.channels]).reshape(1, -1, 1, 1)
     upper = np.array([c.upper for c in schema.channels]).reshape(1, -1, 1, 1)
-    if values.ndim != 4 or values.shape[1] != lower.shape[1]:
+    if scaled.ndim != 4 or scaled.shape[1] != lower.shape[1]:
         raise DataError(
-            f"the public images have shape {tuple(values.shape[1:])}, the private records "
+            f"the public images have shape {tuple(scaled.shape[1:])}, the private records "
             f"{tuple(schema.shape)}: pass a public set of the same shape (resize it first)"
         )
-    scaled = np.clip(2.0 * (values - lower) / (upper - lower) - 1.0, -1.0, 1.0)
+    scaled -= lower
+    scaled *= 2.0 / (upper - lower)
+    scaled -= 1.0
+    np.clip(scaled, -1.0, 1.0, out=scaled)
     labels = None
     if data.labels is not None:
         labels = np.unique(np.asarray(data.labels).astype(str), return_inverse=True)[1]
-    public = PublicImages(scaled.astype(np.float32), labels)
+    public = PublicImages(scaled, labels)
     public.check(tuple(schema.shape))
     return public
 
@@ -236,3 +248,24 @@ def fit_perceptual(
 
     generator.train()
     return train_anchor(generator, loss, n_classes, config, rng, betas=(0.5, 0.999))
+
+
+def public_targets(
+    features: PerceptualFeatures,
+    public: PublicImages,
+    n_classes: int,
+    subspace: Subspace,
+    count_weight: float,
+) -> tuple[MeasuredEmbedding, ClassMoments]:
+    """The PUBLIC set's own per-class mean embeddings and moments in the released subspace,
+    exactly (public data: no noise, no ledger entry): the targets of generator pre-training.
+    Public class j stands for private class j mod K; unlabelled images go round the classes
+    (every class then gets the public set's overall statistics)."""
+    k = max(1, n_classes)
+    n = len(public.values)
+    labels = np.arange(n) % k if public.labels is None else np.asarray(public.labels) % k
+    sums, counts = exact_embedding(features, public.values, labels, k)
+    embedding = MeasuredEmbedding(sums, counts, 0.0)
+    no_draws = np.random.default_rng(0)  # noise multiplier 0: nothing is drawn from it
+    moments = class_moments(public.values, labels, k, subspace, 0.0, count_weight, no_draws)
+    return embedding, moments

@@ -1,0 +1,254 @@
+"""The issue-24 image table in one call on an accelerator: MNIST and Fashion-MNIST, epsilon 1
+and 10, three seeds, without a public set, with one (the other data set's training images,
+labelled) and with generator pre-training on it, next to real-data training.
+
+Every fit is ``Synthesizer(schema, epsilon=..., public_data=..., device=...)`` with the
+defaults (the anchor's settings as the Synthesizer picks them; ``--pretrain-steps`` adds the
+pre-training). Each fit is scored as in bench_images.py: a CNN trained on ``--samples``
+synthetic images and tested on the 10,000 real test images; label fidelity and Fréchet
+distance from ONE reference CNN per data set (seed 0, trained on all real training images),
+so that every row is judged by the same network. Jobs run seed by seed over ``--workers``
+processes; after ``--budget-s`` seconds no new job starts, and the JSON and Markdown are
+rewritten after every job, so a stopped run keeps what it measured::
+
+    python bench/bench_images_device.py --data-dir ../shared/datasets --device cuda \\
+        --out bench/results/images_device.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import harness
+from dpforge import Synthesizer
+from dpforge.data.arrays import ArrayData
+from dpforge.data.export import image_grid
+from dpforge.datasets.images import load_idx_dataset
+from dpforge.evaluation.images import tstr_cnn_accuracy
+from dpforge.evaluation.reference import ReferenceClassifier
+from dpforge.statistics.features import feature_anchor_defaults
+
+OTHER = {"mnist": "fashion-mnist", "fashion-mnist": "mnist"}
+MODES = ("none", "public", "pretrain", "real", "long")
+LONG_STEPS = 1000
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    harness.add_data_dir(p)
+    p.add_argument("--datasets", default="mnist,fashion-mnist")
+    p.add_argument("--epsilons", default="10,1")
+    p.add_argument("--modes", default=",".join(MODES))
+    harness.add_seeds(p, "3")
+    p.add_argument("--n-train", type=int, default=None, help="first N training images only")
+    p.add_argument("--public-n", type=int, default=None, help="first N public images only")
+    p.add_argument("--samples", type=int, default=10000)
+    p.add_argument("--cnn-epochs", type=int, default=5)
+    p.add_argument("--reference-epochs", type=int, default=3)
+    p.add_argument("--pretrain-steps", type=int, default=300)
+    p.add_argument("--anchor-steps", type=int, default=None, help="(tiny checks only)")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--workers", type=int, default=3)
+    p.add_argument("--threads", type=int, default=4, help="torch threads per worker")
+    p.add_argument("--budget-s", type=float, default=420.0, help="no job starts after this")
+    p.add_argument("--grids", type=Path, default=None, help="folder for the sample grids")
+    harness.add_out(p, Path("bench/results/images_device.json"))
+    return p.parse_args(argv)
+
+
+def _anchor(args: argparse.Namespace, mode: str):
+    if mode == "none":
+        return "auto" if args.anchor_steps is None else replace(
+            feature_anchor_defaults("image"), steps=args.anchor_steps)  # fmt: skip
+    config = feature_anchor_defaults("image", public=True)
+    if args.anchor_steps is not None:
+        config = replace(config, steps=args.anchor_steps)
+    if mode == "pretrain":
+        config = replace(config, pretrain_steps=args.pretrain_steps)
+    if mode == "long":  # the same with LONG_STEPS of each (epsilon 10, after the others)
+        config = replace(config, steps=LONG_STEPS, pretrain_steps=LONG_STEPS)
+    return config
+
+
+_CACHE: dict[str, tuple] = {}
+
+
+def _data(args: argparse.Namespace, dataset: str) -> tuple:
+    """(train, test, schema, public, reference) of a data set, once per worker."""
+    if dataset not in _CACHE:
+        root = harness.data_dir(args.data_dir)
+        train, test, schema = load_idx_dataset(dataset, root, args.n_train)
+        public, _, _ = load_idx_dataset(OTHER[dataset], root, args.public_n)
+        reference = ReferenceClassifier(
+            schema.classes, args.reference_epochs, 0, device=args.device
+        ).fit(train)
+        _CACHE[dataset] = (train, test, schema, public, reference)
+    return _CACHE[dataset]
+
+
+def job(args: argparse.Namespace, dataset: str, epsilon: str, mode: str, seed: int) -> dict:
+    """One fit (or the real-data reference) and its scores."""
+    torch.set_num_threads(args.threads)
+    train, test, schema, public, reference = _data(args, dataset)
+    row = {"dataset": dataset, "epsilon": epsilon, "mode": mode, "seed": seed}
+    started = time.perf_counter()
+    if mode == "real":
+        images = ArrayData(train.values[: args.samples], train.labels[: args.samples])
+    else:
+        synth = Synthesizer(
+            schema, epsilon=float(epsilon), delta=1e-5, seed=seed, progress=False,
+            device=args.device, anchor=_anchor(args, mode),
+            public_data=None if mode == "none" else public,
+        ).fit(train)  # fmt: skip
+        row["fit_seconds"] = time.perf_counter() - started
+        row["epsilon_spent"] = synth.privacy_spent().epsilon
+        row["ledger"] = [entry.name for entry in synth.ledger_.entries]
+        images = synth.sample(args.samples, seed=seed + 1)
+    cnn = tstr_cnn_accuracy(
+        images, test, schema.classes, epochs=args.cnn_epochs, seed=seed, device=args.device
+    )
+    row["cnn_accuracy"] = cnn.value
+    row["label_fidelity"] = reference.label_fidelity(images).value
+    row["frechet_distance"] = reference.frechet(images, test)
+    row["reference_test_accuracy"] = reference.accuracy(test)
+    row["seconds"] = time.perf_counter() - started
+    if seed == harness.seeds(args)[0] and args.grids is not None:
+        pixels = np.rint(np.clip(images.values[:200], 0, 255)).astype(np.uint8)
+        grid = image_grid(pixels, np.asarray([str(v) for v in images.labels[:200]]))
+        grid.save(args.grids / f"{dataset}_eps{epsilon}_{mode}.png")
+    return row
+
+
+def _work(payload: tuple) -> dict:
+    args, spec = payload
+    try:
+        return job(args, *spec)
+    except Exception as exc:  # reported in the results, the other jobs go on
+        return dict(zip(("dataset", "epsilon", "mode", "seed"), spec, strict=True),
+                    error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+
+
+def jobs(args: argparse.Namespace) -> list[tuple]:
+    """Seed by seed (a stopped run has whole seeds); epsilon 10 before 1; one real row per
+    data set and seed."""
+    out = []
+    for seed in harness.seeds(args):
+        for dataset in args.datasets.split(","):
+            modes = args.modes.split(",")
+            if "real" in modes:
+                out.append((dataset, "-", "real", seed))
+            for epsilon in args.epsilons.split(","):
+                out += [(dataset, epsilon, m, seed) for m in modes if m not in ("real", "long")]
+    if "long" in args.modes.split(","):
+        first = args.epsilons.split(",")[0]
+        for seed in harness.seeds(args):
+            out += [(dataset, first, "long", seed) for dataset in args.datasets.split(",")]
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.grids is not None:
+        args.grids.mkdir(parents=True, exist_ok=True)
+    record = {**harness.provenance(__file__, argv), "rows": []}
+    record["device_name"] = (
+        torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
+    )
+    started = time.perf_counter()
+    context = mp.get_context("spawn")
+    with context.Pool(args.workers) as pool:
+        pending = [(args, spec) for spec in jobs(args)]
+        running = []
+        while pending or running:
+            while pending and len(running) < args.workers:
+                if time.perf_counter() - started > args.budget_s:
+                    pending.clear()
+                    break
+                running.append(pool.apply_async(_work, (pending.pop(0),)))
+            done = [r for r in running if r.ready()]
+            for result in done:
+                running.remove(result)
+                record["rows"].append(result.get())
+                record["elapsed_seconds"] = time.perf_counter() - started
+                harness.write_results(args.out, record, TITLE, summary(record["rows"]))
+            time.sleep(0.5)
+    if args.grids is not None:
+        stack_grids(args)
+    print(json.dumps({"rows": len(record["rows"]), "seconds": time.perf_counter() - started}))
+
+
+def stack_grids(args: argparse.Namespace) -> None:
+    """One PNG per data set (few files come back from a device run): the first seed's grids,
+    epsilon by epsilon in the order of --epsilons, modes in the order of MODES, top to bottom
+    (each grid: one row per class), then the single grids removed."""
+    from PIL import Image
+
+    for dataset in args.datasets.split(","):
+        names = [f"{dataset}_eps{e}_{m}.png" for e in ["-", *args.epsilons.split(",")]
+                 for m in MODES]  # fmt: skip
+        paths = [args.grids / n for n in names if (args.grids / n).exists()]
+        if not paths:
+            continue
+        images = [Image.open(path).convert("RGB") for path in paths]
+        width = max(i.width for i in images)
+        canvas = Image.new("RGB", (width, sum(i.height + 12 for i in images)), (255, 255, 255))
+        top = 0
+        for image in images:
+            canvas.paste(image, (0, top))
+            top += image.height + 12
+        canvas.save(args.grids / f"{dataset}_grids.png")
+        (args.grids / f"{dataset}_grids.txt").write_text("\n".join(p.name for p in paths) + "\n")
+        for path in paths:
+            path.unlink()
+
+
+TITLE = "Images (issue 24): with and without a public set, generator pre-training, 3 seeds"
+COLUMNS = ("cnn_accuracy", "label_fidelity", "frechet_distance")
+
+
+def _cell(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """One line per data set, epsilon and mode: mean ± std over the seeds done."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        if "error" not in row:
+            groups.setdefault((row["dataset"], row["epsilon"], row["mode"]), []).append(row)
+    lines = [
+        "| data | epsilon | public set | seeds | CNN accuracy | label fidelity | Fréchet | fit s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (dataset, epsilon, mode), group in sorted(groups.items()):
+        cells = [_cell([r[c] for r in group]) for c in COLUMNS]
+        fit = _cell([r["fit_seconds"] for r in group]) if mode != "real" else "-"
+        public = {
+            "none": "none",
+            "public": OTHER[dataset],
+            "real": "(real data)",
+            "long": f"{OTHER[dataset]} + pre-training, {LONG_STEPS} + {LONG_STEPS} steps",
+        }.get(mode, f"{OTHER[dataset]} + pre-training")
+        lines.append(
+            f"| {dataset} | {epsilon} | {public} | {len(group)} | "
+            + " | ".join(cells)
+            + f" | {fit} |"
+        )
+    errors = [r for r in rows if "error" in r]
+    return lines + [""] + [f"- error: {r}" for r in errors]
+
+
+if __name__ == "__main__":
+    main()
