@@ -258,7 +258,8 @@ def merge(args: argparse.Namespace) -> dict[str, Any]:
         "baseline": summarise(result["baseline_runs"]),
         "real": summarise_real(result["real"]),
     }
-    result["command"] = " && ".join(p["command"] for p in parts)
+    joined = harness.provenance(__file__, None)["command"]
+    result["command"] = " ; ".join([*(p["command"] for p in parts), joined])
     result["tuning"] = harness.read_jsonl(args.tuning_log)
     print_table(result)
     write(result, Path(args.out), args.notes)
