@@ -90,6 +90,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--render", default=None, metavar="JSON",
         help="no training: rewrite the markdown of this results JSON (with --tuning-log, --notes)",
     )  # fmt: skip
+    p.add_argument(
+        "--merge", nargs="+", default=None, metavar="JSON",
+        help="no training: join per-seed results JSONs (run in parallel) into --out",
+    )  # fmt: skip
     p.add_argument("--no-real", action="store_true", help="skip the real-data reference")
     p.add_argument("--no-baseline", action="store_true", help="skip the non-private baseline")
     p.add_argument("--defaults", action="store_true", help="ignore TUNED: the config's defaults")
@@ -159,6 +163,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     if args.render:
         return render(args)
+    if args.merge:
+        return merge(args)
     stamp = harness.provenance(__file__, argv)  # at the start: others may commit meanwhile
     torch.set_num_threads(args.threads)
     chosen = settings(args)
@@ -236,6 +242,27 @@ def render(args: argparse.Namespace) -> dict[str, Any]:
         result["tuning"] = harness.read_jsonl(args.tuning_log)
     result.setdefault("tuning", [])
     write(result, out, args.notes)
+    return result
+
+
+def merge(args: argparse.Namespace) -> dict[str, Any]:
+    """One result from per-seed results JSONs of the same settings (e.g. one process per seed,
+    run side by side): runs, baselines and real references joined, the summaries recomputed;
+    provenance and plots are the first file's."""
+    parts = [harness.read_results(Path(p)) for p in args.merge]
+    result = dict(parts[0])
+    for key in ("seeds", "runs", "baseline_runs", "real"):
+        result[key] = [item for part in parts for item in part[key]]
+    result["summary"] = {
+        "private": summarise(result["runs"]),
+        "baseline": summarise(result["baseline_runs"]),
+        "real": summarise_real(result["real"]),
+    }
+    joined = harness.provenance(__file__, None)["command"]
+    result["command"] = " ; ".join([*(p["command"] for p in parts), joined])
+    result["tuning"] = harness.read_jsonl(args.tuning_log)
+    print_table(result)
+    write(result, Path(args.out), args.notes)
     return result
 
 
