@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--new", type=Path, default=Path(__file__).resolve().parents[1] / "src")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--first", choices=("old", "new"), default="old", help="first round's first"
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON results, written per fit")
     args = parser.parse_args(argv)
     if args.child is not None:
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     sources = {"old": args.old.resolve(), "new": args.new.resolve()}
     runs: list[dict] = []
     for r in range(args.rounds):
-        order = ("old", "new") if r % 2 == 0 else ("new", "old")
+        order = ("old", "new") if (r % 2 == 0) == (args.first == "old") else ("new", "old")
         for name in order:
             run = {"round": r, "code": name, "src": str(sources[name])}
             run.update(run_child(sources[name], args.seed))
