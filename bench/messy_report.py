@@ -65,8 +65,25 @@ def markdown(runs: list[dict[str, Any]]) -> list[str]:
             f"| {' | '.join(key)} | {len(ok)} | {' | '.join(figures)} | "
             f"{_cell([g[0] for g in gaps])} | {_cell([g[1] for g in gaps])} | {fit} |"
         )
+    lines += ["", "Missed comparisons (planned: 3 seeds of every method, dpforge/MST/AIM at ε = 1 "
+              "and 3):", ""] + missed(runs)  # fmt: skip
     for r in failures:
         lines.append("")
         lines.append(f"- FAILED: {r['table']} ε={_eps(r['epsilon'])} {r['method']} seed "
                      f"{r['seed']}: {r.get('note')}")  # fmt: skip
     return lines
+
+
+def missed(runs: list[dict[str, Any]]) -> list[str]:
+    """One line per planned (table, epsilon, method) with fewer than 3 seeds that ran."""
+    tables = sorted({r["table"] for r in runs})
+    plan = [(m, e) for m in ("dpforge", "mst", "aim") for e in ("1", "3")]
+    plan += [("nonprivate", "inf"), ("real", "-")]
+    lines = []
+    for table in tables:
+        for method, eps in plan:
+            seeds = {r["seed"] for r in runs if r.get("status") == "ok" and r["table"] == table
+                     and r["method"] == method and _eps(r["epsilon"]) == eps}  # fmt: skip
+            if len(seeds) < 3:
+                lines.append(f"- {table} ε={eps} {method}: {len(seeds)} of 3 seeds")
+    return lines or ["- none"]
