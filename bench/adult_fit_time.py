@@ -26,16 +26,19 @@ from pathlib import Path
 CHILD_MARK = "FIT_TIME "
 
 
-def child(seed: int) -> None:
-    """Load Adult, time one default fit at epsilon 1, print the figures as one JSON line."""
+def child(seed: int, steps: int | None) -> None:
+    """Load Adult, time one default fit at epsilon 1 (``steps``: the anchor steps instead of
+    the code's default), print the figures as one JSON line."""
     import torch
 
     from dpforge.datasets.adult import load_adult
+    from dpforge.statistics.anchor import AnchorConfig
     from dpforge.synthesizer import Synthesizer
 
     torch.set_num_threads(1)
     train, _, schema = load_adult()
-    synth = Synthesizer(schema, epsilon=1.0, seed=seed, progress=False)
+    anchor = "auto" if steps is None else AnchorConfig(steps=steps)
+    synth = Synthesizer(schema, epsilon=1.0, seed=seed, progress=False, anchor=anchor)
     cpu, wall = time.process_time(), time.perf_counter()
     synth.fit(train)
     figures = {
@@ -47,10 +50,11 @@ def child(seed: int) -> None:
     print(CHILD_MARK + json.dumps(figures), flush=True)
 
 
-def run_child(src: Path, seed: int) -> dict:
+def run_child(src: Path, seed: int, steps: int | None) -> dict:
     """One fit in a fresh process importing dpforge from ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     command = [sys.executable, __file__, "--child", str(src), "--seed", str(seed)]
+    command += [] if steps is None else ["--steps", str(steps)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith(CHILD_MARK)]
     if done.returncode != 0 or not lines:
@@ -65,13 +69,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--new", type=Path, default=Path(__file__).resolve().parents[1] / "src")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=None, help="anchor steps for both codes")
     parser.add_argument(
         "--first", choices=("old", "new"), default="old", help="first round's first"
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON results, written per fit")
     args = parser.parse_args(argv)
     if args.child is not None:
-        child(args.seed)
+        child(args.seed, args.steps)
         return
     sources = {"old": args.old.resolve(), "new": args.new.resolve()}
     runs: list[dict] = []
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         order = ("old", "new") if (r % 2 == 0) == (args.first == "old") else ("new", "old")
         for name in order:
             run = {"round": r, "code": name, "src": str(sources[name])}
-            run.update(run_child(sources[name], args.seed))
+            run.update(run_child(sources[name], args.seed, args.steps))
             runs.append(run)
             print(json.dumps(run), flush=True)
             if args.out is not None:
