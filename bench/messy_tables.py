@@ -65,6 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--peer-cache", type=Path, default=Path("/work/peer-cache"))
     p.add_argument("--log", type=Path, default=RESULTS.with_suffix(".jsonl"))
+    p.add_argument("--render-only", action="store_true", help="rewrite the results from --log")
     harness.add_out(p, RESULTS)
     harness.add_threads(p)
     args = p.parse_args(argv)
@@ -170,6 +171,9 @@ def render(args, argv) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.render_only:
+        render(args, argv)
+        return
     tables = {name: typed(name) for name in args.tables}
     done = {
         (r["table"], r["epsilon"], r["method"], r["seed"]) for r in harness.read_jsonl(args.log)
