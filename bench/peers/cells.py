@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.evaluation.fidelity import discretize
+from dpforge.evaluation.inputs import typed_table
 from dpforge.schema.table import Schema
 from dpforge.statistics.bins import numeric_bins
 
@@ -45,15 +46,21 @@ def declare_bounds(schema: Schema, bounds: Mapping[str, tuple[float, float]]) ->
 
 
 def cell_domain(schema: Schema, n_bins: int) -> dict[str, int]:
-    """Number of cells of each column, in schema order (the public domain of the cells)."""
+    """Number of cells of each column, in schema order (the public domain of the cells); a
+    nullable column has one more, the last, for an empty cell (``fidelity.discretize``)."""
     return {
-        c.name: numeric_bins(c, n_bins).size if c.is_numeric else len(c.categories)
+        c.name: (numeric_bins(c, n_bins).size if c.is_numeric else len(c.categories))
+        + int(c.nullable)
         for c in schema.columns
     }
 
 
 def to_cells(table: pd.DataFrame, schema: Schema, n_bins: int) -> pd.DataFrame:
-    """``table`` as integer cells per column (``fidelity.discretize``), in schema order."""
+    """``table`` as integer cells per column (``fidelity.discretize``), in schema order: dates
+    as numbers on their time axis (``typed_table``) on the public cells of their declared range,
+    an empty cell of a nullable column as the column's last cell."""
+    if any(c.is_time or c.nullable for c in schema.columns):
+        table = typed_table(table, schema, "training")
     return discretize(table, schema, n_bins)[schema.names]
 
 
@@ -62,7 +69,8 @@ def from_cells(
 ) -> pd.DataFrame:
     """A table back from cells: categories as their text, numeric cells decoded to a value
     drawn inside the cell (``numeric_bins(column, n_bins).decode``; floats, as the loaders
-    give numeric columns)."""
+    give numeric columns; a date as a number on its time axis, which ``typed_table`` reads as
+    it is); a nullable column's last cell as an empty cell (NaN, or None for a category)."""
     domain = cell_domain(schema, n_bins)
     out = {}
     for column in schema.columns:
@@ -71,9 +79,12 @@ def from_cells(
             raise ValueError(
                 f"column '{column.name}' holds cells outside 0..{domain[column.name] - 1}"
             )
+        empty = codes == domain[column.name] - 1 if column.nullable else np.zeros(codes.size, bool)
+        present = np.where(empty, 0, codes)
         if column.is_numeric:
-            values = numeric_bins(column, n_bins).decode(codes, rng)
-            out[column.name] = values.astype(np.float64)
+            values = numeric_bins(column, n_bins).decode(present, rng).astype(np.float64)
+            out[column.name] = np.where(empty, np.nan, values)
         else:
-            out[column.name] = np.asarray(column.categories, dtype=object)[codes]
+            values = np.asarray(column.categories, dtype=object)[present]
+            out[column.name] = np.where(empty, None, values)
     return pd.DataFrame(out)
