@@ -16,6 +16,7 @@ mean intensity, inverted ones about 0.87) and a sample grid (PNG, one row per cl
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -63,11 +64,11 @@ def samples_by_class(server, per_class: int) -> np.ndarray:
     return ((x[:, 0].numpy() + 1.0) * 127.5).astype(np.float64)
 
 
-def one_run(name: str, parts, schema, config, seed: int, pictures: Path) -> dict:
+def one_run(name: str, parts, schema, config, seed: int, pictures: Path, tag: str) -> dict:
     with Timer() as timer:
         server, grid = simulate_images(parts, schema, config, seed)
     samples = samples_by_class(server, 10)
-    png = pictures / f"{name.replace(' ', '_')}.png"
+    png = pictures / f"{tag}_{name.replace(' ', '_')}.png"
     grid_png(samples, png, 10)
     row = run_summary(server, grid.traffic)
     row.update(
@@ -83,7 +84,66 @@ def one_run(name: str, parts, schema, config, seed: int, pictures: Path) -> dict
     return row
 
 
+def _row(run: dict, label: str) -> str:
+    g, b = run["guarantees"], run["bytes_per_step"]
+    eps = " / ".join(_eps(g[k]["epsilon"]) for k in ("per_record", "per_site"))
+    png = Path(run["picture"]).name
+    return (
+        f"| {label} | {run['federation']} ({run['sites']}) | {eps} | {run['noise_multiplier']:.3g} "
+        f"| {run['inverted_looking']:.2f} | {run['mean_intensity']:.2f} | {run['cpu_seconds']:.0f} "
+        f"| ![{png}](federated_images/{png}) |"
+    )
+
+
+def _eps(value) -> str:
+    return "inf" if value in ("inf", float("inf")) else f"{float(value):.3g}"
+
+
+def traffic_lines(run: dict) -> list[str]:
+    b, p = run["bytes_per_step"], run["parameters"]
+    down, up = b["server_to_sites"], b["sites_to_server"]
+    pd, pu = b["parameter_exchange_server_to_sites"], b["parameter_exchange_sites_to_server"]
+    return [
+        f"Per generator step with {run['sites_per_step']} sites taking part (Flower messages "
+        "in wire encoding, measured):",
+        "",
+        "| direction | GS-WGAN (samples out, sanitized gradients back) | exchanging parameters "
+        f"(generator {p['generator']:,} + critic {p['critic']:,}, float32) | ratio |",
+        "|---|---|---|---|",
+        f"| server -> sites | {down:,.0f} B | {pd:,} B (G + D) | {pd / down:.1f}x |",
+        f"| sites -> server | {up:,.0f} B | {pu:,} B (D) | {pu / up:.1f}x |",
+        "",
+        f"Once, before the first step: the warm-start pool, {b['warm_start_server_to_sites_once']:,}"
+        " B to the sites in all.",
+    ]
+
+
+def report(paths: list[Path], out: Path) -> None:
+    """One Markdown page from the result files of several settings (first: the private one)."""
+    records = [json.loads(Path(p).read_text()) for p in paths]
+    body = [f"Commands (outputs in `bench/results/`, pictures in `bench/results/federated_images/`):", ""]
+    body += [f"    {r['command']}" for r in records]
+    body += ["", f"    {' '.join(['python', 'bench/bench_federated_images.py', '--report', *map(str, paths)])}", ""]
+    body += traffic_lines(records[0]["runs"][0]) + ["", "## The debugging case", ""]
+    body += [
+        "| setting | federation (sites) | epsilon per record / per site | sigma | share inverted-"
+        "looking | mean intensity | CPU s | samples (a row per class) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for record in records:
+        label = "non-private" if record["settings"].get("noise_multiplier") == 0 else "private"
+        body += [_row(run, label) for run in record["runs"]]
+    title = "Federated images, GS-WGAN's setting (issue 23.3)"
+    lines = [f"# {title}", "", *body]
+    out.write_text("\n".join(lines).rstrip() + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "--report":
+        report([Path(p) for p in argv[1:]], OUT.with_suffix(".md"))
+        return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_dir(p)
     add_out(p, OUT)
@@ -109,10 +169,11 @@ def main(argv: list[str] | None = None) -> None:
         warm_start_steps=args.warm_start_steps,
     )  # fmt: skip
     record = {**provenance(__file__, argv), "settings": vars(args), "runs": []}
-    pictures = Path(args.out).with_suffix("")
+    pictures = Path(args.out).parent / "federated_images"
     for name, sites in federations(parts, args.inverted).items():
         run_config = replace(config, sites_per_step=None)
-        record["runs"].append(one_run(name, sites, schema, run_config, args.seed, pictures))
+        record["runs"].append(one_run(name, sites, schema, run_config, args.seed, pictures,
+                                      Path(args.out).stem))
         write_results(Path(args.out), record, "Federated images (GS-WGAN's setting)", None)
 
 

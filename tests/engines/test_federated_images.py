@@ -24,6 +24,7 @@ from dpforge.engines.federated_images import (  # noqa: E402
     split_images,
 )
 from dpforge.engines.federated_images_run import (  # noqa: E402
+    _torch_generator,
     load_federated_images,
     simulate_images,
 )
@@ -151,11 +152,13 @@ def test_ledgers_hold_the_events_before_any_site_answers(digits):
 def test_simulation_trains_the_generator_over_flower(digits):
     data, schema = digits
     parts = split_images(data, 2, True, np.random.default_rng(0))
-    before = ImageServer(schema, SMALL, [1, 2], torch.Generator().manual_seed(0))
-    start = [p.clone() for p in before.generator.parameters()]
+    untrained, _ = simulate_images(parts, schema, replace(SMALL, steps=1, g_lr=0.0), seed=0)
     server, grid = simulate_images(parts, schema, SMALL, seed=0)
-    moved = [not torch.equal(a, b) for a, b in zip(start, server.generator.parameters())]
-    assert any(moved)
+    start = untrained.generator.state_dict()
+    assert all(torch.equal(start[k], v) for k, v in ImageServer(
+        schema, SMALL, [1, 2], _torch_generator(0, 0)).generator.state_dict().items())
+    moved = [not torch.equal(start[k], v) for k, v in server.generator.state_dict().items()]
+    assert all(moved)
     assert grid.traffic.messages == {"query.warmup": 2, "query.gradient": 2 * SMALL.steps}
     assert grid.traffic.up["query.gradient"] > 8 * 64 * 4 * 2 * SMALL.steps  # float32 samples
 
@@ -186,7 +189,8 @@ def test_cli_simulate_images_writes_a_model_folder(tmp_path, monkeypatch, capsys
         (["--split", "by:colour"], "'random' or 'by:label'"),
     ],
 )
-def test_cli_refuses_options_that_do_not_apply(tmp_path, monkeypatch, capsys, digits, extra, message):
+def test_cli_refuses_options_that_do_not_apply(tmp_path, monkeypatch, capsys, digits, extra,
+                                                message):
     _, schema = digits
     schema_path = tmp_path / "s.json"
     schema_path.write_text(json.dumps(schema.to_dict()))

@@ -24,6 +24,7 @@ from flwr.common.serde import message_to_proto
 from dpforge.engines.federated_images_site import GRADIENT, SiteSettings, samples_record
 from dpforge.engines.federated_sim import SiteGrid
 from dpforge.errors import DataError, DpforgeError, PrivacyError
+from dpforge.nets.init import initialise
 from dpforge.nets.mlp import FlatGenerator, flat_mlp_critic
 from dpforge.privacy.federated_gswgan import (
     RECORD_RELATION,
@@ -128,6 +129,7 @@ class ImageServer:
         self.generator = FlatGenerator(
             config.latent_dim, self.n_classes, tuple(schema.shape), config.generator_hidden
         )
+        initialise(self.generator, generator)
         self.optimizer = torch.optim.Adam(
             self.generator.parameters(), lr=config.g_lr, betas=(0.5, 0.9)
         )

@@ -29,6 +29,7 @@ from torch import nn
 
 from dpforge.data.array_encoder import ArrayEncoder
 from dpforge.data.arrays import ArrayData, validate_arrays
+from dpforge.nets.init import initialise
 from dpforge.nets.mlp import flat_mlp_critic, one_hot
 from dpforge.privacy.clipping import clip_factors
 from dpforge.schema.array import ArraySchema
@@ -87,6 +88,8 @@ class ImageSite:
             flat_mlp_critic(shape, self.n_classes, settings.critic_hidden)
             for _ in range(settings.critics)
         )
+        for critic in self.critics:
+            initialise(critic, generator)
         self.optimizers = [
             torch.optim.Adam(c.parameters(), lr=settings.d_lr, betas=(0.5, 0.9))
             for c in self.critics
