@@ -26,18 +26,21 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import Timer, add_data_dir, add_out, data_dir, provenance, write_results  # noqa: E402
-
 from dpforge.data.arrays import ArrayData  # noqa: E402
 from dpforge.datasets.images import load_idx_dataset  # noqa: E402
 from dpforge.engines.federated_images import FederatedImageConfig, split_images  # noqa: E402
 from dpforge.engines.federated_images_run import run_summary, simulate_images  # noqa: E402
+from harness import Timer, add_data_dir, add_out, data_dir, provenance, write_results  # noqa: E402
 
 OUT = Path("bench/results/federated_images.json")
 
 
 def federations(parts: list[ArrayData], inverted: int) -> dict[str, list[ArrayData]]:
-    return {"all sites": parts, "inverted sites": parts[:inverted], "normal sites": parts[inverted:]}
+    return {
+        "all sites": parts,
+        "inverted sites": parts[:inverted],
+        "normal sites": parts[inverted:],
+    }
 
 
 def grid_png(samples: np.ndarray, path: Path, per_class: int) -> None:
@@ -85,7 +88,7 @@ def one_run(name: str, parts, schema, config, seed: int, pictures: Path, tag: st
 
 
 def _row(run: dict, label: str) -> str:
-    g, b = run["guarantees"], run["bytes_per_step"]
+    g = run["guarantees"]
     eps = " / ".join(_eps(g[k]["epsilon"]) for k in ("per_record", "per_site"))
     png = Path(run["picture"]).name
     return (
@@ -113,17 +116,18 @@ def traffic_lines(run: dict) -> list[str]:
         f"| server -> sites | {down:,.0f} B | {pd:,} B (G + D) | {pd / down:.1f}x |",
         f"| sites -> server | {up:,.0f} B | {pu:,} B (D) | {pu / up:.1f}x |",
         "",
-        f"Once, before the first step: the warm-start pool, {b['warm_start_server_to_sites_once']:,}"
-        " B to the sites in all.",
+        "Once, before the first step: the warm-start pool, "
+        f"{b['warm_start_server_to_sites_once']:,} B to the sites in all.",
     ]
 
 
 def report(paths: list[Path], out: Path) -> None:
     """One Markdown page from the result files of several settings (first: the private one)."""
     records = [json.loads(Path(p).read_text()) for p in paths]
-    body = [f"Commands (outputs in `bench/results/`, pictures in `bench/results/federated_images/`):", ""]
+    body = ["Commands (pictures in `bench/results/federated_images/`):", ""]
     body += [f"    {r['command']}" for r in records]
-    body += ["", f"    {' '.join(['python', 'bench/bench_federated_images.py', '--report', *map(str, paths)])}", ""]
+    again = ["python", "bench/bench_federated_images.py", "--report", *map(str, paths)]
+    body += ["", f"    {' '.join(again)}", ""]
     body += traffic_lines(records[0]["runs"][0]) + ["", "## The debugging case", ""]
     body += [
         "| setting | federation (sites) | epsilon per record / per site | sigma | share inverted-"
@@ -172,8 +176,9 @@ def main(argv: list[str] | None = None) -> None:
     pictures = Path(args.out).parent / "federated_images"
     for name, sites in federations(parts, args.inverted).items():
         run_config = replace(config, sites_per_step=None)
-        record["runs"].append(one_run(name, sites, schema, run_config, args.seed, pictures,
-                                      Path(args.out).stem))
+        record["runs"].append(
+            one_run(name, sites, schema, run_config, args.seed, pictures, Path(args.out).stem)
+        )
         write_results(Path(args.out), record, "Federated images (GS-WGAN's setting)", None)
 
 

@@ -14,6 +14,8 @@ import torch
 
 pytest.importorskip("flwr")
 
+from tests.cli_support import run  # noqa: E402
+
 from dpforge.data.arrays import ArrayData  # noqa: E402
 from dpforge.datasets.images import load_digits_images  # noqa: E402
 from dpforge.engines.federated_images import (  # noqa: E402
@@ -42,7 +44,6 @@ from dpforge.privacy.federated_gswgan import (  # noqa: E402
     schedule,
     site_event,
 )
-from tests.cli_support import run  # noqa: E402
 
 SMALL = FederatedImageConfig(
     steps=3, batch_size=8, critics_per_site=2, warm_start_steps=2, warm_pool=16,
@@ -132,7 +133,10 @@ def test_ledgers_hold_the_events_before_any_site_answers(digits):
     nodes = [FIRST_SITE, FIRST_SITE + 1]
     server = ImageServer(schema, SMALL, nodes, torch.Generator().manual_seed(1))
     settings, seen = server.site_settings(), []
-    sites = {n: ImageSite(p, schema, settings, torch.Generator()) for n, p in zip(nodes, parts)}
+    sites = {
+        n: ImageSite(p, schema, settings, torch.Generator())
+        for n, p in zip(nodes, parts, strict=True)
+    }
     grid = CountingGrid(image_site_app(lambda context: sites[context.node_id]), [{}, {}])
     grid.traffic = Traffic()
     sending = grid.send_and_receive
@@ -155,8 +159,12 @@ def test_simulation_trains_the_generator_over_flower(digits):
     untrained, _ = simulate_images(parts, schema, replace(SMALL, steps=1, g_lr=0.0), seed=0)
     server, grid = simulate_images(parts, schema, SMALL, seed=0)
     start = untrained.generator.state_dict()
-    assert all(torch.equal(start[k], v) for k, v in ImageServer(
-        schema, SMALL, [1, 2], _torch_generator(0, 0)).generator.state_dict().items())
+    assert all(
+        torch.equal(start[k], v)
+        for k, v in ImageServer(schema, SMALL, [1, 2], _torch_generator(0, 0))
+        .generator.state_dict()
+        .items()
+    )
     moved = [not torch.equal(start[k], v) for k, v in server.generator.state_dict().items()]
     assert all(moved)
     assert grid.traffic.messages == {"query.warmup": 2, "query.gradient": 2 * SMALL.steps}
@@ -189,8 +197,9 @@ def test_cli_simulate_images_writes_a_model_folder(tmp_path, monkeypatch, capsys
         (["--split", "by:colour"], "'random' or 'by:label'"),
     ],
 )
-def test_cli_refuses_options_that_do_not_apply(tmp_path, monkeypatch, capsys, digits, extra,
-                                                message):
+def test_cli_refuses_options_that_do_not_apply(
+    tmp_path, monkeypatch, capsys, digits, extra, message
+):
     _, schema = digits
     schema_path = tmp_path / "s.json"
     schema_path.write_text(json.dumps(schema.to_dict()))

@@ -51,11 +51,13 @@ def simulate_images(
     """Split DATA into image sites and train a GS-WGAN generator across them with Flower."""
     from dpforge.engines.federated_images import FederatedImageConfig, split_images
     from dpforge.engines.federated_images_run import (
+        FOLDER,
         run_summary,
         save_federated_images,
+    )
+    from dpforge.engines.federated_images_run import (
         simulate_images as simulate,
     )
-    from dpforge.engines.federated_images_run import FOLDER
 
     schema = _image_schema(schema_path)
     check_output_folder(out, FOLDER, overwrite=overwrite)

@@ -212,7 +212,8 @@ class ImageServer:
 
     def parameter_counts(self) -> dict[str, int]:
         """Parameters of the generator and of one critic (for the FedAvg comparison)."""
-        critic = flat_mlp_critic(tuple(self.schema.shape), self.n_classes, self.config.critic_hidden)
+        shape, hidden = tuple(self.schema.shape), self.config.critic_hidden
+        critic = flat_mlp_critic(shape, self.n_classes, hidden)
         return {
             "generator": sum(p.numel() for p in self.generator.parameters()),
             "critic": sum(p.numel() for p in critic.parameters()),

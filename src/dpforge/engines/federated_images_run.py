@@ -104,10 +104,16 @@ def run_summary(server: ImageServer, traffic: Traffic) -> dict[str, Any]:
     per = server.per_step
     return {
         "guarantees": {
-            "per_record": {"relation": RECORD_RELATION,
-                           "epsilon": server.record_ledger.report(delta).epsilon, "delta": delta},
-            "per_site": {"relation": SITE_RELATION,
-                         "epsilon": server.site_ledger.report(delta).epsilon, "delta": delta},
+            "per_record": {
+                "relation": RECORD_RELATION,
+                "epsilon": server.record_ledger.report(delta).epsilon,
+                "delta": delta,
+            },
+            "per_site": {
+                "relation": SITE_RELATION,
+                "epsilon": server.site_ledger.report(delta).epsilon,
+                "delta": delta,
+            },
         },  # fmt: skip
         "noise_multiplier": server.sigma,
         "noise_std": 2.0 * server.sigma * c.clip_norm,
@@ -133,8 +139,9 @@ def save_federated_images(
         "format": FORMAT,
         "version": 1,
         "schema": server.schema.to_dict(),
-        "config": {k: list(v) if isinstance(v, tuple) else v
-                   for k, v in asdict(server.config).items()},  # fmt: skip
+        "config": {
+            k: list(v) if isinstance(v, tuple) else v for k, v in asdict(server.config).items()
+        },  # fmt: skip
         "record_ledger": server.record_ledger.to_dict(),
         "site_ledger": server.site_ledger.to_dict(),
         "summary": _json_safe(run_summary(server, traffic)),
