@@ -30,6 +30,7 @@ from dpforge.data.arrays import ArrayData  # noqa: E402
 from dpforge.datasets.images import load_idx_dataset  # noqa: E402
 from dpforge.engines.federated_images import FederatedImageConfig, split_images  # noqa: E402
 from dpforge.engines.federated_images_run import run_summary, simulate_images  # noqa: E402
+from dpforge.privacy.federated_gswgan import participations, record_noise_for_target  # noqa: E402
 from harness import Timer, add_data_dir, add_out, data_dir, provenance, write_results  # noqa: E402
 
 OUT = Path("bench/results/federated_images.json")
@@ -172,6 +173,12 @@ def main(argv: list[str] | None = None) -> None:
         noise_multiplier=args.noise_multiplier, critic_training=args.critic_training,
         warm_start_steps=args.warm_start_steps,
     )  # fmt: skip
+    if config.noise_multiplier is None:  # every federation here has the same sigma: once
+        n = participations(config.steps, 1, 1)  # every site in every step
+        sigma = record_noise_for_target(
+            config.epsilon, config.delta, config.critics_per_site, config.releases(), n
+        )
+        config = replace(config, noise_multiplier=sigma)
     record = {**provenance(__file__, argv), "settings": vars(args), "runs": []}
     pictures = Path(args.out).parent / "federated_images"
     for name, sites in federations(parts, args.inverted).items():
