@@ -30,7 +30,7 @@ from dpforge.privacy.federated_gswgan import (
     RECORD_RELATION,
     SITE_RELATION,
     participations,
-    record_event,
+    per_record_event,
     record_noise_for_target,
     schedule,
     site_event,
@@ -157,10 +157,11 @@ class ImageServer:
         """Both ledgers, written before any site reads a record."""
         c, n = self.config, self.participations
         what = f"federated gswgan: {c.steps} steps, {self.per_step} of {len(self.nodes)} sites"
-        self.record_ledger.record(
-            f"{what}, per record ({RECORD_RELATION}); {c.critics_per_site} critic(s) per site",
-            record_event(c.critics_per_site, self.sigma, c.releases(), n),
+        event, amplified = per_record_event(
+            c.critics_per_site, self.sigma, c.releases(), n, c.delta
         )
+        how = f"{c.critics_per_site} critic(s) per site" if amplified else "the per-site bound"
+        self.record_ledger.record(f"{what}, per record ({RECORD_RELATION}); {how}", event)
         self.site_ledger.record(
             f"{what}, per site ({SITE_RELATION})", site_event(self.sigma, c.releases(), n)
         )

@@ -39,7 +39,11 @@ Per site (replace all of one site's images by any others, their number included)
    most n steps: ``SelfComposedDpEvent(GaussianDpEvent(σ), r·n)``, with no amplification. This
    also bounds what the server learns about any group of records inside one site.
 
-The site-level ε is much larger than the record-level one at the same σ: the critics per site
+Changing one record changes its site's images, so the per-site event is a per-record bound
+too: the per-record ledger holds whichever of the two is tighter at the run's δ
+(:func:`per_record_event`; with one or two critics per site it is usually the per-site one,
+whose PLD accountant is exact where the subsampled event's RDP bound is loose). With more critics
+per site the per-record ε is much smaller than the per-site one at the same σ: the critics
 amplify only the record-level guarantee. Both are computed by dp-accounting from the events.
 """
 
@@ -50,6 +54,7 @@ import math
 import dp_accounting
 
 from dpforge.errors import PrivacyError
+from dpforge.privacy.accounting import privacy_report
 from dpforge.privacy.calibration import noise_for_target
 from dpforge.privacy.gswgan_accounting import _check_noise, _whole, gswgan_step_event
 
@@ -57,6 +62,7 @@ __all__ = [
     "RECORD_RELATION",
     "SITE_RELATION",
     "participations",
+    "per_record_event",
     "record_event",
     "record_noise_for_target",
     "schedule",
@@ -117,16 +123,38 @@ def site_event(
     return dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(sigma), r * n)
 
 
+def per_record_event(
+    critics_per_site: int,
+    noise_multiplier: float,
+    releases: int,
+    participations: int,
+    delta: float,
+) -> tuple[dp_accounting.DpEvent, bool]:
+    """The tighter per-record event at ``delta``, and whether it is the amplified one.
+
+    Changing one record changes its site's images, so the per-site event bounds each record
+    too; with few critics per site it can be the tighter one (its accountant, PLD, is exact
+    where the subsampled event's, RDP with the replace-one theorem, is loose).
+    """
+    amplified = record_event(critics_per_site, noise_multiplier, releases, participations)
+    whole = site_event(noise_multiplier, releases, participations)
+    tighter = _reported(amplified, delta) <= _reported(whole, delta)
+    return (amplified if tighter else whole), tighter
+
+
+def _reported(event: dp_accounting.DpEvent, delta: float) -> float:
+    return privacy_report(event, delta).epsilon
+
+
 def record_noise_for_target(
     epsilon: float, delta: float, critics_per_site: int, releases: int, participations: int
 ) -> float:
-    """Smallest σ (noise std / 2C) whose per-record ε is at most ``epsilon`` (RDP, the
-    accountant that reports it)."""
+    """Smallest σ (noise std / 2C) whose per-record ε (:func:`per_record_event`: the tighter
+    of the two events, each with its reporting accountant) is at most ``epsilon``."""
     if _whole(participations, "participations", 0) == 0:
         raise PrivacyError("no site takes part in any step: there is nothing to calibrate")
-    return noise_for_target(
-        lambda s: record_event(critics_per_site, s, releases, participations),
-        epsilon,
-        delta,
-        "rdp",
+    amplified = noise_for_target(
+        lambda s: record_event(critics_per_site, s, releases, participations), epsilon, delta
     )
+    whole = noise_for_target(lambda s: site_event(s, releases, participations), epsilon, delta)
+    return min(amplified, whole)
