@@ -122,9 +122,9 @@ def test_record_guarantee_is_amplified_by_critics_the_site_one_is_not():
     assert one == pytest.approx(epsilon(site_event(5.0, 8, n), 1e-5, "rdp"))
     assert epsilon(record_event(4, 5.0, 8, n), 1e-5, "rdp") < one / 2
     assert isinstance(record_event(4, 0.0, 8, n), dp_accounting.NonPrivateDpEvent)
-    sigma = record_noise_for_target(3.0, 1e-5, 1, 8, n)
-    assert epsilon(record_event(1, sigma, 8, n), 1e-5, "pld") <= 3.0
-    assert epsilon(record_event(1, sigma - 0.01, 8, n), 1e-5, "pld") > 3.0
+    sigma = record_noise_for_target(3.0, 1e-5, 1, 2, 3)  # m = 1: one Gaussian event, PLD
+    assert epsilon(record_event(1, sigma, 2, 3), 1e-5, "pld") <= 3.0
+    assert epsilon(record_event(1, sigma - 0.01, 2, 3), 1e-5, "pld") > 3.0
 
 
 def test_ledgers_hold_the_events_before_any_site_answers(digits):
