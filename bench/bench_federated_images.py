@@ -30,7 +30,13 @@ from dpforge.data.arrays import ArrayData  # noqa: E402
 from dpforge.datasets.images import load_idx_dataset  # noqa: E402
 from dpforge.engines.federated_images import FederatedImageConfig, split_images  # noqa: E402
 from dpforge.engines.federated_images_run import run_summary, simulate_images  # noqa: E402
-from dpforge.privacy.federated_gswgan import participations, record_noise_for_target  # noqa: E402
+from dpforge.privacy.accounting import privacy_report  # noqa: E402
+from dpforge.privacy.federated_gswgan import (  # noqa: E402
+    participations,
+    per_record_event,
+    record_noise_for_target,
+    site_event,
+)
 from harness import Timer, add_data_dir, add_out, data_dir, provenance, write_results  # noqa: E402
 
 OUT = Path("bench/results/federated_images.json")
@@ -122,6 +128,28 @@ def traffic_lines(run: dict) -> list[str]:
     ]
 
 
+def accounting_lines(settings: dict) -> list[str]:
+    """Both guarantees at sigma calibrated to the per-record target, for 1 to 8 critics/site."""
+    steps, eps, b = settings["steps"], settings["epsilon"], FederatedImageConfig().batch_size
+    lines = [
+        f"Both guarantees at sigma calibrated to per-record epsilon = {eps:g} (delta = 1e-5), "
+        f"{steps} steps, B = {b} per-sample releases, every site in every step "
+        "(`dpforge.privacy.federated_gswgan`):",
+        "",
+        "| critics per site | sigma (noise std / 2C) | epsilon per record | per-record event used "
+        "| epsilon per site |",
+        "|---|---|---|---|---|",
+    ]
+    for m in (1, 2, 4, 8):
+        sigma = record_noise_for_target(eps, 1e-5, m, b, steps)
+        event, amplified = per_record_event(m, sigma, b, steps, 1e-5)
+        site = privacy_report(site_event(sigma, b, steps), 1e-5).epsilon
+        record = privacy_report(event, 1e-5).epsilon
+        used = "subsampled (one of m critics)" if amplified else "the per-site one"
+        lines.append(f"| {m} | {sigma:.4g} | {record:.3g} | {used} | {site:.3g} |")
+    return lines
+
+
 def report(paths: list[Path], out: Path) -> None:
     """One Markdown page from the result files of several settings (first: the private one)."""
     records = [json.loads(Path(p).read_text()) for p in paths]
@@ -129,7 +157,8 @@ def report(paths: list[Path], out: Path) -> None:
     body += [f"    {r['command']}" for r in records]
     again = ["python", "bench/bench_federated_images.py", "--report", *map(str, paths)]
     body += ["", f"    {' '.join(again)}", ""]
-    body += traffic_lines(records[0]["runs"][0]) + ["", "## The debugging case", ""]
+    body += traffic_lines(records[0]["runs"][0]) + [""]
+    body += accounting_lines(records[0]["settings"]) + ["", "## The debugging case", ""]
     body += [
         "| setting | federation (sites) | epsilon per record / per site | sigma | share inverted-"
         "looking | mean intensity | CPU s | samples (a row per class) |",
