@@ -122,9 +122,9 @@ def test_record_guarantee_is_amplified_by_critics_the_site_one_is_not():
     assert one == pytest.approx(epsilon(site_event(5.0, 8, n), 1e-5, "rdp"))
     assert epsilon(record_event(4, 5.0, 8, n), 1e-5, "rdp") < one / 2
     assert isinstance(record_event(4, 0.0, 8, n), dp_accounting.NonPrivateDpEvent)
-    sigma = record_noise_for_target(3.0, 1e-5, 1, 2, 3)  # m = 1: one Gaussian event, PLD
-    assert epsilon(record_event(1, sigma, 2, 3), 1e-5, "pld") <= 3.0
-    assert epsilon(record_event(1, sigma - 0.01, 2, 3), 1e-5, "pld") > 3.0
+    sigma = record_noise_for_target(3.0, 1e-5, 1, 2, 3)  # m = 1: one Gaussian event
+    assert epsilon(record_event(1, sigma, 2, 3), 1e-5, "rdp") <= 3.0
+    assert epsilon(record_event(1, sigma - 0.01, 2, 3), 1e-5, "rdp") > 3.0
 
 
 def test_ledgers_hold_the_events_before_any_site_answers(digits):
@@ -153,10 +153,10 @@ def test_ledgers_hold_the_events_before_any_site_answers(digits):
         record_event(2, server.sigma, 8, n),
         site_event(server.sigma, 8, n),
     )
-    record_eps = server.record_ledger.report(1e-5).epsilon
+    record_eps = server.record_ledger.epsilon(1e-5, "rdp")
     assert record_eps == min(
         epsilon(record_event(2, server.sigma, 8, n), 1e-5, "rdp"),
-        epsilon(site_event(server.sigma, 8, n), 1e-5, "pld"),
+        epsilon(site_event(server.sigma, 8, n), 1e-5, "rdp"),
     )
     assert server.site_ledger.entries[0].event == site_event(server.sigma, 8, n)
 

@@ -106,12 +106,12 @@ def run_summary(server: ImageServer, traffic: Traffic) -> dict[str, Any]:
         "guarantees": {
             "per_record": {
                 "relation": RECORD_RELATION,
-                "epsilon": server.record_ledger.report(delta).epsilon,
+                "epsilon": server.record_ledger.epsilon(delta, "rdp"),
                 "delta": delta,
             },
             "per_site": {
                 "relation": SITE_RELATION,
-                "epsilon": server.site_ledger.report(delta).epsilon,
+                "epsilon": server.site_ledger.epsilon(delta, "rdp"),
                 "delta": delta,
             },
         },  # fmt: skip
