@@ -22,6 +22,7 @@ from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
 from dpforge.cli.engine import ENGINE_HELP, MEMORY, SPARK, check_engine, spark_records
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.federated import federated_app
+from dpforge.cli.federated_images import simulate_images
 from dpforge.cli.io import (
     IMAGE_FORMATS,
     TABLE,
@@ -71,6 +72,7 @@ app.command("evaluate")(evaluate)
 app.command("report")(report)
 app.add_typer(budget_app, name="budget")
 app.add_typer(federated_app, name="federated")
+federated_app.command("simulate-images")(simulate_images)
 app.command("audit")(audit)
 console = Console(stderr=True)
 

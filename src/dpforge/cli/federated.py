@@ -59,7 +59,7 @@ def simulate(
 
     schema = load_schema(schema_path)
     if not isinstance(schema, Schema):
-        raise DpforgeError("federated runs serve tables: give a table schema")
+        raise DpforgeError("simulate serves tables; for images use `simulate-images`")
     t = _tolerate(trust, tolerate)
     report_path = out.with_name(out.name + ".federation.json")
     check_output_file(report_path, overwrite=overwrite)
