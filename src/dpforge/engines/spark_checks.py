@@ -107,7 +107,11 @@ def _numeric(c: Any, raw: Any, kind: str, out_of_bounds: str) -> Rules:
     wrong = F.abs(number) == float("inf")
     if c.type == "integer":
         wrong = wrong | (number % 1 != 0)
-    bad = (missing & F.lit(not c.nullable)) | unreadable | (~missing & F.coalesce(wrong, F.lit(False)))
+    bad = (
+        (missing & F.lit(not c.nullable))
+        | unreadable
+        | (~missing & F.coalesce(wrong, F.lit(False)))
+    )
     outside = None
     if out_of_bounds == "error" and c.is_complete:
         outside = ~missing & ((number < c.lower) | (number > c.upper))

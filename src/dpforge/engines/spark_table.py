@@ -27,8 +27,8 @@ from dpforge.engines.aggregates import (
     TableAggregates,
     dense_counts,
 )
-from dpforge.errors import DataError, private, redacted_errors, redacting
 from dpforge.engines.spark_checks import UNIT
+from dpforge.errors import DataError, private, redacted_errors, redacting
 from dpforge.privacy.person import check_unit_column, frame_keys
 
 ERROR = "__dpforge_error__"
