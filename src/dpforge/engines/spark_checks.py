@@ -28,10 +28,10 @@ from dpforge.privacy.person import UNIT_MISSING_TOKENS, unit_keys
 
 ROW = "__dpforge_row__"
 UNIT = "__dpforge_unit__"
-# The characters Python's str.strip() removes (str.isspace), as a Java regex class.
-PY_SPACE = (
-    "[\\t\\n\\x0B\\f\\r\\x1C-\\x20\\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029"
-    "\\u202F\\u205F\\u3000]"
+# The characters Python's str.strip() removes (str.isspace).
+SPACES = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004"
+    "\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 # Numbers that Python's float() and Spark's cast read alike (after stripping).
 PLAIN_NUMBER = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
@@ -87,7 +87,7 @@ def stripped(raw: Any) -> Any:
     """``str(raw).strip()`` of a text column."""
     from pyspark.sql import functions as F
 
-    return F.regexp_replace(raw, f"^{PY_SPACE}+|{PY_SPACE}+$", "")
+    return F.btrim(raw, F.lit(SPACES))
 
 
 def _numeric(c: Any, raw: Any, kind: str, out_of_bounds: str) -> Rules:
