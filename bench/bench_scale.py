@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import numpy as np
 import harness
 
 RESULTS = harness.RESULTS / "scale.json"
+PROGRESS_ENV = "DPFORGE_SCALE_PROGRESS"  # a file the child rewrites with the stage times so far
 TITLE = "Table measurements at scale: in memory and on Spark local[2] (bench/bench_scale.py)"
 
 
@@ -83,6 +85,8 @@ def timed_stages() -> dict[str, float]:
                 return _f(*args, **kwargs)
             finally:
                 seconds[_n] = seconds.get(_n, 0.0) + time.perf_counter() - start
+                if PROGRESS_ENV in os.environ:  # each stage's time as it ends (long runs)
+                    Path(os.environ[PROGRESS_ENV]).write_text(json.dumps(seconds))
 
         setattr(stage, name, wrapped)
     return seconds
@@ -121,8 +125,6 @@ def one_run(engine: str, path: Path, partitions: int) -> dict:
 def child_peaks() -> list[float]:
     """Peak resident memory (MiB, VmHWM) of this process's live descendants (the Spark JVM,
     which pyspark starts through a launcher script, so it may be a grandchild)."""
-    import os
-
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

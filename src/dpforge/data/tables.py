@@ -204,13 +204,19 @@ def _check_bounds(values: np.ndarray, column: Column, out_of_bounds: str) -> Non
     outside = np.flatnonzero((values < column.lower) | (values > column.upper))  # NaN: neither
     if outside.size:
         row = int(outside[0]) + 1
-        raise DataError(
-            f"column '{column.name}', row {private(row)}: value {private(values[row - 1], 'g')} "
-            f"is outside the declared bounds [{column.lower:g}, {column.upper:g}] "
-            f"({private(outside.size)} value(s) in all); widen the bounds in the schema, or clip "
-            "such values to the bounds "
-            "(--clip-out-of-bounds)"
-        )
+        raise bounds_error(column, row, float(values[row - 1]), int(outside.size))
+
+
+def bounds_error(column: Column, row: int, value: float, outside: int) -> DataError:
+    """The refusal of a value outside a column's declared bounds (row: 1-based, the first
+    such row; ``outside``: how many values in all)."""
+    return DataError(
+        f"column '{column.name}', row {private(row)}: value {private(value, 'g')} "
+        f"is outside the declared bounds [{column.lower:g}, {column.upper:g}] "
+        f"({private(outside)} value(s) in all); widen the bounds in the schema, or clip "
+        "such values to the bounds "
+        "(--clip-out-of-bounds)"
+    )
 
 
 def _categorical_column(series: pd.Series, column: Column) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.tables import check_columns, validate_table
+from dpforge.engines import spark_checks as checks
 from dpforge.engines.aggregates import (
     Assign,
     CellTable,
@@ -26,11 +27,11 @@ from dpforge.engines.aggregates import (
     TableAggregates,
     dense_counts,
 )
+from dpforge.engines.spark_checks import UNIT
 from dpforge.errors import DataError, private, redacted_errors, redacting
 from dpforge.privacy.person import check_unit_column, frame_keys
 
 ERROR = "__dpforge_error__"
-UNIT = "__dpforge_unit__"  # the privacy unit's keys, between validation and bounding
 RANK = "__dpforge_rank__"
 
 
@@ -54,13 +55,31 @@ class SparkTable(TableAggregates):
         return frame
 
     def validated(self, schema: Any, out_of_bounds: str, unit: str | None = None) -> SparkTable:
-        """Every record checked with ``validate_table``'s rules, batch by batch, on the
-        workers; the refusal is raised here. The typed records are persisted. With ``unit``,
-        its keys are checked too and kept (as ``UNIT``) for :meth:`bounded`."""
+        """Every record checked with ``validate_table``'s rules: as Spark SQL expressions in
+        one pass where they cover the table's types (:mod:`dpforge.engines.spark_checks`),
+        else batch by batch in Python on the workers; the refusal is raised here. The typed
+        records are persisted. With ``unit``, its keys are checked too and kept (as ``UNIT``)
+        for :meth:`bounded`."""
         header = pd.DataFrame(columns=self.frame.columns, index=[0])
         check_columns(header, schema)  # names only
         if unit is not None:
             check_unit_column(self.frame.columns, unit)
+        if checks.covers(self.frame, schema, unit):
+            try:
+                typed, size = checks.checked(self.frame, schema, out_of_bounds, unit)
+            except checks.PythonValue:  # a number only Python reads: the Python path decides
+                pass
+            else:
+                self._persisted.append(typed)
+                names = checks.typed_names(schema, unit)
+                table = SparkTable(typed.select(*[column(n) for n in names]), self._persisted)
+                table._size = size
+                return table
+        return self._validated_in_python(schema, out_of_bounds, unit)
+
+    def _validated_in_python(self, schema: Any, out_of_bounds: str, unit: str | None) -> Any:
+        """``validate_table`` on each Arrow batch (Python workers): the columns the
+        expressions of :mod:`dpforge.engines.spark_checks` do not cover (dates, booleans)."""
         names = [n for n in schema.names if n in self.frame.columns]
         checked = self.frame.select(*[column(n) for n in names]).mapInPandas(
             _validate_batches(schema, out_of_bounds, redacting(), unit),
