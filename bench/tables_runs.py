@@ -187,6 +187,7 @@ def run_peer_seed(method: str, data: Dataset, epsilon: float, seed: int, args, c
         out[sampler] = {
             **score(synthetic, data, seed, None),
             "fit_seconds": info["fit_seconds"],
+            "fit_cpu_seconds": info.get("fit_cpu_seconds"),  # fits since issue 22's rerun
             "sample_seconds": info["sample_seconds"],
             "epsilon_spent": epsilon,  # smartnoise spends its target; it reports no ledger
             "accountant": "target (smartnoise)",

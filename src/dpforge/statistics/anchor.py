@@ -49,6 +49,8 @@ class AnchorConfig:
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
         budget on choosing column pairs under DP and measuring them
         (:mod:`dpforge.statistics.selection`).
+    pairs_per_column: with ``select_pairs``, how many pairs are measured per column (rounded,
+        at least one, at most every candidate); the selected pairs share one release's budget.
     steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
         step; the learning rate decays linearly to 0 over the phase).
     scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
@@ -65,6 +67,7 @@ class AnchorConfig:
     cells_snr: float = 2.0
     zero_below: float = 0.0
     select_pairs: bool = True
+    pairs_per_column: float = 1.0
     steps: int = 300
     scout_steps: int | None = None
     batch_size: int = 1024
@@ -82,6 +85,8 @@ class AnchorConfig:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
         if not self.rules_weight >= 0:
             raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
+        if not self.pairs_per_column > 0:
+            raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:

@@ -40,9 +40,10 @@ def candidate_pairs(spans: Sequence[Span]) -> list[tuple[str, str]]:
     return list(combinations(columns, 2))
 
 
-def pairs_to_measure(n_candidates: int, n_columns: int) -> int:
-    """The public rule for k: as many pairs as there are columns, at most all candidates."""
-    return min(n_candidates, max(1, n_columns))
+def pairs_to_measure(n_candidates: int, n_columns: int, per_column: float = 1.0) -> int:
+    """The public rule for k: ``per_column`` pairs per column (by default as many pairs as
+    there are columns), at least one, at most all candidates."""
+    return min(n_candidates, max(1, round(per_column * n_columns)))
 
 
 @torch.no_grad()
