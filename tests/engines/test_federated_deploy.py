@@ -24,10 +24,11 @@ from tests.cli_support import run
 pytest.importorskip("flwr", reason="Flower is not installed (pip install dpforge[federated])")
 pytest.importorskip("cryptography", reason="the test certificates need cryptography")
 
-import dpforge  # noqa: E402
-from dpforge.engines.federated_sim import split_table  # noqa: E402
 from tests.engines.test_federated import _declared, _table  # noqa: E402
 from tests.engines.tls_files import write_tls_files  # noqa: E402
+
+import dpforge  # noqa: E402
+from dpforge.engines.federated_sim import split_table  # noqa: E402
 
 SEED, SITES = 11, 3
 
@@ -171,3 +172,21 @@ def test_a_deployment_over_tls_writes_the_model_and_the_simulated_ledger(
     for i in range(SITES):  # each site kept its own ledger: the simulated sites' ledger
         site = json.loads((tmp_path / f"site{i}.ledger.json").read_text())
         assert site == expected["site_ledgers"][i]
+
+
+def test_flower_reads_back_the_node_config_and_the_app_dpforge_writes(tmp_path):
+    """The site's node config through Flower's own parser, and the app folder through
+    Flower's own validation (components importable, run config values kept)."""
+    from flwr.common.config import get_project_config, parse_config_args, validate_config
+
+    from dpforge.engines.federated_deploy import node_config_text, write_app
+
+    config = {"data": str(tmp_path / "my site" / "données.csv"), "trust": "secagg",
+              "sites": 3, "tolerate": 1, "max-epsilon": 1.5, "max-delta": 1e-5}  # fmt: skip
+    assert parse_config_args([node_config_text(config)]) == config
+    run_config = {"schema": "/srv/a b.json", "out": "/srv/model", "epsilon": 0.5,
+                  "delta": 1e-6, "sites": 10, "overwrite": False, "seed": 3}  # fmt: skip
+    project = get_project_config(write_app(tmp_path / "app", run_config))
+    valid, errors, _ = validate_config(project, check_module=True)
+    assert valid, errors
+    assert project["tool"]["flwr"]["app"]["config"] == run_config

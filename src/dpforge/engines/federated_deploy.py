@@ -107,7 +107,12 @@ def supernode_argv(server: str, tls: Tls, node_config: dict[str, Any], port: int
 
 
 def node_config_text(config: dict[str, Any]) -> str:
-    """Flower's ``--node-config`` text: space-separated ``key=value`` in TOML values."""
+    """Flower's ``--node-config`` text: space-separated ``key=value`` in TOML values (Flower
+    reads a quoted value up to the next double quote, so a value may not hold one)."""
+    for key, value in config.items():
+        if '"' in str(value):
+            raise DpforgeError(f"{key} {value!r}: Flower's node config cannot carry a '\"'; "
+                               "rename the file")  # fmt: skip
     return " ".join(f"{k}={_toml(v)}" for k, v in config.items())
 
 
