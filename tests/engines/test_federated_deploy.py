@@ -28,6 +28,7 @@ from tests.engines.test_federated import _declared, _table  # noqa: E402
 from tests.engines.tls_files import write_tls_files  # noqa: E402
 
 import dpforge  # noqa: E402
+from dpforge.engines.federated_deploy import wait_for_port  # noqa: E402
 from dpforge.engines.federated_sim import split_table  # noqa: E402
 
 SEED, SITES = 11, 3
@@ -130,16 +131,17 @@ def _deploy(tmp_path: Path, schema_path: Path, files: list[Path], trust: list[st
                      "--listen", f"127.0.0.1:{port}", "--certificate", tls["certificate"],
                      "--key", tls["key"], "--ca", tls["ca"], "--seed", SEED, "--wait", 120,
                      *trust], tmp_path / "server.log")  # fmt: skip
+    wait_for_port("127.0.0.1", port, server, 120.0)  # else the sites could give up first
     sites = [
         _start([f, "--server", f"localhost:{port}", "--ca", tls["ca"], "--schema", schema_path,
                 "--sites", SITES, "--ledger", tmp_path / f"site{i}.ledger.json",
-                "--port", _free_port(), "--connect-timeout", 5, *trust],
+                "--port", _free_port(), "--connect-timeout", 10, *trust],
                tmp_path / f"site{i}.log")  # fmt: skip
         for i, f in enumerate(files)
     ]
     try:
         assert server.wait(400) == 0, (tmp_path / "server.log").read_text()[-3000:]
-        for i, site in enumerate(sites):  # each stops once the server is gone for 5 s
+        for i, site in enumerate(sites):  # each stops once the server is gone for 10 s
             assert site.wait(60) == 0, (tmp_path / f"site{i}.log").read_text()[-3000:]
     finally:
         for process in (server, *sites):
