@@ -50,7 +50,8 @@ class ServerPlan:
 def serve(plan: ServerPlan, work: Path, echo: Callable[[str], None]) -> None:
     """SuperLink up, the run submitted and streamed to ``echo``, SuperLink down; refused
     when the run wrote no model folder (its log was streamed, the SuperLink's is shown)."""
-    log = work / "superlink.log"
+    log, out = work / "superlink.log", Path(str(plan.run_config["out"])) / "model.json"
+    before = _stamp(out)  # with --overwrite, an old model folder is no proof of this run
     link = start(superlink_argv(plan.host, plan.port, plan.tls), work / "superlink", log)
     try:
         local = "127.0.0.1" if plan.host in WILDCARDS else plan.host
@@ -70,10 +71,9 @@ def serve(plan: ServerPlan, work: Path, echo: Callable[[str], None]) -> None:
             stop(submit)
     finally:
         stop(link)
-    out = Path(str(plan.run_config["out"]))
-    if not (out / "model.json").is_file():
+    if _stamp(out) in (None, before):
         raise DpforgeError(
-            f"the federated run wrote no model folder at {out}: see the run's log above "
+            f"the federated run wrote no model folder at {out.parent}: see the run's log above "
             f"(the SuperLink's log ends:\n{_tail(log)})"
         )
 
@@ -118,6 +118,10 @@ def join(plan: SitePlan, work: Path, echo: Callable[[str], None]) -> None:
         f"check the address and port, that 'dpforge federated server' runs there, that a "
         f"firewall lets this site through, and {check} (raise --connect-timeout to wait longer)"
     )
+
+
+def _stamp(path: Path) -> int | None:
+    return path.stat().st_mtime_ns if path.is_file() else None
 
 
 def _tail(log: Path, lines: int = 15) -> str:
