@@ -102,7 +102,7 @@ def join(plan: SitePlan, work: Path, echo: Callable[[str], None]) -> None:
         for line in node.stdout:
             echo(line.rstrip("\n"))
             connected = connected or CONNECTED in line
-            if connected and GAVE_UP in line:
+            if GAVE_UP in line:  # connected or not: flower-superexec keeps the pipe open
                 break
     finally:
         stop(node)
