@@ -25,13 +25,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING, Any
 
 from dpforge.errors import ModelFileError, OutputExistsError
+
+if TYPE_CHECKING:  # torch and safetensors load with the tensor functions: a federated site's
+    import torch  # per-answer process writes only JSON
 
 
 def atomic_write(
@@ -100,6 +99,8 @@ def write_tensors(
     metadata: dict[str, str] | None = None,
 ) -> None:
     """Write ``tensors`` (and text ``metadata`` in the same file) atomically as safetensors."""
+    from safetensors.torch import save_file
+
     cpu = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
     atomic_write(path, lambda p: save_file(cpu, str(p), metadata=metadata), overwrite=overwrite)
 
@@ -107,6 +108,8 @@ def write_tensors(
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     if not Path(path).is_file():
         raise ModelFileError(f"{path} is missing: this is not a complete dpforge folder")
+    from safetensors.torch import load_file
+
     try:
         return load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types for corrupt files
@@ -117,6 +120,8 @@ def read_tensor_metadata(path: Path) -> dict[str, str]:
     """The text metadata stored with the tensors of a safetensors file ({} if none)."""
     if not Path(path).is_file():
         raise ModelFileError(f"{path} is missing: this is not a complete dpforge folder")
+    from safetensors import safe_open
+
     try:
         with safe_open(str(path), framework="pt") as handle:
             return dict(handle.metadata() or {})
@@ -129,6 +134,8 @@ def flatten_state(prefix: str, state: Any, tensors: dict[str, torch.Tensor]) -> 
 
     Returns the JSON-safe skeleton, where each tensor is replaced by {"tensor": key}.
     """
+    import torch
+
     if isinstance(state, torch.Tensor):
         tensors[prefix] = state
         return {"tensor": prefix}

@@ -193,7 +193,8 @@ def test_federated_engine_refuses_a_discriminator_and_a_checkpoint(tmp_path):
 
 
 def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(federated_app, "Synthesizer", partial(Synthesizer, anchor=ANCHOR))  # fast
+    fast = partial(Synthesizer, anchor=ANCHOR)
+    monkeypatch.setattr("dpforge.synthesizer.Synthesizer", fast)
     frame, schema = _table(600)
     data, schema_path = tmp_path / "t.csv", tmp_path / "schema.json"
     frame.to_csv(data, index=False)
@@ -216,7 +217,7 @@ def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, 
 def test_deployed_apps_fit_over_a_grid(tmp_path, monkeypatch):
     """The deployment's server_app and client_app (sites reading their CSV, noise from the OS,
     ledger files), over the in-process grid instead of a SuperLink."""
-    monkeypatch.setattr(federated_app, "Synthesizer", partial(Synthesizer, anchor=ANCHOR))
+    monkeypatch.setattr("dpforge.synthesizer.Synthesizer", partial(Synthesizer, anchor=ANCHOR))
     frame, schema = _table(900)
     schema_path = tmp_path / "schema.json"
     schema_path.write_text(_declared(schema).to_json())

@@ -17,6 +17,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from dpforge.cli.federated_deploy import TOLERATE_HELP, TRUST_HELP, client, server, tolerate_of
 from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import load_schema
@@ -29,7 +30,10 @@ federated_app = typer.Typer(
 )
 console = Console(stderr=True)
 SPLIT_HELP = "random, or by:COLUMN (each value's rows to one site)"
-TRUST_HELP = "local (each site adds the full noise) or secagg (Flower SecAgg+ shares)"
+
+
+federated_app.command("server")(server)
+federated_app.command("client")(client)
 
 
 @federated_app.command("simulate")
@@ -43,9 +47,7 @@ def simulate(
     metadata_share: float = typer.Option(0.1, "--metadata-share"),
     split: str = typer.Option("random", "--split", help=SPLIT_HELP),
     trust: str = typer.Option("secagg", "--trust", help=TRUST_HELP),
-    tolerate: int | None = typer.Option(
-        None, "--tolerate", help="secagg: sites that may drop out or collude (t; default 1)"
-    ),
+    tolerate: int | None = typer.Option(None, "--tolerate", help=TOLERATE_HELP),
     max_site_records: int = typer.Option(
         2**20, "--max-site-records", help="secagg: public bound on any one site's records"
     ),
@@ -60,7 +62,7 @@ def simulate(
     schema = load_schema(schema_path)
     if not isinstance(schema, Schema):
         raise DpforgeError("simulate serves tables; for images use `simulate-images`")
-    t = _tolerate(trust, tolerate)
+    t = tolerate_of(trust, tolerate)
     report_path = out.with_name(out.name + ".federation.json")
     check_output_file(report_path, overwrite=overwrite)
     rng = np.random.default_rng(seed)
@@ -77,12 +79,6 @@ def simulate(
     console.print(f"wrote model folder {out} and {report_path}")
     console.print(f"[bold]privacy spent[/bold]: {synth.privacy_spent().summary()}")
     console.print(f"trust: {federation.statement()}")
-
-
-def _tolerate(trust: str, tolerate: int | None) -> int:
-    if trust == "local" and tolerate is not None:
-        raise DpforgeError("--tolerate applies to --trust secagg only: drop it")
-    return 1 if tolerate is None and trust == "secagg" else (tolerate or 0)
 
 
 def _split_column(split: str) -> str | None:

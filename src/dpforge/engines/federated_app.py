@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from dp_accounting import NoOpDpEvent
@@ -41,8 +41,9 @@ from dpforge.engines.federated_trust import Trust, degraded_epsilons
 from dpforge.errors import DpforgeError
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import load_schema
-from dpforge.storage import atomic_write
-from dpforge.synthesizer import Synthesizer
+
+if TYPE_CHECKING:  # torch is imported on the server only: each site answer is a new process
+    from dpforge.synthesizer import Synthesizer
 
 __all__ = ["client_app", "federation_report", "fit_federation", "server_app", "site_trust"]
 
@@ -65,6 +66,8 @@ def _site_cap(config: Any) -> tuple[float, float] | None:
 def _write_ledger(context: Context, ledger: PrivacyLedger) -> None:
     path = context.node_config.get("ledger")
     if path:
+        from dpforge.storage import atomic_write
+
         text = json.dumps(ledger.to_dict(), indent=2)
         atomic_write(Path(str(path)), lambda p: p.write_text(text), overwrite=True)
 
@@ -84,6 +87,8 @@ server_app = ServerApp()
 @server_app.main()
 def serve(grid: Grid, context: Context) -> None:
     """Wait for the sites, fit across them, write the model folder and the federation report."""
+    from dpforge.storage import atomic_write
+
     config = context.run_config
     trust = site_trust(config)
     nodes = _wait_for_sites(grid, trust.n_sites, float(config.get("wait", 600)))
@@ -113,6 +118,8 @@ def _wait_for_sites(grid: Grid, n_sites: int, wait: float) -> list[int]:
 
 def fit_federation(engine: FederatedEngine, schema: Any, trust: Trust, config: Any) -> Synthesizer:
     """The pipeline over the sites; the trust model is stated in the ledger (a no-cost entry)."""
+    from dpforge.synthesizer import Synthesizer
+
     seed = config.get("seed")
     synth = Synthesizer(
         schema,
