@@ -106,7 +106,10 @@ print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="open (stop 28): the 32x32x3 fit peaked at 1,082 MiB against its planned 1,042 MiB under xdist; the bound misses an allocation")
+@pytest.mark.skip(
+    reason="open (stop 28): the 32x32x3 fit peaked at 1,082 MiB against its planned 1,042 Mi"
+    "B under xdist; the bound misses an allocation"
+)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_fit_stays_under_the_planned_memory_and_writes_its_images(shape, tmp_path):
     argv = [sys.executable, "-c", textwrap.dedent(FIT), json.dumps(shape), str(tmp_path / "s")]

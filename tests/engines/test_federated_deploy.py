@@ -154,7 +154,10 @@ def _ledger(folder: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="open (stop 28): fails in the suite after the merge fix of the give-up line; a manual TLS deployment matched the simulation")
+@pytest.mark.skip(
+    reason="open (stop 28): fails in the suite after the merge fix of the give-up line; a ma"
+    "nual TLS deployment matched the simulation"
+)
 def test_a_deployment_over_tls_writes_the_model_and_the_simulated_ledger(
     tmp_path, monkeypatch, capsys
 ):
