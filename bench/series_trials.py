@@ -28,6 +28,7 @@ from dpforge.data.arrays import ArrayData
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.evaluation.series import tstr_accuracy
 from dpforge.nets.conv1d import Conv1dGenerator
+from dpforge.nets.init import initialise
 from dpforge.statistics.anchor import train_anchor
 from dpforge.statistics.features import FeatureAnchorConfig
 
@@ -140,10 +141,10 @@ def loss(xg, labels):
     return ((means - targets) ** 2).sum(1).mean()
 
 
-torch.manual_seed(a.seed)
-gen = Conv1dGenerator(100, K, (1, 24), (64, 32), 256)
-cfg = FeatureAnchorConfig(steps=a.steps, batch_size=a.batch)
 grng = torch.Generator().manual_seed(a.seed)
+gen = Conv1dGenerator(100, K, (1, 24), (64, 32), 256)
+initialise(gen, torch.Generator().manual_seed(a.seed))  # weights from a generator, no global seed
+cfg = FeatureAnchorConfig(steps=a.steps, batch_size=a.batch)
 final = train_anchor(gen, loss, K, cfg, grng, betas=(0.5, 0.999), one_thread=False)
 fit_cpu = time.process_time() - t0
 gen.eval()
