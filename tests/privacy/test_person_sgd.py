@@ -266,6 +266,24 @@ def test_q_is_batch_over_a_dp_count_of_persons_recorded_in_the_ledger():
     assert sampled_count(run, records, per_record, 2400.0) == 2400.0 and not per_record.entries
 
 
+def test_the_checkpoint_stores_the_q_over_persons_the_plan_uses():
+    from dpforge.pipeline.checkpoints import privacy_settings
+    from dpforge.pipeline.run import RunSetup
+    from dpforge.synthesizer import Synthesizer
+    from dpforge.training import TrainingPlan
+
+    synth = Synthesizer(
+        SCHEMA, method="dpwgan", epsilon=3.0, seed=2, anchor=AnchorConfig(share=0.5),
+        privacy_unit="person", max_rows_per_unit=K,
+    )  # fmt: skip
+    run = synth._run_settings()
+    run.config = DPWGANConfig(batch_size=64)
+    persons_q = 64 / 790.0  # B over a released person count, not B over the rows
+    plan = TrainingPlan(steps=100, sample_rate=persons_q, noise_multiplier=1.0)
+    setup = RunSetup(SCHEMA, None, PrivacyLedger(), plan, n_records=2400, n_public=2400.0)
+    assert privacy_settings(run, setup, 2400)["sample_rate"] == persons_q
+
+
 # -- what would still run per row is refused ----------------------------------------------------
 @pytest.mark.parametrize(
     ("method", "config", "processes", "message"),

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from dpforge.errors import PrivacyError
-from dpforge.pipeline.plan import sample_rate
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.resume import (
     DATA_KEY,
@@ -41,9 +40,10 @@ MEASURED = "measured.json"
 BOUNDING_SEED = "bounding_seed.json"  # the seed of the rows kept per person (unseeded runs)
 
 
-def privacy_settings(run: RunSettings, n_records: int, n_public: float) -> dict[str, Any]:
+def privacy_settings(run: RunSettings, setup: RunSetup, n_records: int) -> dict[str, Any]:
     """Every setting that fixes this run's accounting, as its (private) checkpoint stores
-    them: the exact record count too, so that other data are refused."""
+    them: the exact record count too, so that other data are refused, and the sampling rate
+    the plan uses (over persons when rows per person are bounded)."""
     anchor = run.anchor
     return flat_settings(
         {
@@ -55,7 +55,7 @@ def privacy_settings(run: RunSettings, n_records: int, n_public: float) -> dict[
             "metadata_share": run.metadata_share,
             "out_of_bounds": run.out_of_bounds,
             "n_records": n_records,
-            "sample_rate": sample_rate(run, n_public),
+            "sample_rate": setup.plan.sample_rate,
             "method_options": asdict(run.config),
             "anchor": asdict(anchor) if is_dataclass(anchor) else anchor,
             "schema": run.schema.to_dict(),
@@ -99,7 +99,7 @@ def save_measured(run: RunSettings, setup: RunSetup, records: Any) -> None:
     again; nothing when the run has no checkpoint folder or its refine stage saved already."""
     if run.checkpoint_dir is None or has_checkpoint(run.checkpoint_dir):
         return
-    settings = privacy_settings(run, setup.n_records, setup.n_public)
+    settings = privacy_settings(run, setup, setup.n_records)
     info = {
         "setup": setup.to_dict(),
         SETTINGS_KEY: settings,
@@ -135,7 +135,7 @@ def check_resumable(run: RunSettings, setup: RunSetup, n_records: int, records: 
         )
     stored = info.get(SETTINGS_KEY) or {}
     options = {k: v for k, v in stored.items() if k != DATA_KEY}
-    current = privacy_settings(run, n_records, setup.n_public)
+    current = privacy_settings(run, setup, n_records)
     check_resume(options, current, run.checkpoint_dir)
 
 

@@ -64,7 +64,7 @@ def _checkpointing(run: RunSettings, setup: RunSetup, method: Any, generator, fi
     """The state to start from (the checkpoint's, when resuming) and the two callbacks that
     save checkpoints and write the ledger ahead of the steps."""
     folder, state = run.checkpoint_dir, TrainingState()
-    settings = privacy_settings(run, setup.n_records, setup.n_public)
+    settings = privacy_settings(run, setup, setup.n_records)
     settings[DATA_KEY] = fingerprint
     run_info = {"setup": setup.to_dict(), SETTINGS_KEY: settings, BUDGET_RUN_KEY: run.budget_run}
     if has_checkpoint(folder):
