@@ -121,11 +121,12 @@ def command_line(script: str, argv: list[str] | None = None) -> str:
         text = shlex.join(["python", str(shown), *argv])
     else:
         text = shlex.join(["python", *sys.argv])
-        here = Path.cwd().resolve()
-        if here != REPO and here.is_relative_to(REPO):
-            text = f"cd {here.relative_to(REPO)} && {text}"
     threads = os.environ.get("OMP_NUM_THREADS")
-    return f"OMP_NUM_THREADS={threads} {text}" if threads else text
+    text = f"OMP_NUM_THREADS={threads} {text}" if threads else text
+    here = Path.cwd().resolve()
+    if argv is None and here != REPO and here.is_relative_to(REPO):
+        text = f"cd {here.relative_to(REPO)} && {text}"
+    return text
 
 
 def now() -> str:
