@@ -92,8 +92,9 @@ def timed_stages() -> dict[str, float]:
     return seconds
 
 
-def one_run(engine: str, path: Path, partitions: int) -> dict:
-    """Fit once (this process); the stage times and peak memory."""
+def one_run(engine: str, path: Path, partitions: int, repartition: int | None = None) -> dict:
+    """Fit once (this process); the stage times, peak memory and CPU seconds. ``repartition``:
+    Spark's records in that many partitions (one shuffle before the checks persist them)."""
     from dpforge.statistics.anchor import AnchorConfig
     from dpforge.synthesizer import Synthesizer
 
@@ -105,6 +106,7 @@ def one_run(engine: str, path: Path, partitions: int) -> dict:
         session = spark_session(f"local[{partitions}]")
         session.conf.set("spark.sql.shuffle.partitions", str(partitions))
         data = session.read.parquet(str(path))
+        data = data if repartition is None else data.repartition(repartition)
     else:
         import pandas as pd
 
@@ -119,12 +121,18 @@ def one_run(engine: str, path: Path, partitions: int) -> dict:
     measure = sum(seconds.get(k, 0.0) for k in ("check_records", "release_size", "measure"))
     return {"read_s": read, "measure_s": measure, "adaptive_s": seconds.get("measure_adaptive"),
             "total_s": total, "driver_peak_mib": driver, "jvm_peak_mib": child,
+            "driver_cpu_s": time.process_time(), "jvm_cpu_s": sum(descendants("cpu")),
             "stages_s": seconds}  # fmt: skip
 
 
 def child_peaks() -> list[float]:
     """Peak resident memory (MiB, VmHWM) of this process's live descendants (the Spark JVM,
     which pyspark starts through a launcher script, so it may be a grandchild)."""
+    return descendants("peak")
+
+
+def descendants(what: str) -> list[float]:
+    """Per live descendant: ``peak`` resident memory (MiB) or ``cpu`` seconds (user+system)."""
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -139,6 +147,10 @@ def child_peaks() -> list[float]:
         if ancestor != os.getpid():
             continue
         try:
+            if what == "cpu":  # utime + stime, fields 14 and 15 of /proc/PID/stat
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                peaks.append((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+                continue
             status = Path(f"/proc/{pid}/status").read_text().splitlines()
         except OSError:
             continue
@@ -146,10 +158,11 @@ def child_peaks() -> list[float]:
     return peaks
 
 
-def run_child(engine: str, path: Path, partitions: int) -> dict:
+def run_child(engine: str, path: Path, partitions: int, repartition: int | None = None) -> dict:
     """:func:`one_run` in a fresh process (its own peak memory)."""
     argv = [sys.executable, __file__, "--child", engine, "--data", str(path)]
     argv += ["--partitions", str(partitions)]
+    argv += [] if repartition is None else ["--repartition", str(repartition)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
@@ -207,10 +220,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/dpforge_scale"))
     parser.add_argument("--child", choices=("memory", "spark"), help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--repartition", type=int, help=argparse.SUPPRESS)
     harness.add_out(parser, RESULTS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(one_run(args.child, args.data, args.partitions)))
+        print(json.dumps(one_run(args.child, args.data, args.partitions, args.repartition)))
         return
     record = harness.provenance(__file__)
     args.work.mkdir(parents=True, exist_ok=True)

@@ -7,10 +7,15 @@ their files are :mod:`.federated_deploy`'s; what a site answers is :mod:`.federa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import queue
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from dpforge.engines.federated_deploy import (
     CONNECTION,
@@ -29,9 +34,10 @@ from dpforge.errors import DpforgeError
 __all__ = ["ServerPlan", "SitePlan", "join", "serve"]
 
 WILDCARDS = ("0.0.0.0", "::", "")
-# Flower 1.42's SuperNode logs these: once the SuperLink accepted it, and when it stops
-# retrying a lost connection (after --max-wait-time; it would then poll forever)
-CONNECTED, GAVE_UP = "SuperNode ID", "Giving up reconnection"
+# Flower 1.42's SuperNode logs these: once the SuperLink accepted it; when it stops retrying
+# a call (after --max-wait-time, or on an error it does not retry); and, as it exits, the
+# documented exit code 305 (SUPERNODE_CONNECTION_ERROR: it never reached the SuperLink)
+CONNECTED, GAVE_UP, NOT_REACHED = "SuperNode ID", "Giving up reconnection", "Exit Code: 305"
 
 
 @dataclass(frozen=True)
@@ -97,18 +103,20 @@ def join(plan: SitePlan, work: Path, echo: Callable[[str], None]) -> None:
     argv = supernode_argv(plan.server, plan.tls, plan.node_config, plan.port,
                           plan.connect_timeout)  # fmt: skip
     node = start(argv, work, None)
-    connected = False
+    connected = unreached = False
     try:
-        for line in node.stdout:
-            echo(line.rstrip("\n"))
+        for line in _lines_until_done(node, plan.server, plan.connect_timeout):
+            echo(line)
             connected = connected or CONNECTED in line
-            if GAVE_UP in line:  # connected or not: flower-superexec keeps the pipe open
-                break
+            unreached = unreached or (not connected and NOT_REACHED in line)
     finally:
         stop(node)
     if connected:
         echo(f"the server at {plan.server} closed or went out of reach: this site stops")
         return
+    if not unreached:
+        raise DpforgeError(f"Flower's SuperNode stopped (exit status {node.returncode}) before "
+                           "it reached the server: see its log above")  # fmt: skip
     check = "that --insecure is passed on both sides" if plan.tls.insecure else (
         f"that {plan.tls.ca} is the CA that signed the server's certificate and that the "
         "certificate names the host in --server"
@@ -118,6 +126,53 @@ def join(plan: SitePlan, work: Path, echo: Callable[[str], None]) -> None:
         f"check the address and port, that 'dpforge federated server' runs there, that a "
         f"firewall lets this site through, and {check} (raise --connect-timeout to wait longer)"
     )
+
+
+def _lines_until_done(node: subprocess.Popen, server: str, patience: float) -> Iterator[str]:
+    """The SuperNode's log lines until it is done: it exited (it does when it never reached
+    the server), or, once connected, it said it gave up and the server's port refuses
+    connections (Flower 1.42 leaves the process running after a lost connection). Flower also
+    gives up on single calls while the server is still there: the site then goes on, and
+    stops only once the port has refused connections for ``patience`` seconds. The pipe
+    itself may never close: flower-superexec, the node's child, keeps it open."""
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_pump, args=(node.stdout, lines), daemon=True).start()
+    connected, gave_up, lost = False, False, None
+    while True:
+        try:
+            line = lines.get(timeout=1.0)
+        except queue.Empty:  # a second without output: has the node or the server gone?
+            if node.poll() is not None:
+                return  # it exited and all it wrote was read
+            if gave_up:  # once the port has refused connections for patience seconds
+                lost = None if _reachable(server) else (lost or time.monotonic())
+                if lost is not None and time.monotonic() - lost >= patience:
+                    return
+            continue
+        if line is None:  # the end of the pipe
+            return
+        connected = connected or CONNECTED in line
+        yield line.rstrip("\n")
+        if connected and GAVE_UP in line:
+            if not _reachable(server):  # Flower has retried for patience seconds already
+                return
+            gave_up = True
+
+
+def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def _reachable(server: str) -> bool:
+    """Whether ``host:port`` accepts a TCP connection now (the SuperLink listens there)."""
+    host, _, port = server.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _stamp(path: Path) -> int | None:
