@@ -131,34 +131,30 @@ class DPCGAN(GanMethod):
             return F.binary_cross_entropy_with_logits(logits[:, 0], targets, reduction="none")
 
         if persons is not None:
-            return self._per_person_sum(inputs, per_example_loss, persons, n_fake)
-        groups = self._microbatch_groups(
-            n_real, n_fake, self.record_generator(generator), inputs.device
-        )
-        m = self.local_microbatches()
+            groups, num_groups = self._person_groups(persons, n_fake, inputs.device)
+        else:
+            groups = self._microbatch_groups(
+                n_real, n_fake, self.record_generator(generator), inputs.device
+            )
+            m = self.local_microbatches()
+            num_groups = None if m is None else 2 * m
         return clipped_gradient_sum(
             self.discriminator,
             inputs,
             per_example_loss,
             self.config.clip_norm,
             groups,
-            num_groups=None if m is None else 2 * m,
+            num_groups=num_groups,
+            group_mean=persons is None,
         )
 
-    def _per_person_sum(self, inputs, per_example_loss, persons: PersonBatch, n_fake: int):
-        """Each person's real rows are one unit (their summed gradient clipped to C); each
-        generated row is a unit of its own, as without a privacy unit."""
-        fake = persons.count + torch.arange(n_fake, device=inputs.device)
-        groups = torch.cat([persons.persons.to(inputs.device), fake])
-        return clipped_gradient_sum(
-            self.discriminator,
-            inputs,
-            per_example_loss,
-            self.config.clip_norm,
-            groups,
-            num_groups=persons.count + n_fake,
-            group_mean=False,
-        )
+    def _person_groups(self, persons: PersonBatch, n_fake: int, device) -> tuple[torch.Tensor, int]:
+        """Clipping units with a privacy unit: each person's real rows are one unit (their
+        summed gradient clipped to C, no mean); each generated row is a unit of its own, as
+        without a privacy unit. The unit ids and their number."""
+        fake = persons.count + torch.arange(n_fake, device=device)
+        groups = torch.cat([persons.persons.to(device), fake])
+        return groups, persons.count + n_fake
 
     def local_microbatches(self) -> int | None:
         """Microbatches of this rank: m in one process, m / world_size on each of several

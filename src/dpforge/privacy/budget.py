@@ -31,18 +31,19 @@ with the accountant's ε of all settled events: a run can waste budget, never hi
 that would take the data set past its declared total is refused before it reads a record,
 with nothing written. A run resumed from a checkpoint is recognised by the budget run id its
 checkpoint records (never by a folder name) and is not charged twice.
+
+Layout: this module holds the file itself (:class:`DataBudget`, its lock and its writes); the
+file's location and the data's fingerprint are in :mod:`~dpforge.privacy.budget_paths`, its
+records in :mod:`~dpforge.privacy.budget_records`, and reading, composing and refusing in
+:mod:`~dpforge.privacy.budget_state`. Every public name is importable from this module.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import numbers
 import os
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,7 +51,20 @@ from typing import Any, Protocol
 from filelock import FileLock, Timeout
 
 from dpforge.errors import ModelFileError, PrivacyError
-from dpforge.privacy.accounting import PrivacyReport, format_epsilon, validate_delta
+from dpforge.privacy.accounting import validate_delta
+from dpforge.privacy.budget_paths import BUDGET_SUFFIX, budget_path_for, data_sha256
+from dpforge.privacy.budget_records import BudgetedRun, BudgetStatus
+from dpforge.privacy.budget_state import (  # BUDGET_FORMAT, BUDGET_VERSION: re-exported
+    BUDGET_FORMAT,  # noqa: F401
+    BUDGET_VERSION,  # noqa: F401
+    BudgetExceededError,
+    _check_total_epsilon,
+    _empty,
+    _read,
+    _refuse_overspend,
+    _runs,
+    _status,
+)
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.storage import atomic_write
 
@@ -64,15 +78,7 @@ __all__ = [
     "data_sha256",
 ]
 
-BUDGET_FORMAT = "dpforge.data_budget"
-BUDGET_VERSION = 1
-BUDGET_SUFFIX = ".dpforge-budget.json"
 LOCK_TIMEOUT_S = 600.0
-_CHUNK = 1 << 20
-
-
-class BudgetExceededError(PrivacyError):
-    """A run would take its data set past the declared total budget; it was not started."""
 
 
 class RunCharge(Protocol):
@@ -92,142 +98,6 @@ class RunCharge(Protocol):
     ) -> Any: ...
 
     def settle(self, run: Any, ledger: PrivacyLedger) -> Any: ...
-
-
-def data_sha256(path: str | Path) -> str:
-    """SHA-256 of a data file's bytes, or of every file in a data folder (names included).
-
-    Derived from private data: keep it in private files only, never print it.
-    """
-    path = Path(path)
-    digest = hashlib.sha256()
-    if path.is_dir():
-        for item in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(item.relative_to(path).as_posix().encode() + b"\0")
-            _hash_file(item, digest)
-    elif path.is_file():
-        _hash_file(path, digest)
-    else:
-        raise PrivacyError(f"{path} does not exist: give the data file the budget is about")
-    return digest.hexdigest()
-
-
-def _hash_file(path: Path, digest: Any) -> None:
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    digest.update(b"\1")
-
-
-def budget_path_for(data: str | Path) -> Path:
-    """The budget file that belongs next to ``data``: ``<data>.dpforge-budget.json``."""
-    data = Path(data)
-    name = data.resolve().name if data.name in ("", ".", "..") else data.name
-    return data.resolve().parent / (name + BUDGET_SUFFIX)
-
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True, eq=False)
-class BudgetedRun:
-    """One run charged to the data set: its events and what it asked for.
-
-    ``epsilon`` and ``delta`` are the run's own target (ε may be ``inf`` for a non-private
-    baseline); ``checkpoint`` is the resolved checkpoint folder, which lets a resumed run
-    find its charge instead of paying twice.
-    """
-
-    run_id: str
-    started: str
-    description: str
-    epsilon: float
-    delta: float
-    ledger: PrivacyLedger
-    checkpoint: str | None = None
-    data_sha256: str | None = None
-    reserved: bool = False  # True: counts as its whole (epsilon, delta) until settled
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BudgetedRun) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.run_id,
-            "started": self.started,
-            "description": self.description,
-            "epsilon": self.epsilon if math.isfinite(self.epsilon) else "inf",
-            "delta": self.delta,
-            "checkpoint": self.checkpoint,
-            "data_sha256": self.data_sha256,
-            "ledger": self.ledger.to_dict(),
-            "reserved": self.reserved,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str) -> BudgetedRun:
-        keys = {"id", "started", "description", "epsilon", "delta", "checkpoint",
-                "data_sha256", "ledger"}  # fmt: skip
-        if isinstance(data, dict) and set(data) == keys:  # written before reservations
-            data = {**data, "reserved": False}
-        keys = keys | {"reserved"}
-        if not isinstance(data, dict) or set(data) != keys:
-            raise ModelFileError(f"{where}: a run record needs exactly the keys {sorted(keys)}")
-        if not isinstance(data["reserved"], bool):
-            raise ModelFileError(f"{where}: run 'reserved' must be true or false")
-        for key in ("id", "started", "description"):
-            if not isinstance(data[key], str):
-                raise ModelFileError(f"{where}: run '{key}' must be text")
-        for key in ("checkpoint", "data_sha256"):
-            if data[key] is not None and not isinstance(data[key], str):
-                raise ModelFileError(f"{where}: run '{key}' must be text or null")
-        epsilon = math.inf if data["epsilon"] == "inf" else data["epsilon"]
-        try:
-            ledger = PrivacyLedger.from_dict(data["ledger"])
-            delta = validate_delta(data["delta"])
-        except PrivacyError as exc:
-            raise ModelFileError(f"{where}: run {data['id']}: {exc}") from None
-        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not epsilon > 0:
-            raise ModelFileError(f'{where}: run {data["id"]}: epsilon must be > 0 or "inf"')
-        return cls(data["id"], data["started"], data["description"], float(epsilon), delta,
-                   ledger, data["checkpoint"], data["data_sha256"], data["reserved"])  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BudgetStatus:
-    """What a budget file says now: the declared total, the runs, the composed spend.
-
-    ``spent`` is the accountant's ε of all runs' events together, at the total's δ (or, with
-    no total declared, at the sum of the runs' δ's); None when there are no runs yet.
-    """
-
-    path: Path
-    total_epsilon: float | None
-    total_delta: float | None
-    runs: tuple[BudgetedRun, ...]
-    spent: PrivacyReport | None
-
-    @property
-    def exhausted(self) -> bool:
-        """True when a total is declared and the runs so far have spent all of it."""
-        if self.total_epsilon is None or self.spent is None:
-            return False
-        return self.spent.epsilon >= self.total_epsilon
-
-    def summary(self) -> str:
-        """One line for the console: spent ε of the total, over how many runs."""
-        if self.spent is None:
-            used = "nothing spent yet"
-        else:
-            used = f"{self.spent.summary()} spent over {len(self.runs)} run(s)"
-            held = sum(run.reserved for run in self.runs)
-            if held:
-                used += f" ({held} unfinished, counted at their whole target)"
-        if self.total_epsilon is None:
-            return f"{used}; no total declared (dpforge budget set DATA --epsilon E --delta D)"
-        return f"{used}; declared total ε = {self.total_epsilon:g} at δ = {self.total_delta:g}"
 
 
 # --------------------------------------------------------------------------- the file
@@ -442,130 +312,3 @@ class _Release:
 
     def __exit__(self, *exc: object) -> None:
         self._lock.release()
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _empty(digest: str | None) -> dict[str, Any]:
-    return {
-        "format": BUDGET_FORMAT,
-        "version": BUDGET_VERSION,
-        "data_sha256": digest,
-        "total": None,
-        "runs": [],
-    }
-
-
-def _read(path: Path) -> dict[str, Any]:
-    """The file's JSON, checked at the top level (runs are checked by :func:`_runs`)."""
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(f"{path} is not a readable dpforge budget file ({exc})") from None
-    if not isinstance(state, dict) or state.get("format") != BUDGET_FORMAT:
-        raise ModelFileError(
-            f"{path} is not a dpforge budget file (no format '{BUDGET_FORMAT}'); dpforge never "
-            "overwrites a file it did not write: move it away or choose --budget PATH"
-        )
-    if state.get("version") != BUDGET_VERSION:
-        raise ModelFileError(
-            f"{path} has budget file version {state.get('version')!r}; this dpforge reads "
-            f"version {BUDGET_VERSION}: upgrade dpforge"
-        )
-    if set(state) != {"format", "version", "data_sha256", "total", "runs"}:
-        raise ModelFileError(f"{path}: unexpected keys {sorted(state)}; the file is corrupt")
-    if not isinstance(state["runs"], list):
-        raise ModelFileError(f"{path}: 'runs' must be a list; the file is corrupt")
-    _total(state, path)
-    return state
-
-
-def _total(state: dict[str, Any], path: Path) -> tuple[float | None, float | None]:
-    total = state.get("total")
-    if total is None:
-        return None, None
-    if not isinstance(total, dict) or set(total) != {"epsilon", "delta"}:
-        raise ModelFileError(f'{path}: \'total\' must be null or {{"epsilon", "delta"}}')
-    try:
-        return _check_total_epsilon(total["epsilon"]), validate_delta(total["delta"])
-    except PrivacyError as exc:
-        raise ModelFileError(f"{path}: total: {exc}") from None
-
-
-def _check_total_epsilon(epsilon: Any) -> float:
-    bad = isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real)
-    if bad or not (0.0 < float(epsilon) < math.inf):
-        raise PrivacyError(f"total epsilon={epsilon!r} must be a finite number > 0")
-    return float(epsilon)
-
-
-def _runs(state: dict[str, Any], path: Path) -> list[BudgetedRun]:
-    return [BudgetedRun.from_dict(item, f"{path} run {i + 1}") for i, item in
-            enumerate(state["runs"])]  # fmt: skip
-
-
-def _composed(runs: Iterable[BudgetedRun], delta: float | None) -> PrivacyReport | None:
-    """The accountant's ε of every settled run's events, at ``delta`` (default: Σ run δ) less
-    the reservations' δ, plus the reservations' ε (basic composition)."""
-    runs = list(runs)
-    if not runs:
-        return None
-    if delta is None:
-        delta = min(math.fsum(run.delta for run in runs), 0.5)
-    held = [run for run in runs if run.reserved]
-    reserved_eps = math.fsum(run.epsilon for run in held)
-    reserved_delta = math.fsum(run.delta for run in held)
-    ledger = PrivacyLedger(
-        entry for run in runs if not run.reserved for entry in run.ledger.entries
-    )
-    if not len(ledger):
-        return PrivacyReport(reserved_eps, reserved_eps, delta)
-    report = ledger.report(delta - reserved_delta)
-    return PrivacyReport(
-        _plus(report.epsilon_pld, reserved_eps), _plus(report.epsilon_rdp, reserved_eps),
-        delta, report.extra_delta,
-    )  # fmt: skip
-
-
-def _plus(epsilon: float | None, reserved: float) -> float | None:
-    return None if epsilon is None else epsilon + reserved
-
-
-def _status(path: Path, state: dict[str, Any]) -> BudgetStatus:
-    eps, delta = _total(state, path)
-    runs = tuple(_runs(state, path))
-    try:
-        spent = _composed(runs, delta)
-    except PrivacyError as exc:
-        raise PrivacyError(
-            f"{path}: the runs recorded cannot be composed at δ = {delta}: {exc}"
-        ) from None
-    return BudgetStatus(path, eps, delta, runs, spent)
-
-
-def _refuse_overspend(
-    state: dict[str, Any], runs: list[BudgetedRun], run: BudgetedRun, path: Path
-) -> None:
-    eps, delta = _total(state, path)
-    if eps is None:
-        return
-    try:
-        after = _composed([*runs, run], delta)
-    except PrivacyError:
-        after = None
-    if after is not None and after.epsilon <= eps:
-        return
-    before = _composed(runs, delta) if runs else None
-    so_far = "nothing so far" if before is None else f"ε = {_eps(before)} so far"
-    with_run = "more δ than the total" if after is None else f"ε = {_eps(after)}"
-    raise BudgetExceededError(
-        f"refused before training: this run would take the data set's spend to {with_run} "
-        f"(composed over {len(runs) + 1} runs; {so_far}), beyond the declared total "
-        f"ε = {eps:g} at δ = {delta:g} in {path}. Lower --epsilon, or raise the total with "
-        "'dpforge budget set' if the data's owner agrees"
-    )
-
-
-def _eps(report: PrivacyReport) -> str:
-    return format_epsilon(report.epsilon)

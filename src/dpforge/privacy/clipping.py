@@ -54,15 +54,8 @@ import torch
 from torch import nn
 
 from dpforge.errors import PrivacyError
-from dpforge.privacy.ghost_layers import (
-    SUPPORTED,
-    LayerHandler,
-    Tap,
-    TapNorms,
-    UnsupportedLayerError,
-    check_plain_module,
-    handler_for,
-)
+from dpforge.privacy.ghost_handlers import SUPPORTED, LayerHandler, check_plain_module, handler_for
+from dpforge.privacy.ghost_tap import Tap, TapNorms, UnsupportedLayerError
 from dpforge.privacy.units import Units
 
 __all__ = [

@@ -52,13 +52,9 @@ from dpforge.privacy.clipping import (
     clip_factors,
     validated_layers,
 )
-from dpforge.privacy.ghost_layers import (
-    ConvTap,
-    FormedTap,
-    LinearMapTap,
-    Tap,
-    explicit_padding,
-)
+from dpforge.privacy.ghost_conv import ConvTap, explicit_padding
+from dpforge.privacy.ghost_layers import LinearMapTap
+from dpforge.privacy.ghost_tap import FormedTap, Tap
 from dpforge.privacy.units import Units
 
 __all__ = ["clipped_gradient_sum_with_penalty", "supports_penalty"]
