@@ -26,7 +26,7 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.person import PrivacyUnit, coded_persons, frame_keys, kept_rows
 from dpforge.schema.table import Schema
-from dpforge.statistics.anchor import AnchorConfig, train_anchor
+from dpforge.statistics.anchor import AnchorConfig, anchor_steps, train_anchor
 from dpforge.statistics.cells import (
     adaptive_columns,
     bins_from_edges,
@@ -276,7 +276,9 @@ class MarginalAnchoring(Anchoring):
         if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
             _start_generator(run, method, measured)
         n_classes = 0 if prior is None else prior.shape[0]
-        train_anchor(method.generator, loss, n_classes, self.config, measured.rngs[1])
+        steps = anchor_steps(self.config, measured.marginals[0].total)  # the released N
+        config = replace(self.config, steps=steps)
+        train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
 
 

@@ -12,6 +12,7 @@ post-processing, free of privacy cost.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from dpforge.statistics.marginals import MeasuredMarginal
 __all__ = [
     "AnchorConfig",
     "AnchorLoss",
+    "anchor_steps",
     "joint_distribution",
     "stratified_labels",
     "train_anchor",
@@ -32,6 +34,12 @@ __all__ = [
 
 
 RULES_WEIGHT = 10.0  # the rules' penalty in the fit (bench/results/rules.md)
+# Steps of an anchoring phase when they follow the released N: one per ROWS_PER_STEP rows,
+# STEPS_RANGE at the ends. Small tables (up to 9,000 rows) keep 300, which fits them in
+# seconds; Adult (~30,000 rows, finer cells, less noise per cell) gets ~1,000, which its
+# 2-way TVD needed (bench/results/quality_trials.md, third round).
+ROWS_PER_STEP = 30.0
+STEPS_RANGE = (300, 1000)
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,8 @@ class AnchorConfig:
     pairs_per_column: with ``select_pairs``, how many pairs are measured per column (rounded,
         at least one, at most every candidate); the selected pairs share one release's budget.
     steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
-        step; the learning rate decays linearly to 0 over the phase).
+        step; the learning rate decays linearly to 0 over the phase). ``steps=None`` (the
+        default): they follow the released N (:func:`anchor_steps`); a number is used as is.
     scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
         selection; None: ``steps``); the final phase goes on from it.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
@@ -68,7 +77,7 @@ class AnchorConfig:
     zero_below: float = 0.0
     select_pairs: bool = True
     pairs_per_column: float = 1.0
-    steps: int = 300
+    steps: int | None = None
     scout_steps: int | None = None
     batch_size: int = 1024
     lr: float = 1e-2
@@ -94,7 +103,8 @@ class AnchorConfig:
                 "anchor cells_snr, scout_steps and zero_below must be >= 0, got "
                 f"{self.cells_snr}, {self.scout_steps}, {self.zero_below}"
             )
-        if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
+        steps = 0 if self.steps is None else self.steps
+        if steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
             raise ValueError(
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
                 f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"
@@ -102,6 +112,18 @@ class AnchorConfig:
 
 
 LOSSES = ("l1", "chi2")
+
+
+def anchor_steps(config: AnchorConfig, n_public: float) -> int:
+    """The steps of each anchoring phase: ``config.steps`` when set, else one step per
+    ``ROWS_PER_STEP`` records of ``n_public`` within ``STEPS_RANGE``. ``n_public`` is the
+    released (noisy) number of records, so the count is post-processing of a DP release and
+    reveals nothing more; a larger table's marginals are measured finer and with less noise
+    relative to their counts, so the generator needs more steps to reach them."""
+    if config.steps is not None:
+        return config.steps
+    low, high = STEPS_RANGE
+    return int(min(high, max(low, math.ceil(max(0.0, n_public) / ROWS_PER_STEP))))
 
 
 @dataclass(frozen=True)
