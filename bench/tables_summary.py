@@ -7,7 +7,8 @@ epsilon naming each column where ours misses the goal of issue 22 (TVD at most t
 AUC and balanced accuracy within 0.005 of it) and by how much.
 
 Sources: ``bench/results/tables_<name>.json`` (``bench_tables.py --out``); Adult's and Thyroid's
-dpforge runs from the issue-22 rerun (``tables_adult-s<seed>.json``, ``tables_thyroid.json``),
+dpforge runs from the issue-22 reruns (``tables_adult-rule-e<epsilon>.json``: steps that follow
+the released N; ``tables_thyroid.json``),
 their peers and real rows from ``tables.json`` (fitted in an earlier session on the same data,
 split, seeds and public cells); Adult's non-private run from ``quality_trials.jsonl``
 (tag ``nonprivate-defaults``)::
@@ -30,8 +31,8 @@ SLACK = 0.005  # issue 22: within 0.005 of the best peer's AUC and balanced accu
 PEERS = ("mst", "aim")
 NONPRIVATE_TAG = "nonprivate-defaults"
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
-    "adult": (
-        *((f"tables_adult-s{s}.json", ("dpforge",)) for s in range(3)),
+    "adult": (  # dpforge at the steps that follow N (the 300-step runs: tables_adult-s*.json)
+        *((f"tables_adult-rule-e{e}.json", ("dpforge",)) for e in (1, 3)),
         ("tables.json", ("mst", "aim", "real")),
     ),
     "thyroid": (("tables_thyroid.json", ("dpforge",)), ("tables.json", ("mst", "aim", "real"))),
