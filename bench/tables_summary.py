@@ -11,7 +11,7 @@ dpforge runs from the issue-22 reruns (``tables_adult-rule-e<epsilon>.json``: st
 the released N; ``tables_thyroid.json``),
 their peers and real rows from ``tables.json`` (fitted in an earlier session on the same data,
 split, seeds and public cells); Adult's non-private run from ``quality_trials.jsonl``
-(tag ``nonprivate-defaults``)::
+(tag ``nonprivate-rule``: steps that follow N, else ``nonprivate-defaults``: 300 steps)::
 
     python bench/tables_summary.py adult thyroid psid nmes fair healthins wage --gaps
 """
@@ -29,10 +29,10 @@ METRICS = ("tvd_1way", "tvd_2way", "rf_auc", "lr_auc", "rf_bal_acc", "lr_bal_acc
 LOWER = ("tvd_1way", "tvd_2way")  # lower is better; the others higher
 SLACK = 0.005  # issue 22: within 0.005 of the best peer's AUC and balanced accuracy
 PEERS = ("mst", "aim")
-NONPRIVATE_TAG = "nonprivate-defaults"
+NONPRIVATE_TAGS = ("nonprivate-rule", "nonprivate-defaults")  # the first one that ran
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
     "adult": (  # dpforge at the steps that follow N (the 300-step runs: tables_adult-s*.json)
-        *((f"tables_adult-rule-e{e}.json", ("dpforge",)) for e in (1, 3)),
+        *((f"tables_adult-rule-{f}.json", ("dpforge",)) for f in ("e1", "e3", "e1-s1")),
         ("tables.json", ("mst", "aim", "real")),
     ),
     "thyroid": (("tables_thyroid.json", ("dpforge",)), ("tables.json", ("mst", "aim", "real"))),
@@ -62,7 +62,11 @@ def nonprivate_runs(name: str) -> list[dict]:
     """The non-private fits of our default (epsilon = inf) from the trials' JSON lines."""
     path = harness.RESULTS / "quality_trials.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return [r for r in rows if r["table"] == name and r["tag"] == NONPRIVATE_TAG]
+    for tag in NONPRIVATE_TAGS:
+        runs = [r for r in rows if r["table"] == name and r["tag"] == tag]
+        if runs:
+            return runs
+    return []
 
 
 def averaged(runs: list[dict]) -> dict:
