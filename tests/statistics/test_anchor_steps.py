@@ -12,7 +12,8 @@ import dpforge
 from dpforge.kinds import table as table_kind
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import rounds
-from dpforge.statistics.anchor import STEPS_RANGE, AnchorConfig, anchor_steps
+from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.phase_steps import STEPS_RANGE, anchor_steps
 
 
 def test_the_rule_gives_more_steps_to_more_records_within_its_range():

@@ -26,7 +26,7 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.person import PrivacyUnit, coded_persons, frame_keys, kept_rows
 from dpforge.schema.table import Schema
-from dpforge.statistics.anchor import AnchorConfig, anchor_steps, train_anchor
+from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
     adaptive_columns,
     bins_from_edges,
@@ -45,6 +45,7 @@ from dpforge.statistics.codes import (
 )
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
+from dpforge.statistics.phase_steps import anchor_steps
 from dpforge.statistics.rounds import (
     AnchorPlan,
     anchor_loss,

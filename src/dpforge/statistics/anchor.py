@@ -12,7 +12,6 @@ post-processing, free of privacy cost.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ from dpforge.statistics.marginals import MeasuredMarginal
 __all__ = [
     "AnchorConfig",
     "AnchorLoss",
-    "anchor_steps",
     "joint_distribution",
     "stratified_labels",
     "train_anchor",
@@ -34,12 +32,6 @@ __all__ = [
 
 
 RULES_WEIGHT = 10.0  # the rules' penalty in the fit (bench/results/rules.md)
-# Steps of an anchoring phase when they follow the released N: one per ROWS_PER_STEP rows,
-# STEPS_RANGE at the ends. Small tables (up to 9,000 rows) keep 300, which fits them in
-# seconds; Adult (~30,000 rows, finer cells, less noise per cell) gets ~1,000, which its
-# 2-way TVD needed (bench/results/quality_trials.md, third round).
-ROWS_PER_STEP = 30.0
-STEPS_RANGE = (300, 1000)
 
 
 @dataclass(frozen=True)
@@ -61,7 +53,8 @@ class AnchorConfig:
         at least one, at most every candidate); the selected pairs share one release's budget.
     steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
         step; the learning rate decays linearly to 0 over the phase). ``steps=None`` (the
-        default): they follow the released N (:func:`anchor_steps`); a number is used as is.
+        default): they follow the released N (:mod:`dpforge.statistics.phase_steps`); a
+        number is used as is.
     scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
         selection; None: ``steps``); the final phase goes on from it.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
@@ -112,18 +105,6 @@ class AnchorConfig:
 
 
 LOSSES = ("l1", "chi2")
-
-
-def anchor_steps(config: AnchorConfig, n_public: float) -> int:
-    """The steps of each anchoring phase: ``config.steps`` when set, else one step per
-    ``ROWS_PER_STEP`` records of ``n_public`` within ``STEPS_RANGE``. ``n_public`` is the
-    released (noisy) number of records, so the count is post-processing of a DP release and
-    reveals nothing more; a larger table's marginals are measured finer and with less noise
-    relative to their counts, so the generator needs more steps to reach them."""
-    if config.steps is not None:
-        return config.steps
-    low, high = STEPS_RANGE
-    return int(min(high, max(low, math.ceil(max(0.0, n_public) / ROWS_PER_STEP))))
 
 
 @dataclass(frozen=True)

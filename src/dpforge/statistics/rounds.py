@@ -26,13 +26,14 @@ from dpforge.privacy.accounting import reporting_accountant
 from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
-from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, anchor_steps, train_anchor
+from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
     default_marginals,
     measure_marginals,
     measurement_event,
 )
+from dpforge.statistics.phase_steps import anchor_steps
 from dpforge.statistics.selection import (
     candidate_pairs,
     model_pair_distributions,
