@@ -30,7 +30,7 @@ LOWER = ("tvd_1way", "tvd_2way")  # lower is better; the others higher
 SLACK = 0.005  # issue 22: within 0.005 of the best peer's AUC and balanced accuracy
 PEERS = ("mst", "aim")
 NONPRIVATE_TAGS = ("nonprivate-rule", "nonprivate-defaults")  # the first one that ran
-ADULT_RULE_FILES = ("e1", "e3", "e1-s1", "e1-s2", "e3-s1")  # one bench_tables --out each
+ADULT_RULE_FILES = ("e1", "e3", "e1-s1", "e1-s2", "e3-s1", "e3-s2")  # one bench_tables --out each
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
     "adult": (  # dpforge at the steps that follow N (the 300-step runs: tables_adult-s*.json)
         *((f"tables_adult-rule-{f}.json", ("dpforge",)) for f in ADULT_RULE_FILES),
