@@ -7,10 +7,11 @@ epsilon naming each column where ours misses the goal of issue 22 (TVD at most t
 AUC and balanced accuracy within 0.005 of it) and by how much.
 
 Sources: ``bench/results/tables_<name>.json`` (``bench_tables.py --out``); Adult's and Thyroid's
-dpforge runs from the issue-22 rerun (``tables_adult-s<seed>.json``, ``tables_thyroid.json``),
+dpforge runs from the issue-22 reruns (``tables_adult-rule-e<epsilon>.json``: steps that follow
+the released N; ``tables_thyroid.json``),
 their peers and real rows from ``tables.json`` (fitted in an earlier session on the same data,
 split, seeds and public cells); Adult's non-private run from ``quality_trials.jsonl``
-(tag ``nonprivate-defaults``)::
+(tag ``nonprivate-rule``: steps that follow N, else ``nonprivate-defaults``: 300 steps)::
 
     python bench/tables_summary.py adult thyroid psid nmes fair healthins wage --gaps
 """
@@ -28,10 +29,11 @@ METRICS = ("tvd_1way", "tvd_2way", "rf_auc", "lr_auc", "rf_bal_acc", "lr_bal_acc
 LOWER = ("tvd_1way", "tvd_2way")  # lower is better; the others higher
 SLACK = 0.005  # issue 22: within 0.005 of the best peer's AUC and balanced accuracy
 PEERS = ("mst", "aim")
-NONPRIVATE_TAG = "nonprivate-defaults"
+NONPRIVATE_TAGS = ("nonprivate-rule", "nonprivate-defaults")  # the first one that ran
+ADULT_RULE_FILES = ("e1", "e3", "e1-s1", "e1-s2", "e3-s1", "e3-s2")  # one bench_tables --out each
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
-    "adult": (
-        *((f"tables_adult-s{s}.json", ("dpforge",)) for s in range(3)),
+    "adult": (  # dpforge at the steps that follow N (the 300-step runs: tables_adult-s*.json)
+        *((f"tables_adult-rule-{f}.json", ("dpforge",)) for f in ADULT_RULE_FILES),
         ("tables.json", ("mst", "aim", "real")),
     ),
     "thyroid": (("tables_thyroid.json", ("dpforge",)), ("tables.json", ("mst", "aim", "real"))),
@@ -61,7 +63,11 @@ def nonprivate_runs(name: str) -> list[dict]:
     """The non-private fits of our default (epsilon = inf) from the trials' JSON lines."""
     path = harness.RESULTS / "quality_trials.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return [r for r in rows if r["table"] == name and r["tag"] == NONPRIVATE_TAG]
+    for tag in NONPRIVATE_TAGS:
+        runs = [r for r in rows if r["table"] == name and r["tag"] == tag]
+        if runs:
+            return runs
+    return []
 
 
 def averaged(runs: list[dict]) -> dict:

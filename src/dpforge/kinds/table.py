@@ -45,6 +45,7 @@ from dpforge.statistics.codes import (
 )
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
+from dpforge.statistics.phase_steps import anchor_steps
 from dpforge.statistics.rounds import (
     AnchorPlan,
     anchor_loss,
@@ -276,7 +277,9 @@ class MarginalAnchoring(Anchoring):
         if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
             _start_generator(run, method, measured)
         n_classes = 0 if prior is None else prior.shape[0]
-        train_anchor(method.generator, loss, n_classes, self.config, measured.rngs[1])
+        steps = anchor_steps(self.config, measured.marginals[0].total)  # the released N
+        config = replace(self.config, steps=steps)
+        train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
 
 

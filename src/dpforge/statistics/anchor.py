@@ -52,7 +52,9 @@ class AnchorConfig:
     pairs_per_column: with ``select_pairs``, how many pairs are measured per column (rounded,
         at least one, at most every candidate); the selected pairs share one release's budget.
     steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
-        step; the learning rate decays linearly to 0 over the phase).
+        step; the learning rate decays linearly to 0 over the phase). ``steps=None`` (the
+        default): they follow the released N (:mod:`dpforge.statistics.phase_steps`); a
+        number is used as is.
     scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
         selection; None: ``steps``); the final phase goes on from it.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
@@ -68,7 +70,7 @@ class AnchorConfig:
     zero_below: float = 0.0
     select_pairs: bool = True
     pairs_per_column: float = 1.0
-    steps: int = 300
+    steps: int | None = None
     scout_steps: int | None = None
     batch_size: int = 1024
     lr: float = 1e-2
@@ -94,7 +96,8 @@ class AnchorConfig:
                 "anchor cells_snr, scout_steps and zero_below must be >= 0, got "
                 f"{self.cells_snr}, {self.scout_steps}, {self.zero_below}"
             )
-        if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
+        steps = 0 if self.steps is None else self.steps
+        if steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
             raise ValueError(
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
                 f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"

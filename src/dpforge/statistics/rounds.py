@@ -33,6 +33,7 @@ from dpforge.statistics.marginals import (
     measure_marginals,
     measurement_event,
 )
+from dpforge.statistics.phase_steps import anchor_steps
 from dpforge.statistics.selection import (
     candidate_pairs,
     model_pair_distributions,
@@ -225,13 +226,13 @@ def measure_selected_pairs(
     n_classes = _n_classes(prior)
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior, config)
-    scout = config.steps if config.scout_steps is None else config.scout_steps
+    total = measured[0].total  # the public N the first round was projected to
+    scout = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
     train_anchor(generator, loss, n_classes, replace(config, steps=scout), torch_rng)
     model = model_pair_distributions(
         generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
     )
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
-    total = measured[0].total  # the public N the first round was projected to
     noises = (plan.score_noise, cell_noise)
     chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
     pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows)
