@@ -240,9 +240,8 @@ SCHEMA = Schema(
 )
 
 
-def test_q_is_batch_over_a_dp_count_of_persons_recorded_in_the_ledger():
-    from dpforge.pipeline.measure import PERSON_COUNT_ENTRY, sampled_count
-    from dpforge.pipeline.plan import sample_rate, size_noise
+def _person_run():
+    """The settings of a dpwgan run per person (k rows), batch 64."""
     from dpforge.synthesizer import Synthesizer
 
     synth = Synthesizer(
@@ -251,6 +250,14 @@ def test_q_is_batch_over_a_dp_count_of_persons_recorded_in_the_ledger():
     )  # fmt: skip
     run = synth._run_settings()
     run.config = DPWGANConfig(batch_size=64)
+    return run
+
+
+def test_q_is_batch_over_a_dp_count_of_persons_recorded_in_the_ledger():
+    from dpforge.pipeline.measure import PERSON_COUNT_ENTRY, sampled_count
+    from dpforge.pipeline.plan import sample_rate, size_noise
+
+    run = _person_run()
     records = pd.DataFrame({"colour": ["red"] * 2400, "y": ["no"] * 2400})
     records["person"] = np.repeat(np.arange(800), K)  # the codes bounding leaves
     ledger = PrivacyLedger()
@@ -269,15 +276,9 @@ def test_q_is_batch_over_a_dp_count_of_persons_recorded_in_the_ledger():
 def test_the_checkpoint_stores_the_q_over_persons_the_plan_uses():
     from dpforge.pipeline.checkpoints import privacy_settings
     from dpforge.pipeline.run import RunSetup
-    from dpforge.synthesizer import Synthesizer
     from dpforge.training import TrainingPlan
 
-    synth = Synthesizer(
-        SCHEMA, method="dpwgan", epsilon=3.0, seed=2, anchor=AnchorConfig(share=0.5),
-        privacy_unit="person", max_rows_per_unit=K,
-    )  # fmt: skip
-    run = synth._run_settings()
-    run.config = DPWGANConfig(batch_size=64)
+    run = _person_run()
     persons_q = 64 / 790.0  # B over a released person count, not B over the rows
     plan = TrainingPlan(steps=100, sample_rate=persons_q, noise_multiplier=1.0)
     setup = RunSetup(SCHEMA, None, PrivacyLedger(), plan, n_records=2400, n_public=2400.0)
