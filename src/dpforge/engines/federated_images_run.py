@@ -27,7 +27,7 @@ from dpforge.engines.federated_images import (
     Traffic,
 )
 from dpforge.engines.federated_images_site import ImageSite, image_site_app
-from dpforge.engines.federated_sim import FIRST_SITE
+from dpforge.engines.federated_sim import FIRST_SITE, SiteGrid
 from dpforge.errors import ModelFileError
 from dpforge.nets.mlp import FlatGenerator
 from dpforge.privacy.federated_gswgan import RECORD_RELATION, SITE_RELATION
@@ -89,8 +89,7 @@ def simulate_images(
             sites[node] = ImageSite(parts[i], schema, settings, _torch_generator(seed, 1, i))
         return sites[node]
 
-    grid = CountingGrid(image_site_app(site_of), [{} for _ in parts])
-    grid.traffic = Traffic()
+    grid = CountingGrid(SiteGrid(image_site_app(site_of), [{} for _ in parts]))
     server.run(grid)
     return server, grid
 
