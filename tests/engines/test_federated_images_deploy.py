@@ -27,12 +27,24 @@ from tests.engines.tls_files import write_tls_files  # noqa: E402
 from dpforge.data.arrays import ArrayData  # noqa: E402
 from dpforge.datasets.images import load_digits_images  # noqa: E402
 from dpforge.engines.federated_deploy import IMAGES_APP, wait_for_port, write_app  # noqa: E402
-from dpforge.engines.federated_images import FederatedImageConfig, split_images  # noqa: E402
-from dpforge.engines.federated_images_app import image_config, image_run_config  # noqa: E402
+from dpforge.engines.federated_images import (  # noqa: E402
+    FederatedImageConfig,
+    ImageServer,
+    split_images,
+)
+from dpforge.engines.federated_images_app import (  # noqa: E402
+    SITE_STATE,
+    image_config,
+    image_run_config,
+)
 from dpforge.engines.federated_images_run import load_federated_images  # noqa: E402
 from dpforge.engines.federated_images_site import ImageSite, SiteSettings  # noqa: E402
+from dpforge.engines.federated_sim import SiteGrid  # noqa: E402
+from dpforge.errors import DataError  # noqa: E402
 
 SEED, SITES = 5, 2
+SMALL = FederatedImageConfig(steps=2, batch_size=4, critics_per_site=2, warm_start_steps=2,
+                             warm_pool=8, noise_multiplier=1.0)  # fmt: skip
 SETTINGS = ["--steps", "2", "--batch-size", "4", "--warm-start-steps", "2",
             "--critics-per-site", "2", "--epsilon", "8"]  # fmt: skip
 
@@ -113,6 +125,40 @@ def test_tls_is_required_and_a_site_is_checked_before_it_joins(
     assert not (tmp_path / "m").exists()
 
 
+def _deployed_sites_run(node_configs: list[dict], schema) -> tuple:
+    """The deployment's client_app over the in-process grid (its contexts kept between
+    messages, as a SuperNode keeps them) and the simulation's server."""
+    from dpforge.engines.federated_images_app import client_app
+
+    grid = SiteGrid(client_app, node_configs)
+    server = ImageServer(schema, SMALL, sorted(grid.get_node_ids()), torch.Generator())
+    server.run(grid)
+    return server, grid
+
+
+def test_the_deployed_site_app_keeps_its_critics_between_messages(tmp_path, digits):
+    _, schema_path, sites = _files(tmp_path, digits)
+    configs = [{"images": str(f), "schema": str(schema_path)} for f in sites]
+    server, grid = _deployed_sites_run(configs, digits[1])
+    assert server.step_index == SMALL.steps
+    for context in grid.contexts.values():
+        kept = context.state.array_records[SITE_STATE]
+        assert {f"critic.{k}.0.weight" for k in range(2)} <= set(kept)
+        assert len(kept["subset"].numpy()) == 40  # each of its images assigned to a critic
+
+
+def test_a_deployed_site_refuses_bad_images_without_telling_the_server_values(tmp_path, digits):
+    _, schema_path, sites = _files(tmp_path, digits)
+    with np.load(sites[0]) as part:
+        x = part["x"].copy()
+        x[3, 2, 2] = 99.0
+        np.savez(sites[0], x=x, y=part["y"])
+    configs = [{"images": str(f), "schema": str(schema_path)} for f in sites]
+    with pytest.raises(DataError, match="a site refused the warmup query") as refused:
+        _deployed_sites_run(configs, digits[1])
+    assert "99" not in str(refused.value) and "<private>" in str(refused.value)
+
+
 def _model(folder) -> dict:
     return json.loads((folder / "model.json").read_text())
 
@@ -129,9 +175,23 @@ def test_a_deployment_over_tls_writes_the_model_and_the_simulated_ledgers(
                      *SETTINGS], tmp_path / "server.log")  # fmt: skip
     wait_for_port("127.0.0.1", port, server, 120.0)
     sites = [
-        _start(["client-images", f, "--server", f"localhost:{port}", "--ca", tls["ca"],
-                "--schema", schema_path, "--port", _free_port(), "--connect-timeout", 10],
-               tmp_path / f"site{i}.log")  # fmt: skip
+        _start(
+            [
+                "client-images",
+                f,
+                "--server",
+                f"localhost:{port}",
+                "--ca",
+                tls["ca"],
+                "--schema",
+                schema_path,
+                "--port",
+                _free_port(),
+                "--connect-timeout",
+                10,
+            ],
+            tmp_path / f"site{i}.log",
+        )  # fmt: skip
         for i, f in enumerate(files)
     ]
     try:

@@ -39,9 +39,14 @@ def server_images(
     out: Path = typer.Option(..., "--out", help="the model folder to write"),
     sites: int = typer.Option(..., "--sites", help="number of sites the run waits for"),
     listen: str = typer.Option("0.0.0.0:9092", "--listen", help="HOST:PORT the sites reach"),
-    name: str | None = typer.Option(None, "--server-name", help=(
-        "the host name the certificate names (default: the --listen host, or localhost when "
-        "listening on all interfaces)")),
+    name: str | None = typer.Option(
+        None,
+        "--server-name",
+        help=(
+            "the host name the certificate names (default: the --listen host, or localhost when "
+            "listening on all interfaces)"
+        ),
+    ),
     certificate: Path | None = typer.Option(None, "--certificate", help="server TLS cert (PEM)"),
     key: Path | None = typer.Option(None, "--key", help="the certificate's private key (PEM)"),
     ca: Path | None = typer.Option(None, "--ca", help=CA_HELP),

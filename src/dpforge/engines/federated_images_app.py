@@ -38,7 +38,7 @@ from dpforge.engines.federated_images_site import (
     image_site_app,
     read_settings,
 )
-from dpforge.errors import DpforgeError
+from dpforge.errors import DpforgeError, redacted_errors
 from dpforge.schema.array import ArraySchema, load_schema
 
 __all__ = ["client_app", "image_config", "image_run_config", "read_site_images", "server_app"]
@@ -80,11 +80,12 @@ def _site_of(context: Context) -> ImageSite:
     if SETTINGS not in context.state.config_records:
         raise DpforgeError("a gradient query came before the warm-up query: restart the run")
     schema = load_schema(Path(str(context.node_config["schema"])))
-    records = read_site_images(context.node_config, schema)
     generator = torch.Generator()
     generator.seed()  # the OS's entropy
-    site = ImageSite(records, schema, read_settings(context.state.config_records[SETTINGS]),
-                     generator)  # fmt: skip
+    with redacted_errors(True):  # a refusal reaches the server: no value read from an image
+        records = read_site_images(context.node_config, schema)
+        site = ImageSite(records, schema, read_settings(context.state.config_records[SETTINGS]),
+                         generator)  # fmt: skip
     if SITE_STATE in context.state.array_records:
         record = context.state.array_records[SITE_STATE]
         site.load_state_arrays({k: record[k].numpy() for k in record})

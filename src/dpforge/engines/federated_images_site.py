@@ -153,7 +153,6 @@ class ImageSite:
         s = self.settings
         return sanitize(upstream, s.clip_norm, s.noise_std, s.whole_batch, self.rng)
 
-
     def state_arrays(self) -> dict[str, np.ndarray]:
         """What a deployed site keeps between messages (Flower starts a process per message):
         the critics, their Adam moments, the records' critic assignment and the generator's
