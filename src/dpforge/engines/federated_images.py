@@ -101,10 +101,13 @@ class Traffic:
     up: dict[str, int] = field(default_factory=dict)  # sites -> server
     messages: dict[str, int] = field(default_factory=dict)
 
-    def add(self, action: str, down: int, up: int) -> None:
-        self.down[action] = self.down.get(action, 0) + down
-        self.up[action] = self.up.get(action, 0) + up
-        self.messages[action] = self.messages.get(action, 0) + 1
+    def add(self, action: str, down: int = 0, up: int = 0) -> None:
+        """A query's bytes (``down``; it counts one message) or its reply's (``up``)."""
+        if down:
+            self.down[action] = self.down.get(action, 0) + down
+            self.messages[action] = self.messages.get(action, 0) + 1
+        if up:
+            self.up[action] = self.up.get(action, 0) + up
 
 
 class CountingGrid:
@@ -122,13 +125,10 @@ class CountingGrid:
     ) -> list[Message]:
         messages = list(messages)
         replies = list(self.grid.send_and_receive(messages, timeout=timeout))
-        for message in messages:
-            self.traffic.add(message.metadata.message_type, message_to_proto(message).ByteSize(), 0)
+        for message in messages:  # a reply's type is its query's
+            self.traffic.add(message.metadata.message_type, message_to_proto(message).ByteSize())
         for reply in replies:
-            up = message_to_proto(reply).ByteSize()
-            self.traffic.up[reply.metadata.message_type] = (
-                self.traffic.up.get(reply.metadata.message_type, 0) + up
-            )
+            self.traffic.add(reply.metadata.message_type, up=message_to_proto(reply).ByteSize())
         return replies
 
 
