@@ -111,6 +111,9 @@ def test_tls_is_required_and_a_site_is_checked_before_it_joins(
     assert code == 2 and "TLS needs --certificate, --key, --ca" in text
     code, text = run([*server, "--insecure", "--d-steps", "2"], monkeypatch, capsys, unwrap=True)
     assert code == 2 and "--d-steps applies to --critic-training all" in text
+    code, text = run([*server, "--insecure", "--sites-per-step", "3"], monkeypatch, capsys,
+                     unwrap=True)  # fmt: skip
+    assert code == 2 and "3" in text and "SuperLink" not in text  # refused before it starts
     client = ["federated", "client-images", sites[0], "--server", "localhost:9", "--schema",
               schema_path]  # fmt: skip
     code, text = run(client, monkeypatch, capsys, unwrap=True)
@@ -214,3 +217,6 @@ def test_a_deployment_over_tls_writes_the_model_and_the_simulated_ledgers(
     generator, _ = load_federated_images(out)
     assert generator(torch.zeros(3, generator.latent_dim), torch.arange(3)).shape == (3, 1, 8, 8)
     assert sorted(p.name for p in out.iterdir()) == ["generator.safetensors", "model.json"]
+    log = (tmp_path / "server.log").read_text()  # shown before Flower started, and at the end
+    planned = log.index("planned, per record: epsilon = 8 at delta = 1e-05")
+    assert planned < log.index("Using SuperLink") < log.index("per record (add or remove")

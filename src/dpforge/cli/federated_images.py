@@ -88,7 +88,7 @@ def simulate_images(
     )
     server, grid = simulate(parts, schema, config, seed)
     save_federated_images(server, grid.traffic, out, overwrite=overwrite)
-    _print(run_summary(server, grid.traffic), out)
+    print_summary(run_summary(server, grid.traffic), out)
 
 
 def image_settings(
@@ -140,14 +140,15 @@ def _by_label(split: str) -> bool:
     raise DpforgeError(f"--split must be 'random' or 'by:label' for images, got {split!r}")
 
 
-def _print(summary: dict, out: Path) -> None:
+def print_summary(summary: dict, out: Path) -> None:
+    """Both guarantees and the traffic per step (a run's summary, as its model.json holds it)."""
     g = summary["guarantees"]
     b = summary["bytes_per_step"]
     console.print(f"wrote model folder {out}")
     for key in ("per_record", "per_site"):
         console.print(
             f"[bold]{key.replace('_', ' ')}[/bold] ({g[key]['relation']}): "
-            f"epsilon = {g[key]['epsilon']:.3g} at delta = {g[key]['delta']:g}"
+            f"epsilon = {float(g[key]['epsilon']):.3g} at delta = {g[key]['delta']:g}"
         )
     console.print(
         f"traffic per generator step: {b['server_to_sites']:,.0f} B to the sites, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -30,8 +31,13 @@ from dpforge.cli.federated_images import (
     WARM_START_STEPS,
     image_schema,
     image_settings,
+    print_summary,
 )  # fmt: skip
 from dpforge.errors import DpforgeError
+from dpforge.schema.array import ArraySchema
+
+if TYPE_CHECKING:
+    from dpforge.engines.federated_images import FederatedImageConfig
 
 
 def server_images(
@@ -70,29 +76,44 @@ def server_images(
     """Run the image federation's server: Flower's SuperLink and the generator."""
     from dpforge.engines.federated_deploy import IMAGES_APP, Tls, terminated_as_exit
     from dpforge.engines.federated_images_app import image_run_config
-    from dpforge.engines.federated_images_run import FOLDER
+    from dpforge.engines.federated_images_run import FOLDER, load_federated_images
     from dpforge.engines.federated_serve import ServerPlan, serve
     from dpforge.storage import check_output_folder
 
     tls = Tls.checked(insecure, {"certificate": certificate, "key": key, "ca": ca})
     host, port = split_address(listen, "--listen")
-    image_schema(schema_path)
+    schema = image_schema(schema_path)
     config = image_settings(
         steps, batch_size, sites_per_step, critics_per_site, epsilon, delta, noise_multiplier,
         clip_norm, sanitize, critic_training, warm_start_steps, d_steps,
     )  # fmt: skip
-    if sites < 1:
-        raise DpforgeError(f"--sites must be >= 1, got {sites}")
     out = out.resolve()
     check_output_folder(out, FOLDER, overwrite=overwrite)
     run_config = {"schema": str(schema_path.resolve()), "out": str(out), "sites": sites,
                   "wait": wait, "overwrite": overwrite, **image_run_config(config),
                   **({} if seed is None else {"seed": seed})}  # fmt: skip
+    _plan(schema, config, sites)
     name = name or ("localhost" if host in ("0.0.0.0", "::") else host)
     plan = ServerPlan(host, port, name, tls, run_config, app=IMAGES_APP)
     with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="dpforge-superlink-") as work:
         serve(plan, Path(work), lambda line: typer.echo(line, err=True))
-    typer.echo(f"wrote model folder {out}", err=True)
+    print_summary(load_federated_images(out)[1]["summary"], out)
+
+
+def _plan(schema: ArraySchema, config: FederatedImageConfig, sites: int) -> None:
+    """The run's two guarantees, as its server app will plan them, shown before anything
+    starts (settings that cannot run are refused here, not once the sites have joined)."""
+    import torch
+
+    from dpforge.engines.federated_images import ImageServer
+
+    if sites < 1:
+        raise DpforgeError(f"--sites must be >= 1, got {sites}")
+    planned = ImageServer(schema, config, list(range(sites)), torch.Generator().manual_seed(0))
+    planned.plan()
+    for what, ledger in (("per record", planned.record_ledger), ("per site", planned.site_ledger)):
+        eps = ledger.epsilon(config.delta, "rdp")
+        typer.echo(f"planned, {what}: epsilon = {eps:.3g} at delta = {config.delta:g}", err=True)
 
 
 def client_images(
