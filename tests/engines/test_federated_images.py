@@ -136,7 +136,9 @@ def test_ledgers_hold_the_events_before_any_site_answers(digits):
         n: ImageSite(p, schema, settings, torch.Generator())
         for n, p in zip(nodes, parts, strict=True)
     }
-    grid = CountingGrid(SiteGrid(image_site_app(lambda context: sites[context.node_id]), [{}, {}]))
+    grid = CountingGrid(
+        SiteGrid(image_site_app(lambda context, told: sites[context.node_id]), [{}, {}])
+    )
     sending = grid.send_and_receive
 
     def spy(messages, **kw):

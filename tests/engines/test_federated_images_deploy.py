@@ -150,6 +150,16 @@ def test_the_deployed_site_app_keeps_its_critics_between_messages(tmp_path, digi
         assert len(kept["subset"].numpy()) == 40  # each of its images assigned to a critic
 
 
+def test_a_deployed_site_without_its_warm_start_state_refuses(tmp_path, digits):
+    from dpforge.engines.federated_images_app import client_app
+
+    _, schema_path, sites = _files(tmp_path, digits)
+    grid = SiteGrid(client_app, [{"images": str(f), "schema": str(schema_path)} for f in sites])
+    server = ImageServer(digits[1], SMALL, sorted(grid.get_node_ids()), torch.Generator())
+    with pytest.raises(DataError, match="holds no state from the run's warm-up query"):
+        server.step(grid)  # a gradient query before (or without the state of) the warm-up
+
+
 def test_a_deployed_site_refuses_bad_images_without_telling_the_server_values(tmp_path, digits):
     _, schema_path, sites = _files(tmp_path, digits)
     with np.load(sites[0]) as part:

@@ -35,8 +35,10 @@ from dpforge.engines.federated_images_run import (
 from dpforge.engines.federated_images_site import (
     SETTINGS,
     ImageSite,
+    SiteSettings,
     image_site_app,
     read_settings,
+    settings_record,
 )
 from dpforge.errors import DpforgeError, redacted_errors
 from dpforge.schema.array import ArraySchema, load_schema
@@ -75,10 +77,15 @@ def read_site_images(node_config: Any, schema: ArraySchema) -> Any:
     return validate_arrays(records, schema)
 
 
-def _site_of(context: Context) -> ImageSite:
-    """The site, rebuilt from its images and the state its context kept."""
-    if SETTINGS not in context.state.config_records:
-        raise DpforgeError("a gradient query came before the warm-up query: restart the run")
+def _site_of(context: Context, settings: SiteSettings | None) -> ImageSite:
+    """A new site at the warm-up query (its settings kept in the context), else the site
+    rebuilt from its images and the state its context kept (refused when that state is
+    missing: a site never answers from critics that missed the warm start)."""
+    if settings is not None:
+        context.state.config_records[SETTINGS] = settings_record(settings)
+    elif SITE_STATE not in context.state.array_records:
+        raise DpforgeError("this site holds no state from the run's warm-up query (its "
+                           "SuperNode restarted?): restart the run")  # fmt: skip
     schema = load_schema(Path(str(context.node_config["schema"])))
     generator = torch.Generator()
     generator.seed()  # the OS's entropy
@@ -86,7 +93,7 @@ def _site_of(context: Context) -> ImageSite:
         records = read_site_images(context.node_config, schema)
         site = ImageSite(records, schema, read_settings(context.state.config_records[SETTINGS]),
                          generator)  # fmt: skip
-    if SITE_STATE in context.state.array_records:
+    if settings is None:
         record = context.state.array_records[SITE_STATE]
         site.load_state_arrays({k: record[k].numpy() for k in record})
     return site

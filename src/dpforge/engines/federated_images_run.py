@@ -26,7 +26,7 @@ from dpforge.engines.federated_images import (
     ImageServer,
     Traffic,
 )
-from dpforge.engines.federated_images_site import ImageSite, image_site_app
+from dpforge.engines.federated_images_site import ImageSite, SiteSettings, image_site_app
 from dpforge.engines.federated_sim import FIRST_SITE, SiteGrid
 from dpforge.errors import ModelFileError
 from dpforge.nets.mlp import FlatGenerator
@@ -82,7 +82,7 @@ def simulate_images(
     settings = server.site_settings()
     sites: dict[int, ImageSite] = {}
 
-    def site_of(context: Any) -> ImageSite:
+    def site_of(context: Any, _told: SiteSettings | None) -> ImageSite:  # settings: above
         node = context.node_id
         if node not in sites:  # a site reads its records only once the run has started
             i = node - FIRST_SITE

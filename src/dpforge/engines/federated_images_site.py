@@ -213,25 +213,25 @@ def read_settings(record: ConfigRecord) -> SiteSettings:
 
 
 def image_site_app(
-    site_of: Callable[[Context], ImageSite],
+    site_of: Callable[[Context, SiteSettings | None], ImageSite],
     keep: Callable[[Context, ImageSite], None] = lambda context, site: None,
 ) -> ClientApp:
     """The sites' ClientApp: ``query.warmup`` and ``query.gradient`` (see the module notes).
-    The warm-up query's settings are kept in the site's context (``site_of`` may read them);
-    ``keep`` saves a site's state after each answer (a deployment's sites)."""
+    ``site_of(context, settings)`` gives the site: a new one at the warm-up query (``settings``
+    are the ones it carries), else the site as it was (``settings`` None); ``keep`` saves a
+    site's state after each answer (a deployment's sites)."""
     app = ClientApp()
 
     @app.query("warmup")
     def warm(msg: Message, context: Context) -> Message:
-        context.state.config_records[SETTINGS] = msg.content.config_records[SETTINGS]
-        site = site_of(context)
+        site = site_of(context, read_settings(msg.content.config_records[SETTINGS]))
         site.warm_start(*read_samples(msg.content))
         keep(context, site)
         return Message(RecordDict({DONE: ConfigRecord({DONE: True})}), reply_to=msg)
 
     @app.query("gradient")
     def gradient(msg: Message, context: Context) -> Message:
-        site = site_of(context)
+        site = site_of(context, None)
         sanitized = site.answer(*read_samples(msg.content))
         keep(context, site)
         record = ArrayRecord({GRADIENT: Array(sanitized.numpy().astype(np.float32))})
