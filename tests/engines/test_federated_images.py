@@ -22,7 +22,6 @@ from dpforge.engines.federated_images import (  # noqa: E402
     CountingGrid,
     FederatedImageConfig,
     ImageServer,
-    Traffic,
     split_images,
 )
 from dpforge.engines.federated_images_run import (  # noqa: E402
@@ -35,7 +34,7 @@ from dpforge.engines.federated_images_site import (  # noqa: E402
     image_site_app,
     sanitize,
 )
-from dpforge.engines.federated_sim import FIRST_SITE  # noqa: E402
+from dpforge.engines.federated_sim import FIRST_SITE, SiteGrid  # noqa: E402
 from dpforge.privacy.accounting import epsilon  # noqa: E402
 from dpforge.privacy.federated_gswgan import (  # noqa: E402
     participations,
@@ -137,8 +136,9 @@ def test_ledgers_hold_the_events_before_any_site_answers(digits):
         n: ImageSite(p, schema, settings, torch.Generator())
         for n, p in zip(nodes, parts, strict=True)
     }
-    grid = CountingGrid(image_site_app(lambda context: sites[context.node_id]), [{}, {}])
-    grid.traffic = Traffic()
+    grid = CountingGrid(
+        SiteGrid(image_site_app(lambda context, told: sites[context.node_id]), [{}, {}])
+    )
     sending = grid.send_and_receive
 
     def spy(messages, **kw):

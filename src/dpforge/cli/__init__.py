@@ -23,6 +23,7 @@ from dpforge.cli.engine import ENGINE_HELP, MEMORY, SPARK, check_engine, spark_r
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.federated import federated_app
 from dpforge.cli.federated_images import simulate_images
+from dpforge.cli.federated_images_deploy import client_images, server_images
 from dpforge.cli.io import (
     IMAGE_FORMATS,
     TABLE,
@@ -73,6 +74,8 @@ app.command("report")(report)
 app.add_typer(budget_app, name="budget")
 app.add_typer(federated_app, name="federated")
 federated_app.command("simulate-images")(simulate_images)
+federated_app.command("server-images")(server_images)
+federated_app.command("client-images")(client_images)
 app.command("audit")(audit)
 console = Console(stderr=True)
 

@@ -10,6 +10,7 @@ folder with the generator, both ledgers (per record and per site) and the measur
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import typer
@@ -20,8 +21,26 @@ from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, ArraySchema, load_schema
 from dpforge.storage import check_output_folder
 
+if TYPE_CHECKING:
+    from dpforge.engines.federated_images import FederatedImageConfig
+
 console = Console(stderr=True)
 EPSILON_HELP = "per-record target; sigma is calibrated to it (default 10)"
+# the run's settings, shared by simulate-images and server-images
+SITES_PER_STEP = typer.Option(None, "--sites-per-step", help="default: every site")
+CRITICS_PER_SITE = typer.Option(1, "--critics-per-site")
+STEPS = typer.Option(300, "--steps", help="generator steps")
+BATCH_SIZE = typer.Option(32, "--batch-size", help="generated samples per step")
+EPSILON = typer.Option(None, "--epsilon", help=EPSILON_HELP)
+DELTA = typer.Option(1e-5, "--delta")
+NOISE_MULTIPLIER = typer.Option(
+    None, "--noise-multiplier", help="noise std / 2C instead of --epsilon (0: non-private)"
+)
+CLIP_NORM = typer.Option(1.0, "--clip-norm")
+SANITIZE = typer.Option("per_sample", "--sanitize", help="per_sample | batch")
+CRITIC_TRAINING = typer.Option("frozen", "--critic-training", help="frozen | all")
+WARM_START_STEPS = typer.Option(200, "--warm-start-steps")
+D_STEPS = typer.Option(None, "--d-steps", help="--critic-training all: steps per step")
 
 
 def simulate_images(
@@ -31,25 +50,23 @@ def simulate_images(
     labels: Path = typer.Option(None, "--labels", help="idx labels file (idx images)"),
     sites: int = typer.Option(10, "--sites", help="number of sites (GS-WGAN's clients)"),
     split: str = typer.Option("random", "--split", help="random, or by:label"),
-    sites_per_step: int = typer.Option(None, "--sites-per-step", help="default: every site"),
-    critics_per_site: int = typer.Option(1, "--critics-per-site"),
-    steps: int = typer.Option(300, "--steps", help="generator steps"),
-    batch_size: int = typer.Option(32, "--batch-size", help="generated samples per step"),
-    epsilon: float = typer.Option(None, "--epsilon", help=EPSILON_HELP),
-    delta: float = typer.Option(1e-5, "--delta"),
-    noise_multiplier: float = typer.Option(
-        None, "--noise-multiplier", help="noise std / 2C instead of --epsilon (0: non-private)"
-    ),
-    clip_norm: float = typer.Option(1.0, "--clip-norm"),
-    sanitize: str = typer.Option("per_sample", "--sanitize", help="per_sample | batch"),
-    critic_training: str = typer.Option("frozen", "--critic-training", help="frozen | all"),
-    warm_start_steps: int = typer.Option(200, "--warm-start-steps"),
-    d_steps: int = typer.Option(None, "--d-steps", help="--critic-training all: steps per step"),
+    sites_per_step: int = SITES_PER_STEP,
+    critics_per_site: int = CRITICS_PER_SITE,
+    steps: int = STEPS,
+    batch_size: int = BATCH_SIZE,
+    epsilon: float = EPSILON,
+    delta: float = DELTA,
+    noise_multiplier: float = NOISE_MULTIPLIER,
+    clip_norm: float = CLIP_NORM,
+    sanitize: str = SANITIZE,
+    critic_training: str = CRITIC_TRAINING,
+    warm_start_steps: int = WARM_START_STEPS,
+    d_steps: int = D_STEPS,
     seed: int = typer.Option(None, "--seed", help="seeds the split, the sites and the server"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into image sites and train a GS-WGAN generator across them with Flower."""
-    from dpforge.engines.federated_images import FederatedImageConfig, split_images
+    from dpforge.engines.federated_images import split_images
     from dpforge.engines.federated_images_run import (
         FOLDER,
         run_summary,
@@ -59,10 +76,30 @@ def simulate_images(
         simulate_images as simulate,
     )
 
-    schema = _image_schema(schema_path)
+    schema = image_schema(schema_path)
     check_output_folder(out, FOLDER, overwrite=overwrite)
-    _refuse(epsilon, noise_multiplier, critic_training, d_steps)
+    config = image_settings(
+        steps, batch_size, sites_per_step, critics_per_site, epsilon, delta, noise_multiplier,
+        clip_norm, sanitize, critic_training, warm_start_steps, d_steps,
+    )  # fmt: skip
     by_label = _by_label(split)
+    parts = split_images(
+        read_data(IMAGE, data, labels=labels), sites, by_label, np.random.default_rng(seed)
+    )
+    server, grid = simulate(parts, schema, config, seed)
+    save_federated_images(server, grid.traffic, out, overwrite=overwrite)
+    print_summary(run_summary(server, grid.traffic), out)
+
+
+def image_settings(
+    steps: int, batch_size: int, sites_per_step: int | None, critics_per_site: int,
+    epsilon: float | None, delta: float, noise_multiplier: float | None, clip_norm: float,
+    sanitize: str, critic_training: str, warm_start_steps: int, d_steps: int | None,
+) -> FederatedImageConfig:  # fmt: skip
+    """The run's settings from the command's options, refused when they cannot run."""
+    from dpforge.engines.federated_images import FederatedImageConfig
+
+    _refuse(epsilon, noise_multiplier, critic_training, d_steps)
     config = FederatedImageConfig(
         steps=steps, batch_size=batch_size, sites_per_step=sites_per_step,
         critics_per_site=critics_per_site, epsilon=10.0 if epsilon is None else epsilon,
@@ -70,18 +107,18 @@ def simulate_images(
         critic_training=critic_training, warm_start_steps=warm_start_steps, d_steps=d_steps or 1,
     )  # fmt: skip
     config.validate()
-    parts = split_images(
-        read_data(IMAGE, data, labels=labels), sites, by_label, np.random.default_rng(seed)
-    )
-    server, grid = simulate(parts, schema, config, seed)
-    save_federated_images(server, grid.traffic, out, overwrite=overwrite)
-    _print(run_summary(server, grid.traffic), out)
+    return config
 
 
-def _image_schema(path: Path) -> ArraySchema:
+def image_schema(path: Path) -> ArraySchema:
+    """The public image schema at ``path``, complete (federated sites estimate nothing)."""
+    if not path.is_file():
+        raise DpforgeError(f"--schema {path}: no such file")
     schema = load_schema(path)
     if not isinstance(schema, ArraySchema) or schema.kind != IMAGE:
-        raise DpforgeError("simulate-images needs an image schema; for tables use `simulate`")
+        raise DpforgeError(
+            "federated image runs need an image schema; tables: `simulate`, `server` and `client`"
+        )
     if not schema.is_complete:
         raise DpforgeError(
             "the image schema must declare each channel's range and the classes: federated "
@@ -103,14 +140,15 @@ def _by_label(split: str) -> bool:
     raise DpforgeError(f"--split must be 'random' or 'by:label' for images, got {split!r}")
 
 
-def _print(summary: dict, out: Path) -> None:
+def print_summary(summary: dict, out: Path) -> None:
+    """Both guarantees and the traffic per step (a run's summary, as its model.json holds it)."""
     g = summary["guarantees"]
     b = summary["bytes_per_step"]
     console.print(f"wrote model folder {out}")
     for key in ("per_record", "per_site"):
         console.print(
             f"[bold]{key.replace('_', ' ')}[/bold] ({g[key]['relation']}): "
-            f"epsilon = {g[key]['epsilon']:.3g} at delta = {g[key]['delta']:g}"
+            f"epsilon = {float(g[key]['epsilon']):.3g} at delta = {g[key]['delta']:g}"
         )
     console.print(
         f"traffic per generator step: {b['server_to_sites']:,.0f} B to the sites, "

@@ -45,7 +45,14 @@ from dpforge.schema.array import load_schema
 if TYPE_CHECKING:  # torch is imported on the server only: each site answer is a new process
     from dpforge.synthesizer import Synthesizer
 
-__all__ = ["client_app", "federation_report", "fit_federation", "server_app", "site_trust"]
+__all__ = [
+    "client_app",
+    "federation_report",
+    "fit_federation",
+    "server_app",
+    "site_trust",
+    "wait_for_sites",
+]
 
 
 def site_trust(config: Any) -> Trust:
@@ -91,7 +98,7 @@ def serve(grid: Grid, context: Context) -> None:
 
     config = context.run_config
     trust = site_trust(config)
-    nodes = _wait_for_sites(grid, trust.n_sites, float(config.get("wait", 600)))
+    nodes = wait_for_sites(grid, trust.n_sites, float(config.get("wait", 600)))
     most = int(config.get("max-site-records", DEFAULT_MAX_SITE_RECORDS))
     engine = FederatedEngine(FlowerTransport(grid, nodes, trust, most))
     schema = load_schema(Path(str(config["schema"])))
@@ -103,7 +110,7 @@ def serve(grid: Grid, context: Context) -> None:
                  overwrite=bool(config.get("overwrite", False)))  # fmt: skip
 
 
-def _wait_for_sites(grid: Grid, n_sites: int, wait: float) -> list[int]:
+def wait_for_sites(grid: Grid, n_sites: int, wait: float) -> list[int]:
     deadline = time.monotonic() + wait
     while True:
         nodes = sorted(grid.get_node_ids())

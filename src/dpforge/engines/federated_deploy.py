@@ -45,6 +45,8 @@ __all__ = [
 
 CONNECTION = "dpforge"  # the SuperLink connection's name in the server's private FLWR_HOME
 APP_NAME = "dpforge-federation"
+TABLES_APP = "dpforge.engines.federated_app"  # modules holding server_app and client_app
+IMAGES_APP = "dpforge.engines.federated_images_app"
 
 
 @dataclass(frozen=True)
@@ -124,19 +126,19 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value))  # a TOML basic string (JSON's escapes are TOML's)
 
 
-def write_app(folder: Path, run_config: dict[str, Any]) -> Path:
-    """A Flower app folder (``pyproject.toml`` only): dpforge's server and client apps, with
-    the run config as its defaults; ``flwr run`` builds it into the bundle it submits."""
+def write_app(folder: Path, run_config: dict[str, Any], module: str = TABLES_APP) -> Path:
+    """A Flower app folder (``pyproject.toml`` only): the ``server_app`` and ``client_app``
+    of ``module`` (dpforge's tables or images), with the run config as its defaults;
+    ``flwr run`` builds it into the bundle it submits."""
     folder.mkdir(parents=True, exist_ok=True)
     config = "\n".join(f"{k} = {_toml(v)}" for k, v in run_config.items())
     (folder / "pyproject.toml").write_text(
         "[build-system]\nrequires = [\"hatchling\"]\nbuild-backend = \"hatchling.build\"\n\n"
         f"[project]\nname = \"{APP_NAME}\"\nversion = \"1.0.0\"\n"
-        "description = \"dpforge federated tables\"\nlicense = \"Apache-2.0\"\n"
+        f"description = \"dpforge federation ({module})\"\nlicense = \"Apache-2.0\"\n"
         "dependencies = []\n\n[tool.flwr.app]\npublisher = \"dpforge\"\n\n"
         "[tool.flwr.app.components]\n"
-        "serverapp = \"dpforge.engines.federated_app:server_app\"\n"
-        "clientapp = \"dpforge.engines.federated_app:client_app\"\n\n"
+        f"serverapp = \"{module}:server_app\"\nclientapp = \"{module}:client_app\"\n\n"
         f"[tool.flwr.app.config]\n{config}\n"
     )
     return folder

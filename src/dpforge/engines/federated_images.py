@@ -15,14 +15,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 from flwr.app import Message
 from flwr.common.serde import message_to_proto
 
-from dpforge.engines.federated_images_site import GRADIENT, SiteSettings, samples_record
-from dpforge.engines.federated_sim import SiteGrid
+from dpforge.engines.federated_images_site import (
+    GRADIENT,
+    SETTINGS,
+    SiteSettings,
+    samples_record,
+    settings_record,
+)
 from dpforge.errors import DataError, DpforgeError, PrivacyError
 from dpforge.nets.init import initialise
 from dpforge.nets.mlp import FlatGenerator, flat_mlp_critic
@@ -95,22 +101,35 @@ class Traffic:
     up: dict[str, int] = field(default_factory=dict)  # sites -> server
     messages: dict[str, int] = field(default_factory=dict)
 
-    def add(self, action: str, down: int, up: int) -> None:
-        self.down[action] = self.down.get(action, 0) + down
-        self.up[action] = self.up.get(action, 0) + up
-        self.messages[action] = self.messages.get(action, 0) + 1
+    def add(self, action: str, down: int = 0, up: int = 0) -> None:
+        """A query's bytes (``down``; it counts one message) or its reply's (``up``)."""
+        if down:
+            self.down[action] = self.down.get(action, 0) + down
+            self.messages[action] = self.messages.get(action, 0) + 1
+        if up:
+            self.up[action] = self.up.get(action, 0) + up
 
 
-class CountingGrid(SiteGrid):
-    """The in-process Flower grid of :mod:`.federated_sim`, counting each message's bytes."""
+class CountingGrid:
+    """A Flower grid (a deployment's, or the in-process :class:`SiteGrid` of a simulation)
+    that counts each message's bytes in Flower's wire encoding, both ways."""
 
-    traffic: Traffic
+    def __init__(self, grid: Any) -> None:
+        self.grid, self.traffic = grid, Traffic()
 
-    def _deliver(self, message: Message) -> Message:
-        reply = super()._deliver(message)
-        down = message_to_proto(message).ByteSize()
-        self.traffic.add(message.metadata.message_type, down, message_to_proto(reply).ByteSize())
-        return reply
+    def get_node_ids(self) -> list[int]:
+        return list(self.grid.get_node_ids())
+
+    def send_and_receive(
+        self, messages: Sequence[Message], *, timeout: float | None = None
+    ) -> list[Message]:
+        messages = list(messages)
+        replies = list(self.grid.send_and_receive(messages, timeout=timeout))
+        for message in messages:  # a reply's type is its query's
+            self.traffic.add(message.metadata.message_type, message_to_proto(message).ByteSize())
+        for reply in replies:
+            self.traffic.add(reply.metadata.message_type, up=message_to_proto(reply).ByteSize())
+        return replies
 
 
 class ImageServer:
@@ -174,7 +193,7 @@ class ImageServer:
         z = self.generator.sample_latent(n, self.rng)
         return self.generator(z, labels), labels
 
-    def run(self, grid: SiteGrid) -> None:
+    def run(self, grid: Any) -> None:
         """Plan, warm the critics, then every generator step."""
         if not self.record_ledger.entries:
             self.plan()
@@ -184,7 +203,7 @@ class ImageServer:
         for _ in range(self.config.steps):
             self.step(grid)
 
-    def step(self, grid: SiteGrid) -> None:
+    def step(self, grid: Any) -> None:
         """One generator step: samples out, sanitized gradients back, their mean through G."""
         sites = schedule(self.step_index, len(self.nodes), self.per_step)
         rows, labels = self.generate(self.config.batch_size)
@@ -197,8 +216,10 @@ class ImageServer:
         self.optimizer.step()
         self.step_index += 1
 
-    def _ask(self, grid: SiteGrid, nodes, action: str, samples, labels) -> list[Message]:
+    def _ask(self, grid: Any, nodes, action: str, samples, labels) -> list[Message]:
         content = samples_record(samples, labels)
+        if action == "warmup":  # the sites' settings travel once, with the first query
+            content[SETTINGS] = settings_record(self.site_settings())
         messages = [
             Message(content, node, f"query.{action}", group_id=f"{action}-{self.step_index}")
             for node in nodes

@@ -26,8 +26,8 @@ from dpforge.engines.federated_images import (
     ImageServer,
     Traffic,
 )
-from dpforge.engines.federated_images_site import ImageSite, image_site_app
-from dpforge.engines.federated_sim import FIRST_SITE
+from dpforge.engines.federated_images_site import ImageSite, SiteSettings, image_site_app
+from dpforge.engines.federated_sim import FIRST_SITE, SiteGrid
 from dpforge.errors import ModelFileError
 from dpforge.nets.mlp import FlatGenerator
 from dpforge.privacy.federated_gswgan import RECORD_RELATION, SITE_RELATION
@@ -82,15 +82,14 @@ def simulate_images(
     settings = server.site_settings()
     sites: dict[int, ImageSite] = {}
 
-    def site_of(context: Any) -> ImageSite:
+    def site_of(context: Any, _told: SiteSettings | None) -> ImageSite:  # settings: above
         node = context.node_id
         if node not in sites:  # a site reads its records only once the run has started
             i = node - FIRST_SITE
             sites[node] = ImageSite(parts[i], schema, settings, _torch_generator(seed, 1, i))
         return sites[node]
 
-    grid = CountingGrid(image_site_app(site_of), [{} for _ in parts])
-    grid.traffic = Traffic()
+    grid = CountingGrid(SiteGrid(image_site_app(site_of), [{} for _ in parts]))
     server.run(grid)
     return server, grid
 

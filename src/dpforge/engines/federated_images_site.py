@@ -17,9 +17,10 @@ Why this is private is in :mod:`dpforge.privacy.federated_gswgan`. Records are s
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ from dpforge.privacy.clipping import clip_factors
 from dpforge.schema.array import ArraySchema
 
 SAMPLES, LABELS, GRADIENT, DONE = "samples", "labels", "gradient", "done"
+SETTINGS = "dpforge.image_site_settings"
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,11 @@ class ImageSite:
             for c in self.critics
         ]
         # Each record to one critic, independently and uniformly (the accounting needs it).
-        subset = torch.randint(0, settings.critics, (len(self.features),), generator=generator)
-        self.rows = [torch.nonzero(subset == k).flatten() for k in range(settings.critics)]
+        self._assign(torch.randint(0, settings.critics, (len(self.features),), generator=generator))
+
+    def _assign(self, subset: torch.Tensor) -> None:
+        self.subset = subset
+        self.rows = [torch.nonzero(subset == k).flatten() for k in range(self.settings.critics)]
 
     def d_input(self, x: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         return torch.cat([x.flatten(1), one_hot(labels, self.n_classes, len(x), x)], dim=1)
@@ -148,6 +153,36 @@ class ImageSite:
         s = self.settings
         return sanitize(upstream, s.clip_norm, s.noise_std, s.whole_batch, self.rng)
 
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """What a deployed site keeps between messages (Flower starts a process per message):
+        the critics, their Adam moments, the records' critic assignment and the generator's
+        state. It stays in the site's own Flower context, on the site's machine."""
+        arrays = {"subset": self.subset, "rng": self.rng.get_state()}
+        for k, (critic, opt) in enumerate(zip(self.critics, self.optimizers, strict=True)):
+            for name, value in critic.state_dict().items():
+                arrays[f"critic.{k}.{name}"] = value
+            for i, moments in opt.state_dict()["state"].items():
+                for name, value in moments.items():
+                    arrays[f"adam.{k}.{i}.{name}"] = value.reshape(value.shape or (1,))
+        return {k: v.detach().numpy().copy() for k, v in arrays.items()}  # copies, not views
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """The state :meth:`state_arrays` kept, back into this site."""
+        self.rng.set_state(torch.as_tensor(arrays["rng"]))
+        self._assign(torch.as_tensor(arrays["subset"]))
+        for k, (critic, opt) in enumerate(zip(self.critics, self.optimizers, strict=True)):
+            critic.load_state_dict({n: torch.as_tensor(arrays[f"critic.{k}.{n}"])
+                                    for n in critic.state_dict()})  # fmt: skip
+            moments: dict[int, dict[str, torch.Tensor]] = {}
+            for key, value in arrays.items():
+                if key.startswith(f"adam.{k}."):
+                    i, name = key.split(".")[2:]
+                    tensor = torch.as_tensor(value)  # Adam's step count: a 0-d tensor
+                    step = name == "step"
+                    moments.setdefault(int(i), {})[name] = tensor.reshape(()) if step else tensor
+            groups = opt.state_dict()["param_groups"]
+            opt.load_state_dict({"state": moments, "param_groups": groups})
+
 
 # ------------------------------------------------------------------------------ Flower
 
@@ -167,18 +202,38 @@ def read_samples(content: RecordDict) -> tuple[torch.Tensor, torch.Tensor | None
     return samples, labels
 
 
-def image_site_app(site_of: Callable[[Context], ImageSite]) -> ClientApp:
-    """The sites' ClientApp: ``query.warmup`` and ``query.gradient`` (see the module notes)."""
+def settings_record(settings: SiteSettings) -> ConfigRecord:
+    """The sites' settings as the warm-up query carries them (JSON)."""
+    return ConfigRecord({"json": json.dumps(asdict(settings))})
+
+
+def read_settings(record: ConfigRecord) -> SiteSettings:
+    values = json.loads(str(record["json"]))
+    return SiteSettings(**{**values, "critic_hidden": tuple(values["critic_hidden"])})
+
+
+def image_site_app(
+    site_of: Callable[[Context, SiteSettings | None], ImageSite],
+    keep: Callable[[Context, ImageSite], None] = lambda context, site: None,
+) -> ClientApp:
+    """The sites' ClientApp: ``query.warmup`` and ``query.gradient`` (see the module notes).
+    ``site_of(context, settings)`` gives the site: a new one at the warm-up query (``settings``
+    are the ones it carries), else the site as it was (``settings`` None); ``keep`` saves a
+    site's state after each answer (a deployment's sites)."""
     app = ClientApp()
 
     @app.query("warmup")
     def warm(msg: Message, context: Context) -> Message:
-        site_of(context).warm_start(*read_samples(msg.content))
+        site = site_of(context, read_settings(msg.content.config_records[SETTINGS]))
+        site.warm_start(*read_samples(msg.content))
+        keep(context, site)
         return Message(RecordDict({DONE: ConfigRecord({DONE: True})}), reply_to=msg)
 
     @app.query("gradient")
     def gradient(msg: Message, context: Context) -> Message:
-        sanitized = site_of(context).answer(*read_samples(msg.content))
+        site = site_of(context, None)
+        sanitized = site.answer(*read_samples(msg.content))
+        keep(context, site)
         record = ArrayRecord({GRADIENT: Array(sanitized.numpy().astype(np.float32))})
         return Message(RecordDict({GRADIENT: record}), reply_to=msg)
 

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from dpforge.engines.federated_deploy import (
     CONNECTION,
+    TABLES_APP,
     Tls,
     flower_tool,
     start,
@@ -51,6 +52,7 @@ class ServerPlan:
     tls: Tls
     run_config: dict[str, Any]
     start_timeout: float = 60.0
+    app: str = TABLES_APP  # the module of the Flower apps (tables or images)
 
 
 def serve(plan: ServerPlan, work: Path, echo: Callable[[str], None]) -> None:
@@ -65,7 +67,7 @@ def serve(plan: ServerPlan, work: Path, echo: Callable[[str], None]) -> None:
             wait_for_port(local, plan.port, link, plan.start_timeout)
         except DpforgeError as exc:
             raise DpforgeError(f"{exc}; its log ends:\n{_tail(log)}") from None
-        app = write_app(work / "app", plan.run_config)
+        app = write_app(work / "app", plan.run_config, plan.app)
         write_connection(work / "cli", f"{plan.name}:{plan.port}", plan.tls)
         submit = start([flower_tool("flwr"), "run", str(app), CONNECTION, "--stream"],
                        work / "cli", None)  # fmt: skip
