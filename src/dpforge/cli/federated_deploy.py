@@ -22,19 +22,35 @@ TOLERATE_HELP = "secagg: sites that may drop out or collude (t; default 1)"
 INSECURE_HELP = "no TLS (a local trial only: the answers cross the network in clear)"
 CA_HELP = "the certificate authority (PEM) that signed the server's certificate"
 
+# options the table and the image deployments share (dpforge.cli.federated_images_deploy)
+OUT = typer.Option(..., "--out", help="the model folder to write")
+SITES = typer.Option(..., "--sites", help="number of sites the run waits for")
+LISTEN = typer.Option("0.0.0.0:9092", "--listen", help="HOST:PORT the sites reach")
+CERTIFICATE = typer.Option(None, "--certificate", help="server TLS cert (PEM)")
+KEY = typer.Option(None, "--key", help="the certificate's private key (PEM)")
+CA = typer.Option(None, "--ca", help=CA_HELP)
+INSECURE = typer.Option(False, "--insecure", help=INSECURE_HELP)
+WAIT = typer.Option(600.0, "--wait", help="seconds to wait for all sites to join")
+OVERWRITE = typer.Option(False, "--overwrite")
+SERVER = typer.Option(..., "--server", help="the server's HOST:PORT")
+PORT = typer.Option(9094, "--port", help="this site's local Flower runtime port")
+CONNECT_TIMEOUT = typer.Option(
+    60.0, "--connect-timeout", help="seconds to try to reach the server before giving up"
+)
+
 
 def server(
     schema_path: Path = typer.Option(..., "--schema", help="the public table schema (JSON)"),
-    out: Path = typer.Option(..., "--out", help="the model folder to write"),
-    sites: int = typer.Option(..., "--sites", help="number of sites the run waits for"),
-    listen: str = typer.Option("0.0.0.0:9092", "--listen", help="HOST:PORT the sites reach"),
+    out: Path = OUT,
+    sites: int = SITES,
+    listen: str = LISTEN,
     name: str | None = typer.Option(None, "--server-name", help=(
         "the host name the certificate names (default: the --listen host, or localhost when "
         "listening on all interfaces); this command's own connection to the SuperLink uses it")),
-    certificate: Path | None = typer.Option(None, "--certificate", help="server TLS cert (PEM)"),
-    key: Path | None = typer.Option(None, "--key", help="the certificate's private key (PEM)"),
-    ca: Path | None = typer.Option(None, "--ca", help=CA_HELP),
-    insecure: bool = typer.Option(False, "--insecure", help=INSECURE_HELP),
+    certificate: Path | None = CERTIFICATE,
+    key: Path | None = KEY,
+    ca: Path | None = CA,
+    insecure: bool = INSECURE,
     epsilon: float = typer.Option(3.0, "--epsilon", help="total budget, metadata included"),
     delta: float = typer.Option(1e-5, "--delta"),
     metadata_share: float = typer.Option(0.1, "--metadata-share"),
@@ -43,9 +59,9 @@ def server(
     max_site_records: int = typer.Option(
         2**20, "--max-site-records", help="secagg: public bound on any one site's records"
     ),
-    wait: float = typer.Option(600.0, "--wait", help="seconds to wait for all sites to join"),
+    wait: float = WAIT,
     seed: int | None = typer.Option(None, "--seed", help="seeds the server's side of the fit"),
-    overwrite: bool = typer.Option(False, "--overwrite"),
+    overwrite: bool = OVERWRITE,
 ) -> None:
     """Run the federation's server: Flower's SuperLink and the dpforge run over the sites."""
     from dpforge.engines.federated_deploy import Tls, terminated_as_exit
@@ -71,20 +87,18 @@ def server(
 
 def client(
     data: Path = typer.Argument(..., help="this site's table (CSV); it never leaves the site"),
-    server_address: str = typer.Option(..., "--server", help="the server's HOST:PORT"),
+    server_address: str = SERVER,
     schema_path: Path = typer.Option(..., "--schema", help="the public schema (checked here)"),
     sites: int = typer.Option(..., "--sites", help="number of sites (as the server says)"),
-    ca: Path | None = typer.Option(None, "--ca", help=CA_HELP),
-    insecure: bool = typer.Option(False, "--insecure", help=INSECURE_HELP),
+    ca: Path | None = CA,
+    insecure: bool = INSECURE,
     trust: str = typer.Option("secagg", "--trust", help=TRUST_HELP),
     tolerate: int | None = typer.Option(None, "--tolerate", help=TOLERATE_HELP),
     ledger: Path | None = typer.Option(None, "--ledger", help="where this site keeps its ledger"),
     max_epsilon: float | None = typer.Option(None, "--max-epsilon", help="this site's own cap"),
     max_delta: float | None = typer.Option(None, "--max-delta", help="with --max-epsilon"),
-    port: int = typer.Option(9094, "--port", help="this site's local Flower runtime port"),
-    connect_timeout: float = typer.Option(
-        60.0, "--connect-timeout", help="seconds to try to reach the server before giving up"
-    ),
+    port: int = PORT,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> None:
     """Run one site: check its table against the schema, then answer the server until it ends."""
     from dpforge.engines.federated_deploy import Tls, terminated_as_exit

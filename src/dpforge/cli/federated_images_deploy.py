@@ -15,7 +15,21 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from dpforge.cli.federated_deploy import CA_HELP, INSECURE_HELP, split_address
+from dpforge.cli.federated_deploy import (
+    CA,
+    CERTIFICATE,
+    CONNECT_TIMEOUT,
+    INSECURE,
+    KEY,
+    LISTEN,
+    OUT,
+    OVERWRITE,
+    PORT,
+    SERVER,
+    SITES,
+    WAIT,
+    split_address,
+)
 from dpforge.cli.federated_images import (
     BATCH_SIZE,
     CLIP_NORM,
@@ -42,9 +56,9 @@ if TYPE_CHECKING:
 
 def server_images(
     schema_path: Path = typer.Option(..., "--schema", help="the public image schema (JSON)"),
-    out: Path = typer.Option(..., "--out", help="the model folder to write"),
-    sites: int = typer.Option(..., "--sites", help="number of sites the run waits for"),
-    listen: str = typer.Option("0.0.0.0:9092", "--listen", help="HOST:PORT the sites reach"),
+    out: Path = OUT,
+    sites: int = SITES,
+    listen: str = LISTEN,
     name: str | None = typer.Option(
         None,
         "--server-name",
@@ -53,10 +67,10 @@ def server_images(
             "listening on all interfaces)"
         ),
     ),
-    certificate: Path | None = typer.Option(None, "--certificate", help="server TLS cert (PEM)"),
-    key: Path | None = typer.Option(None, "--key", help="the certificate's private key (PEM)"),
-    ca: Path | None = typer.Option(None, "--ca", help=CA_HELP),
-    insecure: bool = typer.Option(False, "--insecure", help=INSECURE_HELP),
+    certificate: Path | None = CERTIFICATE,
+    key: Path | None = KEY,
+    ca: Path | None = CA,
+    insecure: bool = INSECURE,
     sites_per_step: int = SITES_PER_STEP,
     critics_per_site: int = CRITICS_PER_SITE,
     steps: int = STEPS,
@@ -69,9 +83,9 @@ def server_images(
     critic_training: str = CRITIC_TRAINING,
     warm_start_steps: int = WARM_START_STEPS,
     d_steps: int = D_STEPS,
-    wait: float = typer.Option(600.0, "--wait", help="seconds to wait for all sites to join"),
+    wait: float = WAIT,
     seed: int | None = typer.Option(None, "--seed", help="seeds the server's generator"),
-    overwrite: bool = typer.Option(False, "--overwrite"),
+    overwrite: bool = OVERWRITE,
 ) -> None:
     """Run the image federation's server: Flower's SuperLink and the generator."""
     from dpforge.engines.federated_deploy import IMAGES_APP, Tls, terminated_as_exit
@@ -118,15 +132,13 @@ def _plan(schema: ArraySchema, config: FederatedImageConfig, sites: int) -> None
 
 def client_images(
     images: Path = typer.Argument(..., help="this site's images (folder, .npz or idx file)"),
-    server_address: str = typer.Option(..., "--server", help="the server's HOST:PORT"),
+    server_address: str = SERVER,
     schema_path: Path = typer.Option(..., "--schema", help="the public image schema (JSON)"),
     labels: Path | None = typer.Option(None, "--labels", help="idx labels file (idx images)"),
-    ca: Path | None = typer.Option(None, "--ca", help=CA_HELP),
-    insecure: bool = typer.Option(False, "--insecure", help=INSECURE_HELP),
-    port: int = typer.Option(9094, "--port", help="this site's local Flower runtime port"),
-    connect_timeout: float = typer.Option(
-        60.0, "--connect-timeout", help="seconds to try to reach the server before giving up"
-    ),
+    ca: Path | None = CA,
+    insecure: bool = INSECURE,
+    port: int = PORT,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> None:
     """Run one image site: check its images against the schema, then answer until the end."""
     from dpforge.engines.federated_deploy import Tls, terminated_as_exit
