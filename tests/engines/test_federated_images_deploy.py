@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import dp_accounting
 import numpy as np
 import pytest
 import torch
@@ -40,7 +41,8 @@ from dpforge.engines.federated_images_app import (  # noqa: E402
 from dpforge.engines.federated_images_run import load_federated_images  # noqa: E402
 from dpforge.engines.federated_images_site import ImageSite, SiteSettings  # noqa: E402
 from dpforge.engines.federated_sim import SiteGrid  # noqa: E402
-from dpforge.errors import DataError  # noqa: E402
+from dpforge.errors import DataError, DpforgeError  # noqa: E402
+from dpforge.privacy.federated_gswgan import record_event  # noqa: E402
 
 SEED, SITES = 5, 2
 SMALL = FederatedImageConfig(steps=2, batch_size=4, critics_per_site=2, warm_start_steps=2,
@@ -230,3 +232,54 @@ def test_a_deployment_over_tls_writes_the_model_and_the_simulated_ledgers(
     log = (tmp_path / "server.log").read_text()  # shown before Flower started, and at the end
     planned = log.index("planned, per record: epsilon = 8 at delta = 1e-05")
     assert planned < log.index("Using SuperLink") < log.index("per record (add or remove")
+
+
+# -- a deployed site's own count and cap (engines/federated_images_guard.py) --------------------
+def _planned_site_settings(schema) -> SiteSettings:
+    server = ImageServer(schema, SMALL, [1, 2], torch.Generator())
+    server.plan()
+    return server.site_settings()
+
+
+def test_a_capped_site_answers_up_to_its_cap_and_keeps_a_write_ahead_ledger(tmp_path, digits):
+    from dpforge.engines.federated_images_guard import site_guarantee
+
+    _, schema_path, sites = _files(tmp_path, digits)
+    settings = _planned_site_settings(digits[1])
+    one, two = (site_guarantee(settings, n, 1e-5) for n in (1, 2))
+    assert 0 < one < two < float("inf")  # each answer costs, from the noise the site adds
+    capped = {"images": str(sites[0]), "schema": str(schema_path), "ledger": str(tmp_path / "l"),
+              "max-epsilon": (one + two) / 2, "max-delta": 1e-5}  # fmt: skip
+    configs = [capped, {"images": str(sites[1]), "schema": str(schema_path)}]
+    with pytest.raises(DataError, match="refused the gradient query") as refused:
+        _deployed_sites_run(configs, digits[1])  # SMALL asks each site twice
+    assert "its own per-record epsilon" in str(refused.value)
+    kept = json.loads((tmp_path / "l").read_text())
+    (entry,) = kept["per_record"]["entries"]
+    assert entry["name"].startswith("1 sanitized answers of this site")  # the refused one: not
+
+
+def test_a_site_guarantee_follows_the_noise_it_adds():
+    from dpforge.engines.federated_images_guard import site_guarantee, site_ledgers
+
+    settings = _settings("frozen")  # C 1, noise std 0.5: sigma 0.25, batches of 4
+    assert site_guarantee(replace(settings, noise_std=0.0), 1, 1e-5) == float("inf")
+    assert site_guarantee(replace(settings, noise_std=4.0), 3, 1e-5) < site_guarantee(
+        settings, 3, 1e-5
+    )
+    per_record, per_site = site_ledgers(settings, 3)
+    gaussian = dp_accounting.GaussianDpEvent(0.25)
+    assert per_site.entries[0].event == dp_accounting.SelfComposedDpEvent(gaussian, 4 * 3)
+    assert per_record.entries[0].event == record_event(2, 0.25, 4, 3)
+
+
+def test_a_site_refuses_more_samples_than_the_warm_up_announced(tmp_path, digits):
+    from flwr.app import Context, RecordDict
+
+    from dpforge.engines.federated_images_guard import before_answer
+
+    site = ImageSite(digits[0], digits[1], _settings("frozen"), torch.Generator())
+    context = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    before_answer(context, site, 4)
+    with pytest.raises(DpforgeError, match="refuses a query of 5 samples"):
+        before_answer(context, site, 5)

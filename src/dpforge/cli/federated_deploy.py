@@ -34,6 +34,9 @@ WAIT = typer.Option(600.0, "--wait", help="seconds to wait for all sites to join
 OVERWRITE = typer.Option(False, "--overwrite")
 SERVER = typer.Option(..., "--server", help="the server's HOST:PORT")
 PORT = typer.Option(9094, "--port", help="this site's local Flower runtime port")
+LEDGER = typer.Option(None, "--ledger", help="where this site keeps its ledger")
+MAX_EPSILON = typer.Option(None, "--max-epsilon", help="this site's own cap")
+MAX_DELTA = typer.Option(None, "--max-delta", help="with --max-epsilon")
 CONNECT_TIMEOUT = typer.Option(
     60.0, "--connect-timeout", help="seconds to try to reach the server before giving up"
 )
@@ -94,9 +97,9 @@ def client(
     insecure: bool = INSECURE,
     trust: str = typer.Option("secagg", "--trust", help=TRUST_HELP),
     tolerate: int | None = typer.Option(None, "--tolerate", help=TOLERATE_HELP),
-    ledger: Path | None = typer.Option(None, "--ledger", help="where this site keeps its ledger"),
-    max_epsilon: float | None = typer.Option(None, "--max-epsilon", help="this site's own cap"),
-    max_delta: float | None = typer.Option(None, "--max-delta", help="with --max-epsilon"),
+    ledger: Path | None = LEDGER,
+    max_epsilon: float | None = MAX_EPSILON,
+    max_delta: float | None = MAX_DELTA,
     port: int = PORT,
     connect_timeout: float = CONNECT_TIMEOUT,
 ) -> None:
@@ -107,17 +110,23 @@ def client(
     tls = Tls.checked(insecure, {"ca": ca})
     split_address(server_address, "--server")
     check_site_table(data, _table_schema(schema_path))
-    if (max_epsilon is None) != (max_delta is None):
-        raise DpforgeError("--max-epsilon and --max-delta go together: pass both or neither")
     config = {"data": str(data.resolve()), "trust": trust, "sites": sites,
               "tolerate": tolerate_of(trust, tolerate)}  # fmt: skip
-    if ledger is not None:
-        config["ledger"] = str(ledger.resolve())
-    if max_epsilon is not None:
-        config |= {"max-epsilon": float(max_epsilon), "max-delta": float(max_delta)}
+    config |= site_guard_config(ledger, max_epsilon, max_delta)
     plan = SitePlan(server_address, tls, config, port, connect_timeout)
     with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="dpforge-supernode-") as work:
         join(plan, Path(work), lambda line: typer.echo(line, err=True))
+
+
+def site_guard_config(ledger: Path | None, max_epsilon: float | None,
+                      max_delta: float | None) -> dict:  # fmt: skip
+    """A site's node config for its own ledger file and its own (epsilon, delta) cap."""
+    if (max_epsilon is None) != (max_delta is None):
+        raise DpforgeError("--max-epsilon and --max-delta go together: pass both or neither")
+    config: dict = {} if ledger is None else {"ledger": str(ledger.resolve())}
+    if max_epsilon is not None:
+        config |= {"max-epsilon": float(max_epsilon), "max-delta": float(max_delta)}
+    return config
 
 
 def check_site_table(data: Path, schema: Schema) -> None:

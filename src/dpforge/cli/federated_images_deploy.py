@@ -21,13 +21,17 @@ from dpforge.cli.federated_deploy import (
     CONNECT_TIMEOUT,
     INSECURE,
     KEY,
+    LEDGER,
     LISTEN,
+    MAX_DELTA,
+    MAX_EPSILON,
     OUT,
     OVERWRITE,
     PORT,
     SERVER,
     SITES,
     WAIT,
+    site_guard_config,
     split_address,
 )
 from dpforge.cli.federated_images import (
@@ -137,10 +141,14 @@ def client_images(
     labels: Path | None = typer.Option(None, "--labels", help="idx labels file (idx images)"),
     ca: Path | None = CA,
     insecure: bool = INSECURE,
+    ledger: Path | None = LEDGER,
+    max_epsilon: float | None = MAX_EPSILON,
+    max_delta: float | None = MAX_DELTA,
     port: int = PORT,
     connect_timeout: float = CONNECT_TIMEOUT,
 ) -> None:
-    """Run one image site: check its images against the schema, then answer until the end."""
+    """Run one image site: check its images against the schema, then answer until the end
+    (with --max-epsilon/--max-delta, refusing any answer past its own per-record cap)."""
     from dpforge.engines.federated_deploy import Tls, terminated_as_exit
     from dpforge.engines.federated_images_app import read_site_images
     from dpforge.engines.federated_serve import SitePlan, join
@@ -153,6 +161,7 @@ def client_images(
     config = {"images": str(images.resolve()), "schema": str(schema_path.resolve())}
     if labels is not None:
         config["labels"] = str(labels.resolve())
+    config |= site_guard_config(ledger, max_epsilon, max_delta)
     read_site_images(config, schema)  # its errors (image, value) on this site's console
     plan = SitePlan(server_address, tls, config, port, connect_timeout)
     with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="dpforge-supernode-") as work:

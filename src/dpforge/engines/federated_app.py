@@ -60,7 +60,7 @@ def site_trust(config: Any) -> Trust:
     return Trust(str(config["trust"]), int(config["sites"]), int(config.get("tolerate", 0)))
 
 
-def _site_cap(config: Any) -> tuple[float, float] | None:
+def site_cap(config: Any) -> tuple[float, float] | None:
     """The site's own (epsilon, delta) cap, if its node config sets one (both or neither)."""
     given = [k for k in ("max-epsilon", "max-delta") if k in config]
     if not given:
@@ -85,7 +85,7 @@ client_app = site_app(
         lambda context: site_trust(context.node_config),
         lambda context, answers: np.random.default_rng(),  # the OS's entropy
         _write_ledger,
-        lambda context: _site_cap(context.node_config),
+        lambda context: site_cap(context.node_config),
     )
 )
 server_app = ServerApp()

@@ -8,7 +8,8 @@ before the first message, and the model folder is the simulation's
 (:func:`~.federated_images_run.save_federated_images`).
 
 A site's node config: ``images`` (its folder, .npz or idx file), optionally ``labels`` (an idx
-labels file) and ``schema`` (the public image schema, JSON). Flower starts a new process for
+labels file) and ``schema`` (the public image schema, JSON); optionally ``ledger`` (its own
+ledger file) and ``max-epsilon`` with ``max-delta`` (its own cap, :mod:`.federated_images_guard`). Flower starts a new process for
 each message, so a site keeps its critics, their optimiser moments, its records' critic
 assignment and its random generator's state in its own Flower context (on its machine) between
 messages; its randomness comes from the OS. The run config: ``schema``, ``out``, ``sites``,
@@ -28,6 +29,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from dpforge.engines.federated_app import wait_for_sites
 from dpforge.engines.federated_images import CountingGrid, FederatedImageConfig, ImageServer
+from dpforge.engines.federated_images_guard import before_answer
 from dpforge.engines.federated_images_run import (
     _torch_generator,
     save_federated_images,
@@ -104,7 +106,7 @@ def _keep(context: Context, site: ImageSite) -> None:
     context.state.array_records[SITE_STATE] = ArrayRecord(arrays)
 
 
-client_app = image_site_app(_site_of, _keep)
+client_app = image_site_app(_site_of, _keep, before_answer)
 server_app = ServerApp()
 
 

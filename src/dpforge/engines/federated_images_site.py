@@ -215,11 +215,13 @@ def read_settings(record: ConfigRecord) -> SiteSettings:
 def image_site_app(
     site_of: Callable[[Context, SiteSettings | None], ImageSite],
     keep: Callable[[Context, ImageSite], None] = lambda context, site: None,
+    before_answer: Callable[[Context, ImageSite, int], None] = lambda context, site, n: None,
 ) -> ClientApp:
     """The sites' ClientApp: ``query.warmup`` and ``query.gradient`` (see the module notes).
     ``site_of(context, settings)`` gives the site: a new one at the warm-up query (``settings``
     are the ones it carries), else the site as it was (``settings`` None); ``keep`` saves a
-    site's state after each answer (a deployment's sites)."""
+    site's state after each answer (a deployment's sites); ``before_answer(context, site,
+    samples)`` runs before a gradient is computed (a deployed site's own count and cap)."""
     app = ClientApp()
 
     @app.query("warmup")
@@ -232,7 +234,9 @@ def image_site_app(
     @app.query("gradient")
     def gradient(msg: Message, context: Context) -> Message:
         site = site_of(context, None)
-        sanitized = site.answer(*read_samples(msg.content))
+        samples, labels = read_samples(msg.content)
+        before_answer(context, site, samples.shape[0])
+        sanitized = site.answer(samples, labels)
         keep(context, site)
         record = ArrayRecord({GRADIENT: Array(sanitized.numpy().astype(np.float32))})
         return Message(RecordDict({GRADIENT: record}), reply_to=msg)
