@@ -82,3 +82,39 @@ def test_the_ledger_is_the_same_as_with_fixed_steps(steps_taken):
     fixed = _fit(frame, schema, AnchorConfig(batch_size=64, steps=300))
     assert steps_taken == [300, 300, 300, 300]  # a small table: the fewest steps
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()
+
+
+# -- pairs per column follow the released N too ------------------------------------------------
+def test_the_pairs_rule_doubles_the_pairs_of_large_tables_only():
+    from dpforge.statistics.phase_steps import PAIRS_RULE, anchor_pairs_per_column
+
+    default = AnchorConfig()
+    assert anchor_pairs_per_column(default, PAIRS_RULE[0] - 1) == 1.0
+    assert anchor_pairs_per_column(default, PAIRS_RULE[0]) == PAIRS_RULE[1]
+    assert anchor_pairs_per_column(replace(default, pairs_per_column=3.0), 10.0) == 3.0
+
+
+def _wide(n: int, seed: int) -> tuple[pd.DataFrame, Schema]:
+    """Six two-valued columns and a label: 15 candidate pairs, one per column is 6."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({f"x{i}": rng.choice(["p", "q"], n) for i in range(6)})
+    frame["y"] = rng.choice(["no", "yes"], n)
+    columns = [Column(c, "categorical", categories=("p", "q")) for c in frame.columns[:-1]]
+    return frame, Schema((*columns, Column("y", "categorical", categories=("no", "yes"))), "y")
+
+
+def _pairs_entry(synth) -> str:
+    (name,) = [e.name for e in synth.ledger_.entries if "selected column pairs" in e.name]
+    return name
+
+
+def test_pairs_follow_the_released_count_not_the_records(steps_taken):
+    small, schema = _wide(2_000, 0)
+    large, _ = _wide(24_000, 1)
+    assert "anchor: 6 selected column pairs" in _pairs_entry(_fit(small, schema))
+    one = _fit(large, schema)
+    changed = large.copy()
+    changed.loc[:99, "x0"] = "q"  # private values change, the number of records does not
+    two = _fit(changed, schema)
+    assert "anchor: 12 selected column pairs" in _pairs_entry(one)  # twice, from the noisy N
+    assert one.ledger_.to_dict() == two.ledger_.to_dict()

@@ -45,7 +45,7 @@ from dpforge.statistics.codes import (
 )
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
-from dpforge.statistics.phase_steps import anchor_steps
+from dpforge.statistics.phase_steps import anchor_pairs_per_column, anchor_steps
 from dpforge.statistics.rounds import (
     AnchorPlan,
     anchor_loss,
@@ -185,9 +185,10 @@ class MarginalAnchoring(Anchoring):
         n_cells = self.cells_per_column(public, target, ledger, n_public, run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
         long = long_code_columns(schema.generated_columns)
+        pairs = anchor_pairs_per_column(self.config, n_public)  # the released N: public
         plan = plan_anchoring(
-            self.config, public.spans, label and label.name, target,
-            ledger, adaptive=len(adaptive), codes=len(long), unit=run.unit,
+            replace(self.config, pairs_per_column=pairs), public.spans, label and label.name,
+            target, ledger, adaptive=len(adaptive), codes=len(long), unit=run.unit,
         )  # fmt: skip
         m = len(adaptive) + len(long)  # histograms in the release (sensitivity rows * sqrt(m))
         fine = measure_fine_histograms(  # noise std cells_noise * rows * sqrt(m) per cell

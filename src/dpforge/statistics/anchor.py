@@ -51,6 +51,7 @@ class AnchorConfig:
         (:mod:`dpforge.statistics.selection`).
     pairs_per_column: with ``select_pairs``, how many pairs are measured per column (rounded,
         at least one, at most every candidate); the selected pairs share one release's budget.
+        None (the default): it follows the released N (:mod:`dpforge.statistics.phase_steps`).
     steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
         step; the learning rate decays linearly to 0 over the phase). ``steps=None`` (the
         default): they follow the released N (:mod:`dpforge.statistics.phase_steps`); a
@@ -69,7 +70,7 @@ class AnchorConfig:
     cells_snr: float = 2.0
     zero_below: float = 0.0
     select_pairs: bool = True
-    pairs_per_column: float = 1.0
+    pairs_per_column: float | None = None
     steps: int | None = None
     scout_steps: int | None = None
     batch_size: int = 1024
@@ -87,7 +88,7 @@ class AnchorConfig:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
         if not self.rules_weight >= 0:
             raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
-        if not self.pairs_per_column > 0:
+        if self.pairs_per_column is not None and not self.pairs_per_column > 0:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")

@@ -1,9 +1,11 @@
-"""How many Adam steps each anchoring phase takes (issue 22): they follow the released N.
+"""How many Adam steps each anchoring phase takes, and how many column pairs the selection
+measures per column (issue 22): both follow the released N.
 
 A larger table's marginals are measured on finer cells and with less noise relative to their
-counts, so the generator needs more steps to reach them; a small table needs few and should fit
-in seconds. The count reads only the released (noisy) number of records: post-processing of a
-DP release, so it reveals nothing more about any record.
+counts, so the generator needs more steps to reach them, and it can afford more measured pairs
+(each pair's cells keep enough signal); a small table needs few steps, should fit in seconds,
+and would drown twice the pairs in noise. Both read only the released (noisy) number of
+records: post-processing of a DP release, so they reveal nothing more about any record.
 """
 
 from __future__ import annotations
@@ -14,13 +16,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dpforge.statistics.anchor import AnchorConfig
 
-__all__ = ["ROWS_PER_STEP", "STEPS_RANGE", "anchor_steps"]
+__all__ = ["PAIRS_RULE", "ROWS_PER_STEP", "STEPS_RANGE", "anchor_pairs_per_column", "anchor_steps"]
 
 # One step per ROWS_PER_STEP released records, STEPS_RANGE at the ends. Small tables (up to
 # 9,000 rows) keep 300, which fits them in seconds; Adult (~30,000 rows) gets 1,000, which its
 # 2-way TVD needed (bench/results/quality_trials.md, third round).
 ROWS_PER_STEP = 30.0
 STEPS_RANGE = (300, 1000)
+# From this many released records, twice the pairs per column: on Adult (30,162 rows) it took
+# the 2-way TVD from 0.047 to 0.045 at epsilon 1 and 0.045 to 0.037 at epsilon 3 (3 seeds each,
+# bench/results/quality_trials.md, fourth round); on wage and fair (2,000 and 4,244 rows) it
+# changed nothing (second round). Tables between were not tried.
+PAIRS_RULE = (20_000.0, 2.0)
 
 
 def anchor_steps(config: AnchorConfig, n_public: float) -> int:
@@ -30,3 +37,12 @@ def anchor_steps(config: AnchorConfig, n_public: float) -> int:
         return config.steps
     low, high = STEPS_RANGE
     return int(min(high, max(low, math.ceil(max(0.0, n_public) / ROWS_PER_STEP))))
+
+
+def anchor_pairs_per_column(config: AnchorConfig, n_public: float) -> float:
+    """Pairs the selection measures per column: ``config.pairs_per_column`` when set, else
+    ``PAIRS_RULE[1]`` from ``PAIRS_RULE[0]`` released records on, else one."""
+    if config.pairs_per_column is not None:
+        return config.pairs_per_column
+    threshold, pairs = PAIRS_RULE
+    return pairs if n_public >= threshold else 1.0

@@ -85,7 +85,8 @@ def _weights(config: AnchorConfig, spans: Sequence[Span], adaptive: bool, codes:
     first = default_marginals(spans, None)
     candidates = candidate_pairs(spans) if config.select_pairs else []
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
-    k = pairs_to_measure(len(candidates), n_columns, config.pairs_per_column) if candidates else 0
+    per_column = 1.0 if config.pairs_per_column is None else config.pairs_per_column
+    k = pairs_to_measure(len(candidates), n_columns, per_column) if candidates else 0
     weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
     if adaptive:
         cells = CELLS_WEIGHT + codes
