@@ -37,6 +37,7 @@ from dpforge.engines.federated_flower import (
     FlowerTransport,
     site_app,
 )
+from dpforge.engines.federated_site import site_cap, write_site_ledger
 from dpforge.engines.federated_trust import Trust, degraded_epsilons
 from dpforge.errors import DpforgeError
 from dpforge.privacy.ledger import PrivacyLedger
@@ -60,23 +61,8 @@ def site_trust(config: Any) -> Trust:
     return Trust(str(config["trust"]), int(config["sites"]), int(config.get("tolerate", 0)))
 
 
-def site_cap(config: Any) -> tuple[float, float] | None:
-    """The site's own (epsilon, delta) cap, if its node config sets one (both or neither)."""
-    given = [k for k in ("max-epsilon", "max-delta") if k in config]
-    if not given:
-        return None
-    if len(given) == 1:
-        raise DpforgeError("a site's node config sets max-epsilon and max-delta together")
-    return float(config["max-epsilon"]), float(config["max-delta"])
-
-
 def _write_ledger(context: Context, ledger: PrivacyLedger) -> None:
-    path = context.node_config.get("ledger")
-    if path:
-        from dpforge.storage import atomic_write
-
-        text = json.dumps(ledger.to_dict(), indent=2)
-        atomic_write(Path(str(path)), lambda p: p.write_text(text), overwrite=True)
+    write_site_ledger(context.node_config, ledger.to_dict())
 
 
 client_app = site_app(

@@ -14,14 +14,12 @@ dpforge ledger.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from flwr.app import ConfigRecord, Context
 
-from dpforge.engines.federated_app import site_cap
 from dpforge.engines.federated_images_site import ImageSite, SiteSettings
+from dpforge.engines.federated_site import site_cap, write_site_ledger
 from dpforge.errors import DpforgeError
 from dpforge.privacy.accounting import epsilon
 from dpforge.privacy.federated_gswgan import (
@@ -32,7 +30,6 @@ from dpforge.privacy.federated_gswgan import (
 )
 from dpforge.privacy.gswgan_accounting import SENSITIVITY_FACTOR
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.storage import atomic_write
 
 __all__ = ["ANSWERS", "before_answer", "site_guarantee", "site_ledgers"]
 
@@ -90,10 +87,7 @@ def _answers(context: Context) -> int:
 
 
 def _write_ledger(node_config: Any, settings: SiteSettings, answers: int) -> None:
-    path = node_config.get("ledger")
-    if not path:
-        return
-    per_record, per_site = site_ledgers(settings, answers)
-    text = json.dumps({"per_record": per_record.to_dict(), "per_site": per_site.to_dict()},
-                      indent=2)  # fmt: skip
-    atomic_write(Path(str(path)), lambda p: p.write_text(text), overwrite=True)
+    if node_config.get("ledger"):
+        per_record, per_site = site_ledgers(settings, answers)
+        write_site_ledger(node_config, {"per_record": per_record.to_dict(),
+                                        "per_site": per_site.to_dict()})  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,11 +21,12 @@ from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
 from dpforge.engines.aggregates import rule_from_dict
 from dpforge.engines.federated_trust import Trust, check_range
-from dpforge.errors import DataError, PrivacyError, redacted_errors
+from dpforge.errors import DataError, DpforgeError, PrivacyError, redacted_errors
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.table import Schema
 from dpforge.statistics.cells import bins_from_edges
 from dpforge.statistics.marginals import count_tables, encoded_cells
+from dpforge.storage import atomic_write
 
 __all__ = ["Site", "describe_encoder", "encoder_from_dict"]
 
@@ -199,3 +201,22 @@ class Site:
             cells = encoded_cells(encoder, self._checked(), query.get("label"))
             self._cells = (key, cells)
         return self._cells[1]
+
+
+# -- a deployed site's node config: its own cap and ledger file (tables and images alike) -------
+def site_cap(config: Any) -> tuple[float, float] | None:
+    """The site's own (epsilon, delta) cap, if its node config sets one (both or neither)."""
+    given = [k for k in ("max-epsilon", "max-delta") if k in config]
+    if not given:
+        return None
+    if len(given) == 1:
+        raise DpforgeError("a site's node config sets max-epsilon and max-delta together")
+    return float(config["max-epsilon"]), float(config["max-delta"])
+
+
+def write_site_ledger(config: Any, document: dict) -> None:
+    """Rewrite the site's ledger file (its node config's ``ledger``, if any) atomically."""
+    path = config.get("ledger")
+    if path:
+        text = json.dumps(document, indent=2)
+        atomic_write(Path(str(path)), lambda p: p.write_text(text), overwrite=True)
