@@ -110,6 +110,20 @@ def add_threads(parser: argparse.ArgumentParser, default: int | None = 1) -> Non
     parser.add_argument("--threads", type=int, default=default, help="torch threads")
 
 
+# -- data ----------------------------------------------------------------------------------------
+def public_split(data: Any) -> tuple[Any, Any]:
+    """(train, test) of a public table: the benchmarks' one split (a permutation seeded 0, the
+    first two thirds train), indices reset."""
+    import numpy as np
+
+    order = np.random.default_rng(0).permutation(len(data))
+    cut = (2 * len(data)) // 3
+    return (
+        data.iloc[order[:cut]].reset_index(drop=True),
+        data.iloc[order[cut:]].reset_index(drop=True),
+    )
+
+
 # -- provenance ----------------------------------------------------------------------------------
 def command_line(script: str, argv: list[str] | None = None) -> str:
     """The command as run: ``python bench/x.py ...`` (``argv``: the arguments of a call from

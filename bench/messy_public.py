@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+import harness
 from dpforge.datasets.flights import AIRPORTS, _data_folder, load_on_time
 from dpforge.schema.table import Schema
 
@@ -77,10 +78,4 @@ MESSY_TABLES = {"flights": _flights, "weather": _weather}
 def load_messy_table(name: str) -> tuple[pd.DataFrame, pd.DataFrame, Schema]:
     """(train, test, schema): the public split (seed 0, two thirds train), cells as read."""
     data, schema = MESSY_TABLES[name]()
-    order = np.random.default_rng(0).permutation(len(data))
-    cut = (2 * len(data)) // 3
-    return (
-        data.iloc[order[:cut]].reset_index(drop=True),
-        data.iloc[order[cut:]].reset_index(drop=True),
-        schema,
-    )
+    return (*harness.public_split(data), schema)

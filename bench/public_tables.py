@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+import harness
 from dpforge.schema.table import Column, Schema
 
 __all__ = ["PUBLIC_TABLES", "load_public_table"]
@@ -138,10 +139,4 @@ def load_public_table(name: str) -> tuple[pd.DataFrame, pd.DataFrame, Schema]:
     """(train, test, schema) of one table: the public split (seed 0, two thirds train)."""
     data, schema = PUBLIC_TABLES[name]()
     data = data[schema.names].reset_index(drop=True)
-    order = np.random.default_rng(0).permutation(len(data))
-    cut = (2 * len(data)) // 3
-    return (
-        data.iloc[order[:cut]].reset_index(drop=True),
-        data.iloc[order[cut:]].reset_index(drop=True),
-        schema,
-    )
+    return (*harness.public_split(data), schema)
