@@ -13,7 +13,7 @@ next to exchanging model parameters (FedAvg-style GAN training).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from dpforge.engines.federated_images_site import (
     GRADIENT,
     SETTINGS,
     SiteSettings,
+    device_generator,
     samples_record,
     settings_record,
 )
@@ -137,10 +138,13 @@ class ImageServer:
 
     def __init__(
         self, schema: ArraySchema, config: FederatedImageConfig, nodes: Sequence[int],
-        generator: torch.Generator,
+        generator: torch.Generator, device: str | torch.device = "cpu",
     ) -> None:  # fmt: skip
+        """``generator``: a CPU generator (the initial weights; on another ``device`` it seeds
+        the server's generator there). The messages carry float32 arrays on any device."""
         config.validate()
-        self.schema, self.config, self.nodes, self.rng = schema, config, list(nodes), generator
+        self.schema, self.config, self.nodes = schema, config, list(nodes)
+        self.device = torch.device(device)
         self.per_step = config.sites_per_step or len(self.nodes)
         self.n_classes = len(schema.classes or ()) if schema.label else 0
         self.participations = participations(config.steps, len(self.nodes), self.per_step)
@@ -149,6 +153,8 @@ class ImageServer:
             config.latent_dim, self.n_classes, tuple(schema.shape), config.generator_hidden
         )
         initialise(self.generator, generator)
+        self.generator.to(self.device)
+        self.rng = device_generator(generator, self.device)
         self.optimizer = torch.optim.Adam(
             self.generator.parameters(), lr=config.g_lr, betas=(0.5, 0.9)
         )
@@ -189,12 +195,14 @@ class ImageServer:
         """n samples with labels from the uniform prior (public), with their graph."""
         labels = None
         if self.n_classes:
-            labels = torch.randint(0, self.n_classes, (n,), generator=self.rng)
+            labels = torch.randint(0, self.n_classes, (n,), generator=self.rng, device=self.device)
         z = self.generator.sample_latent(n, self.rng)
         return self.generator(z, labels), labels
 
-    def run(self, grid: Any) -> None:
-        """Plan, warm the critics, then every generator step."""
+    def run(self, grid: Any, go_on: Callable[[ImageServer], bool] | None = None) -> None:
+        """Plan, warm the critics, then every generator step; ``go_on(server)``, when given,
+        is asked after each step and a False stops the run there (a time budget: the ledgers
+        hold all planned steps, an upper bound on the fewer ones taken)."""
         if not self.record_ledger.entries:
             self.plan()
         with torch.no_grad():
@@ -202,6 +210,8 @@ class ImageServer:
         self._ask(grid, self.nodes, "warmup", pool, pool_labels)
         for _ in range(self.config.steps):
             self.step(grid)
+            if go_on is not None and not go_on(self):
+                return
 
     def step(self, grid: Any) -> None:
         """One generator step: samples out, sanitized gradients back, their mean through G."""
@@ -210,6 +220,7 @@ class ImageServer:
         replies = self._ask(grid, [self.nodes[s] for s in sites], "gradient", rows, labels)
         answers = [torch.as_tensor(r.content.array_records[GRADIENT][GRADIENT].numpy())
                    for r in replies]  # fmt: skip
+        answers = [a.to(self.device) for a in answers]
         mean = torch.stack(answers).mean(dim=0)
         self.optimizer.zero_grad(set_to_none=True)
         rows.backward(mean / self.config.batch_size)

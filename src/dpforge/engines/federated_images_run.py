@@ -11,7 +11,7 @@ critic, a record or a site's size.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -72,12 +72,16 @@ def simulate_images(
     schema: ArraySchema,
     config: FederatedImageConfig,
     seed: int | None,
+    device: str | torch.device = "cpu",
+    go_on: Callable[[ImageServer], bool] | None = None,
 ) -> tuple[ImageServer, CountingGrid]:
-    """Run the whole federation: one site per part, the server over Flower messages."""
+    """Run the whole federation: one site per part, the server over Flower messages. The
+    generator, the critics and the sanitizer run on ``device`` (the messages carry float32
+    arrays, as in a deployment); ``go_on``: :meth:`ImageServer.run`'s."""
     config.validate()
     server_rng = _torch_generator(seed, 0)
     nodes = [FIRST_SITE + i for i in range(len(parts))]
-    server = ImageServer(schema, config, nodes, server_rng)
+    server = ImageServer(schema, config, nodes, server_rng, device)
     server.plan()  # both ledgers, before any site reads a record
     settings = server.site_settings()
     sites: dict[int, ImageSite] = {}
@@ -86,11 +90,13 @@ def simulate_images(
         node = context.node_id
         if node not in sites:  # a site reads its records only once the run has started
             i = node - FIRST_SITE
-            sites[node] = ImageSite(parts[i], schema, settings, _torch_generator(seed, 1, i))
+            sites[node] = ImageSite(
+                parts[i], schema, settings, _torch_generator(seed, 1, i), device
+            )
         return sites[node]
 
     grid = CountingGrid(SiteGrid(image_site_app(site_of), [{} for _ in parts]))
-    server.run(grid)
+    server.run(grid, go_on)
     return server, grid
 
 
@@ -119,6 +125,7 @@ def run_summary(server: ImageServer, traffic: Traffic) -> dict[str, Any]:
         "sites": len(server.nodes),
         "sites_per_step": per,
         "steps_per_site_at_most": server.participations,
+        "steps_taken": server.step_index,
         "parameters": counts,
         "bytes_per_step": {
             "server_to_sites": traffic.down.get("query.gradient", 0) / max(steps / per, 1),
@@ -147,7 +154,9 @@ def save_federated_images(
     }
 
     def build(staging: Path) -> None:
-        write_tensors(staging / WEIGHTS, server.generator.state_dict())
+        write_tensors(
+            staging / WEIGHTS, {k: v.cpu() for k, v in server.generator.state_dict().items()}
+        )
         write_json(staging / MANIFEST, info)
 
     return replace_folder(Path(out), build, FOLDER, overwrite=overwrite)

@@ -18,7 +18,6 @@ Why this is private is in :mod:`dpforge.privacy.federated_gswgan`. Records are s
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -26,12 +25,11 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
-from torch import nn
+from torch.nn import functional as F
 
 from dpforge.data.array_encoder import ArrayEncoder
 from dpforge.data.arrays import ArrayData, validate_arrays
-from dpforge.nets.init import initialise
-from dpforge.nets.mlp import flat_mlp_critic, one_hot
+from dpforge.nets.critic_bank import CriticBank
 from dpforge.privacy.clipping import clip_factors
 from dpforge.schema.array import ArraySchema
 
@@ -66,12 +64,17 @@ def sanitize(
     clipped = (units * clip_factors(norms, clip)[:, None]).reshape(upstream.shape)
     if std == 0.0:
         return clipped
-    noise = torch.randn(clipped.shape, generator=generator, dtype=clipped.dtype)
+    noise = torch.randn(
+        clipped.shape, generator=generator, dtype=clipped.dtype, device=clipped.device
+    )
     return clipped + std * noise
 
 
 class ImageSite:
-    """One site's records (encoded), its ``critics`` critics and its own random generator."""
+    """One site's records (encoded, on ``device``), its critics (a :class:`CriticBank`) and its
+    own random generator. ``generator`` is a CPU generator: it draws the critics' initial
+    weights and, on another device, seeds the site's generator there (noise drawn on the
+    device)."""
 
     def __init__(
         self,
@@ -79,74 +82,99 @@ class ImageSite:
         schema: ArraySchema,
         settings: SiteSettings,
         generator: torch.Generator,
+        device: str | torch.device = "cpu",
     ) -> None:
         encoder = ArrayEncoder(schema)
         values, labels = encoder.transform(validate_arrays(records, schema))
-        self.features = torch.as_tensor(values, dtype=torch.float32)
-        self.labels = None if labels is None else torch.as_tensor(labels)
-        self.n_classes, self.settings, self.rng = encoder.n_classes, settings, generator
-        shape = tuple(schema.shape)
-        self.critics = nn.ModuleList(
-            flat_mlp_critic(shape, self.n_classes, settings.critic_hidden)
-            for _ in range(settings.critics)
+        self.device = torch.device(device)
+        self.features = torch.as_tensor(values, dtype=torch.float32).flatten(1).to(self.device)
+        self.labels = None if labels is None else torch.as_tensor(labels).to(self.device)
+        self.n_classes, self.settings = encoder.n_classes, settings
+        self.critics = CriticBank(
+            settings.critics, self.features.shape[1] + self.n_classes, settings.critic_hidden
         )
-        for critic in self.critics:
-            initialise(critic, generator)
-        self.optimizers = [
-            torch.optim.Adam(c.parameters(), lr=settings.d_lr, betas=(0.5, 0.9))
-            for c in self.critics
-        ]
+        self.critics.initialise(generator)
+        self.critics.to(self.device)
+        self.rng = device_generator(generator, self.device)
+        self.optimizer = torch.optim.Adam(
+            self.critics.parameters(), lr=settings.d_lr, betas=(0.5, 0.9)
+        )
         # Each record to one critic, independently and uniformly (the accounting needs it).
-        self._assign(torch.randint(0, settings.critics, (len(self.features),), generator=generator))
+        n = len(self.features)
+        self._assign(torch.randint(0, settings.critics, (n,), generator=self.rng,
+                                   device=self.device))  # fmt: skip
 
     def _assign(self, subset: torch.Tensor) -> None:
-        self.subset = subset
-        self.rows = [torch.nonzero(subset == k).flatten() for k in range(self.settings.critics)]
+        self.subset = subset.to(self.device)
+        self.order = torch.argsort(self.subset, stable=True)  # the records, critic by critic
+        self.counts = torch.bincount(self.subset, minlength=self.settings.critics)
+        self.offsets = torch.cumsum(self.counts, 0) - self.counts
+        self.active = (self.counts > 0).to(torch.float32)  # a critic with no record: no loss
 
     def d_input(self, x: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
-        return torch.cat([x.flatten(1), one_hot(labels, self.n_classes, len(x), x)], dim=1)
+        """A critic's input for samples (n, *shape): flattened, the one-hot label appended."""
+        return self._with_labels(x.flatten(1), labels)
+
+    def _with_labels(self, flat: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        """Rows (..., D) with their one-hot labels (..., n_classes) appended."""
+        if not self.n_classes or labels is None:
+            return flat
+        return torch.cat([flat, F.one_hot(labels, self.n_classes).to(flat.dtype)], dim=-1)
+
+    def _draw(self, shape: tuple[int, ...], kind: str) -> torch.Tensor:
+        if kind == "uniform":
+            return torch.rand(shape, generator=self.rng, device=self.device)
+        return torch.randn(shape, generator=self.rng, device=self.device)
 
     def warm_start(self, pool: torch.Tensor, pool_labels: torch.Tensor | None) -> None:
         """Every critic trains on its own subset against the initial generator's pool."""
-        b = self.settings.batch_size
-        for k in range(len(self.critics)):
-            for _ in range(self.settings.warm_start_steps):
-                pick = torch.randint(0, len(pool), (b,), generator=self.rng)
-                fake_labels = None if pool_labels is None else pool_labels[pick]
-                self.critic_step(k, pool[pick], fake_labels)
+        m, b = self.settings.critics, self.settings.batch_size
+        pool = pool.to(self.device).flatten(1)
+        pool_labels = None if pool_labels is None else pool_labels.to(self.device)
+        for _ in range(self.settings.warm_start_steps):
+            pick = torch.randint(0, len(pool), (m, b), generator=self.rng, device=self.device)
+            self.critic_step(pool[pick], None if pool_labels is None else pool_labels[pick])
 
-    def critic_step(self, k: int, fake: torch.Tensor, fake_labels: torch.Tensor | None) -> float:
-        """One non-private WGAN-GP step of critic k on a batch of its own subset."""
-        rows = self.rows[k]
-        if rows.numel() == 0:
-            return math.nan
-        pick = rows[torch.randint(0, rows.numel(), (len(fake),), generator=self.rng)]
-        real = self.features[pick]
-        real_labels = None if self.labels is None else self.labels[pick]
-        critic = self.critics[k]
-        mix = torch.rand((len(real),) + (1,) * (real.dim() - 1), generator=self.rng)
+    def _real(self, b: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """A batch of b records of each critic's own subset: (m, b, D) and labels (m, b)."""
+        u = self._draw((self.settings.critics, b), "uniform")
+        last = (self.counts - 1).clamp(min=0)[:, None]
+        within = torch.minimum((u * self.counts[:, None]).long(), last)
+        idx = self.order[(self.offsets[:, None] + within).clamp(max=len(self.order) - 1)]
+        return self.features[idx], None if self.labels is None else self.labels[idx]
+
+    def critic_step(self, fake: torch.Tensor, fake_labels: torch.Tensor | None) -> float:
+        """One non-private WGAN-GP step of every critic on a batch of its own subset; ``fake``
+        (m, b, D) gives each critic its own generated batch. Returns the mean loss."""
+        real, real_labels = self._real(fake.shape[1])
+        mix = self._draw((fake.shape[0], fake.shape[1], 1), "uniform")
         hat = (mix * real + (1 - mix) * fake).requires_grad_(True)
         (slopes,) = torch.autograd.grad(
-            critic(self.d_input(hat, real_labels)).sum(), hat, create_graph=True
+            self.critics(self._with_labels(hat, real_labels)).sum(), hat, create_graph=True
         )
-        penalty = ((slopes.flatten(1).norm(dim=1) - 1) ** 2).mean()
-        loss = (
-            critic(self.d_input(fake, fake_labels)).mean()
-            - critic(self.d_input(real, real_labels)).mean()
+        penalty = ((slopes.norm(dim=2) - 1) ** 2).mean(dim=1)
+        per_critic = (
+            self.critics(self._with_labels(fake, fake_labels)).mean(dim=1)
+            - self.critics(self._with_labels(real, real_labels)).mean(dim=1)
             + self.settings.gp_weight * penalty
         )
-        self.optimizers[k].zero_grad(set_to_none=True)
+        loss = (per_critic * self.active).sum()
+        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.optimizers[k].step()
-        return float(loss.detach())
+        self.optimizer.step()
+        return float(loss.detach()) / max(float(self.active.sum()), 1.0)
 
     def answer(self, samples: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The sanitized gradient of -D_k(x, y) w.r.t. each sample, k picked here."""
+        samples = samples.to(self.device)
+        labels = None if labels is None else labels.to(self.device)
+        m = self.settings.critics
         if self.settings.critic_training == "all":
-            for k in range(len(self.critics)):
-                for _ in range(self.settings.d_steps):
-                    self.critic_step(k, samples, labels)
-        k = int(torch.randint(0, len(self.critics), (1,), generator=self.rng))
+            fake = samples.flatten(1).expand(m, -1, -1)
+            fake_labels = None if labels is None else labels.expand(m, -1)
+            for _ in range(self.settings.d_steps):
+                self.critic_step(fake, fake_labels)
+        k = int(torch.randint(0, m, (1,), generator=self.rng, device=self.device))
         x = samples.detach().clone().requires_grad_(True)
         scores = self.critics[k](self.d_input(x, labels))[:, 0]
         (upstream,) = torch.autograd.grad(-scores.sum(), x)
@@ -158,30 +186,36 @@ class ImageSite:
         the critics, their Adam moments, the records' critic assignment and the generator's
         state. It stays in the site's own Flower context, on the site's machine."""
         arrays = {"subset": self.subset, "rng": self.rng.get_state()}
-        for k, (critic, opt) in enumerate(zip(self.critics, self.optimizers, strict=True)):
-            for name, value in critic.state_dict().items():
-                arrays[f"critic.{k}.{name}"] = value
-            for i, moments in opt.state_dict()["state"].items():
-                for name, value in moments.items():
-                    arrays[f"adam.{k}.{i}.{name}"] = value.reshape(value.shape or (1,))
-        return {k: v.detach().numpy().copy() for k, v in arrays.items()}  # copies, not views
+        for name, value in self.critics.state_dict().items():
+            arrays[f"critic.{name}"] = value
+        for i, moments in self.optimizer.state_dict()["state"].items():
+            for name, value in moments.items():
+                arrays[f"adam.{i}.{name}"] = value.reshape(value.shape or (1,))
+        return {k: v.detach().cpu().numpy().copy() for k, v in arrays.items()}  # copies
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """The state :meth:`state_arrays` kept, back into this site."""
         self.rng.set_state(torch.as_tensor(arrays["rng"]))
         self._assign(torch.as_tensor(arrays["subset"]))
-        for k, (critic, opt) in enumerate(zip(self.critics, self.optimizers, strict=True)):
-            critic.load_state_dict({n: torch.as_tensor(arrays[f"critic.{k}.{n}"])
-                                    for n in critic.state_dict()})  # fmt: skip
-            moments: dict[int, dict[str, torch.Tensor]] = {}
-            for key, value in arrays.items():
-                if key.startswith(f"adam.{k}."):
-                    i, name = key.split(".")[2:]
-                    tensor = torch.as_tensor(value)  # Adam's step count: a 0-d tensor
-                    step = name == "step"
-                    moments.setdefault(int(i), {})[name] = tensor.reshape(()) if step else tensor
-            groups = opt.state_dict()["param_groups"]
-            opt.load_state_dict({"state": moments, "param_groups": groups})
+        self.critics.load_state_dict({n: torch.as_tensor(arrays[f"critic.{n}"])
+                                      for n in self.critics.state_dict()})  # fmt: skip
+        moments: dict[int, dict[str, torch.Tensor]] = {}
+        for key, value in arrays.items():
+            if key.startswith("adam."):
+                i, name = key.split(".")[1:]
+                tensor = torch.as_tensor(value).to(self.device)
+                step = name == "step"  # Adam's step count: a 0-d tensor (on the CPU)
+                moments.setdefault(int(i), {})[name] = tensor.reshape(()).cpu() if step else tensor
+        groups = self.optimizer.state_dict()["param_groups"]
+        self.optimizer.load_state_dict({"state": moments, "param_groups": groups})
+
+
+def device_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
+    """``generator`` itself on the CPU; elsewhere a generator on ``device`` seeded from it."""
+    if device.type == "cpu":
+        return generator
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 # ------------------------------------------------------------------------------ Flower
@@ -189,9 +223,9 @@ class ImageSite:
 
 def samples_record(samples: torch.Tensor, labels: torch.Tensor | None) -> RecordDict:
     """The server's query: samples as float32 and, for a conditional model, labels."""
-    arrays = {SAMPLES: Array(samples.detach().numpy().astype(np.float32))}
+    arrays = {SAMPLES: Array(samples.detach().cpu().numpy().astype(np.float32))}
     if labels is not None:
-        arrays[LABELS] = Array(labels.numpy().astype(np.int64))
+        arrays[LABELS] = Array(labels.cpu().numpy().astype(np.int64))
     return RecordDict({SAMPLES: ArrayRecord(arrays)})
 
 
@@ -238,7 +272,7 @@ def image_site_app(
         before_answer(context, site, samples.shape[0])
         sanitized = site.answer(samples, labels)
         keep(context, site)
-        record = ArrayRecord({GRADIENT: Array(sanitized.numpy().astype(np.float32))})
+        record = ArrayRecord({GRADIENT: Array(sanitized.cpu().numpy().astype(np.float32))})
         return Message(RecordDict({GRADIENT: record}), reply_to=msg)
 
     return app
