@@ -66,12 +66,13 @@ def grid_png(samples: np.ndarray, path: Path, per_class: int) -> None:
 
 
 def samples_by_class(server, per_class: int) -> np.ndarray:
-    labels = torch.arange(server.n_classes).repeat_interleave(per_class)
-    gen = torch.Generator().manual_seed(1234)
+    device = next(server.generator.parameters()).device
+    labels = torch.arange(server.n_classes, device=device).repeat_interleave(per_class)
+    gen = torch.Generator(device=device).manual_seed(1234)
     with torch.no_grad():
         z = server.generator.sample_latent(len(labels), gen)
         x = server.generator(z, labels)
-    return ((x[:, 0].numpy() + 1.0) * 127.5).astype(np.float64)
+    return ((x[:, 0].cpu().numpy() + 1.0) * 127.5).astype(np.float64)
 
 
 def one_run(name: str, parts, schema, config, seed: int, pictures: Path, tag: str) -> dict:

@@ -72,6 +72,7 @@ class FederatedImageConfig:
     generator_hidden: tuple[int, ...] = (256,)
     critic_hidden: tuple[int, ...] = (256,)
     g_lr: float = 1e-3
+    d_lr: float = 1e-3  # the sites' critics (Adam), sent with their settings
 
     def validate(self) -> None:
         """Refuse settings that cannot run (one line each, naming the value)."""
@@ -175,7 +176,7 @@ class ImageServer:
         std = gswgan_noise_std(self.sigma, c.clip_norm)
         return SiteSettings(
             c.critics_per_site, c.clip_norm, std, c.sanitize == "batch", c.critic_training,
-            c.d_steps, c.warm_start_steps, c.batch_size, c.critic_hidden,
+            c.d_steps, c.warm_start_steps, c.batch_size, c.critic_hidden, c.d_lr,
         )  # fmt: skip
 
     def plan(self) -> None:
