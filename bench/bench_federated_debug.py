@@ -44,6 +44,7 @@ from dpforge.privacy.federated_gswgan import participations, record_noise_for_ta
 OUT_DIR = Path("bench/results/federated_debug")
 MARGIN_S = 6.0  # left at the end of the budget to sample and write a federation's results
 INVERTED_LOOKING = 127.5  # a sample brighter on average than half the range
+NAMES = ("inverted sites", "normal sites", "all sites")  # the slowest last
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -66,6 +67,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--epsilon", type=float, default=10.0, help="per-record target")
     p.add_argument("--noise-multiplier", type=float, default=None, help="σ instead of --epsilon")
     p.add_argument("--snapshots", type=int, default=4, help="sample grids while training")
+    p.add_argument("--critic-training", default="frozen", help="frozen | all (every step)")
+    p.add_argument("--only", choices=NAMES, action="append", help="these federations only")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.jobs < 1 or args.snapshots < 0 or args.budget_s <= MARGIN_S:
@@ -78,6 +81,7 @@ def config_of(args: argparse.Namespace, sigma: float) -> FederatedImageConfig:
         steps=args.steps, batch_size=args.batch_size, critics_per_site=args.critics_per_site,
         epsilon=args.epsilon, noise_multiplier=sigma, warm_start_steps=args.warm_start_steps,
         warm_pool=args.warm_pool, g_lr=args.g_lr, d_lr=args.d_lr,
+        critic_training=args.critic_training,
     )  # fmt: skip
 
 
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     sigma = calibrate(args)
     print(f"sigma {sigma:.4g} for per-record epsilon {args.epsilon:g}", flush=True)
-    names = ["inverted sites", "normal sites", "all sites"]
+    names = [n for n in NAMES if not args.only or n in args.only]
     if args.jobs == 1:
         runs = [run_federation(args, n, sigma, deadline) for n in names]
     else:
