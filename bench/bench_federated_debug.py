@@ -33,13 +33,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_federated_images import federations, grid_png, samples_by_class  # noqa: E402
-from harness import add_data_dir, data_dir, provenance, write_results  # noqa: E402
-
 from dpforge.data.arrays import ArrayData  # noqa: E402
 from dpforge.datasets.images import load_idx_dataset  # noqa: E402
 from dpforge.engines.federated_images import FederatedImageConfig, split_images  # noqa: E402
 from dpforge.engines.federated_images_run import run_summary, simulate_images  # noqa: E402
 from dpforge.privacy.federated_gswgan import participations, record_noise_for_target  # noqa: E402
+from harness import add_data_dir, data_dir, provenance, write_results  # noqa: E402
 
 OUT_DIR = Path("bench/results/federated_debug")
 MARGIN_S = 6.0  # left at the end of the budget to sample and write a federation's results
