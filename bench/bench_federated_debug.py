@@ -38,7 +38,7 @@ from dpforge.datasets.images import load_idx_dataset  # noqa: E402
 from dpforge.engines.federated_images import FederatedImageConfig, split_images  # noqa: E402
 from dpforge.engines.federated_images_run import run_summary, simulate_images  # noqa: E402
 from dpforge.privacy.federated_gswgan import participations, record_noise_for_target  # noqa: E402
-from harness import add_data_dir, data_dir, provenance, write_results  # noqa: E402
+from harness import add_data_dir, add_threads, data_dir, provenance, write_results  # noqa: E402
 
 OUT_DIR = Path("bench/results/federated_debug")
 MARGIN_S = 6.0  # left at the end of the budget to sample and write a federation's results
@@ -49,6 +49,7 @@ NAMES = ("inverted sites", "normal sites", "all sites")  # the slowest last
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_dir(p)
+    add_threads(p)
     p.add_argument("--out-dir", type=Path, default=OUT_DIR)
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
     p.add_argument("--budget-s", type=float, default=190.0, help="wall seconds for it all")
@@ -114,7 +115,7 @@ def picture(server, path: Path) -> dict:
 
 def run_federation(args: argparse.Namespace, name: str, sigma: float, deadline: float) -> dict:
     """One federation (in its own process): train until done or the deadline, write its row."""
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     start, cpu = time.time(), time.process_time()
     feds, schema = site_parts(args)
     tag = name.replace(" ", "_")
