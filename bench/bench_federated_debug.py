@@ -62,7 +62,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--warm-start-steps", type=int, default=300)
     p.add_argument("--warm-pool", type=int, default=4096)
-    p.add_argument("--g-lr", type=float, default=2e-4)
+    p.add_argument("--g-lr", type=float, default=1.4e-4)
     p.add_argument("--d-lr", type=float, default=1e-3)
     p.add_argument("--epsilon", type=float, default=10.0, help="per-record target")
     p.add_argument("--noise-multiplier", type=float, default=None, help="σ instead of --epsilon")
