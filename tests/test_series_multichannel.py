@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+import dpforge
 from dpforge.datasets.series import MOTION_CHANNELS, load_basic_motions
 from dpforge.schema.array import Channel
 from dpforge.statistics.features import feature_anchor_defaults
@@ -36,10 +37,12 @@ def _spread(values: np.ndarray, labels: np.ndarray, activity: str) -> np.ndarray
     return values[labels == activity].std(axis=2).mean(axis=0)
 
 
-def test_six_channel_series_keep_each_channels_activity(motions):
+def test_six_channel_series_keep_each_channels_activity(motions, tmp_path):
     train, schema = motions
     synth = Synthesizer(schema, epsilon=math.inf, seed=0, progress=False, anchor=FAST).fit(train)
-    samples = synth.sample(200, seed=1)
+    # 40 series, fewer than a batch: the model folder must still load (its plan's rate <= 1)
+    synth.save(tmp_path / "model")
+    samples = dpforge.load(tmp_path / "model").sample(200, seed=1)
     assert samples.values.shape == (200, 6, 100)
     assert np.isfinite(samples.values).all() and np.abs(samples.values).max() <= 40.0
     assert set(samples.labels) <= set(schema.classes)

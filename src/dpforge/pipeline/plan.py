@@ -92,8 +92,8 @@ def plan_training(run: RunSettings, n_public: float, ledger: PrivacyLedger) -> T
     """The discriminator's steps and noise: none when the measurements are the whole run, else
     what the budget left after ``ledger`` allows."""
     q = sample_rate(run, n_public)
-    if run.anchoring.alone:
-        return TrainingPlan(0, q, 0.0, run.checkpoint_every)
+    if run.anchoring.alone:  # no private step: a batch above the count is no error (40 series)
+        return TrainingPlan(0, min(q, 1.0), 0.0, run.checkpoint_every)
     if not math.isfinite(run.epsilon):
         steps = run_options.check_steps(max(1, round(run.epochs / q)), f"epochs={run.epochs:g}")
         return TrainingPlan(steps, q, 0.0, run.checkpoint_every)
