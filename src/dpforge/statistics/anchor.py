@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from dpforge.data.encoder import Span
+from dpforge.statistics.anchor_l1 import OneColumnTargets
 from dpforge.statistics.marginals import MeasuredMarginal
 
 __all__ = [
@@ -105,7 +106,7 @@ class AnchorConfig:
             )
 
 
-LOSSES = ("l1", "chi2")
+LOSSES = ("l1", "chi2", "l1-chi2")
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ class AnchorLoss:
         pairs, weight = implied
         if weight > 0:
             self.targets += [self._implied(pair, by_name, weight) for pair in pairs]
+        self._group()
 
     def _implied(self, pair: tuple[str, str], by_name: dict[str, Span], weight: float) -> _Target:
         """The pair's distribution implied by the measured 1-way (or label x column) marginals
@@ -183,27 +185,56 @@ class AnchorLoss:
         ``b`` the marginals of the two halves of the batch, ``sum (a - t)(b - t) / (t + 1/C)``
         over the C cells of each target: the halves are independent, so this is an unbiased
         estimate of the model's own weighted squared distance, with no such reward.
+        "l1-chi2": L1 on the 1-way and label x column targets (what a classifier reads),
+        chi2 on the column pairs (measured or implied), which L1 fits flat.
         """
-        if self.kind == "l1":
-            models = self.model_marginals(probs, labels)
-            pairs = zip(self.targets, models, strict=True)
-            return sum((self._l1(t, m) for t, m in pairs), probs.new_zeros(()))
+        l1 = [t for t in self.targets if not self._is_chi2(t) and id(t) not in self._grouped]
+        chi2 = [t for t in self.targets if self._is_chi2(t)]
+        total = self._grouped_l1(probs, labels)
+        if l1:
+            models = self.model_marginals(probs, labels, l1)
+            total = total + sum(self._l1(t, m) for t, m in zip(l1, models, strict=True))
+        if not chi2:
+            return total
         half = probs.shape[0] // 2
         if half == 0:
             raise ValueError("the chi2 anchor loss needs a batch of at least 2 rows")
-        first = self.model_marginals(probs[:half], None if labels is None else labels[:half])
-        second = self.model_marginals(
-            probs[half : 2 * half], None if labels is None else labels[half : 2 * half]
-        )
-        triples = zip(self.targets, first, second, strict=True)
-        return sum((self._chi2(t, a, b) for t, a, b in triples), probs.new_zeros(()))
+        halves = [(probs[a:b], None if labels is None else labels[a:b])
+                  for a, b in ((0, half), (half, 2 * half))]  # fmt: skip
+        first, second = (self.model_marginals(p, y, chi2) for p, y in halves)
+        triples = zip(chi2, first, second, strict=True)
+        return total + sum(self._chi2(t, a, b) for t, a, b in triples)
 
-    def model_marginals(self, probs: torch.Tensor, labels: torch.Tensor | None) -> list:
-        """The generated rows' marginal of every target: (K, cells) given each label, or the
-        joint distribution."""
+    def _group(self) -> None:
+        """The one-column L1 targets evaluated together (``anchor_l1``)."""
+        one = [t for t in self.targets if len(t.spans) == 1 and not self._is_chi2(t)]
+        conditional = [t for t in one if t.conditional]
+        joint = [t for t in one if not t.conditional]
+        self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
+        self._grouped = {id(t) for t in one}
+
+    def _grouped_l1(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        conditional, joint = self._groups
+        weights, class_means = self.row_weights(labels, probs)
+        total = probs.new_zeros(())
+        if conditional is not None:
+            total = total + conditional.l1(probs, class_means, self.class_weights)
+        if joint is not None:
+            total = total + joint.l1(probs, weights)
+        return total
+
+    def _is_chi2(self, target: _Target) -> bool:
+        pair = len(target.spans) == 2 and not target.conditional
+        return self.kind == "chi2" or (self.kind == "l1-chi2" and pair)
+
+    def model_marginals(
+        self, probs: torch.Tensor, labels: torch.Tensor | None, targets: list | None = None
+    ) -> list:
+        """The generated rows' marginal of every target (or of ``targets``): (K, cells) given
+        each label, or the joint distribution."""
         weights, class_means = self.row_weights(labels, probs)
         models = []
-        for target in self.targets:
+        for target in self.targets if targets is None else targets:
             if target.conditional:
                 span = target.spans[0]
                 models.append(class_means @ probs[:, span.start : span.stop])
