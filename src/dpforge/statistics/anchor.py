@@ -62,6 +62,11 @@ class AnchorConfig:
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
+    implied_weight: weight of every candidate pair not measured, held near the distribution
+        its measured label x column marginals imply (0: none).
+    loss: "l1" (the default), "chi2" (the two-halves chi-square estimate on every target) or
+        "l1-chi2" (L1 on the 1-way and label x column targets, chi2 on the pairs;
+        bench/results/quality_trials.md, fifth round).
     rules_weight: weight of the penalty on the mass the generator puts on rows that break the
         schema's rules (:mod:`dpforge.statistics.rule_penalty`); 0 fits without it.
     """
