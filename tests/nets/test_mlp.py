@@ -30,8 +30,11 @@ def test_discriminator_has_no_batch_statistics():
 def test_equal_width_softmax_heads_in_one_call_match_one_softmax_per_column():
     """Neighbouring softmax heads of one width share a call: the same values, bit for bit, as
     a softmax of each column's own logits."""
-    spans = (Span("x", 0, 1, TANH), Span("a", 1, 4, SOFTMAX), Span("b", 5, 4, SOFTMAX),
-             Span("c", 9, 4, SOFTMAX), Span("d", 13, 2, SOFTMAX), Span("e", 15, 4, SOFTMAX))  # fmt: skip
+    widths = (("a", 4), ("b", 4), ("c", 4), ("d", 2), ("e", 4))
+    starts = (1, 5, 9, 13, 15)
+    spans = (Span("x", 0, 1, TANH),) + tuple(
+        Span(name, start, w, SOFTMAX) for (name, w), start in zip(widths, starts, strict=True)
+    )
     g = Generator(8, 0, spans, hidden=(16,))
     raw = torch.randn(300, 19, generator=make_generator(3))
     expected = torch.cat(

@@ -170,6 +170,8 @@ def test_the_one_column_targets_evaluated_together_give_the_per_target_loss(enco
         expected += float(loss._l1(pair, models[-1]))
         assert float(loss(rows, y)) == pytest.approx(expected, rel=1e-9)
     else:  # the pair's chi2 on the two halves of the batch
-        halves = [loss.model_marginals(rows[a:b], y[a:b], [pair])[0] for a, b in ((0, 32), (32, 64))]
+        halves = [
+            loss.model_marginals(rows[a:b], y[a:b], [pair])[0] for a, b in ((0, 32), (32, 64))
+        ]
         expected += float(loss._chi2(pair, *halves))
         assert float(loss(rows, y)) == pytest.approx(expected, rel=1e-9)

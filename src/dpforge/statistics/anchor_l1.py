@@ -33,9 +33,7 @@ class OneColumnTargets:
             return None
         index = torch.cat([torch.arange(t.spans[0].start, t.spans[0].stop) for t in targets])
         goal = torch.cat([t.distribution for t in targets], dim=-1)
-        weights = torch.cat(
-            [torch.full((t.spans[0].dim,), float(t.weight)) for t in targets]
-        )
+        weights = torch.cat([torch.full((t.spans[0].dim,), float(t.weight)) for t in targets])
         return cls(index, goal, weights)
 
     def l1(self, probs: torch.Tensor, mean: torch.Tensor, class_weights=None) -> torch.Tensor:
