@@ -25,3 +25,21 @@ def test_gumbel_and_softmax_heads_are_distributions():
 def test_discriminator_has_no_batch_statistics():
     d = make_discriminator(6, 2, (32, 16))
     assert all(isinstance(m, torch.nn.Linear | torch.nn.LeakyReLU) for m in d)
+
+
+def test_equal_width_softmax_heads_in_one_call_match_one_softmax_per_column():
+    """Neighbouring softmax heads of one width share a call: the same values, bit for bit, as
+    a softmax of each column's own logits."""
+    widths = (("a", 4), ("b", 4), ("c", 4), ("d", 2), ("e", 4))
+    starts = (1, 5, 9, 13, 15)
+    spans = (Span("x", 0, 1, TANH),) + tuple(
+        Span(name, start, w, SOFTMAX) for (name, w), start in zip(widths, starts, strict=True)
+    )
+    g = Generator(8, 0, spans, hidden=(16,))
+    raw = torch.randn(300, 19, generator=make_generator(3))
+    expected = torch.cat(
+        [torch.tanh(raw[:, :1])]
+        + [torch.softmax(raw[:, s.start : s.stop], dim=1) for s in spans[1:]],
+        dim=1,
+    )
+    assert torch.equal(g.apply_heads(raw, None), expected)

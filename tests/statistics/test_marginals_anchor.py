@@ -149,3 +149,29 @@ def test_cells_encoded_a_chunk_at_a_time_give_the_same_counts(encoded):
     assert set(chunked) == set(blocks)
     for columns in default_marginals(encoder.spans, "diagnosis") + [("mean_radius", "mean_area")]:
         np.testing.assert_array_equal(true_counts(chunked, columns), true_counts(blocks, columns))
+
+
+@pytest.mark.parametrize("kind", ["l1", "l1-chi2"])
+def test_the_one_column_targets_evaluated_together_give_the_per_target_loss(encoded, kind):
+    """The grouped L1 of the 1-way and label x column targets (``anchor_l1``) is the sum of
+    the per-target L1 distances, on any rows; the pairs keep their own loss."""
+    _, encoder, features, labels, blocks = encoded
+    marginals = default_marginals(encoder.spans, "diagnosis") + [("mean_radius", "mean_area")]
+    measured = measure_marginals(blocks, marginals, 5.0, np.random.default_rng(4), 569)
+    prior = torch.as_tensor(np.bincount(labels) / len(labels), dtype=torch.float64)
+    loss = AnchorLoss(measured, encoder.spans, "diagnosis", prior, kind=kind)
+    rows = torch.as_tensor(features, dtype=torch.float64)[:64]
+    y = torch.as_tensor(labels)[:64]
+    models = loss.model_marginals(rows, y)
+    one = [(t, m) for t, m in zip(loss.targets, models, strict=True) if len(t.spans) == 1]
+    expected = sum(float(loss._l1(t, m)) for t, m in one)
+    pair = loss.targets[-1]
+    if kind == "l1":
+        expected += float(loss._l1(pair, models[-1]))
+        assert float(loss(rows, y)) == pytest.approx(expected, rel=1e-9)
+    else:  # the pair's chi2 on the two halves of the batch
+        halves = [
+            loss.model_marginals(rows[a:b], y[a:b], [pair])[0] for a, b in ((0, 32), (32, 64))
+        ]
+        expected += float(loss._chi2(pair, *halves))
+        assert float(loss(rows, y)) == pytest.approx(expected, rel=1e-9)

@@ -75,6 +75,10 @@ class Generator(LatentGenerator):
         self, raw: torch.Tensor, noise_generator: torch.Generator | None
     ) -> torch.Tensor:
         parts = []
+        if noise_generator is None:  # plain softmax: equal-width neighbours in one call
+            for spans in _runs(self.spans):
+                parts.append(_softmax_run(raw, spans))
+            return torch.cat(parts, dim=1)
         for span in self.spans:
             block = raw[:, span.start : span.stop]
             if span.activation == TANH:
@@ -84,6 +88,36 @@ class Generator(LatentGenerator):
             else:
                 raise ValueError(f"span '{span.column}': unknown activation {span.activation}")
         return torch.cat(parts, dim=1)
+
+
+def _runs(spans: Sequence[Span]) -> list[list[Span]]:
+    """Consecutive spans grouped while they are softmax heads of one width (a table's numeric
+    columns often share their cell count); any other span alone."""
+    runs: list[list[Span]] = []
+    for span in spans:
+        last = runs[-1][-1] if runs else None
+        same = last is not None and span.activation == SOFTMAX == last.activation
+        if same and span.dim == last.dim and span.start == last.stop:
+            runs[-1].append(span)
+        else:
+            runs.append([span])
+    return runs
+
+
+def _softmax_run(raw: torch.Tensor, spans: list[Span]) -> torch.Tensor:
+    """The heads of one run: each span's own softmax (tanh for a lone tanh span), the run's
+    equal-width softmax spans in one call (the same values, fewer small operations: a
+    21-column table's anchor step spent about a fifth of its time in them)."""
+    first, n = spans[0], len(spans)
+    block = raw[:, first.start : spans[-1].stop]
+    if first.activation == TANH:
+        return torch.tanh(block)
+    if first.activation != SOFTMAX:
+        raise ValueError(f"span '{first.column}': unknown activation {first.activation}")
+    if n == 1:
+        return torch.softmax(block, dim=1)
+    shaped = block.reshape(raw.shape[0], n, first.dim)
+    return torch.softmax(shaped, dim=2).reshape(raw.shape[0], n * first.dim)
 
 
 def _softmax_head(

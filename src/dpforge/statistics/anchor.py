@@ -12,14 +12,14 @@ post-processing, free of privacy cost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from dpforge.data.encoder import Span
+from dpforge.statistics.anchor_l1 import OneColumnTargets
+from dpforge.statistics.anchor_train import stratified_labels, train_anchor
 from dpforge.statistics.marginals import MeasuredMarginal
 
 __all__ = [
@@ -61,6 +61,11 @@ class AnchorConfig:
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
+    implied_weight: weight of every candidate pair not measured, held near the distribution
+        its measured label x column marginals imply (0: none).
+    loss: "l1" (the default), "chi2" (the two-halves chi-square estimate on every target) or
+        "l1-chi2" (L1 on the 1-way and label x column targets, chi2 on the pairs;
+        bench/results/quality_trials.md, fifth round).
     rules_weight: weight of the penalty on the mass the generator puts on rows that break the
         schema's rules (:mod:`dpforge.statistics.rule_penalty`); 0 fits without it.
     """
@@ -105,7 +110,7 @@ class AnchorConfig:
             )
 
 
-LOSSES = ("l1", "chi2")
+LOSSES = ("l1", "chi2", "l1-chi2")
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,7 @@ class AnchorLoss:
         pairs, weight = implied
         if weight > 0:
             self.targets += [self._implied(pair, by_name, weight) for pair in pairs]
+        self._group()
 
     def _implied(self, pair: tuple[str, str], by_name: dict[str, Span], weight: float) -> _Target:
         """The pair's distribution implied by the measured 1-way (or label x column) marginals
@@ -183,27 +189,56 @@ class AnchorLoss:
         ``b`` the marginals of the two halves of the batch, ``sum (a - t)(b - t) / (t + 1/C)``
         over the C cells of each target: the halves are independent, so this is an unbiased
         estimate of the model's own weighted squared distance, with no such reward.
+        "l1-chi2": L1 on the 1-way and label x column targets (what a classifier reads),
+        chi2 on the column pairs (measured or implied), which L1 fits flat.
         """
-        if self.kind == "l1":
-            models = self.model_marginals(probs, labels)
-            pairs = zip(self.targets, models, strict=True)
-            return sum((self._l1(t, m) for t, m in pairs), probs.new_zeros(()))
+        l1 = [t for t in self.targets if not self._is_chi2(t) and id(t) not in self._grouped]
+        chi2 = [t for t in self.targets if self._is_chi2(t)]
+        total = self._grouped_l1(probs, labels)
+        if l1:
+            models = self.model_marginals(probs, labels, l1)
+            total = total + sum(self._l1(t, m) for t, m in zip(l1, models, strict=True))
+        if not chi2:
+            return total
         half = probs.shape[0] // 2
         if half == 0:
             raise ValueError("the chi2 anchor loss needs a batch of at least 2 rows")
-        first = self.model_marginals(probs[:half], None if labels is None else labels[:half])
-        second = self.model_marginals(
-            probs[half : 2 * half], None if labels is None else labels[half : 2 * half]
-        )
-        triples = zip(self.targets, first, second, strict=True)
-        return sum((self._chi2(t, a, b) for t, a, b in triples), probs.new_zeros(()))
+        halves = [(probs[a:b], None if labels is None else labels[a:b])
+                  for a, b in ((0, half), (half, 2 * half))]  # fmt: skip
+        first, second = (self.model_marginals(p, y, chi2) for p, y in halves)
+        triples = zip(chi2, first, second, strict=True)
+        return total + sum(self._chi2(t, a, b) for t, a, b in triples)
 
-    def model_marginals(self, probs: torch.Tensor, labels: torch.Tensor | None) -> list:
-        """The generated rows' marginal of every target: (K, cells) given each label, or the
-        joint distribution."""
+    def _group(self) -> None:
+        """The one-column L1 targets evaluated together (``anchor_l1``)."""
+        one = [t for t in self.targets if len(t.spans) == 1 and not self._is_chi2(t)]
+        conditional = [t for t in one if t.conditional]
+        joint = [t for t in one if not t.conditional]
+        self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
+        self._grouped = {id(t) for t in one}
+
+    def _grouped_l1(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+        conditional, joint = self._groups
+        weights, class_means = self.row_weights(labels, probs)
+        total = probs.new_zeros(())
+        if conditional is not None:
+            total = total + conditional.l1(probs, class_means, self.class_weights)
+        if joint is not None:
+            total = total + joint.l1(probs, weights)
+        return total
+
+    def _is_chi2(self, target: _Target) -> bool:
+        pair = len(target.spans) == 2 and not target.conditional
+        return self.kind == "chi2" or (self.kind == "l1-chi2" and pair)
+
+    def model_marginals(
+        self, probs: torch.Tensor, labels: torch.Tensor | None, targets: list | None = None
+    ) -> list:
+        """The generated rows' marginal of every target (or of ``targets``): (K, cells) given
+        each label, or the joint distribution."""
         weights, class_means = self.row_weights(labels, probs)
         models = []
-        for target in self.targets:
+        for target in self.targets if targets is None else targets:
             if target.conditional:
                 span = target.spans[0]
                 models.append(class_means @ probs[:, span.start : span.stop])
@@ -246,59 +281,3 @@ def joint_distribution(
     if len(blocks) == 1:
         return weights @ blocks[0]
     return (blocks[0] * weights[:, None]).T @ blocks[1]
-
-
-def stratified_labels(n: int, n_classes: int, device: torch.device | str) -> torch.Tensor | None:
-    """Labels 0..K-1 in turn: every class gets n/K generated rows, rare classes included."""
-    if n_classes == 0:
-        return None
-    return torch.arange(n, device=device) % n_classes
-
-
-def train_anchor(
-    generator: torch.nn.Module,
-    loss: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
-    n_classes: int,
-    config: AnchorConfig | Any,
-    rng: torch.Generator,
-    *,
-    betas: tuple[float, float] = (0.9, 0.999),
-    one_thread: bool = True,
-) -> float:
-    """Adam on the generator alone against an anchor loss (lr decaying linearly to 0 over
-    ``config.steps``, batches of ``config.batch_size`` with stratified labels); returns the
-    final loss. Used for tables (:class:`AnchorLoss`) and arrays (the embedding loss).
-
-    The loss reads only noisy releases and generated records, so the value is public.
-    ``one_thread``: run on one intra-op thread (see :func:`single_thread`).
-    """
-    optimizer = torch.optim.Adam(generator.parameters(), lr=config.lr, betas=betas)
-    decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / max(1, config.steps))
-    device = next(generator.parameters()).device
-    labels = stratified_labels(config.batch_size, n_classes, device)
-    value = float("nan")
-    with single_thread(device) if one_thread else nullcontext():
-        for _ in range(config.steps):
-            z = generator.sample_latent(config.batch_size, rng)
-            current = loss(generator(z, labels), labels)
-            optimizer.zero_grad(set_to_none=True)
-            current.backward()
-            optimizer.step()
-            decay.step()
-            value = float(current.detach())
-    return value
-
-
-@contextmanager
-def single_thread(device: torch.device) -> Iterator[None]:
-    """One intra-op thread on CPU for the anchor's many small operations: measured 48 ms per
-    step against 290 ms with two threads on a busy 2-core machine (bench/results/anchor_*)."""
-    if torch.device(device).type != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
