@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 
@@ -118,11 +119,25 @@ def test_images_anchor_on_moments_by_default_two_releases_no_training(digits, tm
     )
 
 
-def test_moments_refined_by_the_discriminator(digits):
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    ),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_moments_refined_by_the_discriminator(digits, device):
+    """On CUDA too: the refinement's generated labels are drawn on the run's device (a CUDA
+    run once failed drawing them from a prior kept on the CPU)."""
     train, _, schema, _ = digits
     config = DPCGANConfig(batch_size=32, discriminator_net="mlp", discriminator_hidden=(32,))
     anchor = FeatureAnchorConfig(statistic="moments", rank=10, share=0.5)
-    synth = _fit(schema, train, 20.0, anchor=anchor, method_options=config, epochs=2.5)
+    synth = _fit(
+        schema, train, 20.0, anchor=anchor, method_options=config, epochs=2.5, device=device
+    )
     names = [e.name.split(":")[0] for e in synth.ledger_.entries][1:]  # after the count
     assert names == ["anchor", "anchor", "dpcgan"]
     assert synth.config_.latent_dim == 10 and synth.plan_.steps > 0

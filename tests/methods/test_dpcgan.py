@@ -116,6 +116,15 @@ def test_generator_labels_come_from_the_prior_not_the_batch(cancer):
     assert labels.tolist() == [1] * 500
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_generator_labels_are_drawn_on_the_generators_device(cancer):
+    """A CUDA run's generator draws from the CPU-held prior (it once raised instead)."""
+    method, _, _ = _method(cancer)
+    method.label_prior = torch.tensor([0.0, 1.0])
+    labels = method.sample_labels(50, make_generator(0, "cuda"))
+    assert labels.device.type == "cuda" and labels.tolist() == [1] * 50
+
+
 def test_poisson_sampler_matches_its_rate():
     sampler = PoissonSampler(1000, 0.05)
     gen = make_generator(0)

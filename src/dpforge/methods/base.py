@@ -156,12 +156,14 @@ class GanMethod:
 
     # -- generated batches -----------------------------------------------------------------
     def sample_labels(self, n: int, generator: torch.Generator) -> torch.Tensor | None:
-        """Labels for generated rows, drawn from the (public or DP) label prior."""
+        """Labels for generated rows, drawn from the (public or DP) label prior on the random
+        generator's device (a CUDA run's generator cannot draw from a prior kept on the CPU)."""
         if self.n_classes == 0:
             return None
+        prior = self.label_prior.to(generator.device)
         if n == 0:
-            return torch.zeros(0, dtype=torch.long, device=self.label_prior.device)
-        return torch.multinomial(self.label_prior, n, replacement=True, generator=generator)
+            return torch.zeros(0, dtype=torch.long, device=prior.device)
+        return torch.multinomial(prior, n, replacement=True, generator=generator)
 
     def generate(self, n: int, generator: torch.Generator, *, training: bool):
         labels = self.sample_labels(n, generator)
