@@ -9,8 +9,9 @@ before the first message, and the model folder is the simulation's
 
 A site's node config: ``images`` (its folder, .npz or idx file), optionally ``labels`` (an idx
 labels file) and ``schema`` (the public image schema, JSON); optionally ``ledger`` (its own
-ledger file) and ``max-epsilon`` with ``max-delta`` (its own cap, :mod:`.federated_images_guard`). Flower starts a new process for
-each message, so a site keeps its critics, their optimiser moments, its records' critic
+ledger file) and ``max-epsilon`` with ``max-delta`` (its own cap,
+:mod:`.federated_images_guard`). Flower starts a new process for each message, so a site
+keeps its critics, their optimiser moments, its records' critic
 assignment and its random generator's state in its own Flower context (on its machine) between
 messages; its randomness comes from the OS. The run config: ``schema``, ``out``, ``sites``,
 ``wait``, ``overwrite``, ``seed`` and the settings of
