@@ -84,7 +84,7 @@ class Generator(LatentGenerator):
             if span.activation == TANH:
                 parts.append(torch.tanh(block))
             elif span.activation == SOFTMAX:
-                parts.append(_softmax_head(block, self.gumbel_tau, noise_generator))
+                parts.append(_gumbel_softmax(block, self.gumbel_tau, noise_generator))
             else:
                 raise ValueError(f"span '{span.column}': unknown activation {span.activation}")
         return torch.cat(parts, dim=1)
@@ -114,17 +114,14 @@ def _softmax_run(raw: torch.Tensor, spans: list[Span]) -> torch.Tensor:
         return torch.tanh(block)
     if first.activation != SOFTMAX:
         raise ValueError(f"span '{first.column}': unknown activation {first.activation}")
-    if n == 1:
-        return torch.softmax(block, dim=1)
     shaped = block.reshape(raw.shape[0], n, first.dim)
     return torch.softmax(shaped, dim=2).reshape(raw.shape[0], n * first.dim)
 
 
-def _softmax_head(
-    logits: torch.Tensor, tau: float, noise_generator: torch.Generator | None
+def _gumbel_softmax(
+    logits: torch.Tensor, tau: float, noise_generator: torch.Generator
 ) -> torch.Tensor:
-    if noise_generator is None:
-        return torch.softmax(logits, dim=1)
+    """A Gumbel-softmax sample of one head (training); the plain softmax is ``_softmax_run``."""
     uniform = torch.rand(
         logits.shape, generator=noise_generator, device=logits.device, dtype=logits.dtype
     )

@@ -192,8 +192,7 @@ class AnchorLoss:
         "l1-chi2": L1 on the 1-way and label x column targets (what a classifier reads),
         chi2 on the column pairs (measured or implied), which L1 fits flat.
         """
-        l1 = [t for t in self.targets if not self._is_chi2(t) and id(t) not in self._grouped]
-        chi2 = [t for t in self.targets if self._is_chi2(t)]
+        l1, chi2 = self._other_l1, self._chi2_targets
         total = self._grouped_l1(probs, labels)
         if l1:
             models = self.model_marginals(probs, labels, l1)
@@ -210,12 +209,15 @@ class AnchorLoss:
         return total + sum(self._chi2(t, a, b) for t, a, b in triples)
 
     def _group(self) -> None:
-        """The one-column L1 targets evaluated together (``anchor_l1``)."""
-        one = [t for t in self.targets if len(t.spans) == 1 and not self._is_chi2(t)]
+        """Sort the targets once: the one-column L1 targets evaluated together
+        (``anchor_l1``), the other L1 targets one by one, and the chi2 targets."""
+        self._chi2_targets = [t for t in self.targets if self._is_chi2(t)]
+        l1 = [t for t in self.targets if not self._is_chi2(t)]
+        one = [t for t in l1 if len(t.spans) == 1]
         conditional = [t for t in one if t.conditional]
         joint = [t for t in one if not t.conditional]
         self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
-        self._grouped = {id(t) for t in one}
+        self._other_l1 = [t for t in l1 if len(t.spans) != 1]
 
     def _grouped_l1(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         conditional, joint = self._groups
