@@ -13,13 +13,14 @@ import sys
 import time
 
 import pytest
+import torch
 
 import dpforge.pipeline.refine as synth_module
 from cli_support import run
-from dpforge.errors import PrivacyError
+from dpforge.errors import DpforgeError, PrivacyError
 from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.methods.dpwgan import DPWGANConfig
-from dpforge.options import MAX_STEPS, MIN_NOISE_MULTIPLIER
+from dpforge.options import MAX_STEPS, MIN_NOISE_MULTIPLIER, check_device
 from dpforge.synthesizer import Synthesizer
 
 BASE = ["--anchor-share", "0", "--quiet", "--epsilon", "8", "--target", "diagnosis"]
@@ -42,6 +43,8 @@ BAD_FIT_OPTIONS = [
     (["--method", "gswgan", "--num-discriminators", "1000"], "is more than the"),
     (["--clip-norm", "inf"], "clip_norm (--clip-norm) must be a finite number"),
     (["--method", "dpwgan", "--gp-weight", "1e30"], "--gp-weight 1e+30 is above"),
+    (["--device", "banana"], "'banana' is not a torch device: give cpu, cuda, cuda:N or mps"),
+    (["--device", f"cuda:{torch.cuda.device_count()}"], "CUDA device(s) on this machine"),
 ]
 
 
@@ -94,6 +97,16 @@ def test_the_python_api_refuses_the_same_options(cancer, kwargs, message):
     method = "dpwgan" if isinstance(options.get("method_options"), DPWGANConfig) else "dpcgan"
     with pytest.raises(PrivacyError, match=message):
         Synthesizer(schema, method=method, **options).fit(frame)
+
+
+def test_devices_torch_can_use_are_taken_and_others_refused_by_name(cancer):
+    assert check_device("cpu") == torch.device("cpu")
+    for bad in ("banana", "meta", f"cuda:{torch.cuda.device_count()}"):
+        with pytest.raises(DpforgeError, match=f"device '{bad}'"):
+            check_device(bad)
+    frame, schema = cancer
+    with pytest.raises(DpforgeError, match="'banana' is not a torch device"):
+        Synthesizer(schema, anchor=None, progress=False, device="banana").fit(frame)
 
 
 def test_the_largest_seed_trains():

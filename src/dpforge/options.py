@@ -14,7 +14,9 @@ The bounds below are the ones whose breach made dpforge hang or run out of memor
   and it can only certify epsilon = inf;
 - a run plans at most ``MAX_STEPS`` private steps (``--epochs 1e7`` or a huge noise multiplier
   planned hundreds of millions);
-- seeds are whole numbers in [0, 2**63), what the random generators take.
+- seeds are whole numbers in [0, 2**63), what the random generators take;
+- the device is one torch can use on this machine (``cpu``, ``cuda``, ``cuda:N``, ``mps``):
+  asking for an accelerator that is not there fails here, not at the first private step.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import warnings
 from dataclasses import fields
 from typing import Any
 
-from dpforge.errors import PrivacyError
+import torch
+
+from dpforge.errors import DpforgeError, PrivacyError
 
 MAX_STEPS = 1_000_000
 MAX_GP_WEIGHT = 1e4
@@ -179,3 +183,25 @@ def check_against_size(config: Any, n_records: int, what: str = "records") -> No
             f"--num-discriminators {critics} is more than the {n_records} records counted under "
             "DP (each critic needs its own records): choose fewer, e.g. N // 64"
         )
+
+
+def check_device(device: Any, name: str = "device") -> torch.device:
+    """The torch device ``device`` names, refused when torch cannot use it here."""
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise DpforgeError(
+            f"{name} {device!r} is not a torch device: give cpu, cuda, cuda:N or mps"
+        ) from exc
+    if parsed.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (parsed.index is not None and parsed.index >= count):
+            raise DpforgeError(
+                f"{name} {device!r}: torch sees {count} CUDA device(s) on this machine; "
+                "use cpu, or install a CUDA build of torch"
+            )
+    elif parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise DpforgeError(f"{name} {device!r}: MPS is not available here; use cpu")
+    elif parsed.type not in ("cpu", "cuda", "mps"):
+        raise DpforgeError(f"{name} {device!r}: dpforge runs on cpu, cuda or mps only")
+    return parsed

@@ -194,6 +194,7 @@ class Synthesizer:
         run_options.check_noise_multiplier(self.noise_multiplier)
         run_options.check_epochs(self.epochs)
         run_options.check_seed(self.seed)
+        run_options.check_device(self.device)
         run_options.check_method_config(self.method_options, self.epsilon)
         public = self._public()
         anchor = resolve_anchor(self.anchor, self.schema, public is not None)

@@ -203,6 +203,7 @@ def test_cli_simulate_images_writes_a_model_folder(tmp_path, monkeypatch, capsys
         (["--d-steps", "2"], "--d-steps applies to --critic-training all"),
         (["--epsilon", "3", "--noise-multiplier", "1"], "not both"),
         (["--split", "by:colour"], "'random' or 'by:label'"),
+        (["--device", "banana"], "'banana' is not a torch device"),
     ],
 )
 def test_cli_refuses_options_that_do_not_apply(

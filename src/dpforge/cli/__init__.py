@@ -19,7 +19,15 @@ from rich.console import Console
 from dpforge.applicable import refuse_anchor_flags
 from dpforge.cli.audit import audit
 from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
-from dpforge.cli.engine import ENGINE_HELP, MEMORY, SPARK, check_engine, spark_records
+from dpforge.cli.engine import (
+    DEVICE_DEFAULT,
+    DEVICE_HELP,
+    ENGINE_HELP,
+    MEMORY,
+    SPARK,
+    check_engine,
+    spark_records,
+)
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.federated import federated_app
 from dpforge.cli.federated_images import simulate_images
@@ -243,6 +251,7 @@ def fit(
     ),
     clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
     seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
+    device: str = typer.Option(DEVICE_DEFAULT, "--device", help=DEVICE_HELP),
     checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
     checkpoint_every: int = typer.Option(
         CHECKPOINT_EVERY, "--checkpoint-every", help="private steps between checkpoints"
@@ -325,6 +334,7 @@ def fit(
         method_options=method_options,
         out_of_bounds="clip" if clip_out_of_bounds else "error",
         seed=seed,
+        device=device,
         progress=not quiet and replicas.is_main,
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,

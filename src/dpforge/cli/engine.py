@@ -3,7 +3,8 @@
 ``memory`` (the default) reads the data file into this process. ``spark`` leaves a table in
 Apache Spark: ``--spark-master URL`` (a cluster; ``local[*]``, embedded, by default) or
 ``--spark-remote sc://HOST:PORT`` (Spark Connect), over Parquet files or folders or CSV files.
-Every option is checked before anything is read or charged.
+Every option is checked before anything is read or charged. ``--device`` (here too: shared by
+``fit`` and ``federated simulate-images``) is where the networks train.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ SPARK = "spark"
 ENGINE_HELP = (
     "where the records are read: 'memory' (this process) or 'spark' (tables: the measurements "
     "run as Spark aggregations; PATH is Parquet or CSV)"
+)
+DEVICE_DEFAULT = "cpu"
+DEVICE_HELP = (
+    "where the networks train: cpu (default), cuda, cuda:N or mps; the privacy accounting and "
+    "the statistics are the same on any device"
 )
 
 

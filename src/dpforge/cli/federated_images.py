@@ -16,8 +16,10 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from dpforge.cli.engine import DEVICE_DEFAULT, DEVICE_HELP
 from dpforge.cli.io import read_data
 from dpforge.errors import DpforgeError
+from dpforge.options import check_device
 from dpforge.schema.array import IMAGE, ArraySchema, load_schema
 from dpforge.storage import check_output_folder
 
@@ -63,6 +65,7 @@ def simulate_images(
     warm_start_steps: int = WARM_START_STEPS,
     d_steps: int = D_STEPS,
     seed: int = typer.Option(None, "--seed", help="seeds the split, the sites and the server"),
+    device: str = typer.Option(DEVICE_DEFAULT, "--device", help=DEVICE_HELP),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into image sites and train a GS-WGAN generator across them with Flower."""
@@ -77,6 +80,7 @@ def simulate_images(
     )
 
     schema = image_schema(schema_path)
+    torch_device = check_device(device, "--device")
     check_output_folder(out, FOLDER, overwrite=overwrite)
     config = image_settings(
         steps, batch_size, sites_per_step, critics_per_site, epsilon, delta, noise_multiplier,
@@ -86,7 +90,7 @@ def simulate_images(
     parts = split_images(
         read_data(IMAGE, data, labels=labels), sites, by_label, np.random.default_rng(seed)
     )
-    server, grid = simulate(parts, schema, config, seed)
+    server, grid = simulate(parts, schema, config, seed, torch_device)
     save_federated_images(server, grid.traffic, out, overwrite=overwrite)
     print_summary(run_summary(server, grid.traffic), out)
 
