@@ -46,11 +46,19 @@ from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.statistics.features import feature_anchor_defaults
 
 OTHER = {"mnist": "fashion-mnist", "fashion-mnist": "mnist"}
-MODES = ("none", "public", "pretrain", "refine", "refine-public", "real", "long")
+REFINE_MODES = (
+    "refine", "refine-reg", "refine-public", "refine-public-warm", "refine-public-reg",
+    "refine-public-both",
+)  # fmt: skip
+MODES = ("none", "public", "pretrain", *REFINE_MODES, "real", "long")
 LONG_STEPS = 1000
 REFINE_STEPS = 300  # discriminator steps of the refinement rows (the default, 50 epochs, is
 # about 47,000 steps at 60,000 images: far past the device call)
 REFINE_SHARE = 0.7  # the anchor's share of epsilon in the refinement rows; the rest: DP-SGD
+# "-reg" rows keep the generator near the released statistics during refinement with
+# --refine-weight (FeatureAnchorConfig.refine_weight); the others refine with the adversarial
+# loss alone (refine_weight 0). "-warm" rows first train the discriminator --warm-steps steps
+# on the public set (DPCGANConfig.public_warm_start_steps); "-both": the two together.
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -67,6 +75,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reference-epochs", type=int, default=3)
     p.add_argument("--pretrain-steps", type=int, default=300)
     p.add_argument("--anchor-steps", type=int, default=None, help="(tiny checks only)")
+    p.add_argument("--refine-weight", type=float, default=1.0, help="lambda of the -reg rows")
+    p.add_argument("--warm-steps", type=int, default=300, help="public steps of -warm rows")
+    p.add_argument("--refine-steps", type=int, default=REFINE_STEPS, help="DP-SGD steps")
     p.add_argument("--device", default="cuda")
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--threads", type=int, default=4, help="torch threads per worker")
@@ -76,16 +87,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _public(mode: str) -> bool:
+    return mode not in ("none", "refine", "refine-reg")
+
+
 def _anchor(args: argparse.Namespace, mode: str):
     if mode == "none":
         return "auto" if args.anchor_steps is None else replace(
             feature_anchor_defaults("image"), steps=args.anchor_steps)  # fmt: skip
-    if mode == "refine":  # moments, then a private discriminator with the rest of epsilon
-        config = replace(feature_anchor_defaults("image"), share=REFINE_SHARE)
-        return config if args.anchor_steps is None else replace(config, steps=args.anchor_steps)
-    config = feature_anchor_defaults("image", public=True)
-    if mode == "refine-public":
-        config = replace(config, share=REFINE_SHARE)
+    config = feature_anchor_defaults("image", public=_public(mode))
+    if mode in REFINE_MODES:  # the anchor, then a private discriminator with the rest
+        weight = args.refine_weight if mode.endswith(("-reg", "-both")) else 0.0
+        config = replace(config, share=REFINE_SHARE, refine_weight=weight)
     if args.anchor_steps is not None:
         config = replace(config, steps=args.anchor_steps)
     if mode == "pretrain":
@@ -95,10 +108,17 @@ def _anchor(args: argparse.Namespace, mode: str):
     return config
 
 
-def _refine_epochs(n: int) -> float:
-    """Epochs giving about REFINE_STEPS discriminator steps (q = batch / n; the benchmark
+def _refine_epochs(args: argparse.Namespace, n: int) -> float:
+    """Epochs giving about --refine-steps discriminator steps (q = batch / n; the benchmark
     knows its data set's size, a user sets epochs)."""
-    return REFINE_STEPS * DPCGANConfig().batch_size / n
+    return args.refine_steps * DPCGANConfig().batch_size / n
+
+
+def _method_options(args: argparse.Namespace, mode: str) -> DPCGANConfig | None:
+    """The warm-started discriminator of the "-warm" and "-both" rows; else the defaults."""
+    if mode.endswith(("-warm", "-both")):
+        return DPCGANConfig(public_warm_start_steps=args.warm_steps)
+    return None
 
 
 _CACHE: dict[str, tuple] = {}
@@ -129,8 +149,9 @@ def job(args: argparse.Namespace, dataset: str, epsilon: str, mode: str, seed: i
         synth = Synthesizer(
             schema, epsilon=float(epsilon), delta=1e-5, seed=seed, progress=False,
             device=args.device, anchor=_anchor(args, mode),
-            public_data=None if mode in ("none", "refine") else public,
-            epochs=_refine_epochs(len(train)) if mode.startswith("refine") else None,
+            public_data=public if _public(mode) else None,
+            epochs=_refine_epochs(args, len(train)) if mode in REFINE_MODES else None,
+            method_options=_method_options(args, mode),
         ).fit(train)  # fmt: skip
         row["fit_seconds"] = time.perf_counter() - started
         row["epsilon_spent"] = synth.privacy_spent().epsilon
@@ -238,6 +259,17 @@ TITLE = "Images (issue 24): with and without a public set, generator pre-trainin
 COLUMNS = ("cnn_accuracy", "label_fidelity", "frechet_distance")
 
 
+def _refine_label(mode: str, dataset: str) -> str:
+    """The public-set cell of a refinement row: what anchors, what refines."""
+    public = OTHER[dataset] if _public(mode) else "none; moments"
+    parts = [f"{public} + DP-SGD discriminator (anchor share {REFINE_SHARE})"]
+    if mode.endswith(("-warm", "-both")):
+        parts.append("discriminator warm-started on the public set")
+    if mode.endswith(("-reg", "-both")):
+        parts.append("anchor loss kept (refine_weight)")
+    return ", ".join(parts)
+
+
 def _cell(values: list[float]) -> str:
     if not values:
         return "-"
@@ -263,8 +295,7 @@ def summary(rows: list[dict]) -> list[str]:
             "none": "none",
             "public": OTHER[dataset],
             "real": "(real data)",
-            "refine": f"none; moments + DP-SGD discriminator (anchor share {REFINE_SHARE})",
-            "refine-public": f"{OTHER[dataset]}; + DP-SGD discriminator (share {REFINE_SHARE})",
+            **{m: _refine_label(m, dataset) for m in REFINE_MODES},
             "long": f"{OTHER[dataset]} + pre-training, {LONG_STEPS} + {LONG_STEPS} steps",
         }.get(mode, f"{OTHER[dataset]} + pre-training")
         lines.append(

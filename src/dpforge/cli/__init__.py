@@ -209,6 +209,12 @@ def fit(
     warm_start_steps: int = typer.Option(
         None, "--warm-start-steps", help="gswgan: non-private critic steps before training"
     ),
+    public_warm_start_steps: int = typer.Option(
+        None,
+        "--public-warm-start-steps",
+        help="dpcgan with --public-data: non-private discriminator steps on the public set "
+        "before DP-SGD refinement (free)",
+    ),
     critic_training: str = typer.Option(
         None,
         "--critic-training",
@@ -309,6 +315,7 @@ def fit(
         bayesian_accounting=bayesian,
         num_discriminators=num_discriminators,
         warm_start_steps=warm_start_steps,
+        public_warm_start_steps=public_warm_start_steps,
         critic_training=critic_training,
         generator_net=generator_net,
         discriminator_net=discriminator_net,
