@@ -173,7 +173,9 @@ def fit(
     layout: str = typer.Option("wide", "--layout", help=LAYOUT_HELP),
     id_column: str = typer.Option(None, "--id-column", help="time series: series id column"),
     generator_net: str = typer.Option(
-        None, "--generator", help="mlp (tables), conv | resnet (images), lstm (time series)"
+        None,
+        "--generator",
+        help="mlp (tables), conv | upconv | resnet (images), lstm (time series)",
     ),
     discriminator_net: str = typer.Option(
         None, "--discriminator", help="mlp (tables, time series), conv (images, time series)"

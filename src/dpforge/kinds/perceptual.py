@@ -37,13 +37,18 @@ class PerceptualAnchoring(_FeatureAnchoring):
         self.device = "cpu"  # the run's, set when it measures or fits
 
     def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
-        """The convolutional generator, unless the method's options name another family."""
-        if config.generator_net not in ("auto", "conv"):
+        """The convolutional generator (``upconv``: its nearest-neighbour upsampling variant,
+        when the method's options name it); any other family is refused."""
+        if config.generator_net not in ("auto", "conv", "upconv"):
             raise PrivacyError(
                 f"perceptual anchoring trains the convolutional generator, but the method "
-                f"options ask for '{config.generator_net}': leave generator_net at 'auto'"
+                f"options ask for '{config.generator_net}': leave generator_net at 'auto' "
+                "(or 'upconv' for nearest-neighbour upsampling)"
             )
-        return array_anchor.anchored_config(config, self.config, schema.shape)
+        anchored = array_anchor.anchored_config(config, self.config, schema.shape)
+        if config.generator_net == "upconv":
+            return replace(anchored, generator_net="upconv")
+        return anchored
 
     def extractor(self, seed: int) -> perceptual.Extractor:
         """The public extractor of a run, trained on the public set from the run's seed."""
