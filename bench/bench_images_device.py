@@ -3,7 +3,10 @@ and 10, three seeds, without a public set, with one (the other data set's traini
 labelled) and with generator pre-training on it, next to real-data training; the refinement
 rows (issue 24 part 3): the anchor with share ``REFINE_SHARE`` of epsilon, then a private
 discriminator (DP-SGD, the dpcgan default) with the rest ("refine": moments, no public set;
-"refine-public": perceptual + moments on the public set).
+"refine-public": perceptual + moments on the public set), refining with the adversarial loss
+alone; "-reg": the anchor loss on the released statistics kept in the generator's loss
+(``--refine-weight``); "refine-public-warm": the discriminator first trained without privacy
+on the public set against the anchored generator (``--warm-steps``); "-both": the two.
 
 Every fit is ``Synthesizer(schema, epsilon=..., public_data=..., device=...)`` with the
 defaults (the anchor's settings as the Synthesizer picks them; ``--pretrain-steps`` adds the
@@ -18,9 +21,18 @@ rewritten after every job, so a stopped run keeps what it measured::
         --device cuda --modes none,public,refine,refine-public,real --workers 3 --threads 4 \\
         --budget-s 200 --grids $OUT --out $OUT/images_device.json
 
+The refinement variants (part 3) in one call, stopping new jobs after 290 s::
+
+    cd bench && OMP_NUM_THREADS=3 PYTHONPATH=../src python bench_images_device.py \\
+        --data-dir ../data --device cuda --workers 5 --threads 3 --budget-s 290 \\
+        --modes none,public,refine,refine-reg,refine-public,refine-public-warm,\\
+refine-public-reg,refine-public-both --grids $OUT --out $OUT/images_device.json
+
 Tiny CPU check (minutes): ``--device cpu --datasets mnist --epsilons 10 --seeds 1
 --n-train 1000 --public-n 1000 --samples 500 --cnn-epochs 1 --reference-epochs 1
---anchor-steps 20 --workers 1 --threads 1``.
+--anchor-steps 20 --workers 1 --threads 1`` (the refinement modes: add ``--modes
+refine,refine-reg,refine-public,refine-public-warm,refine-public-reg,refine-public-both
+--refine-steps 100 --warm-steps 20``).
 """
 
 from __future__ import annotations
@@ -46,11 +58,21 @@ from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.statistics.features import feature_anchor_defaults
 
 OTHER = {"mnist": "fashion-mnist", "fashion-mnist": "mnist"}
-MODES = ("none", "public", "pretrain", "refine", "refine-public", "real", "long")
+REFINE_MODES = (
+    "refine", "refine-reg", "refine-public", "refine-public-warm", "refine-public-reg",
+    "refine-public-both", "refine-public-both-nn",
+)  # fmt: skip
+MODES = ("none", "public", "public-nn", "pretrain", *REFINE_MODES, "real", "long")
 LONG_STEPS = 1000
 REFINE_STEPS = 300  # discriminator steps of the refinement rows (the default, 50 epochs, is
 # about 47,000 steps at 60,000 images: far past the device call)
 REFINE_SHARE = 0.7  # the anchor's share of epsilon in the refinement rows; the rest: DP-SGD
+# "-reg" rows keep the generator near the released statistics during refinement with
+# --refine-weight (FeatureAnchorConfig.refine_weight); the others refine with the adversarial
+# loss alone (refine_weight 0). "-warm" rows first train the discriminator --warm-steps steps
+# on the public set (DPCGANConfig.public_warm_start_steps); "-both": the two together.
+# "-nn" rows: the perceptual generator with nearest-neighbour upsampling + 3x3 convolutions
+# (generator_net="upconv") instead of transposed convolutions.
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -67,6 +89,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reference-epochs", type=int, default=3)
     p.add_argument("--pretrain-steps", type=int, default=300)
     p.add_argument("--anchor-steps", type=int, default=None, help="(tiny checks only)")
+    p.add_argument("--refine-weight", type=float, default=1.0, help="lambda of the -reg rows")
+    p.add_argument("--warm-steps", type=int, default=300, help="public steps of -warm rows")
+    p.add_argument("--refine-steps", type=int, default=REFINE_STEPS, help="DP-SGD steps")
     p.add_argument("--device", default="cuda")
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--threads", type=int, default=4, help="torch threads per worker")
@@ -76,16 +101,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _public(mode: str) -> bool:
+    return mode not in ("none", "refine", "refine-reg")
+
+
 def _anchor(args: argparse.Namespace, mode: str):
     if mode == "none":
         return "auto" if args.anchor_steps is None else replace(
             feature_anchor_defaults("image"), steps=args.anchor_steps)  # fmt: skip
-    if mode == "refine":  # moments, then a private discriminator with the rest of epsilon
-        config = replace(feature_anchor_defaults("image"), share=REFINE_SHARE)
-        return config if args.anchor_steps is None else replace(config, steps=args.anchor_steps)
-    config = feature_anchor_defaults("image", public=True)
-    if mode == "refine-public":
-        config = replace(config, share=REFINE_SHARE)
+    config = feature_anchor_defaults("image", public=_public(mode))
+    if mode in REFINE_MODES:  # the anchor, then a private discriminator with the rest
+        weight = args.refine_weight if mode.endswith(("-reg", "-both", "-both-nn")) else 0.0
+        config = replace(config, share=REFINE_SHARE, refine_weight=weight)
     if args.anchor_steps is not None:
         config = replace(config, steps=args.anchor_steps)
     if mode == "pretrain":
@@ -95,10 +122,21 @@ def _anchor(args: argparse.Namespace, mode: str):
     return config
 
 
-def _refine_epochs(n: int) -> float:
-    """Epochs giving about REFINE_STEPS discriminator steps (q = batch / n; the benchmark
+def _refine_epochs(args: argparse.Namespace, n: int) -> float:
+    """Epochs giving about --refine-steps discriminator steps (q = batch / n; the benchmark
     knows its data set's size, a user sets epochs)."""
-    return REFINE_STEPS * DPCGANConfig().batch_size / n
+    return args.refine_steps * DPCGANConfig().batch_size / n
+
+
+def _method_options(args: argparse.Namespace, mode: str) -> DPCGANConfig | None:
+    """The warm-started discriminator of the "-warm" and "-both" rows, the upsampling
+    generator of the "-nn" rows; else the defaults (None)."""
+    options = {}
+    if mode.endswith(("-warm", "-both", "-both-nn")):
+        options["public_warm_start_steps"] = args.warm_steps
+    if mode.endswith("-nn"):
+        options["generator_net"] = "upconv"
+    return DPCGANConfig(**options) if options else None
 
 
 _CACHE: dict[str, tuple] = {}
@@ -129,8 +167,9 @@ def job(args: argparse.Namespace, dataset: str, epsilon: str, mode: str, seed: i
         synth = Synthesizer(
             schema, epsilon=float(epsilon), delta=1e-5, seed=seed, progress=False,
             device=args.device, anchor=_anchor(args, mode),
-            public_data=None if mode in ("none", "refine") else public,
-            epochs=_refine_epochs(len(train)) if mode.startswith("refine") else None,
+            public_data=public if _public(mode) else None,
+            epochs=_refine_epochs(args, len(train)) if mode in REFINE_MODES else None,
+            method_options=_method_options(args, mode),
         ).fit(train)  # fmt: skip
         row["fit_seconds"] = time.perf_counter() - started
         row["epsilon_spent"] = synth.privacy_spent().epsilon
@@ -238,6 +277,19 @@ TITLE = "Images (issue 24): with and without a public set, generator pre-trainin
 COLUMNS = ("cnn_accuracy", "label_fidelity", "frechet_distance")
 
 
+def _refine_label(mode: str, dataset: str) -> str:
+    """The public-set cell of a refinement row: what anchors, what refines."""
+    public = OTHER[dataset] if _public(mode) else "none; moments"
+    parts = [f"{public} + DP-SGD discriminator (anchor share {REFINE_SHARE})"]
+    if mode.endswith(("-warm", "-both", "-both-nn")):
+        parts.append("discriminator warm-started on the public set")
+    if mode.endswith(("-reg", "-both", "-both-nn")):
+        parts.append("anchor loss kept (refine_weight)")
+    if mode.endswith("-nn"):
+        parts.append("nearest-neighbour upsampling generator")
+    return ", ".join(parts)
+
+
 def _cell(values: list[float]) -> str:
     if not values:
         return "-"
@@ -262,9 +314,9 @@ def summary(rows: list[dict]) -> list[str]:
         public = {
             "none": "none",
             "public": OTHER[dataset],
+            "public-nn": f"{OTHER[dataset]}; nearest-neighbour upsampling generator",
             "real": "(real data)",
-            "refine": f"none; moments + DP-SGD discriminator (anchor share {REFINE_SHARE})",
-            "refine-public": f"{OTHER[dataset]}; + DP-SGD discriminator (share {REFINE_SHARE})",
+            **{m: _refine_label(m, dataset) for m in REFINE_MODES},
             "long": f"{OTHER[dataset]} + pre-training, {LONG_STEPS} + {LONG_STEPS} steps",
         }.get(mode, f"{OTHER[dataset]} + pre-training")
         lines.append(

@@ -24,6 +24,7 @@ from dpforge.errors import DataError, PrivacyError
 from dpforge.generate import sample_batch
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
 from dpforge.methods import METHODS
+from dpforge.methods.public_start import refuse_without_public
 from dpforge.model_io import read_model, restore, save_model
 from dpforge.pipeline import RunSettings, run_pipeline
 from dpforge.pipeline.run import seed_sequence
@@ -197,6 +198,7 @@ class Synthesizer:
         run_options.check_device(self.device)
         run_options.check_method_config(self.method_options, self.epsilon)
         public = self._public()
+        refuse_without_public(self.method_options, public)
         anchor = resolve_anchor(self.anchor, self.schema, public is not None)
         alone = anchoring_for(anchor, public).alone
         given = None if self.default_method_options else self.method_options

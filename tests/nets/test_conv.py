@@ -11,6 +11,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from dpforge.nets.conv import (
+    UPSAMPLING,
     ConvGenerator,
     center_crop,
     condition_channels,
@@ -49,8 +50,9 @@ def check_plain_critic(critic: nn.Module, in_channels: int) -> None:
 
 @pytest.mark.parametrize("shape", IMAGE_SHAPES)
 @pytest.mark.parametrize("n_classes", [0, 3])
-def test_generator_shape_and_range(shape, n_classes):
-    g = ConvGenerator(6, n_classes, shape, channels=SMALL)
+@pytest.mark.parametrize("upsample", UPSAMPLING)
+def test_generator_shape_and_range(shape, n_classes, upsample):
+    g = ConvGenerator(6, n_classes, shape, channels=SMALL, upsample=upsample)
     z = g.sample_latent(5, make_generator(0))
     out = g(z, labels_for(5, n_classes))
     assert out.shape == (5, *shape)
@@ -112,12 +114,21 @@ def test_determinism_from_the_passed_generator_only():
 
 
 @pytest.mark.parametrize("norm", ["group", "none"])
-def test_gradients_reach_every_generator_parameter(norm):
-    g = ConvGenerator(6, 3, (3, 7, 9), channels=SMALL, norm=norm)
+@pytest.mark.parametrize("upsample", UPSAMPLING)
+def test_gradients_reach_every_generator_parameter(norm, upsample):
+    g = ConvGenerator(6, 3, (3, 7, 9), channels=SMALL, norm=norm, upsample=upsample)
     out = g(g.sample_latent(6, make_generator(0)), labels_for(6, 3))
     (out * torch.randn(out.shape, generator=make_generator(1))).sum().backward()
     for name, param in g.named_parameters():
         assert param.grad is not None and param.grad.abs().sum() > 0, name
+
+
+def test_nearest_upsampling_has_no_transposed_convolution():
+    g = ConvGenerator(6, 3, (1, 28, 28), channels=SMALL, upsample="nearest")
+    assert not any(isinstance(m, nn.ConvTranspose2d) for m in g.modules())
+    assert sum(isinstance(m, nn.Upsample) for m in g.modules()) == len(SMALL)
+    with pytest.raises(ValueError, match="upsample"):
+        ConvGenerator(6, 3, (1, 28, 28), upsample="bilinear")
 
 
 def test_generator_has_no_batch_norm():

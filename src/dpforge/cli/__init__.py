@@ -181,7 +181,9 @@ def fit(
     layout: str = typer.Option("wide", "--layout", help=LAYOUT_HELP),
     id_column: str = typer.Option(None, "--id-column", help="time series: series id column"),
     generator_net: str = typer.Option(
-        None, "--generator", help="mlp (tables), conv | resnet (images), lstm (time series)"
+        None,
+        "--generator",
+        help="mlp (tables), conv | upconv | resnet (images), lstm (time series)",
     ),
     discriminator_net: str = typer.Option(
         None, "--discriminator", help="mlp (tables, time series), conv (images, time series)"
@@ -216,6 +218,12 @@ def fit(
     ),
     warm_start_steps: int = typer.Option(
         None, "--warm-start-steps", help="gswgan: non-private critic steps before training"
+    ),
+    public_warm_start_steps: int = typer.Option(
+        None,
+        "--public-warm-start-steps",
+        help="dpcgan with --public-data: non-private discriminator steps on the public set "
+        "before DP-SGD refinement (free)",
     ),
     critic_training: str = typer.Option(
         None,
@@ -318,6 +326,7 @@ def fit(
         bayesian_accounting=bayesian,
         num_discriminators=num_discriminators,
         warm_start_steps=warm_start_steps,
+        public_warm_start_steps=public_warm_start_steps,
         critic_training=critic_training,
         generator_net=generator_net,
         discriminator_net=discriminator_net,

@@ -25,6 +25,7 @@ from dpforge.statistics import array_anchor
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
 from dpforge.statistics.metadata import MetadataBudget, complete_array_schema
 from dpforge.statistics.moments import ClassMoments, Subspace
+from dpforge.statistics.perceptual import MomentLoss
 
 
 class ArrayKind:
@@ -120,6 +121,14 @@ class _FeatureAnchoring(Anchoring):
     def measured_from_dict(self, d: dict[str, Any]) -> MeasuredArrays:
         return MeasuredArrays.from_dict(d)
 
+    def set_refine_anchor(self, method: Any, loss: Any) -> None:
+        """The anchor loss the generator keeps during refinement: ``refine_weight`` times
+        ``loss`` on the releases (post-processing, free), on batches of the anchor's size;
+        none at weight 0."""
+        weight = self.config.refine_weight
+        method.anchor = None if weight == 0 else (loss, weight)
+        method.anchor_batch = self.config.batch_size
+
     def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredArrays:
         """Plan the release(s) into the ledger, then run them on the encoded records."""
         target = array_anchor.anchor_target(run.epsilon, run.delta, self.config.share, ledger)
@@ -150,11 +159,13 @@ class MomentAnchoring(_FeatureAnchoring):
 
     def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
         """Build the Gaussian from the released moments (post-processing), unless resuming;
-        a private discriminator (if any) then refines the Gaussian's parameters."""
+        a private discriminator (if any) then refines the Gaussian's parameters, keeping
+        them near the released moments by ``refine_weight``."""
+        measured = setup.measured
+        self.set_refine_anchor(method, MomentLoss(measured.subspace, measured.moments))
         if resumed:
             return
         run.init_networks(method)  # the discriminator's
-        measured = setup.measured
         array_anchor.set_gaussian(method.generator, measured.subspace, measured.moments)
         method.generator_average.load_state_dict(method.generator.state_dict())
 
@@ -184,7 +195,7 @@ class EmbeddingAnchoring(_FeatureAnchoring):
             layout.kind, layout.shape, self.config, setup.measured.feature_seed
         )
         loss = array_anchor.EmbeddingLoss(setup.measured.embedding, features)
-        method.anchor = (loss, self.config.weight)
+        self.set_refine_anchor(method, loss)
         if resumed:
             return
         run.init_networks(method)

@@ -19,6 +19,7 @@ __all__ = ["PerceptualAnchoring", "plan_releases"]
 
 from dpforge.errors import PrivacyError
 from dpforge.kinds.arrays import MeasuredArrays, _FeatureAnchoring
+from dpforge.methods.public_start import warm_start_on_public
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.statistics import array_anchor, perceptual
@@ -36,13 +37,18 @@ class PerceptualAnchoring(_FeatureAnchoring):
         self.device = "cpu"  # the run's, set when it measures or fits
 
     def method_config(self, config: Any, default_options: bool, schema: Any) -> Any:
-        """The convolutional generator, unless the method's options name another family."""
-        if config.generator_net not in ("auto", "conv"):
+        """The convolutional generator (``upconv``: its nearest-neighbour upsampling variant,
+        when the method's options name it); any other family is refused."""
+        if config.generator_net not in ("auto", "conv", "upconv"):
             raise PrivacyError(
                 f"perceptual anchoring trains the convolutional generator, but the method "
-                f"options ask for '{config.generator_net}': leave generator_net at 'auto'"
+                f"options ask for '{config.generator_net}': leave generator_net at 'auto' "
+                "(or 'upconv' for nearest-neighbour upsampling)"
             )
-        return array_anchor.anchored_config(config, self.config, schema.shape)
+        anchored = array_anchor.anchored_config(config, self.config, schema.shape)
+        if config.generator_net == "upconv":
+            return replace(anchored, generator_net="upconv")
+        return anchored
 
     def extractor(self, seed: int) -> perceptual.Extractor:
         """The public extractor of a run, trained on the public set from the run's seed."""
@@ -79,7 +85,7 @@ class PerceptualAnchoring(_FeatureAnchoring):
         )
         embedding = array_anchor.EmbeddingLoss(measured.perceptual, features)
         moments = perceptual.MomentLoss(measured.subspace, measured.moments)
-        method.anchor = (embedding, self.config.weight)
+        self.set_refine_anchor(method, perceptual.AnchorLoss(embedding, moments))
         if resumed:
             return
         run.init_networks(method)
@@ -90,6 +96,15 @@ class PerceptualAnchoring(_FeatureAnchoring):
             method.generator, (embedding, moments), setup.encoder.n_classes, self.config, rng
         )
         method.generator_average.load_state_dict(method.generator.state_dict())
+        self._warm_start(method, run)
+
+    def _warm_start(self, method: Any, run: Any) -> None:
+        """The discriminator's non-private steps on the public set against the anchored
+        generator (dpforge.methods.public_start): free, no private record read."""
+        steps = getattr(method.config, "public_warm_start_steps", 0)
+        if steps:
+            rng = make_generator(run.seed_sequence(8), run.device)  # a stream of its own
+            warm_start_on_public(method, self.public, steps, rng)
 
     def _pretrain(self, generator, features, subspace, setup, run) -> None:
         """Fit the generator to the PUBLIC set's own statistics first (public data: no

@@ -94,6 +94,9 @@ class GanMethod:
     # (AnchorLoss, weight) when the generator also matches measured marginals (set by the
     # Synthesizer; post-processing of a DP release, so it adds no privacy cost).
     anchor: tuple[Any, float] | None = None
+    # Rows of the batch the anchor loss is computed on (None: the method's batch size); the
+    # array anchorings set their own, as their loss compares batch statistics with releases.
+    anchor_batch: int | None = None
     # The ranks' seam (dpforge.distributed): identity in one process, set by ``prepare``.
     reducer: GradientReducer = ONE_PROCESS
     rank_generator: torch.Generator | None = None
@@ -267,7 +270,7 @@ class GanMethod:
     def anchor_loss(self, generator: torch.Generator) -> torch.Tensor:
         """The weighted marginal-anchor loss of a fresh, label-stratified generated batch."""
         anchor, weight = self.anchor
-        n = self.config.batch_size
+        n = self.anchor_batch or self.config.batch_size
         device = next(self.generator.parameters()).device
         labels = stratified_labels(n, self.n_classes, device)
         z = self.generator.sample_latent(n, generator)

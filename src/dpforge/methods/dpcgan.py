@@ -48,11 +48,20 @@ class DPCGANConfig(GanConfig):
     d_lr_start: float = 0.15
     d_lr_end: float = 0.052
     d_lr_decay_steps: int = 1000
+    # Non-private discriminator steps on the declared PUBLIC images (as real) against the
+    # anchored generator's samples (as fake) before the DP-SGD refinement: free, reads no
+    # private record (dpforge.methods.public_start); needs public_data and a refinement.
+    public_warm_start_steps: int = 0
 
     def validate(self) -> None:
         check_common_config(self)
         if self.microbatches is not None and self.microbatches < 1:
             raise PrivacyError(f"microbatches must be >= 1, got {self.microbatches}")
+        steps = self.public_warm_start_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise PrivacyError(
+                f"public_warm_start_steps must be a whole number >= 0, got {steps!r}"
+            )
 
 
 class DPCGAN(GanMethod):

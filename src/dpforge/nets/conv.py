@@ -29,6 +29,7 @@ from dpforge.nets.base import LatentGenerator
 from dpforge.nets.mlp import one_hot
 
 NORMS = ("group", "none")
+UPSAMPLING = ("transpose", "nearest")
 _DOWN = (4, 2, 1)  # kernel, stride, padding: halves the size
 _KEEP = (3, 1, 1)  # keeps the size
 
@@ -127,9 +128,12 @@ class ConvGenerator(SeededImageGenerator):
     """DCGAN-style G(z, y) -> image of ``shape`` = (channels, height, width) in [-1, 1].
 
     A Linear layer maps ``z`` + one-hot to ``channels[0]`` maps of ``h0 x w0``; each of the
-    ``len(channels)`` transposed convolutions (kernel 4, stride 2, padding 1) doubles the size,
-    through ``channels[1:]`` and finally to ``shape[0]``. ``h0 = ceil(H / 2**k)`` so any size
-    works: the result is centre-cropped to exactly (H, W), then squashed by tanh.
+    ``len(channels)`` upsampling blocks doubles the size, through ``channels[1:]`` and finally
+    to ``shape[0]``. ``h0 = ceil(H / 2**k)`` so any size works: the result is centre-cropped to
+    exactly (H, W), then squashed by tanh. ``upsample``: ``"transpose"`` (a transposed
+    convolution, kernel 4, stride 2, padding 1: the DCGAN block) or ``"nearest"`` (nearest-
+    neighbour doubling, then a 3x3 convolution: no checkerboard pattern from overlapping
+    kernels; Odena et al., Distill 2016). The ``upconv`` generator family is the latter.
     """
 
     def __init__(
@@ -139,13 +143,16 @@ class ConvGenerator(SeededImageGenerator):
         shape: Sequence[int],
         channels: Sequence[int] = (128, 64),
         norm: str = "group",
+        upsample: str = "transpose",
     ) -> None:
         super().__init__(latent_dim, n_classes, shape, channels)
+        if upsample not in UPSAMPLING:
+            raise ValueError(f"upsample must be one of {UPSAMPLING}, got {upsample!r}")
         layers: list[nn.Module] = _norm_act(channels[0], check_norm(norm))
         for c_in, c_out in zip(channels[:-1], channels[1:], strict=True):
-            layers.append(nn.ConvTranspose2d(c_in, c_out, 4, 2, 1, bias=norm == "none"))
+            layers += _doubling(c_in, c_out, upsample, bias=norm == "none")
             layers += _norm_act(c_out, norm)
-        layers.append(nn.ConvTranspose2d(channels[-1], self.shape[0], 4, 2, 1))
+        layers += _doubling(channels[-1], self.shape[0], upsample, bias=True)
         self.body = nn.Sequential(*layers)
 
     def forward(
@@ -156,6 +163,14 @@ class ConvGenerator(SeededImageGenerator):
     ) -> torch.Tensor:
         """Images (n, *shape) in [-1, 1]; ``noise_generator`` is accepted and ignored."""
         return self.finish(self.body(self.seed_maps(z, labels)))
+
+
+def _doubling(c_in: int, c_out: int, upsample: str, bias: bool) -> list[nn.Module]:
+    """A block that doubles the spatial size: a transposed convolution, or nearest-neighbour
+    upsampling followed by a 3x3 convolution."""
+    if upsample == "transpose":
+        return [nn.ConvTranspose2d(c_in, c_out, 4, 2, 1, bias=bias)]
+    return [nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(c_in, c_out, 3, 1, 1, bias=bias)]
 
 
 def _norm_act(channels: int, norm: str) -> list[nn.Module]:

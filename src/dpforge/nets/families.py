@@ -8,9 +8,12 @@ The choice of families per data type:
 data type      generators (first: default)     discriminators (plain ``nn.Sequential``)
 =============  ==============================  ==========================================
 table          ``mlp`` (span heads)            ``mlp`` (row and one-hot label joined)
-image          ``conv`` (DCGAN), ``resnet``     ``conv`` (label as extra constant
-               (GS-WGAN), ``mlp`` (DP-CGAN),   channels), ``mlp`` (flattened + label)
-               ``gaussian`` (moment anchoring)
+image          ``conv`` (DCGAN), ``upconv``     ``conv`` (label as extra constant
+               (``conv`` with nearest-neighbour channels), ``mlp`` (flattened + label)
+               upsampling + 3x3 convolutions),
+               ``resnet`` (GS-WGAN), ``mlp``
+               (DP-CGAN), ``gaussian`` (moment
+               anchoring)
 timeseries     ``lstm`` (Frigerio et al.),     ``mlp`` (flattened series + label),
                ``mlp``, ``conv`` (1-D,          ``conv`` (1-D, label as extra channels),
                upsampling: smooth curves),     ``lstm`` (DPLSTM: Linear maps per time step)
@@ -46,7 +49,7 @@ TABLE, IMAGE, TIMESERIES = "table", "image", "timeseries"
 AUTO = "auto"
 GENERATORS = {
     TABLE: ("mlp",),
-    IMAGE: ("conv", "resnet", "mlp", "gaussian"),
+    IMAGE: ("conv", "upconv", "resnet", "mlp", "gaussian"),
     TIMESERIES: ("lstm", "mlp", "conv", "gaussian"),
 }
 DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv", "lstm")}
@@ -111,6 +114,9 @@ def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
         )
     if name == "conv":
         return ConvGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
+    if name == "upconv":  # nearest-neighbour upsampling + 3x3 convolutions
+        shape, channels = layout.shape, c.generator_channels
+        return ConvGenerator(c.latent_dim, n_classes, shape, channels, upsample="nearest")
     if name == "gaussian":
         return SubspaceGaussianGenerator(c.latent_dim, n_classes, layout.shape)
     if name == "resnet":

@@ -69,7 +69,11 @@ class FeatureAnchorConfig:
     count_weight: ``c``, the weight of the class counts in the release (sensitivity
         ``sqrt(1 + c^2)``; the counts' noise std is ``sigma * sqrt(1 + c^2) / c``).
     steps, batch_size, lr: the anchor phase (Adam on the generator, lr decaying linearly to 0).
-    weight: weight of the embedding loss added to the generator's GAN loss during refinement.
+    refine_weight: lambda, the weight of the anchor loss on the already-released statistics
+        added to the generator's adversarial loss during refinement (share < 1): the loss the
+        anchor phase fitted (moments: the relative moment distance; embedding: the embedding
+        distance; perceptual: both), computed on batches of ``batch_size``. Free: it reads
+        only the releases. 0: the adversarial loss alone.
     pretrain_steps: perceptual anchoring only: steps that first fit the generator to the
         PUBLIC set's own statistics (free: public data), before the ``steps`` on the releases.
     generator_net, generator_hidden: the generator when the method's options are the defaults
@@ -90,7 +94,7 @@ class FeatureAnchorConfig:
     steps: int = 1500
     batch_size: int = 500
     lr: float = 2e-3
-    weight: float = 1.0
+    refine_weight: float = 1.0
     pretrain_steps: int = 0
     generator_net: str = "mlp"
     generator_hidden: tuple[int, ...] = (256, 512)
@@ -117,10 +121,10 @@ class FeatureAnchorConfig:
             raise ValueError(
                 "pretrain_steps needs a public set (perceptual anchoring): leave it at 0"
             )
-        if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
+        if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.refine_weight < 0:
             raise ValueError(
-                "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
-                f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"
+                "anchor steps must be >= 0, batch_size >= 1, lr > 0 and refine_weight >= 0; "
+                f"got {self.steps}, {self.batch_size}, {self.lr}, {self.refine_weight}"
             )
 
 

@@ -241,13 +241,20 @@ def fit_perceptual(
 ) -> float:
     """Adam on the generator against the embedding loss plus the moment loss (post-processing
     of the releases; lr decaying linearly to 0); returns the last loss value (public)."""
-    embedding, moments = losses
-
-    def loss(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return embedding(x, labels) + MOMENT_WEIGHT * moments(x, labels)
-
     generator.train()
+    loss = AnchorLoss(*losses)
     return train_anchor(generator, loss, n_classes, config, rng, betas=(0.5, 0.999))
+
+
+class AnchorLoss:
+    """The perceptual anchor's loss: the embedding loss plus ``MOMENT_WEIGHT`` times the
+    moment loss (what the anchor phase fits, and what refinement keeps the generator near)."""
+
+    def __init__(self, embedding: Callable, moments: Callable) -> None:
+        self.embedding, self.moments = embedding, moments
+
+    def __call__(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self.embedding(x, labels) + MOMENT_WEIGHT * self.moments(x, labels)
 
 
 def public_targets(
