@@ -101,28 +101,3 @@ def test_pooling_sized_to_the_noise_keeps_mass_where_the_records_are():
     noisy = counts + np.random.default_rng(0).normal(0.0, 45.0, counts.size)
     outside = [fine_mass(noisy, 3000.0, b)[100:].sum() / 3000.0 for b in (1, 16)]
     assert outside[1] < 0.5 * outside[0]  # pooled: far less mass spread where nobody is
-
-
-def test_a_wide_tail_cell_draws_where_the_released_histogram_has_its_records():
-    """Values inside a cell follow the released (projected) fine histogram, not the cell's
-    width: 2,900 records in the first tenth of the range, 100 just above, one cell for all
-    of the top nine tenths. Read from the noisy release only (post-processing)."""
-    from dpforge.statistics.bins import numeric_bins
-    from dpforge.statistics.cells import _fine_edges, block_size, within_cell_mass
-
-    column = Column("income", "continuous", 0.0, 60.0)
-    counts = np.zeros(1026)
-    counts[1:101] = 29.0
-    counts[101:121] = 5.0  # the top cell's records sit in its first 20 of 924 fine cells
-    std = 10.0
-    noisy = counts + np.random.default_rng(0).normal(0.0, std, counts.size)
-    fine = _fine_edges(numeric_bins(column, 1026))
-    edges = np.array([fine[0], fine[100], fine[-1]])
-    block = block_size(std, 3000.0)
-    mass = within_cell_mass(column, noisy, 3000.0, edges, 4.5 * std, block)
-    top = mass[100:]
-    assert top.sum() > 0
-    near = top[:32].sum() / top.sum()  # the records' fine cells and their block's rest
-    assert near > 0.3  # spread evenly it would be 32 / 924, under 0.04
-    decoded_mean = (top * (fine[100:-1] + fine[101:]) / 2).sum() / top.sum()
-    assert decoded_mean < 20.0  # evenly: about 33

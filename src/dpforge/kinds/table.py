@@ -317,7 +317,7 @@ def _fine_masses(
     """Each adaptive column's fine mass for drawing values inside their cells (free,
     ``cells.within_cell_mass``): the noisy counts that stand out from the noise (at least
     FINE_MASS_THRESHOLD standard deviations, about the largest that 1,024 cells of pure noise
-    reach), and the rest of each cell's projected mass spread over it as projected. An empty cell
+    reach), and the rest of each cell's projected mass spread evenly over it. An empty cell
     of a nullable column is on no fine cell, so nothing of it spreads over the grid."""
     threshold, (total, blocks) = FINE_MASS_THRESHOLD * std, pooling
     return {

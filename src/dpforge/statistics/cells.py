@@ -177,11 +177,9 @@ def within_cell_mass(
 ) -> np.ndarray:
     """The interior fine cells' mass that decoding draws values from inside each cell (free):
     the noisy counts at or above ``threshold`` (heaped values, dense spots), plus what the
-    projected histogram puts in the cell beyond them, spread over the cell's fine cells as the
-    projected (pooled) histogram spreads it (a continuous part: without it, a cell's one
-    standing-out fine cell would take all of its values). Spread evenly instead, a wide tail
-    cell (income from 8 to 60, the records below 15) drew values across its whole width: on
-    nmes the class means of income swapped order and a linear classifier lost its signal."""
+    projected histogram puts in the cell beyond them, spread evenly over the cell's fine cells
+    (a continuous part: without it, a cell's one standing-out fine cell would take all of
+    its values)."""
     fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
     standout = np.where(raw >= threshold, raw, 0.0)
@@ -191,17 +189,8 @@ def within_cell_mass(
     for first, last in zip(at[:-1], at[1:], strict=True):
         if last > first:
             rest = projected[first:last].sum() - standout[first:last].sum()
-            mass[first:last] += max(0.0, rest) * _shape(projected[first:last], standout[first:last])
+            mass[first:last] += max(0.0, rest) / (last - first)
     return mass
-
-
-def _shape(projected: np.ndarray, standout: np.ndarray) -> np.ndarray:
-    """How a cell's continuous part spreads over its fine cells: as the projected histogram
-    beyond the standing-out counts, evenly where that is empty (sums to 1)."""
-    beyond = np.maximum(projected - standout, 0.0)
-    if beyond.sum() > 0:
-        return beyond / beyond.sum()
-    return np.full(projected.size, 1.0 / projected.size)
 
 
 def bins_from_edges(
