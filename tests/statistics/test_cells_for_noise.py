@@ -30,6 +30,9 @@ def test_the_rule_gives_fewer_cells_to_less_data_or_more_noise():
     assert cells_for_noise(2_000, 20.0, 2, 64, 2.0) == 25  # twice the noise, half the cells
     assert cells_for_noise(2_000, 10.0, 4, 64, 2.0) == 25  # twice the classes, half the cells
     assert cells_for_noise(100, 10.0, 2, 64, 2.0) == MIN_CELLS  # never fewer
+    assert MIN_CELLS == 16 and cells_for_noise(502, 36.0, 2, 64, 2.0) == 16  # psid, epsilon 1:
+    # the noise alone would give 3 cells; the floor, a public constant, gives 16
+    assert cells_for_noise(502, 36.0, 2, 8, 2.0) == 8  # n_bins still caps it
     assert cells_for_noise(100, 0.0, 2, 64, 2.0) == 64  # no noise: every cell
     assert cells_for_noise(100, 10.0, 2, 64, 0.0) == 64  # the rule off
 
