@@ -264,6 +264,11 @@ class Synthesizer:
                 self, min(chunk_rows, n - start), conditions or {}, generator, mover
             )
 
+    def check_move(self, move: bool | None) -> None:
+        """Refuse ``move`` (as :meth:`sample` would) before any work: the command line."""
+        self._require_fitted()
+        self._mover(move)
+
     def _mover(self, move: bool | None) -> Mover | None:
         """The moving of samples ``move`` asks for (None: plain samples)."""
         release = getattr(self, "sample_release_", None)
