@@ -3,15 +3,15 @@ series only: UCR sets that sktime ships offline, NOT ItalyPowerDemand.
 
 Each public set (``--sets``) is pooled (train + test), each series resampled to length 24 by
 linear interpolation and z-normalised (the shape of ItalyPowerDemand's records, which is
-public), and split 70/30 stratified (seed 0). For each seed the library fits on the 70 % (``Synthesizer`` defaults for
-series, the embedding anchor) at the epsilon whose noise, relative to the per-class counts, is
-ItalyPowerDemand's at eps 3 (``matched_epsilon``: these sets are 2-5 times smaller, and at eps 3
-their release is pure noise; the range is declared, the count given: public data),
-draws as many series as the 70 % holds (``move=False``), and moves THE SAME draws with each
-setting of the grid (``dpforge.statistics.particles.move_samples`` on the stored release, as
-``sample`` does); 1-NN DTW trained on the moved series is scored on the 30 %. One JSON line per
-(set, seed) to ``--log`` as it comes. Example (from bench/, ``OMP_NUM_THREADS=1
-PYTHONPATH=../src``)::
+public), and split 70/30 stratified (seed 0). For each seed the library fits on the 70 %
+(``Synthesizer`` defaults for series, the embedding anchor) at the epsilon whose noise,
+relative to the per-class counts, is ItalyPowerDemand's at eps 3 (``matched_epsilon``: these
+sets are 2-5 times smaller, and at eps 3 their release is pure noise; the range is declared and
+the count given: public data), draws as many series as the 70 % holds (``move=False``), and
+moves THE SAME draws with each setting of the grid (``dpforge.statistics.particles.
+move_samples`` on the stored release, as ``sample`` does); 1-NN DTW trained on the moved series
+is scored on the 30 %. One JSON line per (set, seed) to ``--log`` as it comes. Example (from
+bench/, ``OMP_NUM_THREADS=1 PYTHONPATH=../src``)::
 
     python series_move_public.py --sets gunpoint,arrow_head,osuleaf --seeds 0,1
 """
@@ -103,8 +103,9 @@ def run(name: str, seed: int, epsilon: float, log: str) -> None:
         }
     real = knn(train, test, schema, seed)
     row = dict(set=name, seed=seed, epsilon=round(epsilon, 3), target_sigma=sigma,
-               anchor_sigma=synth.sample_release_.embedding.noise_multiplier, n_train=len(train), n_test=len(test),
-               fit_cpu=round(fit_cpu, 1), real_knn=real, scores=scores)  # fmt: skip
+               anchor_sigma=synth.sample_release_.embedding.noise_multiplier,
+               n_train=len(train), n_test=len(test), fit_cpu=round(fit_cpu, 1),
+               real_knn=real, scores=scores)  # fmt: skip
     print(json.dumps(row), flush=True)
     with open(log, "a") as f:
         f.write(json.dumps(row) + "\n")

@@ -197,7 +197,8 @@ def describe(run: dict) -> str:
         + (
             f"; unmoved 1-NN DTW {run['unmoved']['tstr']['knn_dtw']['accuracy']:.4f}, "
             f"embedding gap {run['embedding_gap']}"
-            if "unmoved" in run else ""
+            if "unmoved" in run
+            else ""
         )
     )
 

@@ -141,4 +141,3 @@ def test_a_stray_release_file_is_refused(fitted, tmp_path):
     )
     with pytest.raises(ModelFileError, match="release"):
         dpforge.load(tmp_path / "old")
-

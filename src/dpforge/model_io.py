@@ -138,9 +138,7 @@ def is_model_folder(path: Path) -> bool:
 
 
 # A model folder holds these files and nothing else; only such a folder is ever replaced.
-MODEL_FOLDER = FolderKind(
-    "model folder", frozenset({WEIGHTS, MANIFEST, RELEASE}), is_model_folder
-)
+MODEL_FOLDER = FolderKind("model folder", frozenset({WEIGHTS, MANIFEST, RELEASE}), is_model_folder)
 
 
 def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:

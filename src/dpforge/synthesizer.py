@@ -260,9 +260,7 @@ class Synthesizer:
         mover = self._mover(move)
         generator = make_generator(seed, self.device)
         for start in range(0, n, chunk_rows):
-            yield sample_batch(
-                self, min(chunk_rows, n - start), conditions or {}, generator, mover
-            )
+            yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator, mover)
 
     def check_move(self, move: bool | None) -> None:
         """Refuse ``move`` (as :meth:`sample` would) before any work: the command line."""
