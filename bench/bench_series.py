@@ -104,6 +104,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(moved reported, the same draws unmoved next to them)",
     )  # fmt: skip
     p.add_argument("--save-models", default=None, help="write each fitted model folder here")
+    p.add_argument("--from-models", default=None,
+                   help="no training: load the folders --save-models wrote there")  # fmt: skip
     p.add_argument("--window", type=int, default=None, help="Sakoe-Chiba radius of 1-NN DTW")
     p.add_argument(
         "--anchor", default="auto", choices=("auto", "none"),

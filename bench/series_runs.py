@@ -12,6 +12,7 @@ import torch
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
+import dpforge
 import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
@@ -106,9 +107,13 @@ def fit_one(args, chosen, config, train, schema, seed: int, private: bool) -> tu
 
 def run_seed(args, chosen, config, train, test, schema, seed: int, private: bool) -> dict:
     """Fit, sample len(train) series from the label prior, score; privacy from the ledger."""
-    synth, fit_seconds = fit_one(args, chosen, config, train, schema, seed, private)
+    if args.from_models:  # the folders an earlier run saved: sampling settings compared
+        synth = dpforge.load(model_path(args.from_models, seed, private))
+        synth.anchor_, fit_seconds = anchor_option(args), math.nan
+    else:
+        synth, fit_seconds = fit_one(args, chosen, config, train, schema, seed, private)
     if args.save_models:
-        synth.save(f"{args.save_models}/{'dp' if private else 'np'}_seed{seed}", overwrite=True)
+        synth.save(model_path(args.save_models, seed, private), overwrite=True)
     synthetic = synth.sample(len(train), seed=10_000 + seed, move=MOVE[args.move])
     report = synth.privacy_spent()
     channel = synth.schema_.channels[0]
@@ -142,6 +147,10 @@ def run_seed(args, chosen, config, train, test, schema, seed: int, private: bool
         run["unmoved"] = unmoved(synth, train, test, schema, seed, args.window)
         run["embedding_gap"] = {"moved": gap(synth, synthetic), **run["unmoved"].pop("gap")}
     return run, synth, synthetic
+
+
+def model_path(folder: str, seed: int, private: bool) -> str:
+    return f"{folder}/{'dp' if private else 'np'}_seed{seed}"
 
 
 MOVE = {"both": True, "yes": True, "no": False, "default": None}
