@@ -239,7 +239,7 @@ class Synthesizer:
         :mod:`dpforge.statistics.particles`); None (default) moves series whose model holds
         the release, True refuses a model without it (folders saved before it was stored)."""
         self._check_sample_request(n, seed)
-        mover = self._mover(move)
+        mover = self.mover(move)
         return sample_batch(self, n, conditions or {}, make_generator(seed, self.device), mover)
 
     def sample_chunks(
@@ -257,18 +257,15 @@ class Synthesizer:
         self._check_sample_request(n, seed)
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise DataError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
-        mover = self._mover(move)
+        mover = self.mover(move)
         generator = make_generator(seed, self.device)
         for start in range(0, n, chunk_rows):
             yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator, mover)
 
-    def check_move(self, move: bool | None) -> None:
-        """Refuse ``move`` (as :meth:`sample` would) before any work: the command line."""
+    def mover(self, move: bool | None) -> Mover | None:
+        """The moving of samples that ``move`` asks for (None: plain samples); it refuses what
+        the model cannot do, so the command line calls it before any work."""
         self._require_fitted()
-        self._mover(move)
-
-    def _mover(self, move: bool | None) -> Mover | None:
-        """The moving of samples ``move`` asks for (None: plain samples)."""
         release = getattr(self, "sample_release_", None)
         return sample_mover(release, move, getattr(self.schema_, "kind", "table"))
 

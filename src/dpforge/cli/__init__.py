@@ -508,7 +508,7 @@ def sample(
         raise DpforgeError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
     recover_folder(model, MODEL_FOLDER)  # a replacement a kill interrupted
     synth = load(model)
-    synth.check_move(move)  # refused before any work when the folder cannot move
+    synth.mover(move)  # refused before any work when the folder cannot move
     conditions = _parse_conditions(condition or [])
     if table_format != "csv" or partitions != 1 or workers is not None:
         parts = PartsRequest(model, n, partitions, table_format, seed, tuple(conditions.items()))
