@@ -122,13 +122,13 @@ def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> list[str
                 f"{fmt(b.get(key))} | {fmt(r.get(key))} |"
             )
     lines += ["", "Per seed (DP): " + "; ".join(per_seed(x) for x in result["runs"]) + "."]
-    lines += moved_markdown(result)
     if result["baseline_runs"]:
         lines.append(
             "Per seed (non-private): "
             + "; ".join(per_seed(x) for x in result["baseline_runs"])
             + "."
         )
+    lines += moved_markdown(result)
     if "synthetic_to_train_median" in p:
         lines += [
             "",
