@@ -84,7 +84,7 @@ def run(name: str, seed: int, epsilon: float, log: str) -> None:
         epsilon, sigma = matched_epsilon(train, len(schema.classes), 1e-4)
         schema = replace(schema, channels=(Channel("value", -3.0, 3.0),))
     synth = Synthesizer(schema, epsilon=epsilon, delta=1e-4, seed=seed, progress=False,
-                        record_count=len(train))  # fmt: skip
+                        record_count=len(train), out_of_bounds="clip")  # fmt: skip
     synth.fit(train)
     fit_cpu = time.process_time() - t0
     draws = synth.sample(len(train), seed=10_000 + seed, move=False)
