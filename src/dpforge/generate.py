@@ -22,7 +22,7 @@ from dpforge.statistics.particles import MoveSettings, SampleRelease, move_sampl
 
 # Moves generated records (encoded, in [-1, 1]) with their labels: post-processing only.
 Mover = Callable[[torch.Tensor, "torch.Tensor | None"], torch.Tensor]
-MOVED_BY_DEFAULT = ("timeseries",)  # measured: bench/results/italy_series_moved.md
+MOVED_BY_DEFAULT = ("timeseries",)  # chosen on public sets: bench/results/series_move_public.md
 
 
 def sample_mover(release: SampleRelease | None, move: bool | None, kind: str) -> Mover | None:
