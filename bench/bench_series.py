@@ -98,6 +98,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-baseline", action="store_true", help="skip the non-private baseline")
     p.add_argument("--defaults", action="store_true", help="ignore TUNED: the config's defaults")
     harness.add_threads(p)
+    p.add_argument(
+        "--move", default="both", choices=("both", "yes", "no", "default"),
+        help="sampling: moved to the release (yes), not (no), the library default, or both "
+        "(moved reported, the same draws unmoved next to them)",
+    )  # fmt: skip
+    p.add_argument("--save-models", default=None, help="write each fitted model folder here")
+    p.add_argument("--from-models", default=None,
+                   help="no training: load the folders --save-models wrote there")  # fmt: skip
     p.add_argument("--window", type=int, default=None, help="Sakoe-Chiba radius of 1-NN DTW")
     p.add_argument(
         "--anchor", default="auto", choices=("auto", "none"),

@@ -128,6 +128,7 @@ def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> list[str
             + "; ".join(per_seed(x) for x in result["baseline_runs"])
             + "."
         )
+    lines += moved_markdown(result)
     if "synthetic_to_train_median" in p:
         lines += [
             "",
@@ -227,3 +228,32 @@ def tuning_markdown(rows: list[dict]) -> list[str]:
             f"{r.get('note', '')} |"
         )
     return out
+
+
+def moved_markdown(result: dict[str, Any]) -> list[str]:
+    """Moved samples next to the same draws unmoved (same fits, same sampling seed)."""
+    runs = [("DP", r) for r in result["runs"]] + [("non-private", r) for r in
+                                                   result["baseline_runs"]]  # fmt: skip
+    if not runs or "unmoved" not in runs[0][1]:
+        return []
+    lines = [
+        "",
+        "Moved samples (the library's sampling: the generator's draws moved to match the "
+        "released embedding, `dpforge.statistics.particles`) next to the SAME draws unmoved "
+        "(`sample(..., move=False)`, same fit, same sampling seed):",
+        "",
+        "| run | seed | 1-NN DTW moved | 1-NN DTW unmoved | RF moved | RF unmoved | "
+        "embedding gap moved / unmoved | median DTW to nearest train moved / unmoved |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in runs:
+        m, u = r["tstr"], r["unmoved"]["tstr"]
+        g = r["embedding_gap"]
+        c, cu = r["closeness"], r["unmoved"]["closeness"]
+        lines.append(
+            f"| {name} | {r['seed']} | {m['knn_dtw']['accuracy']:.3f} | "
+            f"{u['knn_dtw']['accuracy']:.3f} | {m['random_forest']['accuracy']:.3f} | "
+            f"{u['random_forest']['accuracy']:.3f} | {g['moved']:.5f} / {g['unmoved']:.5f} | "
+            f"{c['synthetic_to_train_median']:.3f} / {cu['synthetic_to_train_median']:.3f} |"
+        )
+    return lines

@@ -8,9 +8,11 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
+import torch
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
+import dpforge
 import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
@@ -19,6 +21,7 @@ from dpforge.evaluation.reference import label_fidelity
 from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, tstr_accuracy
 from dpforge.schema.array import ArraySchema
 from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
+from dpforge.statistics.particles import embedding_gap
 from stats import mean_std
 
 METRICS = ("accuracy", "balanced_accuracy")
@@ -104,8 +107,14 @@ def fit_one(args, chosen, config, train, schema, seed: int, private: bool) -> tu
 
 def run_seed(args, chosen, config, train, test, schema, seed: int, private: bool) -> dict:
     """Fit, sample len(train) series from the label prior, score; privacy from the ledger."""
-    synth, fit_seconds = fit_one(args, chosen, config, train, schema, seed, private)
-    synthetic = synth.sample(len(train), seed=10_000 + seed)
+    if args.from_models:  # the folders an earlier run saved: sampling settings compared
+        synth = dpforge.load(model_path(args.from_models, seed, private))
+        synth.anchor_, fit_seconds = anchor_option(args), math.nan
+    else:
+        synth, fit_seconds = fit_one(args, chosen, config, train, schema, seed, private)
+    if args.save_models:
+        synth.save(model_path(args.save_models, seed, private), overwrite=True)
+    synthetic = synth.sample(len(train), seed=10_000 + seed, move=MOVE[args.move])
     report = synth.privacy_spent()
     channel = synth.schema_.channels[0]
     labels, counts = np.unique(synthetic.labels.astype(str), return_counts=True)
@@ -133,7 +142,36 @@ def run_seed(args, chosen, config, train, test, schema, seed: int, private: bool
         "method_config": asdict(synth.config_),
     }
     run["closeness"] = closeness(synthetic, train, test, args.window)
+    run["move"] = args.move
+    if args.move == "both":  # the same draws unmoved: the same-run baseline of moving
+        run["unmoved"] = unmoved(synth, train, test, schema, seed, args.window)
+        run["embedding_gap"] = {"moved": gap(synth, synthetic), **run["unmoved"].pop("gap")}
     return run, synth, synthetic
+
+
+def model_path(folder: str, seed: int, private: bool) -> str:
+    return f"{folder}/{'dp' if private else 'np'}_seed{seed}"
+
+
+MOVE = {"both": True, "yes": True, "no": False, "default": None}
+
+
+def unmoved(synth, train, test, schema, seed: int, window) -> dict:
+    """The same draws (same sampling seed) scored without moving."""
+    plain = synth.sample(len(train), seed=10_000 + seed, move=False)
+    return {
+        "tstr": scores(plain, test, schema, seed, window),
+        "label_fidelity": label_fidelity_rf(train, plain, schema, seed),
+        "closeness": closeness(plain, train, test, window),
+        "gap": {"unmoved": gap(synth, plain)},
+    }
+
+
+def gap(synth, synthetic: ArrayData) -> float:
+    """Squared distance of the samples' per-class mean embedding to the released one."""
+    x, labels = synth.encoder_.transform(synthetic)
+    loss = synth.sample_release_.loss()
+    return embedding_gap(torch.as_tensor(x), torch.as_tensor(labels), loss)
 
 
 def anchor_noise(synth) -> float | None:
@@ -165,6 +203,12 @@ def describe(run: dict) -> str:
         f"eps PLD {run['epsilon_pld']:.3f} / RDP {run['epsilon_rdp']:.3f}, {run['steps']} steps, "
         f"sigma {run['noise_multiplier']:.3f}, range {run['channel_range']}, "
         f"{run['fit_seconds']:.0f} s"
+        + (
+            f"; unmoved 1-NN DTW {run['unmoved']['tstr']['knn_dtw']['accuracy']:.4f}, "
+            f"embedding gap {run['embedding_gap']}"
+            if "unmoved" in run
+            else ""
+        )
     )
 
 
@@ -181,6 +225,11 @@ def summarise(runs: list[dict]) -> dict[str, Any]:
     if "closeness" in runs[0]:
         for key in runs[0]["closeness"]:
             out[key] = mean_std([r["closeness"][key] for r in runs])
+    if "unmoved" in runs[0]:
+        for model in SERIES_MODELS:
+            out[f"unmoved_{model}_accuracy"] = mean_std(
+                [r["unmoved"]["tstr"][model]["accuracy"] for r in runs]
+            )
     return out
 
 

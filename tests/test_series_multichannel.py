@@ -42,7 +42,10 @@ def test_six_channel_series_keep_each_channels_activity(motions, tmp_path):
     synth = Synthesizer(schema, epsilon=math.inf, seed=0, progress=False, anchor=FAST).fit(train)
     # 40 series, fewer than a batch: the model folder must still load (its plan's rate <= 1)
     synth.save(tmp_path / "model")
-    samples = dpforge.load(tmp_path / "model").sample(200, seed=1)
+    loaded = dpforge.load(tmp_path / "model")
+    samples = loaded.sample(200, seed=1)  # moved to the stored release (the series default)
+    assert loaded.sample_release_.shape == (6, 100)
+    assert np.array_equal(samples.values, synth.sample(200, seed=1, move=True).values)
     assert samples.values.shape == (200, 6, 100)
     assert np.isfinite(samples.values).all() and np.abs(samples.values).max() <= 40.0
     assert set(samples.labels) <= set(schema.classes)

@@ -6,6 +6,7 @@ condition on the label; the generator's outputs are decoded by the run's encoder
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,15 +18,44 @@ from dpforge.data.rules import abiding_rows
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
+from dpforge.statistics.particles import MoveSettings, SampleRelease, move_samples
+
+# Moves generated records (encoded, in [-1, 1]) with their labels: post-processing only.
+Mover = Callable[[torch.Tensor, "torch.Tensor | None"], torch.Tensor]
+MOVED_BY_DEFAULT = ("timeseries",)  # chosen on public sets: bench/results/series_move_public.md
+
+
+def sample_mover(release: SampleRelease | None, move: bool | None, kind: str) -> Mover | None:
+    """The moving ``move`` asks for: None (default) moves the kinds in MOVED_BY_DEFAULT whose
+    model holds the release, True needs the release (refused without it), False never moves."""
+    if move is not None and not isinstance(move, bool):
+        raise DataError(f"move must be True, False or None, got {move!r}")
+    if move is None:
+        move = release is not None and kind in MOVED_BY_DEFAULT
+    if not move:
+        return None
+    if release is None:
+        raise DataError(
+            "this model holds no released embedding to move samples to (a model folder saved "
+            "before dpforge stored it, or a model not anchored on a feature embedding): sample "
+            "with move=False (--no-move), or fit again to store the release"
+        )
+    loss, settings = release.loss(), MoveSettings()
+    return lambda x, labels: move_samples(x, labels, loss, settings)
 
 
 def sample_batch(
-    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator
+    synth: Any,
+    n: int,
+    conditions: dict[str, Any],
+    generator: torch.Generator,
+    mover: Mover | None = None,
 ) -> pd.DataFrame | ArrayData:
-    """``n`` records from ``synth``'s fitted generator, decoded; rows that break a rule of the
-    schema are drawn again, then repaired (:mod:`dpforge.data.rules`)."""
+    """``n`` records from ``synth``'s fitted generator (moved by ``mover`` if given), decoded;
+    rows that break a rule of the schema are drawn again, then repaired
+    (:mod:`dpforge.data.rules`)."""
     labels = condition_labels(synth, n, conditions, generator)
-    rows = _decoded(synth, labels, n, generator)
+    rows = _decoded(synth, labels, n, generator, mover)
     schema = getattr(synth.encoder_, "schema", None)
     if not getattr(schema, "rules", ()):
         return rows
@@ -40,12 +70,18 @@ def sample_batch(
 
 
 def _decoded(
-    synth: Any, labels: torch.Tensor | None, n: int, generator: torch.Generator
+    synth: Any,
+    labels: torch.Tensor | None,
+    n: int,
+    generator: torch.Generator,
+    mover: Mover | None = None,
 ) -> pd.DataFrame | ArrayData:
-    """``n`` generated records with ``labels``, decoded by the run's encoder."""
+    """``n`` generated records with ``labels`` (moved by ``mover``), decoded by the encoder."""
     with torch.no_grad():
         z = synth.generator_.sample_latent(n, generator)
         rows = synth.generator_(z, labels)
+    if mover is not None:
+        rows = mover(rows, labels)
     features = rows.cpu().numpy()
     del rows, z
     labels_np = None if labels is None else labels.cpu().numpy()

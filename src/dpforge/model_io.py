@@ -3,7 +3,11 @@
 A model folder holds exactly what may be published:
 - ``generator.safetensors``: the generator's weights (post-processing of the private training);
 - ``model.json``: the public schema (declared or DP-estimated), the configuration, the DP label
-  prior, the privacy ledger and its epsilon, and library versions.
+  prior, the privacy ledger and its epsilon, and library versions;
+- ``release.safetensors`` (series and images anchored on a feature embedding): the released
+  noisy per-class feature sums and counts, exactly the DP release the ledger records, with the
+  public feature map's seed and parameters under ``model.json``'s ``release``; sampling moves
+  generated records to match it (:mod:`dpforge.statistics.particles`).
 Never the discriminator, training rows, row indices or any non-private statistic. Loading reads
 data only: no pickle, no code from the folder is run.
 """
@@ -39,6 +43,7 @@ from dpforge.schema.array import schema_from_dict
 from dpforge.schema.validation import read_json_text
 from dpforge.statistics.cells import bins_from_edges
 from dpforge.statistics.codes import codes_from_dict
+from dpforge.statistics.particles import SampleRelease, release_shapes, release_tensor_error
 from dpforge.storage import (
     FolderKind,
     read_tensor_metadata,
@@ -52,6 +57,7 @@ from dpforge.training import TrainingPlan
 __all__ = ["FORMAT", "FORMAT_VERSION", "manifest", "read_model", "restore", "save_model"]
 WEIGHTS = "generator.safetensors"
 MANIFEST = "model.json"
+RELEASE = "release.safetensors"
 
 
 def _versions() -> dict[str, str]:
@@ -87,7 +93,13 @@ def manifest(synth: Any) -> dict[str, Any]:
             **_unit(synth),
         },
         "versions": _versions(),
-    }
+    } | _release_json(synth)
+
+
+def _release_json(synth: Any) -> dict[str, Any]:
+    """The stored release's public parameters, when the model has one."""
+    release = getattr(synth, "sample_release_", None)
+    return {} if release is None else {"release": release.to_json()}
 
 
 def _unit(synth: Any) -> dict[str, Any]:
@@ -125,8 +137,8 @@ def is_model_folder(path: Path) -> bool:
     return isinstance(info, dict) and info.get("format") == FORMAT
 
 
-# A model folder holds these two files and nothing else; only such a folder is ever replaced.
-MODEL_FOLDER = FolderKind("model folder", frozenset({WEIGHTS, MANIFEST}), is_model_folder)
+# A model folder holds these files and nothing else; only such a folder is ever replaced.
+MODEL_FOLDER = FolderKind("model folder", frozenset({WEIGHTS, MANIFEST, RELEASE}), is_model_folder)
 
 
 def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:
@@ -137,13 +149,19 @@ def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:
         info = manifest(synth)
         digest = {DIGEST_KEY: manifest_digest(info)}  # catches later edits of model.json
         write_tensors(staging / WEIGHTS, synth.generator_.state_dict(), metadata=digest)
+        release = getattr(synth, "sample_release_", None)
+        if release is not None:
+            write_tensors(staging / RELEASE, release.tensors(), metadata=digest)
         write_json(staging / MANIFEST, info)
 
     return replace_folder(Path(path), build, MODEL_FOLDER, overwrite=overwrite)
 
 
-def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """Read and check a model folder's manifest and weights (data only, nothing executed).
+def read_model(
+    path: str | Path,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor], SampleRelease | None]:
+    """Read and check a model folder's manifest, weights and stored release (data only,
+    nothing executed).
 
     ``model.json`` is checked against its declared format and its values against each other
     (:mod:`dpforge.model_check`), and against the digest the weights file carries.
@@ -162,16 +180,50 @@ def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor
     with torch.device("meta"):  # shapes only: a hand-edited size allocates nothing
         expected = _architecture(info, path / MANIFEST)[3].state_dict()
     check_weights(weights, expected, path / WEIGHTS)
-    return info, weights
+    return info, weights, _read_release(path, info)
 
 
-def restore(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
+def _read_release(path: Path, info: dict[str, Any]) -> SampleRelease | None:
+    """The stored release, checked against model.json (its digest, the tensor shapes)."""
+    if "release" not in info:
+        if (path / RELEASE).exists():
+            raise ModelFileError(
+                f"{path / RELEASE} is there but {path / MANIFEST} has no 'release': restore the "
+                "model.json that fit wrote, or remove the stray file"
+            )
+        return None
+    tensors = read_tensors(path / RELEASE)
+    check_digest(info, read_tensor_metadata(path / RELEASE), path / MANIFEST)
+    schema = schema_from_dict(info["schema"], allow_review=True)
+    stored = info["release"]
+    problem = release_tensor_error(tensors, release_shapes(stored, schema))
+    if problem or (stored["kind"], tuple(stored["shape"])) != _kind_shape(schema):
+        raise ModelFileError(
+            f"{path / RELEASE} does not fit {path / MANIFEST}'s release and schema "
+            f"({problem or 'another kind or shape'}): restore the files that fit wrote"
+        )
+    return SampleRelease.from_parts(info["release"], tensors)
+
+
+def _kind_shape(schema: Any) -> tuple[str, tuple[int, ...]]:
+    """An array schema's kind and record shape (tables have neither)."""
+    return getattr(schema, "kind", "table"), tuple(getattr(schema, "shape", ()))
+
+
+def restore(
+    cls: type,
+    info: dict[str, Any],
+    weights: dict[str, torch.Tensor],
+    release: SampleRelease | None = None,
+) -> Any:
     """Rebuild a fitted ``cls`` (the Synthesizer) from what :func:`read_model` returned.
 
     ``info`` and ``weights`` must have passed the checks of :func:`read_model`.
     """
     try:
-        return _rebuild(cls, info, weights)
+        synth = _rebuild(cls, info, weights)
+        synth.sample_release_ = release
+        return synth
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # a gap in the checks
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelFileError(f"model.json and the weights do not fit together ({first})") from None

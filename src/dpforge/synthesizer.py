@@ -21,7 +21,7 @@ from dpforge.data.arrays import ArrayData
 from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
-from dpforge.generate import sample_batch
+from dpforge.generate import Mover, sample_batch, sample_mover
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
 from dpforge.methods import METHODS
 from dpforge.methods.public_start import refuse_without_public
@@ -41,7 +41,9 @@ from dpforge.training import checkpoint_lock
 __all__ = ["Synthesizer", "load", "resolve_anchor"]
 SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 DEFAULT_METHOD = "dpcgan"
-_FITTED = ("schema", "encoder", "ledger", "label_prior", "plan", "generator", "bayesian")
+_FITTED = (
+    "schema", "encoder", "ledger", "label_prior", "plan", "generator", "bayesian", "sample_release"
+)  # fmt: skip
 
 
 class Synthesizer:
@@ -227,13 +229,21 @@ class Synthesizer:
         return self.ledger_.report(self.delta)
 
     def sample(
-        self, n: int, conditions: dict[str, Any] | None = None, seed: int | None = None
+        self,
+        n: int,
+        conditions: dict[str, Any] | None = None,
+        seed: int | None = None,
+        move: bool | None = None,
     ) -> pd.DataFrame | ArrayData:
         """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
         for images and time series. ``conditions={label: value}`` fixes the label; without it
-        labels are drawn from the (uniform, declared or DP) label prior."""
+        labels are drawn from the (uniform, declared or DP) label prior. ``move``: move the
+        generated records to match the released embedding (free post-processing,
+        :mod:`dpforge.statistics.particles`); None (default) moves series whose model holds
+        the release, True refuses a model without it (folders saved before it was stored)."""
         self._check_sample_request(n, seed)
-        return sample_batch(self, n, conditions or {}, make_generator(seed, self.device))
+        mover = self.mover(move)
+        return sample_batch(self, n, conditions or {}, make_generator(seed, self.device), mover)
 
     def sample_chunks(
         self,
@@ -241,17 +251,26 @@ class Synthesizer:
         conditions: dict[str, Any] | None = None,
         seed: int | None = None,
         chunk_rows: int = SAMPLE_CHUNK_ROWS,
+        move: bool | None = None,
     ) -> Iterator[pd.DataFrame | ArrayData]:
         """``n`` synthetic records as consecutive chunks of at most ``chunk_rows`` each, so
         that memory stays bounded however large ``n`` is (the command line streams them to the
         output file). One random stream runs through the chunks: the same seed and chunk size
-        give the same records."""
+        give the same records. ``move`` as in :meth:`sample`."""
         self._check_sample_request(n, seed)
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise DataError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
+        mover = self.mover(move)
         generator = make_generator(seed, self.device)
         for start in range(0, n, chunk_rows):
-            yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator)
+            yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator, mover)
+
+    def mover(self, move: bool | None) -> Mover | None:
+        """The moving of samples that ``move`` asks for (None: plain samples); it refuses what
+        the model cannot do, so the command line calls it before any work."""
+        self._require_fitted()
+        release = getattr(self, "sample_release_", None)
+        return sample_mover(release, move, getattr(self.schema_, "kind", "table"))
 
     def _check_sample_request(self, n: Any, seed: Any) -> None:
         self._require_fitted()

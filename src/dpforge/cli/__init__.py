@@ -512,6 +512,11 @@ def sample(
         None, "--workers", help="processes writing parts (default: partitions, at most the cores)"
     ),
     seed: int = typer.Option(None, "--seed"),
+    move: bool = typer.Option(
+        None, "--move/--no-move",
+        help="move the generated series to match the model's released embedding (default for "
+        "series whose folder stores it; --move refuses a folder without it)",
+    ),  # fmt: skip
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Write N synthetic records from MODEL (no data needed: post-processing is free)."""
@@ -522,6 +527,7 @@ def sample(
         raise DpforgeError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
     recover_folder(model, MODEL_FOLDER)  # a replacement a kill interrupted
     synth = load(model)
+    synth.mover(move)  # refused before any work when the folder cannot move
     conditions = _parse_conditions(condition or [])
     if table_format != "csv" or partitions != 1 or workers is not None:
         parts = PartsRequest(model, n, partitions, table_format, seed, tuple(conditions.items()))
@@ -532,7 +538,7 @@ def sample(
         console.print(f"wrote {n} records in {partitions} {table_format} part(s) to {out}")
         return
     check_sample_outputs(schema_type(synth.schema_), out, overwrite, (model,))
-    written = write_samples(synth, n, conditions, seed, out, overwrite, image_format)
+    written = write_samples(synth, n, conditions, seed, out, overwrite, image_format, move)
     console.print(f"wrote {n} records to {', '.join(map(str, written))}")
 
 

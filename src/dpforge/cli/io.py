@@ -134,17 +134,25 @@ def check_parts(
 
 
 def write_samples(
-    synth, n: int, conditions, seed, out: Path, overwrite: bool, image_format: str = "both"
+    synth,
+    n: int,
+    conditions,
+    seed,
+    out: Path,
+    overwrite: bool,
+    image_format: str = "both",
+    move: bool | None = None,
 ) -> list[Path]:
-    """Sample ``n`` records from ``synth`` and write them: CSV (tables, streamed in chunks so
-    memory stays bounded), PNG files and/or an npz plus a grid image (images), wide CSV and a
-    plot (time series). Returns the paths written; the caller checked them beforehand."""
+    """Sample ``n`` records from ``synth`` (``move`` as in ``Synthesizer.sample``) and write
+    them: CSV (tables, streamed in chunks so memory stays bounded), PNG files and/or an npz
+    plus a grid image (images), wide CSV and a plot (time series). Returns the paths written;
+    the caller checked them beforehand."""
     kind = schema_type(synth.schema_)
     if kind == TABLE:
-        chunks = synth.sample_chunks(n, conditions=conditions, seed=seed)
+        chunks = synth.sample_chunks(n, conditions=conditions, seed=seed, move=move)
         atomic_write(out, lambda p: write_csv_chunks(chunks, p), overwrite=overwrite)
         return [out]
-    records = synth.sample(n, conditions=conditions, seed=seed)
+    records = synth.sample(n, conditions=conditions, seed=seed, move=move)
     schema = synth.schema_
     if kind == IMAGE:
         from dpforge.data.export import write_images

@@ -25,6 +25,7 @@ from dpforge.statistics import array_anchor
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
 from dpforge.statistics.metadata import MetadataBudget, complete_array_schema
 from dpforge.statistics.moments import ClassMoments, Subspace
+from dpforge.statistics.particles import SampleRelease
 from dpforge.statistics.perceptual import MomentLoss
 
 
@@ -204,3 +205,11 @@ class EmbeddingAnchoring(_FeatureAnchoring):
             method.generator, loss, setup.encoder.n_classes, self.config, rng
         )
         method.generator_average.load_state_dict(method.generator.state_dict())
+
+    def sample_release(self, setup: Any) -> SampleRelease:
+        """The release and its public feature parameters, for moving samples at sample time."""
+        layout = setup.encoder.layout
+        return SampleRelease(
+            setup.measured.embedding, setup.measured.feature_seed, layout.kind,
+            tuple(layout.shape), self.config.n_features, tuple(self.config.bandwidths),
+        )  # fmt: skip

@@ -81,6 +81,10 @@ class Anchoring:
     def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
         """Fit ``method``'s generator to ``setup``'s measurements (post-processing)."""
 
+    def sample_release(self, setup: Any) -> Any:
+        """What sampling may read of the releases (stored in the model folder), or None."""
+        return None
+
 
 class NoAnchoring(Anchoring):
     """No measurements: a private discriminator trains the generator alone."""

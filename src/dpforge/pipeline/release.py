@@ -32,6 +32,7 @@ class Released:
     plan: TrainingPlan
     generator: torch.nn.Module
     bayesian: Any  # the data-dependent Bayesian bound: for the steward's eyes, never saved
+    sample_release: Any = None  # a DP release sampling may read (moved samples), or None
 
 
 def release(run: RunSettings, setup: RunSetup, method: GanMethod, wasted: int) -> Released:
@@ -52,8 +53,9 @@ def release(run: RunSettings, setup: RunSetup, method: GanMethod, wasted: int) -
         )
     bayesian = _bayesian_result(run, method, ledger)
     return Released(
-        setup.schema, setup.encoder, ledger, setup.label_prior, plan, generator.eval(), bayesian
-    )
+        setup.schema, setup.encoder, ledger, setup.label_prior, plan, generator.eval(), bayesian,
+        run.anchoring.sample_release(setup),
+    )  # fmt: skip
 
 
 def _check_spent(run: RunSettings, ledger: PrivacyLedger) -> None:

@@ -1,0 +1,154 @@
+"""Moved samples: generated records moved, at sample time, to match the released embedding.
+
+The generator is trained to match the released per-class mean embedding on average over many
+batches; a given set of N samples still clumps (1-NN needs coverage, not only sharpness).
+Moving the N samples themselves, jointly, a few hundred Adam steps on the same loss (the squared
+distance between their per-class mean embedding and the release: kernel herding, a set whose
+mean embedding matches spreads over the distribution) is post-processing of two public things:
+the DP release (already in the ledger) and the public random feature map (rebuilt from its
+seed). It reads no record and costs nothing (bench/results/italy_series_trials.md, rows 19-20;
+the library's figures in bench/results/italy_series_moved.md).
+
+:class:`SampleRelease` is what moving needs and what the model folder stores for it:
+``release.safetensors`` (the noisy per-class sums and counts, exactly the release) and
+``model.json``'s ``release`` (the feature seed, the map's parameters, the noise multiplier).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpforge.statistics.array_anchor import EmbeddingLoss, feature_map
+from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding, views_for
+
+__all__ = ["MoveSettings", "SampleRelease", "move_samples"]
+
+RELEASE_TENSORS = ("noisy_sums", "noisy_counts")
+
+
+@dataclass(frozen=True)
+class MoveSettings:
+    """How generated samples are moved (public settings).
+
+    steps, lr: Adam steps on the samples (through tanh, so they stay in [-1, 1]) and their
+        step size. Chosen on PUBLIC series only: sktime's offline UCR sets GunPoint, ArrowHead
+        and OSULeaf (never ItalyPowerDemand) at its noise-to-signal, the best mean 1-NN DTW of
+        a 3 x 3 grid (100, 300, 1,000 steps; 0.003, 0.01, 0.03) and no moving
+        (bench/series_move_public.py, bench/results/series_move_public.md).
+    chunk: samples moved together; each chunk matches the release on its own, so memory stays
+        bounded (a chunk's features: chunk x feature dimension floats).
+    """
+
+    steps: int = 100
+    lr: float = 0.03
+    chunk: int = 2048
+
+
+@dataclass(frozen=True)
+class SampleRelease:
+    """The released embedding and the public parameters of its feature map."""
+
+    embedding: MeasuredEmbedding
+    feature_seed: int
+    kind: str
+    shape: tuple[int, ...]
+    n_features: int
+    bandwidths: tuple[float, ...]
+
+    def loss(self) -> EmbeddingLoss:
+        """The anchor's loss, rebuilt from the release and the public seed."""
+        config = FeatureAnchorConfig(n_features=self.n_features, bandwidths=self.bandwidths)
+        features = feature_map(self.kind, self.shape, config, self.feature_seed)
+        return EmbeddingLoss(self.embedding, features)
+
+    def to_json(self) -> dict[str, Any]:
+        """The public parameters (model.json's ``release``)."""
+        return {
+            "feature_seed": int(self.feature_seed),
+            "kind": self.kind,
+            "shape": list(self.shape),
+            "n_features": int(self.n_features),
+            "bandwidths": [float(b) for b in self.bandwidths],
+            "noise_multiplier": float(self.embedding.noise_multiplier),
+        }
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The release itself (release.safetensors), in float64 as it was released."""
+        e = self.embedding
+        return {
+            "noisy_sums": torch.as_tensor(e.noisy_sums, dtype=torch.float64),
+            "noisy_counts": torch.as_tensor(e.noisy_counts, dtype=torch.float64),
+        }
+
+    @classmethod
+    def from_parts(cls, info: dict[str, Any], tensors: dict[str, torch.Tensor]) -> SampleRelease:
+        """Rebuild from model.json's ``release`` and the tensors of release.safetensors."""
+        embedding = MeasuredEmbedding(
+            tensors["noisy_sums"].double().numpy(),
+            tensors["noisy_counts"].double().numpy(),
+            float(info["noise_multiplier"]),
+        )
+        return cls(
+            embedding, int(info["feature_seed"]), str(info["kind"]),
+            tuple(int(s) for s in info["shape"]), int(info["n_features"]),
+            tuple(float(b) for b in info["bandwidths"]),
+        )  # fmt: skip
+
+
+def release_shapes(info: dict[str, Any], schema: Any) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes that model.json's ``release`` and ``schema`` imply (checked on load)."""
+    dim = 2 * int(info["n_features"]) * len(views_for(str(info["kind"])))
+    classes = getattr(schema, "classes", None) or ()
+    k = len(classes) if getattr(schema, "label", None) is not None else 1
+    return {"noisy_sums": (max(1, k), dim), "noisy_counts": (max(1, k),)}
+
+
+def move_samples(
+    x: torch.Tensor,
+    labels: torch.Tensor | None,
+    loss: EmbeddingLoss,
+    settings: MoveSettings,
+) -> torch.Tensor:
+    """``x`` (n, *shape) in [-1, 1] moved ``settings.steps`` Adam steps on ``loss``, chunk by
+    chunk; deterministic given ``x`` (the randomness is the generator's draw of ``x``)."""
+    out = []
+    for start in range(0, x.shape[0], settings.chunk):
+        part = slice(start, start + settings.chunk)
+        chosen = None if labels is None else labels[part]
+        out.append(_move_chunk(x[part], chosen, loss, settings))
+    return torch.cat(out)
+
+
+def _move_chunk(x, labels, loss: EmbeddingLoss, settings: MoveSettings) -> torch.Tensor:
+    """One chunk, parameterised through tanh so every value stays in [-1, 1]."""
+    with torch.enable_grad():
+        p = torch.atanh(x.detach().float().clamp(-0.999, 0.999)).requires_grad_(True)
+        opt = torch.optim.Adam([p], lr=settings.lr)
+        for _ in range(settings.steps):
+            value = loss(torch.tanh(p), labels)
+            opt.zero_grad()
+            value.backward()
+            opt.step()
+    return torch.tanh(p).detach().to(x.dtype)
+
+
+def embedding_gap(x: torch.Tensor, labels: torch.Tensor | None, loss: EmbeddingLoss) -> float:
+    """The loss of ``x`` (the squared distance to the release), for reports and tests."""
+    with torch.no_grad():
+        return float(loss(x.float(), labels))
+
+
+def release_tensor_error(tensors: dict[str, torch.Tensor], shapes: dict[str, tuple]) -> str:
+    """What is wrong with release.safetensors' tensors ('' when nothing)."""
+    if set(tensors) != set(RELEASE_TENSORS):
+        return f"holds {sorted(tensors)}, expected {list(RELEASE_TENSORS)}"
+    for name, shape in shapes.items():
+        if tuple(tensors[name].shape) != shape:
+            return f"{name} has shape {tuple(tensors[name].shape)}, expected {shape}"
+        if not np.isfinite(tensors[name].double().numpy()).all():
+            return f"{name} holds NaN or infinite values"
+    return ""
