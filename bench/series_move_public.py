@@ -115,8 +115,12 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--sets", default="gunpoint,arrow_head,osuleaf")
     p.add_argument("--seeds", default="0,1")
-    p.add_argument("--epsilon", type=float, default=0.0,
-                   help="0 (default): the epsilon that matches ItalyPowerDemand's noise-to-signal")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=0.0,
+        help="0 (default): the epsilon that matches ItalyPowerDemand's noise-to-signal",
+    )
     p.add_argument("--log", default="results/series_move_public.jsonl")
     a = p.parse_args()
     torch.set_num_threads(1)

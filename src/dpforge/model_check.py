@@ -147,17 +147,30 @@ MANIFEST_FORMAT: dict[str, Any] = {
         "release": {
             "title": "the stored release's public parameters (release.safetensors)",
             "type": "object",
-            "required": ["feature_seed", "kind", "shape", "n_features", "bandwidths",
-                         "noise_multiplier"],
+            "required": [
+                "feature_seed",
+                "kind",
+                "shape",
+                "n_features",
+                "bandwidths",
+                "noise_multiplier",
+            ],
             "additionalProperties": False,
             "properties": {
                 "feature_seed": {"type": "integer", "minimum": 0},
                 "kind": {"enum": ["image", "timeseries"]},
-                "shape": {"type": "array", "minItems": 2, "maxItems": 3,
-                          "items": {"type": "integer", "minimum": 1}},
+                "shape": {
+                    "type": "array",
+                    "minItems": 2,
+                    "maxItems": 3,
+                    "items": {"type": "integer", "minimum": 1},
+                },
                 "n_features": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
-                "bandwidths": {"type": "array", "minItems": 1,
-                               "items": {"type": "number", "exclusiveMinimum": 0}},
+                "bandwidths": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "number", "exclusiveMinimum": 0},
+                },
                 "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
             },
         },  # fmt: skip

@@ -513,7 +513,8 @@ def sample(
     ),
     seed: int = typer.Option(None, "--seed"),
     move: bool = typer.Option(
-        None, "--move/--no-move",
+        None,
+        "--move/--no-move",
         help="move the generated series to match the model's released embedding (default for "
         "series whose folder stores it; --move refuses a folder without it)",
     ),  # fmt: skip
