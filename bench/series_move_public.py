@@ -120,12 +120,20 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--sets", default="gunpoint,arrow_head,osuleaf")
     p.add_argument("--seeds", default="0,1")
-    p.add_argument("--epsilon", type=float, default=0.0,
-                   help="0 (default): the epsilon that matches ItalyPowerDemand's noise-to-signal")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=0.0,
+        help="0 (default): the epsilon that matches ItalyPowerDemand's noise-to-signal",
+    )
     p.add_argument("--log", default="results/series_move_public.jsonl")
-    p.add_argument("--grid", default="steps", choices=("steps", "stop"),
-                   help="steps: the 3 x 3 grid of steps and lr; stop: not moved, 100@0.03 "
-                   "and 100@0.03 with stop_at_noise")
+    p.add_argument(
+        "--grid",
+        default="steps",
+        choices=("steps", "stop"),
+        help="steps: the 3 x 3 grid of steps and lr; stop: not moved, 100@0.03 "
+        "and 100@0.03 with stop_at_noise",
+    )
     a = p.parse_args()
     torch.set_num_threads(1)
     for seed in (int(s) for s in a.seeds.split(",")):

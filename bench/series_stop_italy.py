@@ -43,8 +43,11 @@ def run(folder: str, seed: int, count_weight: float, log: str) -> None:
     row = {"seed": seed, "noise_levels": [round(float(v), 5) for v in levels], "scores": {}}
     for name, settings in SETTINGS.items():
         t0 = time.process_time()
-        moved = x if settings is None else move_samples(
-            x, labels, loss, settings, levels if settings.stop_at_noise else None)
+        moved = (
+            x
+            if settings is None
+            else move_samples(x, labels, loss, settings, levels if settings.stop_at_noise else None)
+        )
         values = synth.encoder_.inverse_transform(moved.numpy(), labels.numpy())
         r = tstr_accuracy(values, test, schema.classes, models=("knn_dtw",), seed=seed)
         row["scores"][name] = {
@@ -61,8 +64,12 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--models", required=True, help="bench_series.py's --save-models folder")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--count-weight", type=float, default=0.5,
-                   help="the count weight of folders that do not record it (the fit's config)")
+    p.add_argument(
+        "--count-weight",
+        type=float,
+        default=0.5,
+        help="the count weight of folders that do not record it (the fit's config)",
+    )
     p.add_argument("--log", default="results/italy_series_stop.jsonl")
     a = p.parse_args()
     torch.set_num_threads(1)

@@ -55,7 +55,9 @@ def test_moving_stops_once_the_loss_reaches_the_level(fitted):  # noqa: F811
     level = (plain_gap + full_gap) / 2
     stopped = move_samples(x, labels, loss, MoveSettings(stop_at_noise=True), np.full(2, level))
     assert full_gap < embedding_gap(stopped, labels, loss) <= level
-    high = move_samples(x, labels, loss, MoveSettings(stop_at_noise=True), np.full(2, 2 * plain_gap))
+    high = move_samples(
+        x, labels, loss, MoveSettings(stop_at_noise=True), np.full(2, 2 * plain_gap)
+    )
     assert torch.allclose(high, x.float().clamp(-0.999, 0.999), atol=1e-5)  # no step taken
 
 
