@@ -14,6 +14,9 @@ is scored on the 30 %. One JSON line per (set, seed) to ``--log`` as it comes. E
 bench/, ``OMP_NUM_THREADS=1 PYTHONPATH=../src``)::
 
     python series_move_public.py --sets gunpoint,arrow_head,osuleaf --seeds 0,1
+
+``--grid stop`` compares not moving, the default (100 @ 0.03) and the default with
+``stop_at_noise`` instead of the steps x lr grid (bench/results/italy_series_stop.md).
 """
 
 from __future__ import annotations
