@@ -14,6 +14,9 @@ is scored on the 30 %. One JSON line per (set, seed) to ``--log`` as it comes. E
 bench/, ``OMP_NUM_THREADS=1 PYTHONPATH=../src``)::
 
     python series_move_public.py --sets gunpoint,arrow_head,osuleaf --seeds 0,1
+
+``--grid stop`` compares not moving, the default (100 @ 0.03) and the default with
+``stop_at_noise`` instead of the steps x lr grid (bench/results/italy_series_stop.md).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from dpforge.statistics.particles import MoveSettings, embedding_gap, move_sampl
 
 LENGTH = 24
 GRID = [(0, 0.01)] + [(s, lr) for s in (100, 300, 1000) for lr in (0.003, 0.01, 0.03)]
+# --grid stop: not moved, the default (100 @ 0.03) and the default with stop_at_noise
+STOP_GRID = [(0, 0.01), (100, 0.03), (100, 0.03, "stop")]
 
 
 def public_set(name: str) -> tuple[ArrayData, ArrayData, ArraySchema]:
@@ -76,7 +81,7 @@ def matched_epsilon(train: ArrayData, n_classes: int, delta: float) -> tuple[flo
     return pld.get_epsilon(delta) * 0.9999, sigma
 
 
-def run(name: str, seed: int, epsilon: float, log: str) -> None:
+def run(name: str, seed: int, epsilon: float, log: str, grid: list) -> None:
     train, test, schema = public_set(name)
     t0 = time.process_time()
     sigma = None
@@ -92,11 +97,13 @@ def run(name: str, seed: int, epsilon: float, log: str) -> None:
     x, labels = torch.as_tensor(x), torch.as_tensor(labels)
     loss = synth.sample_release_.loss()
     scores = {}
-    for steps, lr in GRID:
+    for steps, lr, *stop in grid:
         t1 = time.process_time()
-        moved = move_samples(x, labels, loss, MoveSettings(steps=steps, lr=lr))
+        settings = MoveSettings(steps=steps, lr=lr, stop_at_noise=bool(stop))
+        levels = synth.sample_release_.noise_levels() if stop else None
+        moved = move_samples(x, labels, loss, settings, levels)
         values = synth.encoder_.inverse_transform(moved.numpy(), labels.numpy())
-        scores[f"{steps}@{lr}"] = {
+        scores[f"{steps}@{lr}" + ("+stop" if stop else "")] = {
             "knn": knn(values, test, schema, seed),
             "gap": round(embedding_gap(moved, labels, loss), 5),
             "move_cpu": round(time.process_time() - t1, 1),
@@ -105,6 +112,7 @@ def run(name: str, seed: int, epsilon: float, log: str) -> None:
     row = dict(set=name, seed=seed, epsilon=round(epsilon, 3), target_sigma=sigma,
                anchor_sigma=synth.sample_release_.embedding.noise_multiplier,
                n_train=len(train), n_test=len(test), fit_cpu=round(fit_cpu, 1),
+               noise_levels=[round(float(v), 5) for v in synth.sample_release_.noise_levels()],
                real_knn=real, scores=scores)  # fmt: skip
     print(json.dumps(row), flush=True)
     with open(log, "a") as f:
@@ -122,11 +130,18 @@ def main() -> None:
         help="0 (default): the epsilon that matches ItalyPowerDemand's noise-to-signal",
     )
     p.add_argument("--log", default="results/series_move_public.jsonl")
+    p.add_argument(
+        "--grid",
+        default="steps",
+        choices=("steps", "stop"),
+        help="steps: the 3 x 3 grid of steps and lr; stop: not moved, 100@0.03 "
+        "and 100@0.03 with stop_at_noise",
+    )
     a = p.parse_args()
     torch.set_num_threads(1)
     for seed in (int(s) for s in a.seeds.split(",")):
         for name in a.sets.split(","):
-            run(name, seed, a.epsilon, a.log)
+            run(name, seed, a.epsilon, a.log, GRID if a.grid == "steps" else STOP_GRID)
 
 
 if __name__ == "__main__":

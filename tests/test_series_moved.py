@@ -83,7 +83,8 @@ def test_the_folder_stores_the_noisy_release_not_the_exact_sums(fitted, tmp_path
     assert np.array_equal(stored.noisy_counts, release.embedding.noisy_counts)
     info = json.loads((tmp_path / "model" / "model.json").read_text())
     assert set(info["release"]) == {
-        "feature_seed", "kind", "shape", "n_features", "bandwidths", "noise_multiplier"
+        "feature_seed", "kind", "shape", "n_features", "bandwidths", "noise_multiplier",
+        "count_weight",
     }  # fmt: skip
 
 

@@ -41,7 +41,8 @@ def sample_mover(release: SampleRelease | None, move: bool | None, kind: str) ->
             "with move=False (--no-move), or fit again to store the release"
         )
     loss, settings = release.loss(), MoveSettings()
-    return lambda x, labels: move_samples(x, labels, loss, settings)
+    levels = release.noise_levels() if settings.stop_at_noise else None
+    return lambda x, labels: move_samples(x, labels, loss, settings, levels)
 
 
 def sample_batch(

@@ -172,6 +172,8 @@ MANIFEST_FORMAT: dict[str, Any] = {
                     "items": {"type": "number", "exclusiveMinimum": 0},
                 },
                 "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
+                # optional: folders saved before dpforge stored it lack it (stop_at_noise)
+                "count_weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
             },
         },  # fmt: skip
     },

@@ -41,11 +41,20 @@ class MoveSettings:
         (bench/series_move_public.py, bench/results/series_move_public.md).
     chunk: samples moved together; each chunk matches the release on its own, so memory stays
         bounded (a chunk's features: chunk x feature dimension floats).
+    stop_at_noise: stop a chunk's moving (before ``steps``) once its loss is at or below the
+        distance the release's noise alone puts between the exact per-class mean embedding and
+        the released one (:meth:`SampleRelease.noise_levels`, averaged over the chunk's
+        classes): closer than that, the samples fit the noise. No tuned number: the level comes
+        from the release's public noise multiplier, count weight and released counts. Off by
+        default: on the public sets it stops after a few steps and scores below moving 100
+        steps on 5 of 6 runs (mean 1-NN DTW 0.594 against 0.686; not moved 0.566:
+        bench/results/italy_series_stop.md).
     """
 
     steps: int = 100
     lr: float = 0.03
     chunk: int = 2048
+    stop_at_noise: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,36 @@ class SampleRelease:
     shape: tuple[int, ...]
     n_features: int
     bandwidths: tuple[float, ...]
+    count_weight: float | None = None  # None: a folder saved before dpforge stored it
+
+    def noise_levels(self) -> np.ndarray:
+        """Per class k, the expected squared distance between the released mean embedding
+        ``t_k = (S_k + z_k) / m_k`` and the exact one ``S_k / n_k`` (the level of
+        ``MoveSettings.stop_at_noise``), from public quantities only.
+
+        The release adds ``z ~ N(0, s^2 I)`` with ``s = sigma * sqrt(1 + c^2)`` (noise
+        multiplier ``sigma``, count weight ``c``) to the D-dimensional sum ``S_k`` and to
+        ``c * n_k``, so the released count ``m_k = max(n_k + e_k / c, 1)`` carries noise of
+        std ``s / c``. Then ``t_k - S_k / n_k = z_k / m_k + (S_k / n_k)(n_k / m_k - 1)``; the two
+        parts are independent (separate coordinates of the release), and with ``m_k`` given:
+
+            level_k = (D s^2 + |mu_k|^2 s^2 / c^2) / m_k^2
+
+        where ``|mu_k|^2`` (the exact mean's squared norm, at most 1: every feature vector has
+        norm 1) is estimated without bias from the release as ``|t_k|^2 - D s^2 / m_k^2``,
+        clipped to [0, 1]. The first term dominates (D in the thousands). Post-processing.
+        """
+        if self.count_weight is None:
+            raise ValueError(
+                "this release does not record its count weight (a model folder saved before "
+                "dpforge stored it): fit again, or move with stop_at_noise=False"
+            )
+        e, c = self.embedding, self.count_weight
+        s2 = (e.noise_multiplier**2) * (1.0 + c**2)
+        m2 = np.maximum(e.noisy_counts, 1.0) ** 2
+        dim = e.noisy_sums.shape[1]
+        signal = np.clip((e.class_means() ** 2).sum(axis=1) - dim * s2 / m2, 0.0, 1.0)
+        return (dim * s2 + signal * s2 / c**2) / m2
 
     def loss(self) -> EmbeddingLoss:
         """The anchor's loss, rebuilt from the release and the public seed."""
@@ -74,7 +113,7 @@ class SampleRelease:
             "n_features": int(self.n_features),
             "bandwidths": [float(b) for b in self.bandwidths],
             "noise_multiplier": float(self.embedding.noise_multiplier),
-        }
+        } | ({} if self.count_weight is None else {"count_weight": float(self.count_weight)})
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """The release itself (release.safetensors), in float64 as it was released."""
@@ -96,6 +135,7 @@ class SampleRelease:
             embedding, int(info["feature_seed"]), str(info["kind"]),
             tuple(int(s) for s in info["shape"]), int(info["n_features"]),
             tuple(float(b) for b in info["bandwidths"]),
+            None if "count_weight" not in info else float(info["count_weight"]),
         )  # fmt: skip
 
 
@@ -112,24 +152,45 @@ def move_samples(
     labels: torch.Tensor | None,
     loss: EmbeddingLoss,
     settings: MoveSettings,
+    noise_levels: np.ndarray | None = None,
 ) -> torch.Tensor:
     """``x`` (n, *shape) in [-1, 1] moved ``settings.steps`` Adam steps on ``loss``, chunk by
-    chunk; deterministic given ``x`` (the randomness is the generator's draw of ``x``)."""
+    chunk; deterministic given ``x`` (the randomness is the generator's draw of ``x``).
+    ``noise_levels`` (per class, :meth:`SampleRelease.noise_levels`) is needed by
+    ``settings.stop_at_noise`` and refused without it."""
+    if settings.stop_at_noise and noise_levels is None:
+        raise ValueError("stop_at_noise needs noise_levels: pass release.noise_levels()")
+    if not settings.stop_at_noise and noise_levels is not None:
+        raise ValueError("noise_levels given but stop_at_noise is False: pass one with the other")
     out = []
     for start in range(0, x.shape[0], settings.chunk):
         part = slice(start, start + settings.chunk)
         chosen = None if labels is None else labels[part]
-        out.append(_move_chunk(x[part], chosen, loss, settings))
+        level = None if noise_levels is None else _chunk_level(noise_levels, chosen)
+        out.append(_move_chunk(x[part], chosen, loss, settings, level))
     return torch.cat(out)
 
 
-def _move_chunk(x, labels, loss: EmbeddingLoss, settings: MoveSettings) -> torch.Tensor:
-    """One chunk, parameterised through tanh so every value stays in [-1, 1]."""
+def _chunk_level(levels: np.ndarray, labels: torch.Tensor | None) -> float:
+    """The noise level of a chunk's loss: the mean over its present classes (as the loss)."""
+    if labels is None:
+        return float(levels[0])
+    present = np.unique(labels.cpu().numpy())
+    return float(np.mean(np.asarray(levels)[present]))
+
+
+def _move_chunk(
+    x, labels, loss: EmbeddingLoss, settings: MoveSettings, level: float | None
+) -> torch.Tensor:
+    """One chunk, parameterised through tanh so every value stays in [-1, 1]; with ``level``,
+    stops before a step once the loss is at or below it."""
     with torch.enable_grad():
         p = torch.atanh(x.detach().float().clamp(-0.999, 0.999)).requires_grad_(True)
         opt = torch.optim.Adam([p], lr=settings.lr)
         for _ in range(settings.steps):
             value = loss(torch.tanh(p), labels)
+            if level is not None and float(value.detach()) <= level:
+                break
             opt.zero_grad()
             value.backward()
             opt.step()
