@@ -56,6 +56,7 @@ from dpforge.statistics.rounds import (
     planned_cell_std,
 )
 from dpforge.statistics.rule_penalty import with_rules
+from dpforge.statistics.tails import trimmed_tails
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
@@ -209,6 +210,9 @@ class MarginalAnchoring(Anchoring):
         measured = measure_round_one(
             plan, blocks, encoder.spans, label_name, rng, n_public, self.config.zero_below
         )
+        numeric = [c.name for c in schema.generated_columns if c.is_numeric]
+        std = plan.round_one_noise * plan.rows * math.sqrt(len(measured))  # per cell, public
+        measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 

@@ -47,6 +47,9 @@ class AnchorConfig:
     cells_class: which class's records the cells are sized for: "mean" (N / K records a
         class) or "smallest" (N times the smallest class share of the label prior, as
         released or declared: ``cells.class_count``).
+    tail_trim: in each class's row of a label x numeric column marginal of round 1, cells
+        outside the first and last one standing ``tail_trim`` noise standard deviations above
+        0 are set to 0 (``tails.trimmed_tails``); 0 (the default) keeps them.
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
@@ -78,6 +81,7 @@ class AnchorConfig:
     cells_snr: float = 2.0
     cells_class: str = "mean"
     zero_below: float = 0.0
+    tail_trim: float = 0.0
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
@@ -99,6 +103,8 @@ class AnchorConfig:
             raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
         if self.pairs_per_column is not None and not self.pairs_per_column > 0:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
+        if not self.tail_trim >= 0:
+            raise ValueError(f"anchor tail_trim must be >= 0, got {self.tail_trim}")
         if self.cells_class not in CELLS_CLASS:
             raise ValueError(
                 f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "
