@@ -226,8 +226,10 @@ class MarginalAnchoring(Anchoring):
         label_name = _label_name(public)
         std = rows * planned_cell_std(self.config, public.spans, label_name, target, ledger)
         n_public, prior = sizes
-        per_class = class_count(n_public, prior, public.n_classes, self.config.cells_class)
-        classes = n_public / per_class if per_class > 0 else max(1, public.n_classes)
+        classes = max(1, public.n_classes)  # the default rule: N / K records a class
+        if self.config.cells_class != "mean":
+            per_class = class_count(n_public, prior, public.n_classes, self.config.cells_class)
+            classes = n_public / per_class if per_class > 0 else classes
         return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
 
     def _place_cells(self, adaptive, fine: dict, n_public: int, n_bins: int, blocks) -> dict:
