@@ -130,8 +130,11 @@ class _FeatureAnchoring(Anchoring):
         method.anchor = None if weight == 0 else (loss, weight)
         method.anchor_batch = self.config.batch_size
 
-    def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredArrays:
-        """Plan the release(s) into the ledger, then run them on the encoded records."""
+    def measure(
+        self, run, schema, records, ledger, rng, n_public: int, prior=None
+    ) -> MeasuredArrays:
+        """Plan the release(s) into the ledger, then run them on the encoded records (the
+        features' release does not depend on N or the prior)."""
         target = array_anchor.anchor_target(run.epsilon, run.delta, self.config.share, ledger)
         feature_seed = int(rng.integers(2**62))  # public: drawn from the run's seed, not data
         encoder = ArrayKind.encoder(schema)

@@ -63,9 +63,11 @@ class Anchoring:
         ledger: PrivacyLedger,
         rng: np.random.Generator,
         n_public: int,
+        prior: np.ndarray | None = None,
     ) -> Measured:
         """Plan this anchoring's releases into ``ledger``, then run them on ``records``
-        (``n_public``: the record count that sizes the releases)."""
+        (``n_public``: the record count that sizes the releases; ``prior``: the label's class
+        shares as released or declared, None without a label)."""
         return Measured()
 
     def measured_from_dict(self, d: dict[str, Any]) -> Measured:

@@ -58,10 +58,12 @@ class PerceptualAnchoring(_FeatureAnchoring):
             self._extractors[seed] = extractor
         return self._extractors[seed]
 
-    def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredArrays:
+    def measure(
+        self, run, schema, records, ledger, rng, n_public: int, prior=None
+    ) -> MeasuredArrays:
         """As every feature anchoring, with the extractor on the run's device."""
         self.device = run.device
-        return super().measure(run, schema, records, ledger, rng, n_public)
+        return super().measure(run, schema, records, ledger, rng, n_public, prior)
 
     def _release(self, encoder, records, target, ledger, seeds) -> MeasuredArrays:
         x, labels = encoder.transform(records)

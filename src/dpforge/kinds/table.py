@@ -32,6 +32,7 @@ from dpforge.statistics.cells import (
     bins_from_edges,
     block_size,
     cells_for_noise,
+    class_count,
     measure_fine_histograms,
     quantile_bins,
     within_cell_mass,
@@ -55,6 +56,7 @@ from dpforge.statistics.rounds import (
     planned_cell_std,
 )
 from dpforge.statistics.rule_penalty import with_rules
+from dpforge.statistics.tails import trimmed_tails
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
@@ -175,14 +177,16 @@ class MarginalAnchoring(Anchoring):
         codes = codes_from_dict(columns, measured.code_cells)
         return TableEncoder(schema, n_bins=self.config.n_bins, cells=cells, codes=codes)
 
-    def measure(self, run, schema, records, ledger, rng, n_public: int) -> MeasuredTable:
+    def measure(
+        self, run, schema, records, ledger, rng, n_public: int, prior=None
+    ) -> MeasuredTable:
         """Plan every anchoring release into the ledger, then place the cells and run round 1."""
         if self.config.share == 0:
             return MeasuredTable()
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
         target = self._target(run, ledger)
-        n_cells = self.cells_per_column(public, target, ledger, n_public, run.unit.rows)
+        n_cells = self.cells_per_column(public, target, ledger, (n_public, prior), run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
         long = long_code_columns(schema.generated_columns)
         pairs = anchor_pairs_per_column(self.config, n_public)  # the released N: public
@@ -206,18 +210,26 @@ class MarginalAnchoring(Anchoring):
         measured = measure_round_one(
             plan, blocks, encoder.spans, label_name, rng, n_public, self.config.zero_below
         )
+        numeric = [c.name for c in schema.generated_columns if c.is_numeric]
+        std = plan.round_one_noise * plan.rows * math.sqrt(len(measured))  # per cell, public
+        measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 
     def cells_per_column(
-        self, public: TableEncoder, target, ledger, n_public: float, rows: int = 1
+        self, public: TableEncoder, target, ledger, sizes: tuple, rows: int = 1
     ) -> int:
-        """Cells per numeric column from public inputs only: N, the label's classes and the
-        noise the plan will give round 1 (:func:`dpforge.statistics.cells.cells_for_noise`),
-        ``rows`` times larger per person with a privacy unit."""
+        """Cells per numeric column from public inputs only: ``sizes`` (the released N, the
+        label prior as released or declared), the label's classes and the noise the plan will
+        give round 1 (:func:`dpforge.statistics.cells.cells_for_noise`), ``rows`` times larger
+        per person with a privacy unit."""
         label_name = _label_name(public)
         std = rows * planned_cell_std(self.config, public.spans, label_name, target, ledger)
-        classes = max(1, public.n_classes)
+        n_public, prior = sizes
+        classes = max(1, public.n_classes)  # the default rule: N / K records a class
+        if self.config.cells_class != "mean":
+            per_class = class_count(n_public, prior, public.n_classes, self.config.cells_class)
+            classes = n_public / per_class if per_class > 0 else classes
         return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
 
     def _place_cells(self, adaptive, fine: dict, n_public: int, n_bins: int, blocks) -> dict:

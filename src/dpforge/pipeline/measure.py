@@ -110,7 +110,7 @@ def measure(
     records = engine.read(MEASURE)
     schema, prior = run.kind.complete(records, run.schema, metadata_budget(run), ledger, rng)
     released = run.kind.released(records, schema)
-    measured = run.anchoring.measure(run, schema, released, ledger, rng, n_public)
+    measured = run.anchoring.measure(run, schema, released, ledger, rng, n_public, prior)
     plan = plan_training(run, sampled_count(run, records, ledger, n_public), ledger)
     return RunSetup(schema, prior, ledger, plan, n_records, measured, n_public=n_public)
 

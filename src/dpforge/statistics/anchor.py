@@ -44,6 +44,12 @@ class AnchorConfig:
     cells_snr: numeric columns get as many cells (up to ``n_bins``) as keep each cell's count
         ``cells_snr`` noise standard deviations above the noise (``cells.cells_for_noise``);
         0 gives every numeric column ``n_bins`` cells.
+    cells_class: which class's records the cells are sized for: "mean" (N / K records a
+        class) or "smallest" (N times the smallest class share of the label prior, as
+        released or declared: ``cells.class_count``).
+    tail_trim: in each class's row of a label x numeric column marginal of round 1, cells
+        outside the first and last one standing ``tail_trim`` noise standard deviations above
+        0 are set to 0 (``tails.trimmed_tails``); 0 (the default) keeps them.
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
@@ -73,7 +79,9 @@ class AnchorConfig:
     share: float = 1.0
     n_bins: int = 64
     cells_snr: float = 2.0
+    cells_class: str = "mean"
     zero_below: float = 0.0
+    tail_trim: float = 0.0
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
@@ -95,6 +103,13 @@ class AnchorConfig:
             raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
         if self.pairs_per_column is not None and not self.pairs_per_column > 0:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
+        if not self.tail_trim >= 0:
+            raise ValueError(f"anchor tail_trim must be >= 0, got {self.tail_trim}")
+        if self.cells_class not in CELLS_CLASS:
+            raise ValueError(
+                f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "
+                f"got {self.cells_class!r}"
+            )
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:
@@ -111,6 +126,7 @@ class AnchorConfig:
 
 
 LOSSES = ("l1", "chi2", "l1-chi2")
+CELLS_CLASS = ("mean", "smallest")
 
 
 @dataclass(frozen=True)

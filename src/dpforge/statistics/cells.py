@@ -50,6 +50,7 @@ __all__ = [
     "bins_from_edges",
     "block_size",
     "cells_for_noise",
+    "class_count",
     "within_cell_mass",
     "fine_mass",
     "measure_fine_histograms",
@@ -72,6 +73,17 @@ def cells_for_noise(
         return n_bins
     k = math.floor(n_public / (max(1, n_classes) * snr * cell_std))
     return int(min(n_bins, max(MIN_CELLS, k)))
+
+
+def class_count(n_public: float, prior, n_classes: int, rule: str) -> float:
+    """The records of one class the cells are sized for, from public inputs only: N / K
+    (``rule`` "mean") or N times the smallest share of ``prior`` (the label's class shares as
+    released by the metadata, or declared; "smallest"). N without a label."""
+    if n_classes <= 1 or prior is None:
+        return n_public / max(1, n_classes)
+    if rule == "mean":
+        return n_public / n_classes
+    return n_public * float(np.min(prior))
 
 
 def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
