@@ -37,12 +37,13 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def title(result: dict[str, Any]) -> str:
-    """The report's title: method, networks and data set."""
+    """The report's title: method and networks (the critic only where one ran) and data set."""
     g_net, d_net = resolved_nets(result["config"])
-    return (
-        f"{result['method']} ({g_net} generator, {d_net} critic) on UCR ItalyPowerDemand: "
-        "train on synthetic, test on real"
-    )
+    if result["runs"][0].get("steps", 0) == 0:  # the anchor alone: no critic step ran
+        what = f"feature anchoring ({g_net} generator, no critic)"
+    else:
+        what = f"{result['method']} ({g_net} generator, {d_net} critic)"
+    return f"{what} on UCR ItalyPowerDemand: train on synthetic, test on real"
 
 
 def src_changes(git: dict[str, Any]) -> list[str]:
