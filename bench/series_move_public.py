@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 
+import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.evaluation.series import tstr_accuracy
@@ -115,8 +116,7 @@ def run(name: str, seed: int, epsilon: float, log: str, grid: list) -> None:
                noise_levels=[round(float(v), 5) for v in synth.sample_release_.noise_levels()],
                real_knn=real, scores=scores)  # fmt: skip
     print(json.dumps(row), flush=True)
-    with open(log, "a") as f:
-        f.write(json.dumps(row) + "\n")
+    harness.append_jsonl(log, row)
 
 
 def main() -> None:

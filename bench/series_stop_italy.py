@@ -24,6 +24,7 @@ from dataclasses import replace
 import torch
 
 import dpforge
+import harness
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.evaluation.series import tstr_accuracy
 from dpforge.statistics.particles import MoveSettings, embedding_gap, move_samples
@@ -56,8 +57,7 @@ def run(folder: str, seed: int, count_weight: float, log: str) -> None:
             "move_cpu": round(time.process_time() - t0, 1),
         }
     print(json.dumps(row), flush=True)
-    with open(log, "a") as f:
-        f.write(json.dumps(row) + "\n")
+    harness.append_jsonl(log, row)
 
 
 def main() -> None:
