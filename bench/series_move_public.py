@@ -122,7 +122,7 @@ def run(name: str, seed: int, epsilon: float, log: str, grid: list) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--sets", default="gunpoint,arrow_head,osuleaf")
-    p.add_argument("--seeds", default="0,1")
+    harness.add_seeds(p, "0,1")
     p.add_argument(
         "--epsilon",
         type=float,
@@ -139,7 +139,7 @@ def main() -> None:
     )
     a = p.parse_args()
     torch.set_num_threads(1)
-    for seed in (int(s) for s in a.seeds.split(",")):
+    for seed in harness.seeds(a):
         for name in a.sets.split(","):
             run(name, seed, a.epsilon, a.log, GRID if a.grid == "steps" else STOP_GRID)
 

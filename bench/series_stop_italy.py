@@ -63,7 +63,7 @@ def run(folder: str, seed: int, count_weight: float, log: str) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--models", required=True, help="bench_series.py's --save-models folder")
-    p.add_argument("--seeds", default="0,1,2")
+    harness.add_seeds(p, "0,1,2")
     p.add_argument(
         "--count-weight",
         type=float,
@@ -73,7 +73,7 @@ def main() -> None:
     p.add_argument("--log", default="results/italy_series_stop.jsonl")
     a = p.parse_args()
     torch.set_num_threads(1)
-    for seed in (int(s) for s in a.seeds.split(",")):
+    for seed in harness.seeds(a):
         run(a.models, seed, a.count_weight, a.log)
 
 
