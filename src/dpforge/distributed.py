@@ -183,10 +183,21 @@ def join_processes(device: str = "cpu") -> GradientReducer:
 
 
 def rank_device(device: str = "cpu") -> str:
-    """``cuda:LOCAL_RANK`` for a CUDA run under torchrun, else ``device`` unchanged."""
-    if str(device).startswith("cuda") and "LOCAL_RANK" in os.environ:
-        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
-    return str(device)
+    """``cuda:LOCAL_RANK`` for a CUDA run under torchrun, else ``device`` unchanged.
+
+    Several ranks given one numbered GPU (``cuda:1``) would all train on it; that is refused,
+    since the rank's own GPU is the only choice that spreads them.
+    """
+    several = int(os.environ.get("WORLD_SIZE", "1")) > 1 and "LOCAL_RANK" in os.environ
+    if not (several and str(device).startswith("cuda")):
+        return str(device)
+    own = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    if str(device) not in ("cuda", own):
+        raise DpforgeError(
+            f"device {device!r} under torchrun: every rank would train on that one GPU; "
+            "pass cuda, and each rank takes cuda:LOCAL_RANK"
+        )
+    return own
 
 
 def current_reducer(device: torch.device | str = "cpu") -> GradientReducer:

@@ -51,11 +51,11 @@ from dpforge.cli.report import report
 from dpforge.data.arrays import ArrayData
 from dpforge.data.parts import PartsRequest, write_parts
 from dpforge.data.tables import draft_schema, read_csv
-from dpforge.distributed import join_processes, refuse_checkpoints
+from dpforge.distributed import join_processes, rank_device, refuse_checkpoints
 from dpforge.errors import DpforgeError, redact_from_now
 from dpforge.methods import METHODS
 from dpforge.model_io import MODEL_FOLDER
-from dpforge.options import check_seed
+from dpforge.options import check_device, check_seed
 from dpforge.schema.array import IMAGE, ArraySchema, load_schema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
@@ -292,7 +292,9 @@ def fit(
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
     check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
-    replicas = join_processes()  # under torchrun: this rank of the group (README)
+    check_device(device, "--device")
+    device = rank_device(device)  # under torchrun with cuda: this rank's own GPU
+    replicas = join_processes(device)  # under torchrun: this rank of the group (README)
     seed = replicas.agree_seed(seed)  # one seed on every rank (rank 0's, or from the OS)
     if checkpoint_dir is not None:
         refuse_checkpoints(replicas)
