@@ -19,8 +19,10 @@ import bench_scale
 import harness
 
 RESULTS = harness.RESULTS / "scale_partitions.json"
-TITLE = ("Spark local[2]: measurement time and driver memory against partitions "
-         "(bench/bench_scale_partitions.py)")
+TITLE = (
+    "Spark local[2]: measurement time and driver memory against partitions "
+    "(bench/bench_scale_partitions.py)"
+)
 
 
 def body(runs: list[dict]) -> list[str]:

@@ -170,11 +170,18 @@ def main() -> None:
     p.add_argument("--crops", type=int, default=3)
     p.add_argument("--steps", type=int, default=600)
     p.add_argument("--znorm", action="store_true", help="also score z-normalised samples")
-    p.add_argument("--particles", type=int, default=0,
-                   help="then move the samples themselves this many Adam steps on the loss")
+    p.add_argument(
+        "--particles",
+        type=int,
+        default=0,
+        help="then move the samples themselves this many Adam steps on the loss",
+    )
     p.add_argument("--particle-lr", type=float, default=0.01)
-    p.add_argument("--test", action="store_true",
-                   help="REPORTING only: fit on the whole training part, score on the test split")
+    p.add_argument(
+        "--test",
+        action="store_true",
+        help="REPORTING only: fit on the whole training part, score on the test split",
+    )
     p.add_argument("--tag", default="")
     p.add_argument("--log", default="results/italy_series_perceptual_trials.jsonl")
     a = p.parse_args()

@@ -47,9 +47,14 @@ def server(
     out: Path = OUT,
     sites: int = SITES,
     listen: str = LISTEN,
-    name: str | None = typer.Option(None, "--server-name", help=(
-        "the host name the certificate names (default: the --listen host, or localhost when "
-        "listening on all interfaces); this command's own connection to the SuperLink uses it")),
+    name: str | None = typer.Option(
+        None,
+        "--server-name",
+        help=(
+            "the host name the certificate names (default: the --listen host, or localhost when "
+            "listening on all interfaces); this command's own connection to the SuperLink uses it"
+        ),
+    ),
     certificate: Path | None = CERTIFICATE,
     key: Path | None = KEY,
     ca: Path | None = CA,

@@ -133,12 +133,12 @@ def write_app(folder: Path, run_config: dict[str, Any], module: str = TABLES_APP
     folder.mkdir(parents=True, exist_ok=True)
     config = "\n".join(f"{k} = {_toml(v)}" for k, v in run_config.items())
     (folder / "pyproject.toml").write_text(
-        "[build-system]\nrequires = [\"hatchling\"]\nbuild-backend = \"hatchling.build\"\n\n"
-        f"[project]\nname = \"{APP_NAME}\"\nversion = \"1.0.0\"\n"
-        f"description = \"dpforge federation ({module})\"\nlicense = \"Apache-2.0\"\n"
-        "dependencies = []\n\n[tool.flwr.app]\npublisher = \"dpforge\"\n\n"
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        f'[project]\nname = "{APP_NAME}"\nversion = "1.0.0"\n'
+        f'description = "dpforge federation ({module})"\nlicense = "Apache-2.0"\n'
+        'dependencies = []\n\n[tool.flwr.app]\npublisher = "dpforge"\n\n'
         "[tool.flwr.app.components]\n"
-        f"serverapp = \"{module}:server_app\"\nclientapp = \"{module}:client_app\"\n\n"
+        f'serverapp = "{module}:server_app"\nclientapp = "{module}:client_app"\n\n'
         f"[tool.flwr.app.config]\n{config}\n"
     )
     return folder
@@ -149,7 +149,7 @@ def write_connection(flwr_home: Path, address: str, tls: Tls) -> None:
     flwr_home.mkdir(parents=True, exist_ok=True)
     security = "insecure = true" if tls.insecure else f"root-certificates = {_toml(tls.ca)}"
     (flwr_home / "config.toml").write_text(
-        f"[superlink]\ndefault = \"{CONNECTION}\"\n\n[superlink.{CONNECTION}]\n"
+        f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
         f"address = {_toml(address)}\n{security}\n"
     )
 
