@@ -43,3 +43,31 @@ def test_equal_width_softmax_heads_in_one_call_match_one_softmax_per_column():
         dim=1,
     )
     assert torch.equal(g.apply_heads(raw, None), expected)
+
+
+def test_all_softmax_heads_at_once_match_one_softmax_per_column_with_gradients():
+    """A generator of softmax heads only (every anchored table) takes them in one segment
+    softmax: the values and the gradients of a softmax of each column's own logits, for
+    logits far apart in scale (the per-head maximum keeps it finite)."""
+    widths = (3, 16, 2, 16, 16, 5, 1)
+    starts = [sum(widths[:i]) for i in range(len(widths))]
+    pairs = enumerate(zip(starts, widths, strict=True))
+    spans = tuple(Span(f"c{i}", start, w, SOFTMAX) for i, (start, w) in pairs)
+    g = Generator(8, 0, spans, hidden=(16,))
+    raw = torch.randn(200, sum(widths), generator=make_generator(4), dtype=torch.float64)
+    raw[:, 3:19] *= 300.0  # one head's logits in the hundreds, another's near 0
+    upstream = torch.randn(raw.shape, generator=make_generator(5), dtype=torch.float64)
+
+    def values_and_grad(heads) -> tuple[torch.Tensor, torch.Tensor]:
+        x = raw.clone().requires_grad_(True)
+        out = heads(x)
+        (out * upstream).sum().backward()
+        return out.detach(), x.grad
+
+    fast = values_and_grad(lambda x: g.apply_heads(x, None))
+    slow = values_and_grad(
+        lambda x: torch.cat([torch.softmax(x[:, s.start : s.stop], dim=1) for s in spans], 1)
+    )
+    assert torch.isfinite(fast[0]).all()
+    torch.testing.assert_close(fast[0], slow[0], rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(fast[1], slow[1], rtol=1e-10, atol=1e-12)

@@ -175,3 +175,44 @@ def test_the_one_column_targets_evaluated_together_give_the_per_target_loss(enco
         ]
         expected += float(loss._chi2(pair, *halves))
         assert float(loss(rows, y)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_pair_targets_of_unequal_widths_give_the_one_by_one_loss_and_gradient():
+    """``PairTargets`` (padded, one batched matmul) against the obvious oracle: each pair's
+    weighted joint distribution and weighted L1 gap, one pair at a time."""
+    from dpforge.data.encoder import Span
+    from dpforge.statistics.anchor import _Target, joint_distribution
+    from dpforge.statistics.anchor_l1 import PairTargets
+
+    widths = (3, 7, 2, 5)
+    spans, start = [], 0
+    for i, dim in enumerate(widths):
+        spans.append(Span(f"c{i}", start, dim, "softmax"))
+        start += dim
+    rng = torch.Generator().manual_seed(0)
+    targets = [
+        _Target((spans[a], spans[b]), False, torch.rand(widths[a] * widths[b], generator=rng)
+                .reshape(widths[a], widths[b]).double(), weight)
+        for a, b, weight in ((0, 1, 1.0), (1, 3, 0.5), (2, 0, 2.0), (3, 2, 1.0))
+    ]  # fmt: skip
+    logits = torch.randn(50, start, generator=rng, dtype=torch.float64)
+    weights = torch.rand(50, generator=rng, dtype=torch.float64)
+    weights = weights / weights.sum()
+
+    def probs() -> torch.Tensor:
+        x = logits.clone().requires_grad_(True)
+        parts = [torch.softmax(x[:, s.start : s.stop], dim=1) for s in spans]
+        return x, torch.cat(parts, dim=1)
+
+    x_fast, p_fast = probs()
+    fast = PairTargets.build(targets).l1(p_fast, weights)
+    fast.backward()
+    x_slow, p_slow = probs()
+    slow = sum(
+        t.weight * (joint_distribution(p_slow, t.spans, weights) - t.distribution).abs().sum()
+        for t in targets
+    )
+    slow.backward()
+    assert float(fast) == pytest.approx(float(slow), rel=1e-12)
+    torch.testing.assert_close(x_fast.grad, x_slow.grad, rtol=1e-10, atol=1e-12)
+    assert PairTargets.build([]) is None

@@ -75,6 +75,8 @@ class Generator(LatentGenerator):
         self, raw: torch.Tensor, noise_generator: torch.Generator | None
     ) -> torch.Tensor:
         parts = []
+        if noise_generator is None and self.spans and self._all_softmax():
+            return _segment_softmax(raw, self._head_of_unit(raw.device), len(self.spans))
         if noise_generator is None:  # plain softmax: equal-width neighbours in one call
             for spans in _runs(self.spans):
                 parts.append(_softmax_run(raw, spans))
@@ -88,6 +90,27 @@ class Generator(LatentGenerator):
             else:
                 raise ValueError(f"span '{span.column}': unknown activation {span.activation}")
         return torch.cat(parts, dim=1)
+
+    def _all_softmax(self) -> bool:
+        return all(span.activation == SOFTMAX for span in self.spans)
+
+    def _head_of_unit(self, device: torch.device) -> torch.Tensor:
+        """(D,): the index of the head each output unit belongs to."""
+        sizes = torch.tensor([span.dim for span in self.spans], device=device)
+        return torch.repeat_interleave(torch.arange(len(self.spans), device=device), sizes)
+
+
+def _segment_softmax(raw: torch.Tensor, head: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Every head's softmax over its own units at once, without slicing ``raw`` (each slice's
+    backward writes a full-size zero gradient). The per-head maximum is subtracted for
+    stability and detached: a softmax does not change when its inputs shift together."""
+    n = raw.shape[0]
+    index = head.expand(n, -1)
+    top = raw.new_full((n, n_heads), -torch.inf)
+    top = top.scatter_reduce(1, index, raw.detach(), reduce="amax")
+    exp = torch.exp(raw - top.index_select(1, head))
+    total = raw.new_zeros((n, n_heads)).index_add(1, head, exp)
+    return exp / total.index_select(1, head)
 
 
 def _runs(spans: Sequence[Span]) -> list[list[Span]]:

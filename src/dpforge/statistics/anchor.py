@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from dpforge.data.encoder import Span
-from dpforge.statistics.anchor_l1 import OneColumnTargets
+from dpforge.statistics.anchor_l1 import OneColumnTargets, PairTargets
 from dpforge.statistics.anchor_train import stratified_labels, train_anchor
 from dpforge.statistics.marginals import MeasuredMarginal
 
@@ -225,15 +225,20 @@ class AnchorLoss:
         return total + sum(self._chi2(t, a, b) for t, a, b in triples)
 
     def _group(self) -> None:
-        """Sort the targets once: the one-column L1 targets evaluated together
-        (``anchor_l1``), the other L1 targets one by one, and the chi2 targets."""
+        """Sort the targets once: the one-column L1 targets and the label-free pair L1 targets
+        evaluated together (``anchor_l1``), the other L1 targets one by one, and the chi2
+        targets."""
         self._chi2_targets = [t for t in self.targets if self._is_chi2(t)]
         l1 = [t for t in self.targets if not self._is_chi2(t)]
         one = [t for t in l1 if len(t.spans) == 1]
         conditional = [t for t in one if t.conditional]
         joint = [t for t in one if not t.conditional]
         self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
-        self._other_l1 = [t for t in l1 if len(t.spans) != 1]
+        is_pair = [len(t.spans) == 2 and not t.conditional for t in l1]
+        self._pairs = PairTargets.build([t for t, pair in zip(l1, is_pair, strict=True) if pair])
+        self._other_l1 = [
+            t for t, pair in zip(l1, is_pair, strict=True) if len(t.spans) != 1 and not pair
+        ]
 
     def _grouped_l1(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         conditional, joint = self._groups
@@ -243,6 +248,8 @@ class AnchorLoss:
             total = total + conditional.l1(probs, class_means, self.class_weights)
         if joint is not None:
             total = total + joint.l1(probs, weights)
+        if self._pairs is not None:
+            total = total + self._pairs.l1(probs, weights)
         return total
 
     def _is_chi2(self, target: _Target) -> bool:
