@@ -178,22 +178,24 @@ def test_the_one_column_targets_evaluated_together_give_the_per_target_loss(enco
 
 
 def test_pair_targets_of_unequal_widths_give_the_one_by_one_loss_and_gradient():
-    """``PairTargets`` (padded, one batched matmul) against the obvious oracle: each pair's
-    weighted joint distribution and weighted L1 gap, one pair at a time."""
+    """``PairGroups`` (heads split once, one batched matmul per pair of widths, each pair
+    narrow block first) against the obvious oracle: each pair's weighted joint distribution
+    and weighted L1 gap, one pair at a time, sliced from the output."""
     from dpforge.data.encoder import Span
     from dpforge.statistics.anchor import _Target, joint_distribution
-    from dpforge.statistics.anchor_l1 import PairTargets
+    from dpforge.statistics.anchor_l1 import PairGroups, split_heads
 
-    widths = (3, 7, 2, 5)
+    widths = (3, 7, 2, 5, 7)
     spans, start = [], 0
     for i, dim in enumerate(widths):
         spans.append(Span(f"c{i}", start, dim, "softmax"))
         start += dim
     rng = torch.Generator().manual_seed(0)
+    pairs = ((0, 1, 1.0), (1, 3, 0.5), (2, 0, 2.0), (3, 2, 1.0), (4, 0, 1.5), (0, 4, 1.0))
     targets = [
         _Target((spans[a], spans[b]), False, torch.rand(widths[a] * widths[b], generator=rng)
                 .reshape(widths[a], widths[b]).double(), weight)
-        for a, b, weight in ((0, 1, 1.0), (1, 3, 0.5), (2, 0, 2.0), (3, 2, 1.0))
+        for a, b, weight in pairs
     ]  # fmt: skip
     logits = torch.randn(50, start, generator=rng, dtype=torch.float64)
     weights = torch.rand(50, generator=rng, dtype=torch.float64)
@@ -205,7 +207,9 @@ def test_pair_targets_of_unequal_widths_give_the_one_by_one_loss_and_gradient():
         return x, torch.cat(parts, dim=1)
 
     x_fast, p_fast = probs()
-    fast = PairTargets.build(targets).l1(p_fast, weights)
+    grouped = PairGroups.build(targets, spans)
+    assert len(grouped.groups) == 4  # (3, 7) three times, (5, 7), (2, 3), (2, 5)
+    fast = grouped.l1(split_heads(p_fast, spans), weights)
     fast.backward()
     x_slow, p_slow = probs()
     slow = sum(
@@ -215,4 +219,6 @@ def test_pair_targets_of_unequal_widths_give_the_one_by_one_loss_and_gradient():
     slow.backward()
     assert float(fast) == pytest.approx(float(slow), rel=1e-12)
     torch.testing.assert_close(x_fast.grad, x_slow.grad, rtol=1e-10, atol=1e-12)
-    assert PairTargets.build([]) is None
+    assert PairGroups.build([], spans) is None
+    with pytest.raises(ValueError, match="tile"):
+        split_heads(p_fast[:, 1:], spans)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from dpforge.data.encoder import Span
-from dpforge.statistics.anchor_l1 import OneColumnTargets, PairTargets
+from dpforge.statistics.anchor_l1 import OneColumnTargets, PairGroups, split_heads
 from dpforge.statistics.anchor_train import stratified_labels, train_anchor
 from dpforge.statistics.marginals import MeasuredMarginal
 
@@ -153,6 +153,7 @@ class AnchorLoss:
             raise ValueError(f"anchor loss must be one of {', '.join(LOSSES)}, got {kind!r}")
         self.kind = kind
         by_name = {s.column: s for s in spans}
+        self._spans = tuple(sorted(spans, key=lambda s: s.start))
         self.prior = prior
         # Distributions given the label count equally for every class, rare ones included: a
         # classifier trained on the synthetic rows needs each class's features, not only the
@@ -235,7 +236,8 @@ class AnchorLoss:
         joint = [t for t in one if not t.conditional]
         self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
         is_pair = [len(t.spans) == 2 and not t.conditional for t in l1]
-        self._pairs = PairTargets.build([t for t, pair in zip(l1, is_pair, strict=True) if pair])
+        pairs = [t for t, pair in zip(l1, is_pair, strict=True) if pair]
+        self._pairs = PairGroups.build(pairs, self._spans)
         self._other_l1 = [
             t for t, pair in zip(l1, is_pair, strict=True) if len(t.spans) != 1 and not pair
         ]
@@ -249,7 +251,7 @@ class AnchorLoss:
         if joint is not None:
             total = total + joint.l1(probs, weights)
         if self._pairs is not None:
-            total = total + self._pairs.l1(probs, weights)
+            total = total + self._pairs.l1(split_heads(probs, self._spans), weights)
         return total
 
     def _is_chi2(self, target: _Target) -> bool:
