@@ -47,7 +47,8 @@ GRID = [(0, 0.01)] + [(s, lr) for s in (100, 300, 1000) for lr in (0.003, 0.01, 
 # --grid stop: not moved, the default (100 @ 0.03) and the default with stop_at_noise
 STOP_GRID = [(0, 0.01), (100, 0.03), (100, 0.03, "stop")]
 # --grid pool: (steps, lr, pool); not moved, the default, herding alone, herding then moving
-POOL_GRID = [(0, 0.03, 1), (100, 0.03, 1), (100, 0.03, 4), (100, 0.03, 8)]
+POOL_GRID = [(0, 0.03, 1, "herding"), (100, 0.03, 1, "herding"), (100, 0.03, 4, "herding"),
+             (100, 0.03, 2, "margin"), (100, 0.03, 4, "margin")]  # fmt: skip
 # --grid pool: sampling seeds per fit (a pool draws other series than the plain draws, so one
 # draw per setting mixes the draw's luck into the comparison; averaged over several here)
 SAMPLE_SEEDS = 3
@@ -121,15 +122,15 @@ def pooled(synth, n: int, test: ArrayData, schema: ArraySchema, seed: int) -> di
     """Each (steps, lr, pool) of POOL_GRID through ``sample(move=MoveSettings(...))``, at
     SAMPLE_SEEDS sampling seeds: the mean 1-NN DTW (``knn``), each seed's (``knns``)."""
     loss, scores = synth.sample_release_.loss(), {}
-    for steps, lr, pool in POOL_GRID:
+    for steps, lr, pool, how in POOL_GRID:
         t1, knns, gaps = time.process_time(), [], []
-        settings = MoveSettings(steps=steps, lr=lr, pool=pool)
+        settings = MoveSettings(steps=steps, lr=lr, pool=pool, select=how)
         for draw in range(SAMPLE_SEEDS):
             values = synth.sample(n, seed=10_000 + 100 * draw + seed, move=settings)
             x, labels = synth.encoder_.transform(values)
             knns.append(knn(values, test, schema, seed))
             gaps.append(embedding_gap(torch.as_tensor(x), torch.as_tensor(labels), loss))
-        scores[f"{steps}@{lr}x{pool}"] = {
+        scores[f"{steps}@{lr}x{pool}" + ("" if how == "herding" else how)] = {
             "knn": round(float(np.mean(knns)), 4), "knns": knns,
             "gap": round(float(np.mean(gaps)), 5),
             "move_cpu": round((time.process_time() - t1) / SAMPLE_SEEDS, 1),

@@ -14,7 +14,7 @@ import torch
 import dpforge
 from dpforge.errors import DataError
 from dpforge.generate import sample_mover
-from dpforge.statistics.herding import herd
+from dpforge.statistics.herding import herd, margin_pick, select_samples
 from dpforge.statistics.particles import MoveSettings, embedding_gap
 from tests.test_series_moved import fitted  # noqa: F401  (the fitted model fixture)
 
@@ -65,6 +65,33 @@ def test_pooled_sampling_reads_only_the_stored_release(fitted, tmp_path):  # noq
     assert np.array_equal(ours.labels, again.labels)
 
 
+def test_margin_keeps_the_draws_furthest_on_their_own_side():
+    targets = torch.eye(3, 4, dtype=torch.float64)  # class k's mean is the k-th axis
+    phi = torch.tensor([[0.9, 0.1, 0, 0], [0.5, 0.6, 0, 0], [0.7, 0, 0.2, 0], [0.2, 0, 0, 1]])
+    # margins for class 0: 0.8, -0.1, 0.5, 0.2
+    assert margin_pick(phi, targets, 0, 2).tolist() == [0, 2]
+    assert margin_pick(phi, targets, 0, 3).tolist() == [0, 2, 3]
+    with pytest.raises(ValueError, match="two classes or more"):
+        margin_pick(phi, targets[:1], 0, 1)
+
+
+def test_margin_selection_needs_labels(fitted):  # noqa: F811
+    synth, _ = fitted
+    loss = synth.sample_release_.loss()
+
+    def draw(labels, count):
+        return torch.zeros(count, 1, 24)
+
+    with pytest.raises(ValueError, match="two classes or more"):
+        select_samples(draw, None, 10, loss, 2, 64, "margin")
+    with pytest.raises(ValueError, match="select must be one of"):
+        select_samples(draw, None, 10, loss, 2, 64, "best")
+    labels = torch.tensor([0, 1] * 5)
+    herded = synth.sample(100, seed=9, move=MoveSettings(steps=0, pool=3, select="margin"))
+    assert np.array_equal(herded.labels, synth.sample(100, seed=9, move=False).labels)
+    assert select_samples(draw, labels, 10, loss, 2, 64, "margin").shape == (10, 1, 24)
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
@@ -74,6 +101,7 @@ def test_pooled_sampling_reads_only_the_stored_release(fitted, tmp_path):  # noq
         ({"chunk": True}, "chunk must be a whole number >= 1, got True"),
         ({"lr": 0.0}, "lr must be a number > 0, got 0.0"),
         ({"stop_at_noise": "yes"}, "stop_at_noise must be True or False"),
+        ({"select": "best"}, "select must be one of"),
     ],
 )
 def test_bad_settings_are_refused(fields, message):

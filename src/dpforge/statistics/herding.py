@@ -9,6 +9,11 @@ mean embedding (already in the ledger, stored in ``release.safetensors``), the p
 feature map and the generator's draws: post-processing, free of privacy cost. The picked
 records are then moved as before (:func:`dpforge.statistics.particles.move_samples`).
 
+``select="margin"`` instead keeps, of each class's draws, those whose features lie furthest on
+their own class's side of the release: the largest ``phi . t_k - max_{j != k} phi . t_j`` (the
+kernel mean-embedding classifier that the release defines; draws that look like another class
+are dropped). It needs two classes or more.
+
 Greedy step ``j`` (``s`` the feature sum of the ``j - 1`` records picked, ``t`` the release's
 class mean): pick the unpicked ``i`` minimising ``|s + phi_i - j t|^2``, i.e.
 ``|phi_i|^2 + 2 phi_i . (s - j t)``. Cost per class: picks x pool x picks x feature dimension.
@@ -22,7 +27,9 @@ import torch
 
 from dpforge.statistics.array_anchor import EmbeddingLoss
 
-__all__ = ["Draw", "herd", "select_samples"]
+__all__ = ["Draw", "SELECTIONS", "herd", "select_samples"]
+
+SELECTIONS = ("herding", "margin")
 
 # Draws ``count`` generated records (encoded, in [-1, 1]) for ``labels`` (None: unlabelled).
 Draw = Callable[["torch.Tensor | None", int], torch.Tensor]
@@ -49,26 +56,48 @@ def herd(phi: torch.Tensor, target: torch.Tensor, picks: int) -> torch.Tensor:
     return torch.as_tensor(sorted(chosen), dtype=torch.long)
 
 
+def margin_pick(phi: torch.Tensor, targets: torch.Tensor, k: int, picks: int) -> torch.Tensor:
+    """Indices (sorted) of the ``picks`` rows of ``phi`` with the largest margin for class
+    ``k`` under the release's class means ``targets`` (classes x features)."""
+    if targets.shape[0] < 2:
+        raise ValueError('select="margin" needs two classes or more: use select="herding"')
+    scores = phi.double() @ targets.double().T
+    others = torch.cat([scores[:, :k], scores[:, k + 1 :]], dim=1).max(dim=1).values
+    picked = torch.topk(scores[:, k] - others, picks).indices
+    return picked.sort().values
+
+
 def select_samples(
-    draw: Draw, labels: torch.Tensor | None, n: int, loss: EmbeddingLoss, pool: int, chunk: int
+    draw: Draw,
+    labels: torch.Tensor | None,
+    n: int,
+    loss: EmbeddingLoss,
+    pool: int,
+    chunk: int,
+    how: str = "herding",
 ) -> torch.Tensor:
     """``n`` records for ``labels``: per chunk of ``chunk`` records, ``pool`` times as many
-    drawn with the same labels, and the records of each class herded from its own draws
-    (``pool == 1``: the draws as they come)."""
+    drawn with the same labels, and the records of each class selected from its own draws
+    (``how``: "herding" or "margin"; ``pool == 1``: the draws as they come)."""
+    if how not in SELECTIONS:
+        raise ValueError(f"select must be one of {SELECTIONS}, got {how!r}")
     if pool == 1:
         return draw(labels, n)
+    if how == "margin" and (labels is None or loss.n_classes < 2):
+        raise ValueError('select="margin" needs two classes or more: use select="herding"')
     out = []
     for start in range(0, n, chunk):
         count = min(chunk, n - start)
         part = None if labels is None else labels[start : start + count]
-        out.append(_select_chunk(draw, part, count, loss, pool))
+        out.append(_select_chunk(draw, part, count, loss, pool, how))
     return torch.cat(out)
 
 
 def _select_chunk(
-    draw: Draw, labels: torch.Tensor | None, count: int, loss: EmbeddingLoss, pool: int
+    draw: Draw, labels: torch.Tensor | None, count: int, loss: EmbeddingLoss, pool: int, how: str
 ) -> torch.Tensor:
-    """One chunk: ``pool`` x ``count`` draws, herded class by class into the labels' places."""
+    """One chunk: ``pool`` x ``count`` draws, selected class by class into the labels'
+    places."""
     wanted = torch.zeros(count, dtype=torch.long) if labels is None else labels.cpu()
     candidates = draw(None if labels is None else labels.repeat(pool), pool * count)
     drawn = wanted.repeat(pool)
@@ -78,6 +107,9 @@ def _select_chunk(
         rows = torch.nonzero(drawn == k).flatten()
         with torch.no_grad():
             phi = loss.features(candidates[rows].float())
-        picked = herd(phi, loss.targets[k], len(places))
+        if how == "margin":
+            picked = margin_pick(phi, loss.targets, k, len(places))
+        else:
+            picked = herd(phi, loss.targets[k], len(places))
         out[places] = candidates[rows[picked]].cpu()
     return out.to(candidates.device)

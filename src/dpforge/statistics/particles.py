@@ -24,7 +24,7 @@ import torch
 
 from dpforge.statistics.array_anchor import EmbeddingLoss, feature_map
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding, views_for
-from dpforge.statistics.herding import Draw, select_samples
+from dpforge.statistics.herding import SELECTIONS, Draw, select_samples
 
 __all__ = ["MoveSettings", "SampleRelease", "drawn_moved", "move_samples"]
 
@@ -54,6 +54,9 @@ class MoveSettings:
         that kernel herding picks to match the release (:mod:`dpforge.statistics.herding`)
         before moving them; 1 keeps the draws as they come. Memory: pool x chunk x feature
         dimension floats.
+    select: how a pool is selected from: "herding" (the set whose mean embedding matches the
+        release) or "margin" (the draws furthest on their own class's side of the release;
+        two classes or more).
     """
 
     steps: int = 100
@@ -61,6 +64,7 @@ class MoveSettings:
     chunk: int = 2048
     stop_at_noise: bool = False
     pool: int = 1
+    select: str = "herding"
 
     def __post_init__(self) -> None:
         for name, least in (("steps", 0), ("chunk", 1), ("pool", 1)):
@@ -70,6 +74,9 @@ class MoveSettings:
                                  f"got {value!r}")  # fmt: skip
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not self.lr > 0:
             raise ValueError(f"MoveSettings.lr must be a number > 0, got {self.lr!r}")
+        if self.select not in SELECTIONS:
+            raise ValueError(f"MoveSettings.select must be one of {SELECTIONS}, "
+                             f"got {self.select!r}")  # fmt: skip
         if not isinstance(self.stop_at_noise, bool):
             raise ValueError(f"MoveSettings.stop_at_noise must be True or False, "
                              f"got {self.stop_at_noise!r}")  # fmt: skip
@@ -200,7 +207,7 @@ def drawn_moved(
     """``n`` records for ``labels`` as ``settings`` asks: drawn (``pool`` times as many, herded
     to the release when ``pool`` > 1), then moved (:func:`move_samples`). Reads only ``loss``
     (the release and the public feature map) and the generator's draws."""
-    x = select_samples(draw, labels, n, loss, settings.pool, settings.chunk)
+    x = select_samples(draw, labels, n, loss, settings.pool, settings.chunk, settings.select)
     return move_samples(x, labels, loss, settings, noise_levels)
 
 
