@@ -103,6 +103,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="sampling: moved to the release (yes), not (no), the library default, or both "
         "(moved reported, the same draws unmoved next to them)",
     )  # fmt: skip
+    p.add_argument(
+        "--pool", type=int, default=None,
+        help="moved samples herded from POOL times as many draws (MoveSettings.pool); with "
+        "--move both the library's default moving of the same seed is scored next to them",
+    )  # fmt: skip
     p.add_argument("--save-models", default=None, help="write each fitted model folder here")
     p.add_argument("--from-models", default=None,
                    help="no training: load the folders --save-models wrote there")  # fmt: skip

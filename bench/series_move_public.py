@@ -15,6 +15,11 @@ bench/, ``OMP_NUM_THREADS=1 PYTHONPATH=../src``)::
 
     python series_move_public.py --sets gunpoint,arrow_head,osuleaf --seeds 0,1
 
+``--grid pool`` compares not moving, the default and herded selection from ``pool`` times as
+many draws (``MoveSettings.pool``, :mod:`dpforge.statistics.herding`), through
+``Synthesizer.sample(move=MoveSettings(...))`` as a user gets it (a pool draws other series
+than the plain draws; every setting from the same seed).
+
 ``--grid stop`` compares not moving, the default (100 @ 0.03) and the default with
 ``stop_at_noise`` instead of the steps x lr grid (bench/results/italy_series_stop.md).
 """
@@ -41,6 +46,12 @@ LENGTH = 24
 GRID = [(0, 0.01)] + [(s, lr) for s in (100, 300, 1000) for lr in (0.003, 0.01, 0.03)]
 # --grid stop: not moved, the default (100 @ 0.03) and the default with stop_at_noise
 STOP_GRID = [(0, 0.01), (100, 0.03), (100, 0.03, "stop")]
+# --grid pool: (steps, lr, pool); not moved, the default, herding alone, herding then moving
+POOL_GRID = [(0, 0.03, 1, "herding"), (100, 0.03, 1, "herding"), (100, 0.03, 4, "herding"),
+             (100, 0.03, 2, "margin"), (100, 0.03, 4, "margin")]  # fmt: skip
+# --grid pool: sampling seeds per fit (a pool draws other series than the plain draws, so one
+# draw per setting mixes the draw's luck into the comparison; averaged over several here)
+SAMPLE_SEEDS = 3
 
 
 def public_set(name: str) -> tuple[ArrayData, ArrayData, ArraySchema]:
@@ -93,22 +104,10 @@ def run(name: str, seed: int, epsilon: float, log: str, grid: list) -> None:
                         record_count=len(train), out_of_bounds="clip")  # fmt: skip
     synth.fit(train)
     fit_cpu = time.process_time() - t0
-    draws = synth.sample(len(train), seed=10_000 + seed, move=False)
-    x, labels = synth.encoder_.transform(draws)
-    x, labels = torch.as_tensor(x), torch.as_tensor(labels)
-    loss = synth.sample_release_.loss()
-    scores = {}
-    for steps, lr, *stop in grid:
-        t1 = time.process_time()
-        settings = MoveSettings(steps=steps, lr=lr, stop_at_noise=bool(stop))
-        levels = synth.sample_release_.noise_levels() if stop else None
-        moved = move_samples(x, labels, loss, settings, levels)
-        values = synth.encoder_.inverse_transform(moved.numpy(), labels.numpy())
-        scores[f"{steps}@{lr}" + ("+stop" if stop else "")] = {
-            "knn": knn(values, test, schema, seed),
-            "gap": round(embedding_gap(moved, labels, loss), 5),
-            "move_cpu": round(time.process_time() - t1, 1),
-        }
+    if grid is POOL_GRID:
+        scores = pooled(synth, len(train), test, schema, seed)
+    else:
+        scores = moved(synth, len(train), test, schema, seed, grid)
     real = knn(train, test, schema, seed)
     row = dict(set=name, seed=seed, epsilon=round(epsilon, 3), target_sigma=sigma,
                anchor_sigma=synth.sample_release_.embedding.noise_multiplier,
@@ -117,6 +116,47 @@ def run(name: str, seed: int, epsilon: float, log: str, grid: list) -> None:
                real_knn=real, scores=scores)  # fmt: skip
     print(json.dumps(row), flush=True)
     harness.append_jsonl(log, row)
+
+
+def pooled(synth, n: int, test: ArrayData, schema: ArraySchema, seed: int) -> dict:
+    """Each (steps, lr, pool) of POOL_GRID through ``sample(move=MoveSettings(...))``, at
+    SAMPLE_SEEDS sampling seeds: the mean 1-NN DTW (``knn``), each seed's (``knns``)."""
+    loss, scores = synth.sample_release_.loss(), {}
+    for steps, lr, pool, how in POOL_GRID:
+        t1, knns, gaps = time.process_time(), [], []
+        settings = MoveSettings(steps=steps, lr=lr, pool=pool, select=how)
+        for draw in range(SAMPLE_SEEDS):
+            values = synth.sample(n, seed=10_000 + 100 * draw + seed, move=settings)
+            x, labels = synth.encoder_.transform(values)
+            knns.append(knn(values, test, schema, seed))
+            gaps.append(embedding_gap(torch.as_tensor(x), torch.as_tensor(labels), loss))
+        scores[f"{steps}@{lr}x{pool}" + ("" if how == "herding" else how)] = {
+            "knn": round(float(np.mean(knns)), 4), "knns": knns,
+            "gap": round(float(np.mean(gaps)), 5),
+            "move_cpu": round((time.process_time() - t1) / SAMPLE_SEEDS, 1),
+        }  # fmt: skip
+    return scores
+
+
+def moved(synth, n: int, test: ArrayData, schema: ArraySchema, seed: int, grid: list) -> dict:
+    """The same plain draws moved with each setting of ``grid``."""
+    draws = synth.sample(n, seed=10_000 + seed, move=False)
+    x, labels = synth.encoder_.transform(draws)
+    x, labels = torch.as_tensor(x), torch.as_tensor(labels)
+    loss = synth.sample_release_.loss()
+    scores = {}
+    for steps, lr, *stop in grid:
+        t1 = time.process_time()
+        settings = MoveSettings(steps=steps, lr=lr, stop_at_noise=bool(stop))
+        levels = synth.sample_release_.noise_levels() if stop else None
+        out = move_samples(x, labels, loss, settings, levels)
+        values = synth.encoder_.inverse_transform(out.numpy(), labels.numpy())
+        scores[f"{steps}@{lr}" + ("+stop" if stop else "")] = {
+            "knn": knn(values, test, schema, seed),
+            "gap": round(embedding_gap(moved, labels, loss), 5),
+            "move_cpu": round(time.process_time() - t1, 1),
+        }
+    return scores
 
 
 def main() -> None:
@@ -133,15 +173,16 @@ def main() -> None:
     p.add_argument(
         "--grid",
         default="steps",
-        choices=("steps", "stop"),
+        choices=("steps", "stop", "pool"),
         help="steps: the 3 x 3 grid of steps and lr; stop: not moved, 100@0.03 "
-        "and 100@0.03 with stop_at_noise",
+        "and 100@0.03 with stop_at_noise; pool: herded selection (POOL_GRID)",
     )
     a = p.parse_args()
     torch.set_num_threads(1)
     for seed in harness.seeds(a):
         for name in a.sets.split(","):
-            run(name, seed, a.epsilon, a.log, GRID if a.grid == "steps" else STOP_GRID)
+            grid = {"steps": GRID, "stop": STOP_GRID, "pool": POOL_GRID}[a.grid]
+            run(name, seed, a.epsilon, a.log, grid)
 
 
 if __name__ == "__main__":

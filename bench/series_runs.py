@@ -21,7 +21,7 @@ from dpforge.evaluation.reference import label_fidelity
 from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, tstr_accuracy
 from dpforge.schema.array import ArraySchema
 from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
-from dpforge.statistics.particles import embedding_gap
+from dpforge.statistics.particles import MoveSettings, embedding_gap
 from stats import mean_std
 
 METRICS = ("accuracy", "balanced_accuracy")
@@ -114,7 +114,7 @@ def run_seed(args, chosen, config, train, test, schema, seed: int, private: bool
         synth, fit_seconds = fit_one(args, chosen, config, train, schema, seed, private)
     if args.save_models:
         synth.save(model_path(args.save_models, seed, private), overwrite=True)
-    synthetic = synth.sample(len(train), seed=10_000 + seed, move=MOVE[args.move])
+    synthetic = synth.sample(len(train), seed=10_000 + seed, move=move_option(args))
     report = synth.privacy_spent()
     channel = synth.schema_.channels[0]
     labels, counts = np.unique(synthetic.labels.astype(str), return_counts=True)
@@ -146,6 +146,11 @@ def run_seed(args, chosen, config, train, test, schema, seed: int, private: bool
     if args.move == "both":  # the same draws unmoved: the same-run baseline of moving
         run["unmoved"] = unmoved(synth, train, test, schema, seed, args.window)
         run["embedding_gap"] = {"moved": gap(synth, synthetic), **run["unmoved"].pop("gap")}
+    if args.move == "both" and getattr(args, "pool", None) is not None:
+        run["pool"] = args.pool  # the library's default moving of the same seed, side by side
+        default = synth.sample(len(train), seed=10_000 + seed, move=MoveSettings())
+        run["default_moved"] = {"tstr": scores(default, test, schema, seed, args.window),
+                                "gap": gap(synth, default)}  # fmt: skip
     return run, synth, synthetic
 
 
@@ -154,6 +159,14 @@ def model_path(folder: str, seed: int, private: bool) -> str:
 
 
 MOVE = {"both": True, "yes": True, "no": False, "default": None}
+
+
+def move_option(args) -> bool | MoveSettings | None:
+    """``sample``'s ``move``: ``--move``, with ``--pool`` (herded selection) when given."""
+    pool = getattr(args, "pool", None)
+    if pool is None or not MOVE[args.move]:
+        return MOVE[args.move]
+    return MoveSettings(pool=pool)
 
 
 def unmoved(synth, train, test, schema, seed: int, window) -> dict:
@@ -209,6 +222,12 @@ def describe(run: dict) -> str:
             if "unmoved" in run
             else ""
         )
+        + (
+            f"; default moved (pool 1) 1-NN DTW "
+            f"{run['default_moved']['tstr']['knn_dtw']['accuracy']:.4f}"
+            if "default_moved" in run
+            else ""
+        )
     )
 
 
@@ -229,6 +248,11 @@ def summarise(runs: list[dict]) -> dict[str, Any]:
         for model in SERIES_MODELS:
             out[f"unmoved_{model}_accuracy"] = mean_std(
                 [r["unmoved"]["tstr"][model]["accuracy"] for r in runs]
+            )
+    if "default_moved" in runs[0]:
+        for model in SERIES_MODELS:
+            out[f"default_moved_{model}_accuracy"] = mean_std(
+                [r["default_moved"]["tstr"][model]["accuracy"] for r in runs]
             )
     return out
 

@@ -18,18 +18,24 @@ from dpforge.data.rules import abiding_rows
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
-from dpforge.statistics.particles import MoveSettings, SampleRelease, move_samples
+from dpforge.statistics.herding import Draw
+from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
 
-# Moves generated records (encoded, in [-1, 1]) with their labels: post-processing only.
-Mover = Callable[[torch.Tensor, "torch.Tensor | None"], torch.Tensor]
+# ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
+# selected and moved) to the release: post-processing only.
+Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
 MOVED_BY_DEFAULT = ("timeseries",)  # chosen on public sets: bench/results/series_move_public.md
 
 
-def sample_mover(release: SampleRelease | None, move: bool | None, kind: str) -> Mover | None:
+def sample_mover(
+    release: SampleRelease | None, move: bool | MoveSettings | None, kind: str
+) -> Mover | None:
     """The moving ``move`` asks for: None (default) moves the kinds in MOVED_BY_DEFAULT whose
-    model holds the release, True needs the release (refused without it), False never moves."""
-    if move is not None and not isinstance(move, bool):
-        raise DataError(f"move must be True, False or None, got {move!r}")
+    model holds the release, True (the default ``MoveSettings``) or a ``MoveSettings`` needs
+    the release (refused without it), False never moves."""
+    if move is not None and not isinstance(move, (bool, MoveSettings)):
+        raise DataError(f"move must be True, False, None or a MoveSettings, got {move!r}")
+    settings = move if isinstance(move, MoveSettings) else MoveSettings()
     if move is None:
         move = release is not None and kind in MOVED_BY_DEFAULT
     if not move:
@@ -40,9 +46,9 @@ def sample_mover(release: SampleRelease | None, move: bool | None, kind: str) ->
             "before dpforge stored it, or a model not anchored on a feature embedding): sample "
             "with move=False (--no-move), or fit again to store the release"
         )
-    loss, settings = release.loss(), MoveSettings()
+    loss = release.loss()
     levels = release.noise_levels() if settings.stop_at_noise else None
-    return lambda x, labels: move_samples(x, labels, loss, settings, levels)
+    return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings, levels)
 
 
 def sample_batch(
@@ -77,14 +83,16 @@ def _decoded(
     generator: torch.Generator,
     mover: Mover | None = None,
 ) -> pd.DataFrame | ArrayData:
-    """``n`` generated records with ``labels`` (moved by ``mover``), decoded by the encoder."""
-    with torch.no_grad():
-        z = synth.generator_.sample_latent(n, generator)
-        rows = synth.generator_(z, labels)
-    if mover is not None:
-        rows = mover(rows, labels)
+    """``n`` generated records with ``labels`` (drawn and moved by ``mover``), decoded by the
+    encoder."""
+
+    def draw(chosen: torch.Tensor | None, count: int) -> torch.Tensor:
+        with torch.no_grad():
+            return synth.generator_(synth.generator_.sample_latent(count, generator), chosen)
+
+    rows = draw(labels, n) if mover is None else mover(draw, labels, n)
     features = rows.cpu().numpy()
-    del rows, z
+    del rows
     labels_np = None if labels is None else labels.cpu().numpy()
     if not _draws_cells(synth.encoder_):
         return synth.encoder_.inverse_transform(features, labels_np)

@@ -35,6 +35,7 @@ from dpforge.privacy.person import PrivacyUnit, person_unit
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema, refuse_draft
 from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.particles import MoveSettings
 from dpforge.statistics.perceptual import PublicImages, public_images
 from dpforge.training import checkpoint_lock
 
@@ -233,14 +234,15 @@ class Synthesizer:
         n: int,
         conditions: dict[str, Any] | None = None,
         seed: int | None = None,
-        move: bool | None = None,
+        move: bool | MoveSettings | None = None,
     ) -> pd.DataFrame | ArrayData:
         """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
         for images and time series. ``conditions={label: value}`` fixes the label; without it
         labels are drawn from the (uniform, declared or DP) label prior. ``move``: move the
         generated records to match the released embedding (free post-processing,
         :mod:`dpforge.statistics.particles`); None (default) moves series whose model holds
-        the release, True refuses a model without it (folders saved before it was stored)."""
+        the release, True refuses a model without it (folders saved before it was stored); a
+        ``MoveSettings`` moves with those settings (e.g. ``pool``: herded selection first)."""
         self._check_sample_request(n, seed)
         mover = self.mover(move)
         return sample_batch(self, n, conditions or {}, make_generator(seed, self.device), mover)
@@ -251,7 +253,7 @@ class Synthesizer:
         conditions: dict[str, Any] | None = None,
         seed: int | None = None,
         chunk_rows: int = SAMPLE_CHUNK_ROWS,
-        move: bool | None = None,
+        move: bool | MoveSettings | None = None,
     ) -> Iterator[pd.DataFrame | ArrayData]:
         """``n`` synthetic records as consecutive chunks of at most ``chunk_rows`` each, so
         that memory stays bounded however large ``n`` is (the command line streams them to the
@@ -265,7 +267,7 @@ class Synthesizer:
         for start in range(0, n, chunk_rows):
             yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator, mover)
 
-    def mover(self, move: bool | None) -> Mover | None:
+    def mover(self, move: bool | MoveSettings | None) -> Mover | None:
         """The moving of samples that ``move`` asks for (None: plain samples); it refuses what
         the model cannot do, so the command line calls it before any work."""
         self._require_fitted()

@@ -24,8 +24,9 @@ import torch
 
 from dpforge.statistics.array_anchor import EmbeddingLoss, feature_map
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding, views_for
+from dpforge.statistics.herding import SELECTIONS, Draw, select_samples
 
-__all__ = ["MoveSettings", "SampleRelease", "move_samples"]
+__all__ = ["MoveSettings", "SampleRelease", "drawn_moved", "move_samples"]
 
 RELEASE_TENSORS = ("noisy_sums", "noisy_counts")
 
@@ -49,12 +50,36 @@ class MoveSettings:
         default: on the public sets it stops after a few steps and scores below moving 100
         steps on 5 of 6 runs (mean 1-NN DTW 0.594 against 0.686; not moved 0.566:
         bench/results/italy_series_stop.md).
+    pool: draw ``pool`` times as many records as asked, per chunk and class, and keep those
+        that kernel herding picks to match the release (:mod:`dpforge.statistics.herding`)
+        before moving them; 1 keeps the draws as they come. Memory: pool x chunk x feature
+        dimension floats.
+    select: how a pool is selected from: "herding" (the set whose mean embedding matches the
+        release) or "margin" (the draws furthest on their own class's side of the release;
+        two classes or more).
     """
 
     steps: int = 100
     lr: float = 0.03
     chunk: int = 2048
     stop_at_noise: bool = False
+    pool: int = 1
+    select: str = "herding"
+
+    def __post_init__(self) -> None:
+        for name, least in (("steps", 0), ("chunk", 1), ("pool", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"MoveSettings.{name} must be a whole number >= {least}, "
+                                 f"got {value!r}")  # fmt: skip
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not self.lr > 0:
+            raise ValueError(f"MoveSettings.lr must be a number > 0, got {self.lr!r}")
+        if self.select not in SELECTIONS:
+            raise ValueError(f"MoveSettings.select must be one of {SELECTIONS}, "
+                             f"got {self.select!r}")  # fmt: skip
+        if not isinstance(self.stop_at_noise, bool):
+            raise ValueError(f"MoveSettings.stop_at_noise must be True or False, "
+                             f"got {self.stop_at_noise!r}")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -169,6 +194,21 @@ def move_samples(
         level = None if noise_levels is None else _chunk_level(noise_levels, chosen)
         out.append(_move_chunk(x[part], chosen, loss, settings, level))
     return torch.cat(out)
+
+
+def drawn_moved(
+    draw: Draw,
+    labels: torch.Tensor | None,
+    n: int,
+    loss: EmbeddingLoss,
+    settings: MoveSettings,
+    noise_levels: np.ndarray | None = None,
+) -> torch.Tensor:
+    """``n`` records for ``labels`` as ``settings`` asks: drawn (``pool`` times as many, herded
+    to the release when ``pool`` > 1), then moved (:func:`move_samples`). Reads only ``loss``
+    (the release and the public feature map) and the generator's draws."""
+    x = select_samples(draw, labels, n, loss, settings.pool, settings.chunk, settings.select)
+    return move_samples(x, labels, loss, settings, noise_levels)
 
 
 def _chunk_level(levels: np.ndarray, labels: torch.Tensor | None) -> float:
