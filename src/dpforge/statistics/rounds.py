@@ -22,11 +22,13 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.engines.aggregates import noise_factor
 from dpforge.privacy.accounting import reporting_accountant
 from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
+from dpforge.statistics.label_pairs import label_pair_marginals
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
     default_marginals,
@@ -153,7 +155,8 @@ def plan_anchoring(
     if k:
         name = f"anchor: scores of {len(candidates)} column pairs"
         ledger.record(unit.entry(name), measurement_event(noises[1]))
-        name = f"anchor: {k} selected column pairs"
+        what = "label x column x column marginals" if config.label_pairs else "column pairs"
+        name = f"anchor: {k} selected {what}"
         ledger.record(unit.entry(name), measurement_event(noises[2]))
     return plan
 
@@ -236,7 +239,14 @@ def measure_selected_pairs(
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     noises = (plan.score_noise, cell_noise)
     chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
-    pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows)
+    groups = None
+    if config.label_pairs:  # label x a x b on cells merged by a public rule (label_pairs.py)
+        sizes = {s.column: s.dim for s in softmax}
+        std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
+        chosen, groups = label_pair_marginals(
+            chosen, label_name, sizes, total, n_classes, std, config.cells_snr
+        )
+    pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows, groups)
     return measured + sparsified(pairs, cell_noise, config.zero_below)
 
 
@@ -247,7 +257,7 @@ def _n_classes(prior: torch.Tensor | None) -> int:
 def anchor_loss(measured, spans, label_name, prior, config: AnchorConfig) -> AnchorLoss:
     """The loss on ``measured``, with every candidate pair not measured held near the
     distribution its measured columns imply (``config.implied_weight``)."""
-    taken = {frozenset(m.columns) for m in measured}
+    taken = {frozenset(c for c in m.columns if c != label_name) for m in measured}
     softmax = [s for s in spans if s.activation == SOFTMAX]
     unmeasured = [p for p in candidate_pairs(softmax) if frozenset(p) not in taken]
     implied = (unmeasured, config.implied_weight)
