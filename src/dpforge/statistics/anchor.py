@@ -83,6 +83,8 @@ class AnchorConfig:
         as the 3-way marginal label x a x b instead of a x b, on cells merged by a public rule
         so each cell's count stays ``cells_snr`` noise sd above the noise
         (:mod:`dpforge.statistics.label_pairs`); the generator fits it given each label.
+    label_scores: with ``label_pairs``, the selection scores every candidate on the label x a
+        x b table it would measure, not on a x b.
     """
 
     share: float = 1.0
@@ -103,6 +105,7 @@ class AnchorConfig:
     loss: str = "l1"
     rules_weight: float = RULES_WEIGHT
     label_pairs: bool = False
+    label_scores: bool = False
 
     def validate(self) -> None:
         if self.loss not in LOSSES:
@@ -122,6 +125,8 @@ class AnchorConfig:
             )
         if self.label_pairs and not self.select_pairs:
             raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")
+        if self.label_scores and not self.label_pairs:
+            raise ValueError("anchor label_scores needs label_pairs=True")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:
