@@ -8,6 +8,7 @@ score. Prints 1-way / 2-way TVD, RF / LR AUC and balanced accuracy, fit seconds.
 
     python bench/quality_trials.py fair,nmes --epsilons 1 --seeds 1 --set steps=300 --tag s300
     python bench/quality_trials.py report      # the trials so far, as a markdown table
+    python bench/quality_trials.py means --out F   # their means over seeds per table, ε, tag
 """
 
 from __future__ import annotations
@@ -84,9 +85,33 @@ def report(path) -> str:
     return "\n".join(lines)
 
 
+MEAN_KEYS = ("tvd_1way", "tvd_2way", "rf_auc", "lr_auc", "rf_bal_acc", "lr_bal_acc",
+             "fit_cpu_seconds")  # fmt: skip
+
+
+def means(path) -> str:
+    """The JSON lines of ``path`` averaged over seeds per (table, epsilon, tag), as markdown."""
+    groups: dict[tuple, list[dict]] = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        groups.setdefault((r["table"], r["epsilon"], r["tag"]), []).append(r)
+    head = (
+        "| table | ε | tag | seeds | 1-way | 2-way | RF AUC | LR AUC | RF bal. acc. "
+        "| LR bal. acc. | fit CPU s |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (table, epsilon, tag), rows in sorted(groups.items()):
+        avg = [sum(r[k] for r in rows) / len(rows) for k in MEAN_KEYS]
+        cells = [f"{v:.4f}" for v in avg[:2]] + [f"{v:.3f}" for v in avg[2:6]] + [f"{avg[6]:.1f}"]
+        lines.append(f"| {table} | {epsilon:g} | {tag} | {len(rows)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("tables", help="comma list of tables (bench_tables.py's names), or 'report'")
+    p.add_argument(
+        "tables", help="comma list of tables (bench_tables.py's names), 'report' or 'means'"
+    )
     p.add_argument("--epsilons", type=harness.floats, default=(1.0,))
     harness.add_seeds(p, "1")
     p.add_argument("--set", action="append", default=[], help="AnchorConfig key=value")
@@ -94,8 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     harness.add_data_dir(p)
     harness.add_out(p, harness.RESULTS / "quality_trials.jsonl")
     args = p.parse_args(argv)
-    if args.tables == "report":  # print the trials so far as markdown
-        print(report(args.out))
+    if args.tables in ("report", "means"):  # the trials so far as markdown
+        print(report(args.out) if args.tables == "report" else means(args.out))
         return
     torch.set_num_threads(1)
     config = anchor_config(args.set)

@@ -185,6 +185,7 @@ class MarginalAnchoring(Anchoring):
             return MeasuredTable()
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
+        _check_label_pairs(self.config, label, records)
         target = self._target(run, ledger)
         n_cells = self.cells_per_column(public, target, ledger, (n_public, prior), run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
@@ -294,6 +295,18 @@ class MarginalAnchoring(Anchoring):
         config = replace(self.config, steps=steps)
         train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
+
+
+def _check_label_pairs(config: AnchorConfig, label: Any, records: Any) -> None:
+    """Refuse ``label_pairs`` where it cannot run, before anything is recorded or measured."""
+    if not config.label_pairs:
+        return
+    if label is None:
+        raise ValueError("anchor label_pairs needs a label column: pass label_pairs=False")
+    if isinstance(records, TableAggregates):
+        raise ValueError(
+            "anchor label_pairs counts in memory (no engine): pass label_pairs=False with an engine"
+        )
 
 
 def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng) -> dict:

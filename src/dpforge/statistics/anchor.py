@@ -18,7 +18,14 @@ from dataclasses import dataclass
 import torch
 
 from dpforge.data.encoder import Span
-from dpforge.statistics.anchor_l1 import OneColumnTargets, PairGroups, split_heads
+from dpforge.statistics.anchor_l1 import (
+    OneColumnTargets,
+    PairGroups,
+    conditional_distribution,
+    joint_distribution,
+    merge_matrices,
+    split_heads,
+)
 from dpforge.statistics.anchor_train import stratified_labels, train_anchor
 from dpforge.statistics.marginals import MeasuredMarginal
 
@@ -74,6 +81,12 @@ class AnchorConfig:
         bench/results/quality_trials.md, fifth round).
     rules_weight: weight of the penalty on the mass the generator puts on rows that break the
         schema's rules (:mod:`dpforge.statistics.rule_penalty`); 0 fits without it.
+    label_pairs: with ``select_pairs`` and a label, round 2 measures each selected pair (a, b)
+        as the 3-way marginal label x a x b instead of a x b, on cells merged by a public rule
+        so each cell's count stays ``cells_snr`` noise sd above the noise
+        (:mod:`dpforge.statistics.label_pairs`); the generator fits it given each label.
+    label_scores: with ``label_pairs``, the selection scores every candidate on the label x a
+        x b table it would measure, not on a x b.
     """
 
     share: float = 1.0
@@ -93,6 +106,8 @@ class AnchorConfig:
     implied_weight: float = 0.0
     loss: str = "l1"
     rules_weight: float = RULES_WEIGHT
+    label_pairs: bool = False
+    label_scores: bool = False
 
     def validate(self) -> None:
         if self.loss not in LOSSES:
@@ -110,6 +125,10 @@ class AnchorConfig:
                 f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "
                 f"got {self.cells_class!r}"
             )
+        if self.label_pairs and not self.select_pairs:
+            raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")
+        if self.label_scores and not self.label_pairs:
+            raise ValueError("anchor label_scores needs label_pairs=True")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:
@@ -133,8 +152,9 @@ CELLS_CLASS = ("mean", "smallest")
 class _Target:
     spans: tuple[Span, ...]  # the feature columns of the marginal, in order
     conditional: bool  # True: the marginal includes the label (compared per label)
-    distribution: torch.Tensor  # (K, cells) given each label, or the joint (cells...)
+    distribution: torch.Tensor  # (K, cells...) given each label, or the joint (cells...)
     weight: float = 1.0
+    groups: tuple = ()  # per span: a (cells, merged cells) 0/1 matrix or None; () for none
 
 
 class AnchorLoss:
@@ -188,14 +208,17 @@ class AnchorLoss:
     @staticmethod
     def _target(m: MeasuredMarginal, by_name: dict[str, Span], label: str | None) -> _Target:
         dist = torch.as_tensor(m.distribution(), dtype=torch.float32)
+        groups = merge_matrices(m.groups)
         if label is not None and m.columns[0] == label:
-            rows = dist.sum(dim=1, keepdim=True)
-            uniform = torch.full_like(dist, 1.0 / dist.shape[1])
-            cond = torch.where(rows > 0, dist / rows.clamp_min(1e-12), uniform)
-            return _Target((by_name[m.columns[1]],), True, cond)
+            flat = dist.reshape(dist.shape[0], -1)
+            rows = flat.sum(dim=1, keepdim=True)
+            uniform = torch.full_like(flat, 1.0 / flat.shape[1])
+            cond = torch.where(rows > 0, flat / rows.clamp_min(1e-12), uniform)
+            spans = tuple(by_name[c] for c in m.columns[1:])
+            return _Target(spans, True, cond.reshape(dist.shape), 1.0, groups[1:])
         if label is not None and label in m.columns:
             raise ValueError(f"put the label first in a marginal, got {m.columns}")
-        return _Target(tuple(by_name[c] for c in m.columns), False, dist)
+        return _Target(tuple(by_name[c] for c in m.columns), False, dist, 1.0, groups)
 
     def __call__(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The loss of generated probability rows ``probs`` (n, D) drawn with ``labels``.
@@ -235,7 +258,7 @@ class AnchorLoss:
         conditional = [t for t in one if t.conditional]
         joint = [t for t in one if not t.conditional]
         self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
-        is_pair = [len(t.spans) == 2 and not t.conditional for t in l1]
+        is_pair = [len(t.spans) == 2 and not (t.conditional or t.groups) for t in l1]
         pairs = [t for t, pair in zip(l1, is_pair, strict=True) if pair]
         self._pairs = PairGroups.build(pairs, self._spans)
         self._other_l1 = [
@@ -255,7 +278,7 @@ class AnchorLoss:
         return total
 
     def _is_chi2(self, target: _Target) -> bool:
-        pair = len(target.spans) == 2 and not target.conditional
+        pair = len(target.spans) >= 2
         return self.kind == "chi2" or (self.kind == "l1-chi2" and pair)
 
     def model_marginals(
@@ -267,24 +290,25 @@ class AnchorLoss:
         models = []
         for target in self.targets if targets is None else targets:
             if target.conditional:
-                span = target.spans[0]
-                models.append(class_means @ probs[:, span.start : span.stop])
+                models.append(
+                    conditional_distribution(probs, target.spans, class_means, target.groups)
+                )
             else:
-                models.append(joint_distribution(probs, target.spans, weights))
+                models.append(joint_distribution(probs, target.spans, weights, target.groups))
         return models
 
     def _l1(self, target: _Target, model: torch.Tensor) -> torch.Tensor:
         gap = (model - target.distribution.to(model)).abs()
         if target.conditional:
-            return (self.class_weights.to(model) * gap.sum(dim=1)).sum()
+            return (self.class_weights.to(model) * gap.flatten(1).sum(dim=1)).sum()
         return target.weight * gap.sum()
 
     def _chi2(self, target: _Target, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
         goal = target.distribution.to(first)
         if target.conditional:
-            cells = goal.shape[1]
+            cells = goal[0].numel()
             terms = (first - goal) * (second - goal) / (goal + 1.0 / cells)
-            return (self.class_weights.to(first) * terms.sum(dim=1)).sum()
+            return (self.class_weights.to(first) * terms.flatten(1).sum(dim=1)).sum()
         terms = (first - goal) * (second - goal) / (goal + 1.0 / goal.numel())
         return target.weight * terms.sum()
 
@@ -298,13 +322,3 @@ class AnchorLoss:
         class_means = member / member.sum(dim=1, keepdim=True).clamp_min(1.0)
         weights = (self.prior.to(probs)[:, None] * class_means).sum(dim=0)
         return weights, class_means
-
-
-def joint_distribution(
-    probs: torch.Tensor, spans: Sequence[Span], weights: torch.Tensor
-) -> torch.Tensor:
-    """The weighted average over rows of the product of the spans' probability vectors."""
-    blocks = [probs[:, s.start : s.stop] for s in spans]
-    if len(blocks) == 1:
-        return weights @ blocks[0]
-    return (blocks[0] * weights[:, None]).T @ blocks[1]

@@ -1,10 +1,12 @@
 """Which marginals to measure, and their Gaussian measurement with its dp-accounting event.
 
-A marginal is the histogram of one column, or the joint histogram of two (the label may be one
-of them), on the encoder's cells: categories, or the public numeric cells of
+A marginal is the histogram of one column, or the joint histogram of two or more (the label may
+be one of them), on the encoder's cells: categories, or the public numeric cells of
 :mod:`dpforge.statistics.bins`. The counts are read from the encoded records, whose spans are
 one-hot blocks; each is kept as its cell indices (:class:`CellColumn`), and the count table of
-``(a, b)`` is a ``bincount`` of the index pairs.
+``(a, b, ...)`` is a ``bincount`` of the flattened index tuples. A marginal may be measured on
+merged cells (``groups``: each column's map from its cells to fewer, a public rule,
+:mod:`dpforge.statistics.label_pairs`); a record still adds one to exactly one cell.
 
 Privacy. Neighbouring tables differ by one record (added or removed). A record adds exactly one
 to one cell of every marginal, so the vector of ``k`` marginals has L2 sensitivity ``sqrt(k)``;
@@ -48,25 +50,30 @@ class MeasuredMarginal:
     shape: tuple[int, ...]
     noisy_counts: np.ndarray
     total: float  # the public number of records the counts are projected to
+    # Per column, its cells' map to merged cells (public); an empty map: its own cells.
+    groups: tuple[tuple[int, ...], ...] = ()
 
     def distribution(self) -> np.ndarray:
         """The projected, normalised histogram (free post-processing), of ``shape``."""
         return project_to_simplex(self.noisy_counts, self.total).reshape(self.shape) / self.total
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "columns": list(self.columns),
             "shape": list(self.shape),
             "noisy_counts": [float(v) for v in self.noisy_counts],
             "total": float(self.total),
         }
+        if self.groups:
+            out["groups"] = [list(g) for g in self.groups]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> MeasuredMarginal:
         counts = np.asarray(d["noisy_counts"], dtype=np.float64)
-        return cls(
-            tuple(d["columns"]), tuple(int(s) for s in d["shape"]), counts, float(d["total"])
-        )
+        groups = tuple(tuple(int(i) for i in g) for g in d.get("groups", ()))
+        shape = tuple(int(s) for s in d["shape"])
+        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups)
 
 
 @dataclass(frozen=True)
@@ -131,26 +138,41 @@ def default_marginals(spans: Sequence[Span], label_name: str | None) -> list[tup
     return marginals
 
 
-def true_counts(cells: Mapping[str, CellColumn], columns: tuple[str, ...]) -> np.ndarray:
-    """The exact (private) count table of ``columns``; never released without noise."""
+def true_counts(
+    cells: Mapping[str, CellColumn], columns: tuple[str, ...], groups: Sequence = ()
+) -> np.ndarray:
+    """The exact (private) count table of ``columns`` (on the merged cells of ``groups``, where
+    a column has a map); never released without noise."""
     if isinstance(cells, CellTable):
+        if groups or len(columns) > 2:
+            raise ValueError(
+                f"an engine's cell table counts one or two columns on their own cells, got "
+                f"{columns}: pass label_pairs=False with this engine"
+            )
         return cells.counts([columns])[0]
-    if len(columns) == 1:
-        a = cells[columns[0]]
-        return np.bincount(a.index, minlength=a.size).astype(np.float64)
-    if len(columns) == 2:
-        a, b = cells[columns[0]], cells[columns[1]]
-        flat = a.index.astype(np.int64) * b.size + b.index
-        counts = np.bincount(flat, minlength=a.size * b.size).astype(np.float64)
-        return counts.reshape(a.size, b.size)
-    raise ValueError(f"marginals of 1 or 2 columns are supported, got {columns}")
+    indices, sizes = [], []
+    for i, name in enumerate(columns):
+        column, merge = cells[name], groups[i] if groups else ()
+        if merge:
+            indices.append(np.asarray(merge, dtype=np.int64)[column.index])
+            sizes.append(max(merge) + 1)
+        else:
+            indices.append(column.index.astype(np.int64))
+            sizes.append(column.size)
+    flat = np.ravel_multi_index(indices, sizes) if len(sizes) > 1 else indices[0]
+    counts = np.bincount(flat, minlength=int(np.prod(sizes))).astype(np.float64)
+    return counts.reshape(sizes)
 
 
-def count_tables(cells, marginals: Sequence[tuple[str, ...]]) -> list[np.ndarray]:
-    """:func:`true_counts` of every marginal; an engine's cell table computes them together."""
-    if isinstance(cells, CellTable):
+def count_tables(
+    cells, marginals: Sequence[tuple[str, ...]], groups: Sequence | None = None
+) -> list[np.ndarray]:
+    """:func:`true_counts` of every marginal (``groups``: each one's cell merging, or None);
+    an engine's cell table computes them together."""
+    if isinstance(cells, CellTable) and not groups:
         return cells.counts(list(marginals))
-    return [true_counts(cells, columns) for columns in marginals]
+    merges = groups or [()] * len(marginals)
+    return [true_counts(cells, c, g) for c, g in zip(marginals, merges, strict=True)]
 
 
 def measure_marginals(
@@ -160,9 +182,11 @@ def measure_marginals(
     rng: np.random.Generator,
     total: float,
     rows: int = 1,
+    groups: Sequence | None = None,
 ) -> list[MeasuredMarginal]:
     """All ``marginals`` released at once: noise std ``noise_multiplier * rows * sqrt(k)`` per
-    cell (``rows``: a person's most rows, 1 per record).
+    cell (``rows``: a person's most rows, 1 per record). ``groups``: each marginal's cell
+    merging (a public rule), or None; a record still moves one cell of each by one.
 
     ``total`` is the public number of records (N read, before any record of an unreleased
     category is dropped): the counts are projected to it, so no count of the data leaks in.
@@ -173,15 +197,20 @@ def measure_marginals(
         raise ValueError(f"noise multiplier must be >= 0, got {noise_multiplier}")
     std = noise_multiplier * rows * np.sqrt(len(marginals))
     if isinstance(blocks, NoisyCells):  # noised where the records are (federated sites)
+        if groups:
+            raise ValueError("merged cells are not counted at the sites: pass label_pairs=False")
         return [
             MeasuredMarginal(columns, noisy.shape, noisy.ravel().astype(np.float64), float(total))
             for columns, noisy in zip(marginals, blocks.noisy_counts(marginals, std), strict=True)
         ]
     measured = []
-    for columns, counts in zip(marginals, count_tables(blocks, marginals), strict=True):
+    merges = groups or [()] * len(marginals)
+    tables = count_tables(blocks, marginals, groups)
+    for columns, counts, merge in zip(marginals, tables, merges, strict=True):
         noisy = counts.ravel() + rng.normal(0.0, std, counts.size) if std > 0 else counts.ravel()
         noisy = noisy.astype(np.float64)
-        measured.append(MeasuredMarginal(columns, counts.shape, noisy, float(total)))
+        merge = tuple(tuple(int(i) for i in g) for g in merge)
+        measured.append(MeasuredMarginal(columns, counts.shape, noisy, float(total), merge))
     return measured
 
 

@@ -22,11 +22,13 @@ import numpy as np
 import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
+from dpforge.engines.aggregates import noise_factor
 from dpforge.privacy.accounting import reporting_accountant
 from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
+from dpforge.statistics.label_pairs import label_pair_marginals, model_label_pair_distributions
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
     default_marginals,
@@ -153,7 +155,8 @@ def plan_anchoring(
     if k:
         name = f"anchor: scores of {len(candidates)} column pairs"
         ledger.record(unit.entry(name), measurement_event(noises[1]))
-        name = f"anchor: {k} selected column pairs"
+        what = "label x column x column marginals" if config.label_pairs else "column pairs"
+        name = f"anchor: {k} selected {what}"
         ledger.record(unit.entry(name), measurement_event(noises[2]))
     return plan
 
@@ -230,14 +233,37 @@ def measure_selected_pairs(
     total = measured[0].total  # the public N the first round was projected to
     scout = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
     train_anchor(generator, loss, n_classes, replace(config, steps=scout), torch_rng)
-    model = model_pair_distributions(
-        generator, loss, candidate_pairs(softmax), spans, n_classes, torch_rng
-    )
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
-    noises = (plan.score_noise, cell_noise)
-    chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
-    pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows)
+    public = (softmax, label_name, total, cell_noise)
+    chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)
+    pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows, groups)
     return measured + sparsified(pairs, cell_noise, config.zero_below)
+
+
+def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rngs) -> tuple:
+    """(the marginals round 2 measures, their cell merging or None): the pairs with the best
+    noisy scores, as a x b, or with ``label_pairs`` as label x a x b on merged cells (scored
+    as such with ``label_scores``). ``public``: the softmax spans, the label's name, the
+    released N and each measured cell's noise std."""
+    softmax, label_name, total, cell_noise = public
+    numpy_rng, torch_rng = rngs
+    noises, n_classes = (plan.score_noise, cell_noise), _n_classes(loss.prior)
+    candidates = candidate_pairs(softmax)
+    if config.label_pairs:  # label x a x b on cells merged by a public rule (label_pairs.py)
+        sizes = {s.column: s.dim for s in softmax}
+        std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
+        merged = (label_name, sizes, total, n_classes, std, config.cells_snr)
+    if config.label_pairs and config.label_scores:  # scored on the tables to be measured
+        triples, merges = label_pair_marginals(candidates, *merged)
+        model = model_label_pair_distributions(generator, loss, triples, merges, softmax, torch_rng)
+        merging = dict(zip(triples, merges, strict=True))
+        chosen = select_pairs(
+            blocks, model, plan.pairs, *noises, numpy_rng, total, plan.rows, merges
+        )
+        return chosen, [merging[c] for c in chosen]
+    model = model_pair_distributions(generator, loss, candidates, softmax, n_classes, torch_rng)
+    chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, plan.rows)
+    return label_pair_marginals(chosen, *merged) if config.label_pairs else (chosen, None)
 
 
 def _n_classes(prior: torch.Tensor | None) -> int:
@@ -247,7 +273,7 @@ def _n_classes(prior: torch.Tensor | None) -> int:
 def anchor_loss(measured, spans, label_name, prior, config: AnchorConfig) -> AnchorLoss:
     """The loss on ``measured``, with every candidate pair not measured held near the
     distribution its measured columns imply (``config.implied_weight``)."""
-    taken = {frozenset(m.columns) for m in measured}
+    taken = {frozenset(c for c in m.columns if c != label_name) for m in measured}
     softmax = [s for s in spans if s.activation == SOFTMAX]
     unmeasured = [p for p in candidate_pairs(softmax) if frozenset(p) not in taken]
     implied = (unmeasured, config.implied_weight)

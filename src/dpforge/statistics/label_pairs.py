@@ -1,0 +1,122 @@
+"""Round 2 as label x column x column marginals, on cells merged by a public rule (issue 22).
+
+The pair selection (:mod:`dpforge.statistics.selection`) measures its chosen pairs (a, b) as
+a x b tables. A classifier trained on the synthetic rows reads the columns given the label;
+with ``AnchorConfig(label_pairs=True)`` each chosen pair is measured as the 3-way marginal
+label x a x b instead, and the generator fits it given each label.
+
+Privacy: the release is the same as the pairs' one. Adding or removing one record adds or
+removes one to exactly one cell of each of the ``k`` 3-way tables (merged cells included: a
+record's cell lies in one merged cell), so the vector has L2 sensitivity ``sqrt(k)`` (``r *
+sqrt(k)`` for a person's ``r`` rows) and the noise ``sigma * sqrt(k)`` per cell is one
+``GaussianDpEvent(sigma)``, the same event the plan records for the pairs.
+
+Selection: by default the pairs are chosen as without the option (on a x b scores). With
+``label_scores`` every candidate is scored on the table it would be measured as: the L1
+distance, in counts, between the data's label x a x b table on the merged cells and the
+scout generator's (its distribution given each label times the label prior, scaled to the
+public N). One record moves one cell of each table by one, so each score still has
+sensitivity 1: the scores' release is the same ``GaussianDpEvent``.
+
+Cells: a 3-way table has K times the cells of the pair, so each holds K times fewer records
+against the same noise. As :func:`dpforge.statistics.cells.cells_for_noise` sizes a numeric
+column's cells, the rule keeps a class's table at most ``N / (K * snr * std)`` cells, from
+public inputs only (the released N, the classes, the noise std each cell will get, fixed by
+epsilon, delta and the plan): adjacent cells of the wider column are merged first, then of
+both, never below ``MIN_MERGED`` cells a column. Nothing here reads a record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from dpforge.statistics.anchor_l1 import conditional_distribution, merge_matrices
+from dpforge.statistics.anchor_train import stratified_labels
+
+__all__ = [
+    "MIN_MERGED",
+    "label_pair_marginals",
+    "merge_map",
+    "merged_sizes",
+    "model_label_pair_distributions",
+]
+
+MIN_MERGED = 2  # the fewest merged cells of a column in a label x column x column marginal
+
+
+def merged_sizes(
+    sizes: tuple[int, int], n_public: float, n_classes: int, cell_std: float, snr: float
+) -> tuple[int, int]:
+    """The two columns' merged cell counts: the pair's own when ``ca * cb`` cells a class hold
+    ``snr`` noise sd each (``N / (K * ca * cb) >= snr * cell_std``), else fewer (see the
+    module docstring). Public inputs only."""
+    ca, cb = sizes
+    if cell_std <= 0 or snr <= 0:
+        return ca, cb
+    budget = n_public / (max(1, n_classes) * snr * cell_std)  # cells a class's table may have
+    if ca * cb <= budget:
+        return ca, cb
+    small = min(ca, cb)
+    if small * small <= budget:  # the narrower column keeps its cells
+        wide = max(MIN_MERGED, math.floor(budget / small))
+        return (ca, min(cb, wide)) if ca == small else (min(ca, wide), cb)
+    each = max(MIN_MERGED, math.floor(math.sqrt(budget)))
+    return min(ca, each), min(cb, each)
+
+
+def merge_map(size: int, merged: int) -> tuple[int, ...]:
+    """Each of ``size`` cells' merged cell, ``merged`` runs of adjacent cells of (nearly) equal
+    length; () when nothing is merged."""
+    if merged >= size:
+        return ()
+    return tuple(i * merged // size for i in range(size))
+
+
+def label_pair_marginals(
+    pairs: Sequence[tuple[str, str]],
+    label: str,
+    sizes: dict[str, int],
+    n_public: float,
+    n_classes: int,
+    cell_std: float,
+    snr: float,
+) -> tuple[list[tuple[str, str, str]], list[tuple]]:
+    """The 3-way marginals (label, a, b) of ``pairs`` and each one's merging (per column: the
+    label's cells kept, then a's and b's :func:`merge_map`); ``sizes``: each column's cells."""
+    marginals, groups = [], []
+    for a, b in pairs:
+        ga, gb = merged_sizes((sizes[a], sizes[b]), n_public, n_classes, cell_std, snr)
+        marginals.append((label, a, b))
+        groups.append(((), merge_map(sizes[a], ga), merge_map(sizes[b], gb)))
+    return marginals, groups
+
+
+@torch.no_grad()
+def model_label_pair_distributions(
+    generator: torch.nn.Module,
+    loss,
+    marginals: Sequence[tuple[str, str, str]],
+    groups: Sequence[tuple],
+    spans: Sequence,
+    rng: torch.Generator,
+    rows: int = 8192,
+) -> dict[tuple[str, str, str], np.ndarray]:
+    """The scout generator's joint distribution of each (label, a, b) on its merged cells:
+    its distribution given each label (``rows`` generated rows, every class in turn) times
+    the label prior of ``loss`` (public)."""
+    by_name = {s.column: s for s in spans}
+    prior = loss.prior
+    device = next(generator.parameters()).device
+    labels = stratified_labels(rows, prior.shape[0], device)
+    probs = generator(generator.sample_latent(rows, rng), labels)
+    _, class_means = loss.row_weights(labels, probs)
+    out = {}
+    for marginal, merge in zip(marginals, groups, strict=True):
+        pair = (by_name[marginal[1]], by_name[marginal[2]])
+        given = conditional_distribution(probs, pair, class_means, merge_matrices(merge)[1:])
+        out[marginal] = (prior.to(given)[:, None, None] * given).cpu().numpy()
+    return out
