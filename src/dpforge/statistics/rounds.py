@@ -258,11 +258,11 @@ def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rn
         model = model_label_pair_distributions(generator, loss, triples, merges, softmax, torch_rng)
         merging = dict(zip(triples, merges, strict=True))
         chosen = select_pairs(
-            blocks, model, plan.pairs, *noises, numpy_rng, total, plan.rows, merges
+            blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows, groups=merges
         )
         return chosen, [merging[c] for c in chosen]
     model = model_pair_distributions(generator, loss, candidates, softmax, n_classes, torch_rng)
-    chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, plan.rows)
+    chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
     return label_pair_marginals(chosen, *merged) if config.label_pairs else (chosen, None)
 
 
