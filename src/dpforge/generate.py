@@ -7,6 +7,7 @@ condition on the label; the generator's outputs are decoded by the run's encoder
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,33 +20,57 @@ from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
 from dpforge.statistics.herding import Draw
+from dpforge.statistics.marginal_release import MarginalRelease
+from dpforge.statistics.marginals import encoded_cells
 from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
+from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, reweighted_rows
 
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
 Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
-MOVED_BY_DEFAULT = ("timeseries",)  # chosen on public sets: bench/results/series_move_public.md
+MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series_move_public.md;
+# tables: bench/results/table_matching.md
+
+
+@dataclass(frozen=True)
+class RowMatcher:
+    """Table rows matched to the stored marginals (:mod:`dpforge.statistics.reweight`)."""
+
+    release: MarginalRelease
+    settings: ReweightSettings
 
 
 def sample_mover(
-    release: SampleRelease | None, move: bool | MoveSettings | None, kind: str
-) -> Mover | None:
-    """The moving ``move`` asks for: None (default) moves the kinds in MOVED_BY_DEFAULT whose
-    model holds the release, True (the default ``MoveSettings``) or a ``MoveSettings`` needs
-    the release (refused without it), False never moves."""
-    if move is not None and not isinstance(move, (bool, MoveSettings)):
-        raise DataError(f"move must be True, False, None or a MoveSettings, got {move!r}")
-    settings = move if isinstance(move, MoveSettings) else MoveSettings()
+    release: SampleRelease | MarginalRelease | None,
+    move: bool | MoveSettings | ReweightSettings | None,
+    kind: str,
+) -> Mover | RowMatcher | None:
+    """The post-processing ``move`` asks for: None (default) moves (series) or matches (tables)
+    the kinds in MOVED_BY_DEFAULT whose model holds the release; True (the default settings)
+    or settings need the release (refused without it); False leaves the samples as drawn."""
+    if move is not None and not isinstance(move, (bool, MoveSettings, ReweightSettings)):
+        raise DataError(
+            f"move must be True, False, None, a MoveSettings or a ReweightSettings, got {move!r}"
+        )
     if move is None:
         move = release is not None and kind in MOVED_BY_DEFAULT
-    if not move:
+    if move is False:
         return None
     if release is None:
         raise DataError(
-            "this model holds no released embedding to move samples to (a model folder saved "
-            "before dpforge stored it, or a model not anchored on a feature embedding): sample "
-            "with move=False (--no-move), or fit again to store the release"
+            "this model holds no release to match samples to (a model folder saved before "
+            "dpforge stored it, or a model fitted without anchoring): sample with move=False "
+            "(--no-move), or fit again to store the release"
         )
+    if isinstance(release, MarginalRelease):
+        if isinstance(move, MoveSettings):
+            raise DataError("a table model matches rows with ReweightSettings, not MoveSettings")
+        return RowMatcher(
+            release, move if isinstance(move, ReweightSettings) else ReweightSettings()
+        )
+    if isinstance(move, ReweightSettings):
+        raise DataError("ReweightSettings are for tables; series and images take MoveSettings")
+    settings = move if isinstance(move, MoveSettings) else MoveSettings()
     loss = release.loss()
     levels = release.noise_levels() if settings.stop_at_noise else None
     return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings, levels)
@@ -60,7 +85,9 @@ def sample_batch(
 ) -> pd.DataFrame | ArrayData:
     """``n`` records from ``synth``'s fitted generator (moved by ``mover`` if given), decoded;
     rows that break a rule of the schema are drawn again, then repaired
-    (:mod:`dpforge.data.rules`)."""
+    (:mod:`dpforge.data.rules`); table rows matched to the release by a :class:`RowMatcher`."""
+    if isinstance(mover, RowMatcher):
+        return _matched(synth, n, conditions, generator, mover)
     labels = condition_labels(synth, n, conditions, generator)
     rows = _decoded(synth, labels, n, generator, mover)
     schema = getattr(synth.encoder_, "schema", None)
@@ -74,6 +101,21 @@ def sample_batch(
 
     seed = int(torch.randint(2**62, (1,), generator=generator))
     return abiding_rows(rows, labels_np, schema, draw, np.random.default_rng(seed))
+
+
+def _matched(
+    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator, matcher: RowMatcher
+) -> pd.DataFrame:
+    """``n`` table rows drawn ``pool`` times over, weighted to the stored marginals (given the
+    conditioned class, if any) and resampled: post-processing of the release."""
+    name, _ = kind_of(synth.schema_).label(synth.schema_)
+    targets = MarginalTargets(matcher.release.marginals, name, condition_class(synth, conditions))
+    seed = int(torch.randint(2**62, (1,), generator=generator))
+    return reweighted_rows(
+        lambda count: sample_batch(synth, count, conditions, generator),
+        lambda rows: encoded_cells(synth.encoder_, rows, name),
+        targets, n, matcher.settings, np.random.default_rng(seed),
+    )  # fmt: skip
 
 
 def _decoded(
@@ -109,25 +151,32 @@ def _draws_cells(encoder: Any) -> bool:
     return any(c.type == "surrogate" for c in getattr(schema, "columns", ()))
 
 
-def condition_labels(
-    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator
-) -> torch.Tensor | None:
-    """The label of each record: the condition's class, else drawn from the label prior."""
+def condition_class(synth: Any, conditions: dict[str, Any]) -> int | None:
+    """The class index a condition on the label fixes (None without a condition)."""
     name, classes = kind_of(synth.schema_).label(synth.schema_)
     unknown = [k for k in conditions if name is None or k != name]
     if unknown:
         raise DataError(
             f"can only condition on the label ({name or 'this model has none'}); got {unknown}"
         )
-    if name is None:
+    if name is None or not conditions:
         return None
-    if conditions:
-        value = canonical_text(conditions[name])
-        if value not in classes:
-            raise DataError(
-                f"condition {name}={value!r}: not a class of '{name}'; choose one of "
-                f"{list(classes)}"
-            )
-        return torch.full((n,), classes.index(value), dtype=torch.long, device=synth.device)
+    value = canonical_text(conditions[name])
+    if value not in classes:
+        raise DataError(
+            f"condition {name}={value!r}: not a class of '{name}'; choose one of {list(classes)}"
+        )
+    return classes.index(value)
+
+
+def condition_labels(
+    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator
+) -> torch.Tensor | None:
+    """The label of each record: the condition's class, else drawn from the label prior."""
+    fixed = condition_class(synth, conditions)
+    if kind_of(synth.schema_).label(synth.schema_)[0] is None:
+        return None
+    if fixed is not None:
+        return torch.full((n,), fixed, dtype=torch.long, device=synth.device)
     prior = torch.as_tensor(synth.label_prior_, dtype=torch.float32, device=synth.device)
     return torch.multinomial(prior, n, replacement=True, generator=generator)
