@@ -86,6 +86,14 @@ def test_a_condition_matches_the_class_marginals(fitted):
     assert set(rows["diagnosis"]) == {"benign"} and len(rows) == 200
 
 
+def test_chunks_give_the_asked_rows_and_a_row_drawn_twice_is_not_a_copy(fitted):
+    synth, _ = fitted
+    rows = synth.sample(250, seed=6, move=ReweightSettings(pool=2, chunk=100))
+    assert len(rows) == 250
+    # the values inside a cell are drawn per row: repeated cells, fresh values
+    assert not rows.duplicated().any()
+
+
 def test_an_old_folder_is_refused_when_matching_is_asked_for(fitted, tmp_path, monkeypatch, capsys):
     synth, _ = fitted
     release, synth.sample_release_ = synth.sample_release_, None  # as saved before it existed

@@ -21,9 +21,9 @@ from dpforge.errors import DataError
 from dpforge.kinds import kind_of
 from dpforge.statistics.herding import Draw
 from dpforge.statistics.marginal_release import MarginalRelease
-from dpforge.statistics.marginals import encoded_cells
+from dpforge.statistics.marginals import cell_columns
 from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
-from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, reweighted_rows
+from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, matched_index
 
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
@@ -89,7 +89,12 @@ def sample_batch(
     if isinstance(mover, RowMatcher):
         return _matched(synth, n, conditions, generator, mover)
     labels = condition_labels(synth, n, conditions, generator)
-    rows = _decoded(synth, labels, n, generator, mover)
+    rows = _decode(synth, _generated(synth, labels, n, generator, mover), labels, generator)
+    return _abiding(synth, rows, labels, generator)
+
+
+def _abiding(synth: Any, rows: Any, labels: torch.Tensor | None, generator: torch.Generator):
+    """``rows`` with those that break a rule of the schema drawn again, then repaired."""
     schema = getattr(synth.encoder_, "schema", None)
     if not getattr(schema, "rules", ()):
         return rows
@@ -97,7 +102,7 @@ def sample_batch(
 
     def draw(index: np.ndarray) -> pd.DataFrame:
         chosen = None if labels is None else labels[torch.as_tensor(index, device=labels.device)]
-        return _decoded(synth, chosen, len(index), generator)
+        return _decode(synth, _generated(synth, chosen, len(index), generator), chosen, generator)
 
     seed = int(torch.randint(2**62, (1,), generator=generator))
     return abiding_rows(rows, labels_np, schema, draw, np.random.default_rng(seed))
@@ -106,35 +111,50 @@ def sample_batch(
 def _matched(
     synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator, matcher: RowMatcher
 ) -> pd.DataFrame:
-    """``n`` table rows drawn ``pool`` times over, weighted to the stored marginals (given the
-    conditioned class, if any) and resampled: post-processing of the release."""
+    """``n`` table rows, chunk by chunk: ``pool`` times as many drawn down to their cells,
+    weighted to the stored marginals (given the conditioned class, if any) and resampled,
+    then decoded (a pool row drawn twice gets values inside its cells and keys of its own).
+    Post-processing of the release."""
+    encoder, settings = synth.encoder_, matcher.settings
     name, _ = kind_of(synth.schema_).label(synth.schema_)
     targets = MarginalTargets(matcher.release.marginals, name, condition_class(synth, conditions))
-    seed = int(torch.randint(2**62, (1,), generator=generator))
-    return reweighted_rows(
-        lambda count: sample_batch(synth, count, conditions, generator),
-        lambda rows: encoded_cells(synth.encoder_, rows, name),
-        targets, n, matcher.settings, np.random.default_rng(seed),
-    )  # fmt: skip
+    rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
+    parts = []
+    for start in range(0, n, settings.chunk):
+        size = min(settings.chunk, n - start)
+        labels = condition_labels(synth, settings.pool * size, conditions, generator)
+        drawn = _generated(synth, labels, settings.pool * size, generator)
+        features = encoder.with_picked_cells(drawn, rng)
+        labels_np = None if labels is None else labels.cpu().numpy()
+        cells = cell_columns(features, encoder.spans, labels_np, name, encoder.n_classes)
+        chosen = matched_index(targets, cells, size, settings, rng)
+        picked = None if labels is None else labels[torch.as_tensor(chosen, device=labels.device)]
+        rows = _decode(synth, features[chosen], picked, generator)
+        parts.append(_abiding(synth, rows, picked, generator))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
-def _decoded(
+def _generated(
     synth: Any,
     labels: torch.Tensor | None,
     n: int,
     generator: torch.Generator,
     mover: Mover | None = None,
-) -> pd.DataFrame | ArrayData:
-    """``n`` generated records with ``labels`` (drawn and moved by ``mover``), decoded by the
-    encoder."""
+) -> np.ndarray:
+    """``n`` generator outputs for ``labels`` (drawn and moved by ``mover``), as numpy."""
 
     def draw(chosen: torch.Tensor | None, count: int) -> torch.Tensor:
         with torch.no_grad():
             return synth.generator_(synth.generator_.sample_latent(count, generator), chosen)
 
     rows = draw(labels, n) if mover is None else mover(draw, labels, n)
-    features = rows.cpu().numpy()
-    del rows
+    return rows.cpu().numpy()
+
+
+def _decode(
+    synth: Any, features: np.ndarray, labels: torch.Tensor | None, generator: torch.Generator
+) -> pd.DataFrame | ArrayData:
+    """Generator outputs decoded by the encoder (cells drawn with a seed from ``generator``)."""
     labels_np = None if labels is None else labels.cpu().numpy()
     if not _draws_cells(synth.encoder_):
         return synth.encoder_.inverse_transform(features, labels_np)

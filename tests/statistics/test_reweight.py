@@ -5,7 +5,6 @@ marginals, resampling follows the weights, a condition keeps only the label's ma
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
@@ -15,9 +14,9 @@ from dpforge.statistics.reweight import (
     PoolCells,
     ReweightSettings,
     fit_weights,
+    matched_index,
     objective,
     resample,
-    reweighted_rows,
 )
 
 
@@ -109,21 +108,14 @@ def test_a_condition_keeps_only_the_label_marginals_given_the_class():
     assert np.allclose(targets.flat, [0.4 / 0.6, 0.2 / 0.6])
 
 
-def test_rows_come_from_the_pool_in_chunks_of_the_asked_size():
+def test_matched_indices_follow_the_target():
     rng = np.random.default_rng(3)
-    drawn = []
-
-    def draw(count: int) -> pd.DataFrame:
-        drawn.append(count)
-        return pd.DataFrame({"a": rng.integers(0, 3, count)})
-
+    cells = {"a": CellColumn(rng.integers(0, 3, 2800), 3)}
     targets = MarginalTargets([_marginal(("a",), (3,), [0.8, 0.1, 0.1])])
-    settings = ReweightSettings(pool=4, steps=200, chunk=300)
-    rows = reweighted_rows(
-        draw, lambda f: {"a": CellColumn(f["a"].to_numpy(), 3)}, targets, 700, settings, rng
-    )
-    assert drawn == [1200, 1200, 400] and len(rows) == 700
-    assert rows["a"].value_counts(normalize=True)[0] == pytest.approx(0.8, abs=0.05)
+    index = matched_index(targets, cells, 700, ReweightSettings(steps=200), rng)
+    assert len(index) == 700 and index.max() < 2800
+    share = np.bincount(cells["a"].index[index], minlength=3) / 700
+    assert share[0] == pytest.approx(0.8, abs=0.03)
 
 
 @pytest.mark.parametrize("bad", [{"pool": 0}, {"steps": 1.5}, {"lr": 0.0}, {"spread": -1.0}])

@@ -17,11 +17,10 @@ distribution given that class.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import torch
 from scipy import sparse
 
@@ -29,7 +28,7 @@ from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
 
 __all__ = [
     "ReweightSettings", "MarginalTargets", "PoolCells", "objective", "fit_weights", "resample",
-    "reweighted_rows",
+    "matched_index",
 ]  # fmt: skip
 
 
@@ -190,21 +189,14 @@ def resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarra
     return np.minimum(picks, len(weights) - 1)
 
 
-def reweighted_rows(
-    draw: Callable[[int], pd.DataFrame],
-    cells_of: Callable[[pd.DataFrame], Mapping[str, CellColumn]],
+def matched_index(
     targets: MarginalTargets,
+    cells: Mapping[str, CellColumn],
     n: int,
     settings: ReweightSettings,
     rng: np.random.Generator,
-) -> pd.DataFrame:
-    """``n`` rows, chunk by chunk: ``pool`` times as many drawn, weighted, resampled."""
-    parts = []
-    for start in range(0, n, settings.chunk):
-        size = min(settings.chunk, n - start)
-        pool = draw(settings.pool * size)
-        weights = fit_weights(targets, targets.cell_index(cells_of(pool)), settings)
-        parts.append(pool.iloc[rng.permutation(resample(weights, size, rng))])
-    return (
-        pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
-    )
+) -> np.ndarray:
+    """``n`` indices into a pool whose cells are ``cells``: weights fitted to ``targets``
+    (:func:`fit_weights`), rows resampled by them (:func:`resample`), in random order."""
+    weights = fit_weights(targets, targets.cell_index(cells), settings)
+    return rng.permutation(resample(weights, n, rng))
