@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
+from dpforge.statistics.pool_cells import PoolCells
 from dpforge.statistics.reweight import (
     MarginalTargets,
-    PoolCells,
     ReweightSettings,
     fit_weights,
     matched_index,

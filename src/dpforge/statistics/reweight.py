@@ -22,12 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy import sparse
 
+from dpforge.statistics.inclusion import distinct_sample, fit_inclusion
 from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
+from dpforge.statistics.pool_cells import PoolCells
 
 __all__ = [
-    "ReweightSettings", "MarginalTargets", "PoolCells", "objective", "fit_weights", "resample",
+    "ReweightSettings", "MarginalTargets", "objective", "fit_weights", "resample",
     "matched_index",
 ]  # fmt: skip
 
@@ -41,6 +42,9 @@ class ReweightSettings:
     spread: weight of the KL divergence of the weights from equal weights.
     chunk: rows returned per matched chunk; each chunk matches the release on its own, so
         memory stays bounded (pool x chunk rows and their cells per marginal).
+    distinct: draw distinct pool rows with fitted inclusion probabilities instead of weights
+        and resampling (:mod:`dpforge.statistics.inclusion`; ``spread`` is then unused, as
+        no row can be drawn twice); needs ``pool`` >= 2.
     """
 
     pool: int = 8
@@ -48,6 +52,7 @@ class ReweightSettings:
     lr: float = 0.05
     spread: float = 0.01
     chunk: int = 20_000
+    distinct: bool = False
 
     def __post_init__(self) -> None:
         for name in ("pool", "steps", "chunk"):
@@ -56,6 +61,8 @@ class ReweightSettings:
                 raise ValueError(
                     f"ReweightSettings.{name} must be a whole number >= 1, got {value!r}"
                 )
+        if self.distinct and self.pool < 2:
+            raise ValueError("ReweightSettings(distinct=True) needs pool >= 2")
         if not self.lr > 0 or not self.spread >= 0:
             raise ValueError(
                 f"ReweightSettings needs lr > 0 and spread >= 0, got {self.lr}, {self.spread}"
@@ -84,7 +91,6 @@ class MarginalTargets:
         sizes = [t.distribution.size for t in self.targets]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.flat = np.concatenate([t.distribution for t in self.targets]) if sizes else np.zeros(0)
-        self.segment = np.repeat(np.arange(len(sizes)), sizes)
 
     def __len__(self) -> int:
         return len(self.targets)
@@ -126,19 +132,6 @@ def _flat_cells(target: _Target, cells: Mapping[str, CellColumn]) -> np.ndarray:
     return np.ravel_multi_index(parts, target.shape).astype(np.int64)
 
 
-class PoolCells:
-    """The pool's cells of every marginal as two sparse 0/1 matrices (scipy CSR): cells x rows
-    gives the weighted histograms, rows x cells each row's share of their gradient. A row is
-    in exactly one cell of each marginal, so both have marginals x rows entries."""
-
-    def __init__(self, index: np.ndarray, n_cells: int) -> None:
-        n_marginals, size = index.shape
-        ones = np.ones(n_marginals * size)
-        starts = np.arange(size + 1) * n_marginals
-        self.to_rows = sparse.csr_matrix((ones, index.T.reshape(-1), starts), (size, n_cells))
-        self.to_cells = self.to_rows.T.tocsr()
-
-
 def objective(
     theta: np.ndarray, cells: PoolCells, target: np.ndarray, spread: float
 ) -> tuple[float, np.ndarray]:
@@ -175,12 +168,6 @@ def fit_weights(
     return w / w.sum()
 
 
-def marginal_distances(targets: MarginalTargets, index: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Each marginal's TVD between the pool weighted by ``w`` and its target (diagnostics)."""
-    hist = np.bincount(index.reshape(-1), np.tile(w, len(targets)), minlength=targets.flat.size)
-    return 0.5 * np.bincount(targets.segment, np.abs(hist - targets.flat), minlength=len(targets))
-
-
 def resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` row indices drawn with replacement, row i about ``n * weights[i]`` times
     (systematic resampling: one uniform draw, so the counts are the floor or the ceiling)."""
@@ -198,5 +185,9 @@ def matched_index(
 ) -> np.ndarray:
     """``n`` indices into a pool whose cells are ``cells``: weights fitted to ``targets``
     (:func:`fit_weights`), rows resampled by them (:func:`resample`), in random order."""
-    weights = fit_weights(targets, targets.cell_index(cells), settings)
+    index = targets.cell_index(cells)
+    if settings.distinct:
+        pi = fit_inclusion(targets.flat, PoolCells(index, targets.flat.size), n, settings)
+        return rng.permutation(distinct_sample(pi, rng))
+    weights = fit_weights(targets, index, settings)
     return rng.permutation(resample(weights, n, rng))
