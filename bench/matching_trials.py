@@ -12,7 +12,6 @@ One JSON line per variant in ``--out``.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 
@@ -21,7 +20,7 @@ import torch
 import harness
 from dpforge import Synthesizer
 from dpforge.statistics.reweight import ReweightSettings
-from tables_runs import SAMPLE_SEED, load_dataset, score
+from tables_runs import SAMPLE_SEED, load_dataset, log_scored, score
 
 VARIANTS = {
     "unmatched": False,
@@ -43,11 +42,7 @@ def one_fit(name: str, data, epsilon: float, seed: int, out) -> None:
         result.pop("classifier_info", None)
         record = {"table": name, "epsilon": epsilon, "seed": seed, "tag": tag,
                   "sample_cpu_seconds": round(seconds, 1), **result}  # fmt: skip
-        with open(out, "a") as f:
-            f.write(json.dumps(record) + "\n")
-        print(f"{name} eps={epsilon:g} seed={seed} {tag}: 1w {result['tvd_1way']:.4f} "
-              f"2w {result['tvd_2way']:.4f} rf {result['rf_auc']:.3f} lr {result['lr_auc']:.3f} "
-              f"({seconds:.1f} s)", flush=True)  # fmt: skip
+        log_scored(out, record, f"({seconds:.1f} s)")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,6 @@ objective at T = 0); this script is the trial's record (``results/table_matching
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 import warnings
@@ -32,7 +31,7 @@ import harness
 from dpforge import Synthesizer
 from dpforge.kinds import table as table_kind
 from dpforge.statistics.marginals import encoded_cells
-from tables_runs import SAMPLE_SEED, load_dataset, score
+from tables_runs import SAMPLE_SEED, load_dataset, log_scored, score
 
 CAPTURED: list = []
 _fit = table_kind.MarginalAnchoring.fit
@@ -158,11 +157,7 @@ def one_table(name: str, args) -> None:
                           "marginals": len(marginals), "ess": ess,
                           "rake_cpu_seconds": round(seconds, 1),
                           "fit_cpu_seconds": round(fit_cpu, 1), **out}  # fmt: skip
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(record) + "\n")
-                print(f"{name} eps={epsilon:g} seed={seed} {tag}: 1w {out['tvd_1way']:.4f} "
-                      f"2w {out['tvd_2way']:.4f} rf {out['rf_auc']:.3f} lr {out['lr_auc']:.3f} "
-                      f"ess {ess}", flush=True)  # fmt: skip
+                log_scored(args.out, record, f"ess {ess}")
 
 
 def main(argv: list[str] | None = None) -> None:

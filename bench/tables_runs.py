@@ -24,7 +24,7 @@ from dpforge.datasets.thyroid import load_thyroid
 from dpforge.evaluation.fidelity import marginal_fidelity
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
 from dpforge.methods import METHODS
-from harness import Timer
+from harness import Timer, append_jsonl
 from peers.adapter import run_peer_samplers
 from peers.cells import ADULT_DECLARED_BOUNDS, declare_bounds, from_cells
 from public_tables import PUBLIC_TABLES, load_public_table
@@ -169,6 +169,18 @@ def run_ours(method: str, data: Dataset, epsilon: float, seed: int, args) -> dic
         "epochs": plan.steps * plan.sample_rate,
         "ledger": [e.name for e in synth.ledger_.entries],
     }
+
+
+def log_scored(out, record: dict[str, Any], note: str = "") -> None:
+    """Append one scored trial (``record``: table, epsilon, seed, tag and ``score``'s figures)
+    to the JSON lines ``out`` and print its headline figures."""
+    append_jsonl(out, record)
+    print(
+        f"{record['table']} eps={record['epsilon']:g} seed={record['seed']} {record['tag']}: "
+        f"1w {record['tvd_1way']:.4f} 2w {record['tvd_2way']:.4f} rf {record['rf_auc']:.3f} "
+        f"lr {record['lr_auc']:.3f} {note}",
+        flush=True,
+    )
 
 
 def unmatched_scores(synth, data: Dataset, seed: int) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from dpforge.statistics.marginals import encoded_cells, true_counts
 from dpforge.statistics.particles import MoveSettings
 from dpforge.statistics.reweight import MarginalTargets, ReweightSettings
 from dpforge.synthesizer import Synthesizer
+from tests.cli_support import save_without_release
 from tests.test_cli import run
 
 FAST = AnchorConfig(steps=30, batch_size=256)
@@ -104,11 +105,7 @@ def test_distinct_rows_are_matched_too(fitted):
 
 def test_an_old_folder_is_refused_when_matching_is_asked_for(fitted, tmp_path, monkeypatch, capsys):
     synth, _ = fitted
-    release, synth.sample_release_ = synth.sample_release_, None  # as saved before it existed
-    try:
-        synth.save(tmp_path / "old")
-    finally:
-        synth.sample_release_ = release
+    save_without_release(synth, tmp_path / "old")  # as saved before it existed
     old = dpforge.load(tmp_path / "old")
     with pytest.raises(DataError, match="move=False"):
         old.sample(10, seed=0, move=True)
