@@ -159,3 +159,25 @@ def _metadata(folder) -> dict[str, str]:
 
     with safe_open(folder / "release.safetensors", "np") as f:
         return f.metadata()
+
+
+def test_picked_cells_come_back_as_one_hot_features(fitted):
+    synth, _ = fitted
+    encoder = synth.encoder_
+    rng = np.random.default_rng(8)
+    probs = rng.dirichlet(np.ones(encoder.output_dim), 4000)  # any non-negative outputs
+    cells = encoder.picked_cells(probs, np.random.default_rng(9))
+    dense = probs[:, encoder.dense_positions()]
+    features = encoder.with_cells(cells, dense)
+    blocks = [s for s in encoder.spans if s.activation == "softmax"]
+    for j, span in enumerate(blocks):
+        block = features[:, span.start : span.stop]
+        assert np.array_equal(block.sum(axis=1), np.ones(4000))
+        assert np.array_equal(block.argmax(axis=1), cells[:, j])
+        share = np.bincount(cells[:, j], minlength=span.dim) / 4000  # drawn as decoding draws
+        expected = (
+            probs[:, span.start : span.stop]
+            / probs[:, span.start : span.stop].sum(1, keepdims=True)
+        ).mean(0)
+        assert np.abs(share - expected).max() < 0.03
+    assert np.array_equal(features[:, encoder.dense_positions()], dense)

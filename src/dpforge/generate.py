@@ -15,13 +15,14 @@ import pandas as pd
 import torch
 
 from dpforge.data.arrays import ArrayData
+from dpforge.data.encoder import SOFTMAX
 from dpforge.data.rules import abiding_rows
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
 from dpforge.statistics.herding import Draw
 from dpforge.statistics.marginal_release import MarginalRelease
-from dpforge.statistics.marginals import cell_columns
+from dpforge.statistics.marginals import CellColumn
 from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
 from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, matched_index
 
@@ -122,16 +123,42 @@ def _matched(
     parts = []
     for start in range(0, n, settings.chunk):
         size = min(settings.chunk, n - start)
-        labels = condition_labels(synth, settings.pool * size, conditions, generator)
-        drawn = _generated(synth, labels, settings.pool * size, generator)
-        features = encoder.with_picked_cells(drawn, rng)
-        labels_np = None if labels is None else labels.cpu().numpy()
-        cells = cell_columns(features, encoder.spans, labels_np, name, encoder.n_classes)
-        chosen = matched_index(targets, cells, size, settings, rng)
-        picked = None if labels is None else labels[torch.as_tensor(chosen, device=labels.device)]
-        rows = _decode(synth, features[chosen], picked, generator)
+        cells, dense, labels = _pool(synth, settings.pool * size, conditions, generator, rng)
+        chosen = matched_index(targets, _cell_columns(encoder, cells, labels, name), size,
+                               settings, rng)  # fmt: skip
+        picked = None if labels is None else torch.as_tensor(labels[chosen], device=synth.device)
+        features = encoder.with_cells(cells[chosen], dense[chosen])
+        rows = _decode(synth, features, picked, generator)
         parts.append(_abiding(synth, rows, picked, generator))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+POOL_BATCH = 16_384  # generator outputs held at once while a pool is drawn down to its cells
+
+
+def _pool(synth: Any, size: int, conditions, generator: torch.Generator, rng):
+    """``size`` generated rows as their cells (rows, softmax blocks), their other outputs and
+    their labels, drawn ``POOL_BATCH`` at a time so that memory stays at a few integers a row."""
+    encoder, dense_at = synth.encoder_, synth.encoder_.dense_positions()
+    cells, dense, labels = [], [], []
+    for start in range(0, size, POOL_BATCH):
+        count = min(POOL_BATCH, size - start)
+        chosen = condition_labels(synth, count, conditions, generator)
+        drawn = _generated(synth, chosen, count, generator)
+        cells.append(encoder.picked_cells(drawn, rng))
+        dense.append(drawn[:, dense_at])
+        labels.append(None if chosen is None else chosen.cpu().numpy())
+    label = None if labels[0] is None else np.concatenate(labels)
+    return np.concatenate(cells), np.concatenate(dense), label
+
+
+def _cell_columns(encoder, cells: np.ndarray, labels, label_name) -> dict[str, CellColumn]:
+    """The pool's cells by column name (the label's too), as the marginals index them."""
+    blocks = [s for s in encoder.spans if s.activation == SOFTMAX]
+    out = {s.column: CellColumn(cells[:, j], s.dim) for j, s in enumerate(blocks)}
+    if label_name is not None and labels is not None:
+        out[label_name] = CellColumn(labels.astype(np.int32), encoder.n_classes)
+    return out
 
 
 def _generated(

@@ -172,18 +172,32 @@ class TableEncoder:
         return _indices(table[label.name].to_numpy(), label.categories, label)
 
     # -- inverse ---------------------------------------------------------------------------
-    def with_picked_cells(self, features: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``features`` with every softmax block replaced by the one-hot of a cell drawn from
-        its probabilities, as decoding draws; decoding the result keeps those cells and draws
-        only the values inside them (used to match rows to measured marginals before
-        decoding)."""
-        out = np.array(features, dtype=np.float64)
-        rows = np.arange(len(out))
-        for span in self.spans:
-            if span.activation == SOFTMAX:
-                cells = _pick(out[:, span.start : span.stop], rng)
-                out[:, span.start : span.stop] = 0.0
-                out[rows, span.start + cells] = 1.0
+    def picked_cells(self, features: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Per row, a cell drawn from each softmax block's probabilities as decoding draws:
+        (rows, softmax blocks) in span order; :meth:`with_cells` turns them back into
+        features that decode to those cells (used to match rows to measured marginals)."""
+        blocks = [s for s in self.spans if s.activation == SOFTMAX]
+        picked = np.empty((len(features), len(blocks)), dtype=np.int32)
+        for j, span in enumerate(blocks):
+            picked[:, j] = _pick(features[:, span.start : span.stop], rng)
+        return picked
+
+    def dense_positions(self) -> np.ndarray:
+        """The output positions outside the softmax blocks (unbinned numbers)."""
+        return np.asarray(
+            [i for s in self.spans if s.activation != SOFTMAX for i in range(s.start, s.stop)],
+            dtype=np.int64,
+        )
+
+    def with_cells(self, cells: np.ndarray, dense: np.ndarray) -> np.ndarray:
+        """Features whose softmax blocks are the one-hot ``cells`` (:meth:`picked_cells`) and
+        whose other positions are ``dense`` (:meth:`dense_positions`)."""
+        out = np.zeros((len(cells), self.output_dim), dtype=np.float64)
+        out[:, self.dense_positions()] = dense
+        rows = np.arange(len(cells))
+        blocks = [s for s in self.spans if s.activation == SOFTMAX]
+        for j, span in enumerate(blocks):
+            out[rows, span.start + cells[:, j]] = 1.0
         return out
 
     def inverse_transform(
