@@ -59,6 +59,11 @@ def _differences(a, b, where=""):
         for key in set(a) | set(b):
             out |= _differences(a.get(key), b.get(key), f"{where}.{key}")
         return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        out = set()
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            out |= _differences(x, y, f"{where}[{i}]")
+        return out
     return set() if a == b else {where}
 
 
@@ -71,9 +76,14 @@ def test_neighbouring_tables_give_folders_that_differ_only_in_dp_releases(cancer
     # the sampling rate is B / (the released count); the cells are placed, and the mass inside
     # each cell spread, by a DP release (the noisy fine histograms)
     released = (".encoding.edges", ".encoding.cell_mass")
-    allowed = {".plan.sample_rate"} | {d for d in differing if d.startswith(released)}
+    # the stored marginals are projected to the released count (their "total")
+    totals = {d for d in differing if d.startswith(".release.marginals[") and d.endswith(".total")}
+    allowed = {".plan.sample_rate"} | {d for d in differing if d.startswith(released)} | totals
     assert differing <= allowed, differing - allowed
     implied = [m["config"]["batch_size"] / m["plan"]["sample_rate"] for m in (one, other)]
+    for folder, count in zip((one, other), implied, strict=True):
+        stored = {m["total"] for m in folder["release"]["marginals"]}
+        assert len(stored) == 1 and stored.pop() == pytest.approx(count)
     # the same seed draws the same noise: the released counts differ by the one record
     assert implied[0] - implied[1] == pytest.approx(1.0)
     assert one["privacy"]["ledger"]["entries"][0]["name"].startswith("record count")
