@@ -5,8 +5,9 @@ frame (design.md section 1):
 
 * **The feature map is public.** Random Fourier features of a Gaussian kernel, drawn from a
   generator seeded by the run (never from the data). A record ``x`` (scaled to [-1, 1]) is cut
-  into *views* (images: the pixels; series: the values and their first differences, so the shape
-  of a curve counts, not only its level); view ``v`` with ``m`` frequencies ``W`` maps to
+  into *views* (images: the pixels; series: by default the values and their first differences,
+  so the shape of a curve counts, not only its level; :mod:`dpforge.statistics.feature_views`
+  lists the others); view ``v`` with ``m`` frequencies ``W`` maps to
   ``[cos(W x_v), sin(W x_v)] / sqrt(m)``, whose L2 norm is exactly 1, and the views are joined
   with weight ``1/sqrt(V)``: every record's feature vector has norm exactly 1.
 * **One release.** The statistic is the vector ``(S_1, ..., S_K, c * n_1, ..., c * n_K)``: the
@@ -23,12 +24,13 @@ frame (design.md section 1):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import dp_accounting
 import numpy as np
 import torch
+
+from dpforge.statistics.feature_views import VIEWS, RandomFeatures, legacy_views
 
 __all__ = [
     "FeatureAnchorConfig",
@@ -40,7 +42,6 @@ __all__ = [
     "measure_embedding",
 ]
 
-VALUES, DIFFERENCES = "values", "differences"
 AUTO, MOMENTS, EMBEDDING, PERCEPTUAL = "auto", "moments", "embedding", "perceptual"
 STATISTICS = (AUTO, MOMENTS, EMBEDDING, PERCEPTUAL)
 
@@ -76,6 +77,8 @@ class FeatureAnchorConfig:
         only the releases. 0: the adversarial loss alone.
     pretrain_steps: perceptual anchoring only: steps that first fit the generator to the
         PUBLIC set's own statistics (free: public data), before the ``steps`` on the releases.
+    views: what the random features look at (:mod:`dpforge.statistics.feature_views`); empty:
+        the kind's own (images the pixels, series the values and first differences).
     generator_net, generator_hidden: the generator when the method's options are the defaults
         (a caller who passes ``method_options`` keeps theirs): an MLP, two to three times
         cheaper per step on a CPU than the convolutional (images) and LSTM (series) generators
@@ -96,6 +99,7 @@ class FeatureAnchorConfig:
     lr: float = 2e-3
     refine_weight: float = 1.0
     pretrain_steps: int = 0
+    views: tuple[str, ...] = ()
     generator_net: str = "mlp"
     generator_hidden: tuple[int, ...] = (256, 512)
 
@@ -112,6 +116,12 @@ class FeatureAnchorConfig:
             raise ValueError(
                 "n_features must be >= 1 and bandwidths positive, got "
                 f"{self.n_features}, {self.bandwidths}"
+            )
+        views = tuple(self.views)
+        if any(v not in VIEWS for v in views) or len(set(views)) != len(views):
+            raise ValueError(
+                f"anchor views must be distinct names out of {list(VIEWS)} (or empty: the "
+                f"kind's own), got {list(views)}"
             )
         if not self.count_weight > 0:
             raise ValueError(f"count_weight must be > 0, got {self.count_weight}")
@@ -178,62 +188,12 @@ def embedding_event(noise_multiplier: float) -> dp_accounting.DpEvent:
     return dp_accounting.GaussianDpEvent(noise_multiplier)
 
 
-def views_for(kind: str) -> tuple[str, ...]:
-    """Images: the pixels; series: values and first differences along time."""
-    return (VALUES, DIFFERENCES) if kind == "timeseries" else (VALUES,)
-
-
-def _view(x: torch.Tensor, name: str) -> torch.Tensor:
-    if name == VALUES:
-        return x.flatten(1)
-    return (x[..., 1:] - x[..., :-1]).flatten(1)
-
-
-class RandomFeatures:
-    """A public random Fourier feature map with feature vectors of L2 norm exactly 1.
-
-    ``shape`` is the record's (channels, *spatial); the frequencies depend only on the shape,
-    the views, the config and ``generator`` (the run's seed), never on the data.
-    """
-
-    def __init__(
-        self,
-        shape: Sequence[int],
-        views: Sequence[str],
-        config: FeatureAnchorConfig,
-        generator: torch.Generator,
-    ) -> None:
-        self.shape = tuple(int(s) for s in shape)
-        self.views = tuple(views)
-        if DIFFERENCES in self.views and self.shape[-1] < 2:
-            raise ValueError("first differences need series of length >= 2")
-        probe = torch.zeros(1, *self.shape)
-        self.frequencies: list[torch.Tensor] = []
-        for name in self.views:
-            dim = _view(probe, name).shape[1]
-            self.frequencies.append(_frequencies(dim, config, generator))
-        self.dim = 2 * config.n_features * len(self.views)
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, *shape) records in [-1, 1] -> (n, dim) features, each row of norm 1."""
-        parts = []
-        scale = 1.0 / math.sqrt(len(self.views))
-        for name, w in zip(self.views, self.frequencies, strict=True):
-            proj = _view(x, name) @ w.to(x).T
-            m = w.shape[0]
-            parts += [torch.cos(proj), torch.sin(proj)]
-            parts[-2:] = [p * (scale / math.sqrt(m)) for p in parts[-2:]]
-        return torch.cat(parts, dim=1)
-
-
-def _frequencies(dim: int, config: FeatureAnchorConfig, generator: torch.Generator):
-    """``n_features`` Gaussian frequencies, split over the bandwidths (in sqrt(dim) units)."""
-    counts = np.diff(np.linspace(0, config.n_features, len(config.bandwidths) + 1).round())
-    blocks = []
-    for count, bandwidth in zip(counts.astype(int), config.bandwidths, strict=True):
-        w = torch.randn(count, dim, generator=generator) / (bandwidth * math.sqrt(dim))
-        blocks.append(w)
-    return torch.cat(blocks)
+def views_for(kind: str, config: FeatureAnchorConfig | None = None) -> tuple[str, ...]:
+    """The views of ``config`` (its ``views``), or the kind's own when it names none
+    (images: the pixels; series: values and first differences along time)."""
+    if config is not None and config.views:
+        return tuple(config.views)
+    return legacy_views(kind)
 
 
 @dataclass(frozen=True)
