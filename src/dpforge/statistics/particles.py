@@ -141,15 +141,17 @@ class SampleRelease:
     def to_json(self) -> dict[str, Any]:
         """The public parameters (model.json's ``release``); ``views`` only where they are
         not the kind's legacy ones (a folder without them is read with those)."""
-        return {
-            "feature_seed": int(self.feature_seed),
-            "kind": self.kind,
-            "shape": list(self.shape),
-            "n_features": int(self.n_features),
-            "bandwidths": [float(b) for b in self.bandwidths],
-            "noise_multiplier": float(self.embedding.noise_multiplier),
-        } | ({} if self.count_weight is None else {"count_weight": float(self.count_weight)}) | (
-            {} if self.map_views == legacy_views(self.kind) else {"views": list(self.map_views)}
+        return (
+            {
+                "feature_seed": int(self.feature_seed),
+                "kind": self.kind,
+                "shape": list(self.shape),
+                "n_features": int(self.n_features),
+                "bandwidths": [float(b) for b in self.bandwidths],
+                "noise_multiplier": float(self.embedding.noise_multiplier),
+            }
+            | ({} if self.count_weight is None else {"count_weight": float(self.count_weight)})
+            | ({} if self.map_views == legacy_views(self.kind) else {"views": list(self.map_views)})
         )
 
     def tensors(self) -> dict[str, torch.Tensor]:
