@@ -24,12 +24,14 @@ from dpforge.statistics.features import (
     FeatureAnchorConfig,
     embedding_sensitivity,
     exact_embedding,
+    feature_anchor_defaults,
 )
 from dpforge.statistics.particles import SampleRelease, release_shapes
 from dpforge.synthesizer import Synthesizer
 from tests.test_series_moved import FAST, SCHEMA, _curves
 
 RICH = replace(FAST, views=("values", "differences", "second_differences", "windows"))
+LEGACY = replace(FAST, views=())  # what maps were before views were a setting
 
 
 @pytest.mark.parametrize(
@@ -66,9 +68,14 @@ def test_changing_one_record_moves_the_release_by_exactly_the_sensitivity(views)
     assert embedding_sensitivity(c) == pytest.approx(math.sqrt(1 + c**2))
 
 
+def test_the_series_default_looks_at_values_differences_and_local_windows():
+    assert feature_anchor_defaults("timeseries").views == ("values", "differences", "windows")
+    assert feature_anchor_defaults("image").views == ()  # the pixels
+
+
 def test_the_legacy_map_is_drawn_unchanged_and_new_views_come_after_it():
     x = torch.linspace(-1, 1, 240).reshape(10, 1, 24)
-    legacy = feature_map("timeseries", (1, 24), FAST, 11)
+    legacy = feature_map("timeseries", (1, 24), LEGACY, 11)
     named = feature_map("timeseries", (1, 24), replace(FAST, views=("values", "differences")), 11)
     richer = feature_map("timeseries", (1, 24), RICH, 11)
     assert legacy.views == ("values", "differences")
@@ -118,7 +125,7 @@ def test_a_release_that_names_no_views_keeps_the_legacy_map(rich_fit):
     old = SampleRelease.from_parts(info, tensors)
     assert old.map_views == ("values", "differences") and "views" not in old.to_json()
     assert release_shapes(info, SCHEMA)["noisy_sums"] == (2, e)
-    legacy = feature_map("timeseries", (1, 24), FAST, old.feature_seed)
+    legacy = feature_map("timeseries", (1, 24), LEGACY, old.feature_seed)
     x = torch.linspace(-1, 1, 24).reshape(1, 1, 24)
     assert torch.equal(old.loss().features(x), legacy(x))
 
@@ -141,3 +148,13 @@ def test_views_that_do_not_apply_are_refused_before_any_release(anchor, schema, 
         Synthesizer(schema, epsilon=3.0, delta=1e-4, progress=False, anchor=anchor).fit(
             _curves(20, 0) if schema.kind == "timeseries" else None
         )
+
+
+def test_a_folder_saved_with_the_legacy_map_names_no_views_and_loads_it(tmp_path):
+    synth = Synthesizer(SCHEMA, epsilon=3.0, delta=1e-4, seed=1, progress=False, anchor=LEGACY)
+    synth.fit(_curves(120, 2)).save(tmp_path / "old")
+    info = json.loads((tmp_path / "old" / "model.json").read_text())
+    assert "views" not in info["release"]  # what every folder saved before views holds
+    loaded = dpforge.load(tmp_path / "old")
+    assert loaded.sample_release_.map_views == ("values", "differences")
+    assert np.array_equal(loaded.sample(40, seed=3).values, synth.sample(40, seed=3).values)

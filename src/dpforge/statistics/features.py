@@ -143,6 +143,11 @@ SERIES_BANDWIDTHS = (0.1, 0.2)
 # seeds 0 and 1) in 40 % of the time; the README's series example then fits in about a minute
 # (bench/results/italy_anchor_notes.md).
 SERIES_STEPS = 600
+# Values, first differences and local windows (6 steps every 3): chosen on public UCR sets
+# (GunPoint, ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN
+# DTW 0.690 against 0.654 for values and differences, worse on 2 of 9 runs
+# (bench/results/series_views_public.md).
+SERIES_DEFAULT_VIEWS = ("values", "differences", "windows")
 # The setting measured in bench/results/images_perceptual.md (more steps untested for lack
 # of machine time).
 PERCEPTUAL_STEPS = 300
@@ -156,7 +161,8 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
     Images: moments in a principal subspace (the embedding settings below apply when a user
     picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2)
     instead of (0.35, 0.7), and the 1-D upsampling generator (``generator_net="conv"``, its MLP
-    trunk ``generator_hidden[0]`` wide) instead of the MLP. At the image bandwidths the kernel
+    trunk ``generator_hidden[0]`` wide) instead of the MLP, and random features of the values,
+    first differences and local windows (``SERIES_DEFAULT_VIEWS``). At the image bandwidths the kernel
     on a short series cannot tell apart curves that differ only in a few hours (the evening peak
     that separates the seasons of a power curve); an MLP draws every hour on its own, so its
     curves come out jagged. Chosen on a validation split of the TRAINING part of
@@ -168,6 +174,7 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
         return FeatureAnchorConfig(
             statistic=EMBEDDING,
             bandwidths=SERIES_BANDWIDTHS,
+            views=SERIES_DEFAULT_VIEWS,
             generator_net="conv",
             steps=SERIES_STEPS,
         )
