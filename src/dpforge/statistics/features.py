@@ -162,10 +162,10 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
     picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2)
     instead of (0.35, 0.7), and the 1-D upsampling generator (``generator_net="conv"``, its MLP
     trunk ``generator_hidden[0]`` wide) instead of the MLP, and random features of the values,
-    first differences and local windows (``SERIES_DEFAULT_VIEWS``). At the image bandwidths the kernel
-    on a short series cannot tell apart curves that differ only in a few hours (the evening peak
-    that separates the seasons of a power curve); an MLP draws every hour on its own, so its
-    curves come out jagged. Chosen on a validation split of the TRAINING part of
+    first differences and local windows (``SERIES_DEFAULT_VIEWS``). At the image bandwidths the
+    kernel on a short series cannot tell apart curves that differ only in a few hours (the
+    evening peak that separates the seasons of a power curve); an MLP draws every hour on its
+    own, so its curves come out jagged. Chosen on a validation split of the TRAINING part of
     ItalyPowerDemand (the test split never read; 14 settings, 2 seeds each, 1-NN DTW accuracy
     0.83 at the image defaults, 0.90 for the MLP at bandwidths <= 0.2, 0.91 for this setting,
     0.84 for the same generator at (0.05, 0.1)); log: bench/results/italy_anchor_tuning.jsonl.
