@@ -25,7 +25,7 @@ import torch
 import harness
 from dpforge import Synthesizer
 from dpforge.statistics.anchor import AnchorConfig
-from tables_runs import SAMPLE_SEED, load_dataset, score
+from tables_runs import SAMPLE_SEED, load_dataset, score, unmatched_scores
 
 
 def _value(field_type: str, text: str):
@@ -60,9 +60,12 @@ def one_run(data, epsilon: float, seed: int, config: AnchorConfig) -> dict:
         warnings.filterwarnings("ignore", message="values outside the bounds were clipped")
         synth.fit(data.train)
     fit_seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    cpu = time.process_time()
     rows = synth.sample(len(data.train), seed=SAMPLE_SEED + seed)
-    out = score(rows, data, seed, None)
+    sample_cpu = time.process_time() - cpu
+    out = score(rows, data, seed, None) | unmatched_scores(synth, data, seed)
     out.pop("classifier_info", None)
+    out["sample_cpu_seconds"] = round(sample_cpu, 1)
     out["fit_seconds"] = round(fit_seconds, 1)
     out["fit_cpu_seconds"] = round(cpu_seconds, 1)  # the machine is shared: CPU time too
     out["epsilon_spent"] = round(synth.privacy_spent().epsilon, 4)

@@ -21,3 +21,13 @@ def run(args, monkeypatch, capsys, *, unwrap: bool = False) -> tuple[int, str]:
     captured = capsys.readouterr()
     text = captured.err + captured.out
     return code, " ".join(text.split()) if unwrap else text
+
+
+def save_without_release(synth, folder) -> None:
+    """Save ``synth`` as a folder saved before dpforge stored its release (no
+    release.safetensors), leaving ``synth`` as it was."""
+    release, synth.sample_release_ = synth.sample_release_, None
+    try:
+        synth.save(folder)
+    finally:
+        synth.sample_release_ = release

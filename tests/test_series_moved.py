@@ -24,6 +24,7 @@ from dpforge.statistics.features import (
     feature_anchor_defaults,
 )
 from dpforge.synthesizer import Synthesizer
+from tests.cli_support import save_without_release
 from tests.test_cli import run
 
 FAST = replace(
@@ -104,11 +105,7 @@ def test_moving_brings_the_samples_closer_to_the_release(fitted):
 
 def test_an_old_folder_is_refused_when_moving_is_asked_for(fitted, tmp_path, monkeypatch, capsys):
     synth, _ = fitted
-    release, synth.sample_release_ = synth.sample_release_, None  # as saved before it existed
-    try:
-        synth.save(tmp_path / "old")
-    finally:
-        synth.sample_release_ = release
+    save_without_release(synth, tmp_path / "old")  # as saved before it existed
     assert not (tmp_path / "old" / "release.safetensors").exists()
     old = dpforge.load(tmp_path / "old")
     with pytest.raises(DataError, match="move=False"):
@@ -132,11 +129,7 @@ def test_an_old_folder_is_refused_when_moving_is_asked_for(fitted, tmp_path, mon
 def test_a_stray_release_file_is_refused(fitted, tmp_path):
     synth, _ = fitted
     synth.save(tmp_path / "model")
-    release, synth.sample_release_ = synth.sample_release_, None
-    try:
-        synth.save(tmp_path / "old")
-    finally:
-        synth.sample_release_ = release
+    save_without_release(synth, tmp_path / "old")
     (tmp_path / "old" / "release.safetensors").write_bytes(
         (tmp_path / "model" / "release.safetensors").read_bytes()
     )

@@ -7,6 +7,7 @@ condition on the label; the generator's outputs are decoded by the run's encoder
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,33 +20,57 @@ from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
 from dpforge.statistics.herding import Draw
+from dpforge.statistics.marginal_release import MarginalRelease
+from dpforge.statistics.marginals import cell_columns
 from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
+from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, matched_index
 
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
 Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
-MOVED_BY_DEFAULT = ("timeseries",)  # chosen on public sets: bench/results/series_move_public.md
+MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series_move_public.md;
+# tables: bench/results/table_matching.md
+
+
+@dataclass(frozen=True)
+class RowMatcher:
+    """Table rows matched to the stored marginals (:mod:`dpforge.statistics.reweight`)."""
+
+    release: MarginalRelease
+    settings: ReweightSettings
 
 
 def sample_mover(
-    release: SampleRelease | None, move: bool | MoveSettings | None, kind: str
-) -> Mover | None:
-    """The moving ``move`` asks for: None (default) moves the kinds in MOVED_BY_DEFAULT whose
-    model holds the release, True (the default ``MoveSettings``) or a ``MoveSettings`` needs
-    the release (refused without it), False never moves."""
-    if move is not None and not isinstance(move, (bool, MoveSettings)):
-        raise DataError(f"move must be True, False, None or a MoveSettings, got {move!r}")
-    settings = move if isinstance(move, MoveSettings) else MoveSettings()
+    release: SampleRelease | MarginalRelease | None,
+    move: bool | MoveSettings | ReweightSettings | None,
+    kind: str,
+) -> Mover | RowMatcher | None:
+    """The post-processing ``move`` asks for: None (default) moves (series) or matches (tables)
+    the kinds in MOVED_BY_DEFAULT whose model holds the release; True (the default settings)
+    or settings need the release (refused without it); False leaves the samples as drawn."""
+    if move is not None and not isinstance(move, (bool, MoveSettings, ReweightSettings)):
+        raise DataError(
+            f"move must be True, False, None, a MoveSettings or a ReweightSettings, got {move!r}"
+        )
     if move is None:
         move = release is not None and kind in MOVED_BY_DEFAULT
-    if not move:
+    if move is False:
         return None
     if release is None:
         raise DataError(
-            "this model holds no released embedding to move samples to (a model folder saved "
-            "before dpforge stored it, or a model not anchored on a feature embedding): sample "
-            "with move=False (--no-move), or fit again to store the release"
+            "this model holds no release to match samples to (a model folder saved before "
+            "dpforge stored it, or a model fitted without anchoring): sample with move=False "
+            "(--no-move), or fit again to store the release"
         )
+    if isinstance(release, MarginalRelease):
+        if isinstance(move, MoveSettings):
+            raise DataError("a table model matches rows with ReweightSettings, not MoveSettings")
+        return RowMatcher(
+            release, move if isinstance(move, ReweightSettings) else ReweightSettings()
+        )
+    if isinstance(move, ReweightSettings):
+        raise DataError("ReweightSettings are for tables; series and images take MoveSettings")
+    settings = move if isinstance(move, MoveSettings) else MoveSettings()
     loss = release.loss()
     levels = release.noise_levels() if settings.stop_at_noise else None
     return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings, levels)
@@ -60,9 +85,16 @@ def sample_batch(
 ) -> pd.DataFrame | ArrayData:
     """``n`` records from ``synth``'s fitted generator (moved by ``mover`` if given), decoded;
     rows that break a rule of the schema are drawn again, then repaired
-    (:mod:`dpforge.data.rules`)."""
+    (:mod:`dpforge.data.rules`); table rows matched to the release by a :class:`RowMatcher`."""
+    if isinstance(mover, RowMatcher):
+        return _matched(synth, n, conditions, generator, mover)
     labels = condition_labels(synth, n, conditions, generator)
-    rows = _decoded(synth, labels, n, generator, mover)
+    rows = _decode(synth, _generated(synth, labels, n, generator, mover), labels, generator)
+    return _abiding(synth, rows, labels, generator)
+
+
+def _abiding(synth: Any, rows: Any, labels: torch.Tensor | None, generator: torch.Generator):
+    """``rows`` with those that break a rule of the schema drawn again, then repaired."""
     schema = getattr(synth.encoder_, "schema", None)
     if not getattr(schema, "rules", ()):
         return rows
@@ -70,29 +102,59 @@ def sample_batch(
 
     def draw(index: np.ndarray) -> pd.DataFrame:
         chosen = None if labels is None else labels[torch.as_tensor(index, device=labels.device)]
-        return _decoded(synth, chosen, len(index), generator)
+        return _decode(synth, _generated(synth, chosen, len(index), generator), chosen, generator)
 
     seed = int(torch.randint(2**62, (1,), generator=generator))
     return abiding_rows(rows, labels_np, schema, draw, np.random.default_rng(seed))
 
 
-def _decoded(
+def _matched(
+    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator, matcher: RowMatcher
+) -> pd.DataFrame:
+    """``n`` table rows, chunk by chunk: ``pool`` times as many drawn down to their cells,
+    weighted to the stored marginals (given the conditioned class, if any) and resampled,
+    then decoded (a pool row drawn twice gets values inside its cells and keys of its own).
+    Post-processing of the release."""
+    encoder, settings = synth.encoder_, matcher.settings
+    name, _ = kind_of(synth.schema_).label(synth.schema_)
+    targets = MarginalTargets(matcher.release.marginals, name, condition_class(synth, conditions))
+    rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
+    parts = []
+    for start in range(0, n, settings.chunk):
+        size = min(settings.chunk, n - start)
+        labels = condition_labels(synth, settings.pool * size, conditions, generator)
+        drawn = _generated(synth, labels, settings.pool * size, generator)
+        features = encoder.with_picked_cells(drawn, rng)
+        labels_np = None if labels is None else labels.cpu().numpy()
+        cells = cell_columns(features, encoder.spans, labels_np, name, encoder.n_classes)
+        chosen = matched_index(targets, cells, size, settings, rng)
+        picked = None if labels is None else labels[torch.as_tensor(chosen, device=labels.device)]
+        rows = _decode(synth, features[chosen], picked, generator)
+        parts.append(_abiding(synth, rows, picked, generator))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def _generated(
     synth: Any,
     labels: torch.Tensor | None,
     n: int,
     generator: torch.Generator,
     mover: Mover | None = None,
-) -> pd.DataFrame | ArrayData:
-    """``n`` generated records with ``labels`` (drawn and moved by ``mover``), decoded by the
-    encoder."""
+) -> np.ndarray:
+    """``n`` generator outputs for ``labels`` (drawn and moved by ``mover``), as numpy."""
 
     def draw(chosen: torch.Tensor | None, count: int) -> torch.Tensor:
         with torch.no_grad():
             return synth.generator_(synth.generator_.sample_latent(count, generator), chosen)
 
     rows = draw(labels, n) if mover is None else mover(draw, labels, n)
-    features = rows.cpu().numpy()
-    del rows
+    return rows.cpu().numpy()
+
+
+def _decode(
+    synth: Any, features: np.ndarray, labels: torch.Tensor | None, generator: torch.Generator
+) -> pd.DataFrame | ArrayData:
+    """Generator outputs decoded by the encoder (cells drawn with a seed from ``generator``)."""
     labels_np = None if labels is None else labels.cpu().numpy()
     if not _draws_cells(synth.encoder_):
         return synth.encoder_.inverse_transform(features, labels_np)
@@ -109,25 +171,32 @@ def _draws_cells(encoder: Any) -> bool:
     return any(c.type == "surrogate" for c in getattr(schema, "columns", ()))
 
 
-def condition_labels(
-    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator
-) -> torch.Tensor | None:
-    """The label of each record: the condition's class, else drawn from the label prior."""
+def condition_class(synth: Any, conditions: dict[str, Any]) -> int | None:
+    """The class index a condition on the label fixes (None without a condition)."""
     name, classes = kind_of(synth.schema_).label(synth.schema_)
     unknown = [k for k in conditions if name is None or k != name]
     if unknown:
         raise DataError(
             f"can only condition on the label ({name or 'this model has none'}); got {unknown}"
         )
-    if name is None:
+    if name is None or not conditions:
         return None
-    if conditions:
-        value = canonical_text(conditions[name])
-        if value not in classes:
-            raise DataError(
-                f"condition {name}={value!r}: not a class of '{name}'; choose one of "
-                f"{list(classes)}"
-            )
-        return torch.full((n,), classes.index(value), dtype=torch.long, device=synth.device)
+    value = canonical_text(conditions[name])
+    if value not in classes:
+        raise DataError(
+            f"condition {name}={value!r}: not a class of '{name}'; choose one of {list(classes)}"
+        )
+    return classes.index(value)
+
+
+def condition_labels(
+    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator
+) -> torch.Tensor | None:
+    """The label of each record: the condition's class, else drawn from the label prior."""
+    fixed = condition_class(synth, conditions)
+    if kind_of(synth.schema_).label(synth.schema_)[0] is None:
+        return None
+    if fixed is not None:
+        return torch.full((n,), fixed, dtype=torch.long, device=synth.device)
     prior = torch.as_tensor(synth.label_prior_, dtype=torch.float32, device=synth.device)
     return torch.multinomial(prior, n, replacement=True, generator=generator)

@@ -47,6 +47,74 @@ DIGEST_KEY = "dpforge_manifest_sha256"
 PRIOR_TOLERANCE = 1e-6
 
 _NUMBER = {"type": "number", "minimum": -1e300, "maximum": 1e300}
+FEATURE_RELEASE: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "feature_seed",
+        "kind",
+        "shape",
+        "n_features",
+        "bandwidths",
+        "noise_multiplier",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "feature_seed": {"type": "integer", "minimum": 0},
+        "kind": {"enum": ["image", "timeseries"]},
+        "shape": {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 3,
+            "items": {"type": "integer", "minimum": 1},
+        },
+        "n_features": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+        "bandwidths": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "number", "exclusiveMinimum": 0},
+        },
+        "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
+        # optional: folders saved before dpforge stored it lack it (stop_at_noise)
+        "count_weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
+        # optional: a map with other views than the kind's legacy ones names them
+        "views": {
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": True,
+            "items": {"enum": list(VIEWS)},
+        },
+    },
+}  # fmt: skip
+
+# A table's measured marginals (release.safetensors holds one tensor of noisy counts each).
+TABLE_RELEASE_FORMAT: dict[str, Any] = {
+    "type": "object",
+    "required": ["kind", "marginals"],
+    "additionalProperties": False,
+    "properties": {
+        "kind": {"const": "table"},
+        "marginals": {
+            "type": "array",
+            "maxItems": 100_000,
+            "items": {
+                "type": "object",
+                "required": ["columns", "shape", "total"],
+                "additionalProperties": False,
+                "properties": {
+                    "columns": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                    "shape": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+                    "total": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
+                    "groups": {
+                        "type": "array",
+                        "items": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    },
+                },
+            },
+        },
+    },
+}
+
+
 MANIFEST_FORMAT: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "a model.json",
@@ -147,43 +215,8 @@ MANIFEST_FORMAT: dict[str, Any] = {
         "versions": {"type": "object", "additionalProperties": {"type": "string"}},
         "release": {
             "title": "the stored release's public parameters (release.safetensors)",
-            "type": "object",
-            "required": [
-                "feature_seed",
-                "kind",
-                "shape",
-                "n_features",
-                "bandwidths",
-                "noise_multiplier",
-            ],
-            "additionalProperties": False,
-            "properties": {
-                "feature_seed": {"type": "integer", "minimum": 0},
-                "kind": {"enum": ["image", "timeseries"]},
-                "shape": {
-                    "type": "array",
-                    "minItems": 2,
-                    "maxItems": 3,
-                    "items": {"type": "integer", "minimum": 1},
-                },
-                "n_features": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
-                "bandwidths": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {"type": "number", "exclusiveMinimum": 0},
-                },
-                "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
-                # optional: folders saved before dpforge stored it lack it (stop_at_noise)
-                "count_weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
-                # optional: a map with other views than the kind's legacy ones names them
-                "views": {
-                    "type": "array",
-                    "minItems": 1,
-                    "uniqueItems": True,
-                    "items": {"enum": list(VIEWS)},
-                },
-            },
-        },  # fmt: skip
+            "oneOf": [FEATURE_RELEASE, TABLE_RELEASE_FORMAT],
+        },
     },
 }
 

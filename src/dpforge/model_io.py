@@ -7,7 +7,10 @@ A model folder holds exactly what may be published:
 - ``release.safetensors`` (series and images anchored on a feature embedding): the released
   noisy per-class feature sums and counts, exactly the DP release the ledger records, with the
   public feature map's seed and parameters under ``model.json``'s ``release``; sampling moves
-  generated records to match it (:mod:`dpforge.statistics.particles`).
+  generated records to match it (:mod:`dpforge.statistics.particles`); for tables, the noisy
+  counts of the measured marginals, exactly as the ledger records them, described under
+  ``release`` (columns, shape, the released N they are projected to); sampling weights a pool of
+  generated rows to match them (:mod:`dpforge.statistics.reweight`).
 Never the discriminator, training rows, row indices or any non-private statistic. Loading reads
 data only: no pickle, no code from the folder is run.
 """
@@ -24,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpforge.data.encoder import TableEncoder
+from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.errors import ModelFileError
 from dpforge.kinds import kind_of
 from dpforge.model_check import (
@@ -43,6 +46,7 @@ from dpforge.schema.array import schema_from_dict
 from dpforge.schema.validation import read_json_text
 from dpforge.statistics.cells import bins_from_edges
 from dpforge.statistics.codes import codes_from_dict
+from dpforge.statistics.marginal_release import TABLE_RELEASE, MarginalRelease, table_release_error
 from dpforge.statistics.particles import SampleRelease, release_shapes, release_tensor_error
 from dpforge.storage import (
     FolderKind,
@@ -159,7 +163,7 @@ def save_model(synth: Any, path: Path, *, overwrite: bool) -> Path:
 
 def read_model(
     path: str | Path,
-) -> tuple[dict[str, Any], dict[str, torch.Tensor], SampleRelease | None]:
+) -> tuple[dict[str, Any], dict[str, torch.Tensor], SampleRelease | MarginalRelease | None]:
     """Read and check a model folder's manifest, weights and stored release (data only,
     nothing executed).
 
@@ -183,7 +187,7 @@ def read_model(
     return info, weights, _read_release(path, info)
 
 
-def _read_release(path: Path, info: dict[str, Any]) -> SampleRelease | None:
+def _read_release(path: Path, info: dict[str, Any]) -> SampleRelease | MarginalRelease | None:
     """The stored release, checked against model.json (its digest, the tensor shapes)."""
     if "release" not in info:
         if (path / RELEASE).exists():
@@ -194,15 +198,35 @@ def _read_release(path: Path, info: dict[str, Any]) -> SampleRelease | None:
         return None
     tensors = read_tensors(path / RELEASE)
     check_digest(info, read_tensor_metadata(path / RELEASE), path / MANIFEST)
-    schema = schema_from_dict(info["schema"], allow_review=True)
     stored = info["release"]
+    if stored["kind"] == TABLE_RELEASE:
+        return _table_release(path, info, tensors)
+    schema = schema_from_dict(info["schema"], allow_review=True)
     problem = release_tensor_error(tensors, release_shapes(stored, schema))
     if problem or (stored["kind"], tuple(stored["shape"])) != _kind_shape(schema):
-        raise ModelFileError(
-            f"{path / RELEASE} does not fit {path / MANIFEST}'s release and schema "
-            f"({problem or 'another kind or shape'}): restore the files that fit wrote"
-        )
+        _refuse_release(path, problem or "another kind or shape")
     return SampleRelease.from_parts(info["release"], tensors)
+
+
+def _table_release(path: Path, info: dict[str, Any], tensors: dict) -> MarginalRelease:
+    """A table's stored marginals, checked against the cells of the encoder model.json gives."""
+    with torch.device("meta"):
+        encoder = _architecture(info, path / MANIFEST)[2]
+    cells = {s.column: s.dim for s in encoder.spans if s.activation == SOFTMAX}
+    label = encoder.schema.label_column
+    if label is not None:
+        cells[label.name] = encoder.n_classes
+    problem = table_release_error(info["release"], tensors, cells)
+    if problem:
+        _refuse_release(path, problem)
+    return MarginalRelease.from_parts(info["release"], tensors)
+
+
+def _refuse_release(path: Path, problem: str) -> None:
+    raise ModelFileError(
+        f"{path / RELEASE} does not fit {path / MANIFEST}'s release and schema "
+        f"({problem}): restore the files that fit wrote"
+    )
 
 
 def _kind_shape(schema: Any) -> tuple[str, tuple[int, ...]]:
@@ -214,7 +238,7 @@ def restore(
     cls: type,
     info: dict[str, Any],
     weights: dict[str, torch.Tensor],
-    release: SampleRelease | None = None,
+    release: SampleRelease | MarginalRelease | None = None,
 ) -> Any:
     """Rebuild a fitted ``cls`` (the Synthesizer) from what :func:`read_model` returned.
 

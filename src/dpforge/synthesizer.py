@@ -21,7 +21,7 @@ from dpforge.data.arrays import ArrayData
 from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
-from dpforge.generate import Mover, sample_batch, sample_mover
+from dpforge.generate import Mover, RowMatcher, sample_batch, sample_mover
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
 from dpforge.methods import METHODS
 from dpforge.methods.public_start import refuse_without_public
@@ -37,6 +37,7 @@ from dpforge.schema.table import Schema, refuse_draft
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.particles import MoveSettings
 from dpforge.statistics.perceptual import PublicImages, public_images
+from dpforge.statistics.reweight import ReweightSettings
 from dpforge.training import checkpoint_lock
 
 __all__ = ["Synthesizer", "load", "resolve_anchor"]
@@ -234,15 +235,18 @@ class Synthesizer:
         n: int,
         conditions: dict[str, Any] | None = None,
         seed: int | None = None,
-        move: bool | MoveSettings | None = None,
+        move: bool | MoveSettings | ReweightSettings | None = None,
     ) -> pd.DataFrame | ArrayData:
         """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
         for images and time series. ``conditions={label: value}`` fixes the label; without it
-        labels are drawn from the (uniform, declared or DP) label prior. ``move``: move the
-        generated records to match the released embedding (free post-processing,
-        :mod:`dpforge.statistics.particles`); None (default) moves series whose model holds
-        the release, True refuses a model without it (folders saved before it was stored); a
-        ``MoveSettings`` moves with those settings (e.g. ``pool``: herded selection first)."""
+        labels are drawn from the (uniform, declared or DP) label prior. ``move``: match the
+        generated records to the model's stored release (free post-processing): series are
+        moved to the released embedding (:mod:`dpforge.statistics.particles`), table rows are
+        drawn from a pool weighted to the measured marginals
+        (:mod:`dpforge.statistics.reweight`). None (default) does so when the model holds the
+        release (see ``generate.MOVED_BY_DEFAULT``), True refuses a model without it (folders
+        saved before it was stored), False leaves the draws as they come; a ``MoveSettings``
+        (series, images) or ``ReweightSettings`` (tables) gives the settings."""
         self._check_sample_request(n, seed)
         mover = self.mover(move)
         return sample_batch(self, n, conditions or {}, make_generator(seed, self.device), mover)
@@ -253,7 +257,7 @@ class Synthesizer:
         conditions: dict[str, Any] | None = None,
         seed: int | None = None,
         chunk_rows: int = SAMPLE_CHUNK_ROWS,
-        move: bool | MoveSettings | None = None,
+        move: bool | MoveSettings | ReweightSettings | None = None,
     ) -> Iterator[pd.DataFrame | ArrayData]:
         """``n`` synthetic records as consecutive chunks of at most ``chunk_rows`` each, so
         that memory stays bounded however large ``n`` is (the command line streams them to the
@@ -267,7 +271,9 @@ class Synthesizer:
         for start in range(0, n, chunk_rows):
             yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator, mover)
 
-    def mover(self, move: bool | MoveSettings | None) -> Mover | None:
+    def mover(
+        self, move: bool | MoveSettings | ReweightSettings | None
+    ) -> Mover | RowMatcher | None:
         """The moving of samples that ``move`` asks for (None: plain samples); it refuses what
         the model cannot do, so the command line calls it before any work."""
         self._require_fitted()

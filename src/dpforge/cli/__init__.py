@@ -517,8 +517,9 @@ def sample(
     move: bool = typer.Option(
         None,
         "--move/--no-move",
-        help="move the generated series to match the model's released embedding (default for "
-        "series whose folder stores it; --move refuses a folder without it)",
+        help="match the generated records to the model's stored release: series are moved to "
+        "the released embedding, table rows drawn from a pool weighted to the measured "
+        "marginals (the default when the folder stores it; --move refuses a folder without it)",
     ),  # fmt: skip
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:

@@ -172,6 +172,20 @@ class TableEncoder:
         return _indices(table[label.name].to_numpy(), label.categories, label)
 
     # -- inverse ---------------------------------------------------------------------------
+    def with_picked_cells(self, features: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``features`` with every softmax block replaced by the one-hot of a cell drawn from
+        its probabilities, as decoding draws; decoding the result keeps those cells and draws
+        only the values inside them (used to match rows to measured marginals before
+        decoding)."""
+        out = np.array(features, dtype=np.float64)
+        rows = np.arange(len(out))
+        for span in self.spans:
+            if span.activation == SOFTMAX:
+                cells = _pick(out[:, span.start : span.stop], rng)
+                out[:, span.start : span.stop] = 0.0
+                out[rows, span.start + cells] = 1.0
+        return out
+
     def inverse_transform(
         self,
         features: np.ndarray,

@@ -44,6 +44,7 @@ from dpforge.statistics.codes import (
     measure_code_histograms,
     place_codes,
 )
+from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
 from dpforge.statistics.phase_steps import anchor_pairs_per_column, anchor_steps
@@ -295,6 +296,11 @@ class MarginalAnchoring(Anchoring):
         config = replace(self.config, steps=steps)
         train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
+
+    def sample_release(self, setup: Any) -> MarginalRelease | None:
+        """The measured marginals, stored so that sampling matches rows to them."""
+        marginals = setup.measured.marginals
+        return MarginalRelease(tuple(marginals)) if marginals else None
 
 
 def _check_label_pairs(config: AnchorConfig, label: Any, records: Any) -> None:
