@@ -112,5 +112,5 @@ def test_bad_settings_are_refused(fields, message):
 def test_settings_need_the_release_and_a_known_type():
     with pytest.raises(DataError, match="move=False"):
         sample_mover(None, MoveSettings(pool=2), "timeseries")
-    with pytest.raises(DataError, match="MoveSettings, got 'yes'"):
+    with pytest.raises(DataError, match="got 'yes'"):
         sample_mover(None, "yes", "timeseries")
