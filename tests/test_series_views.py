@@ -1,9 +1,10 @@
 """Views of the public random feature map (``FeatureAnchorConfig.views``,
 :mod:`dpforge.statistics.feature_views`): every view's features have norm exactly 1, so the
 release's sensitivity stays sqrt(1 + c^2) (checked by changing one record and measuring the
-change of the release vector); the legacy map is drawn unchanged; a model folder stores the
-views and reads them back, and a folder that names none keeps the legacy map; views that do not
-apply are refused before any release."""
+change of the release vector); the series default looks at values, differences and local
+windows; the legacy map is drawn unchanged; a model folder stores the views and reads them
+back, and a folder that names none keeps the legacy map; views that do not apply are refused
+before any release."""
 
 from __future__ import annotations
 
