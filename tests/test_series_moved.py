@@ -85,7 +85,7 @@ def test_the_folder_stores_the_noisy_release_not_the_exact_sums(fitted, tmp_path
     info = json.loads((tmp_path / "model" / "model.json").read_text())
     assert set(info["release"]) == {
         "feature_seed", "kind", "shape", "n_features", "bandwidths", "noise_multiplier",
-        "count_weight",
+        "count_weight", "views",
     }  # fmt: skip
 
 

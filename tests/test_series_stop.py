@@ -20,7 +20,7 @@ from tests.test_series_moved import FAST, fitted  # noqa: F401  (the fitted mode
 
 @pytest.mark.parametrize(("per_class", "sigma"), [(200, 1.0), (40, 3.0)])
 def test_the_predicted_noise_level_matches_the_measured_one(per_class, sigma):
-    config = replace(FAST, n_features=100)
+    config = replace(FAST, n_features=100, views=("values", "differences"))  # D = 400
     features = feature_map("timeseries", (1, 24), config, 7)
     rng = np.random.default_rng(0)
     labels = np.repeat([0, 1], per_class)

@@ -39,6 +39,7 @@ from dpforge.schema.table import Schema, check_schema_document
 from dpforge.schema.validation import check_document, quote
 from dpforge.statistics.bins import numeric_bins
 from dpforge.statistics.cells import FINE_CELLS
+from dpforge.statistics.feature_views import VIEWS
 
 FORMAT = "dpforge-model"
 FORMAT_VERSION = 1
@@ -75,6 +76,13 @@ FEATURE_RELEASE: dict[str, Any] = {
         "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
         # optional: folders saved before dpforge stored it lack it (stop_at_noise)
         "count_weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
+        # optional: a map with other views than the kind's legacy ones names them
+        "views": {
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": True,
+            "items": {"enum": list(VIEWS)},
+        },
     },
 }  # fmt: skip
 

@@ -19,6 +19,7 @@ from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.statistics import array_anchor, image_sizes
 from dpforge.statistics.anchor import RULES_WEIGHT, AnchorConfig
+from dpforge.statistics.feature_views import check_views
 from dpforge.statistics.features import (
     MOMENTS,
     PERCEPTUAL,
@@ -93,11 +94,28 @@ def resolve_anchor(
         return None  # no embedding release: the discriminator alone, with its own generator
     if isinstance(anchor, FeatureAnchorConfig):
         resolved = array_anchor.resolve_statistic(anchor, schema.kind, public)
+        _check_views(resolved, schema)
         if schema.kind == "image":
             image_sizes.check_shape(tuple(schema.shape), resolved)  # before any release
         return resolved
     _check_rules_weight(anchor, schema)
     return anchor
+
+
+def _check_views(anchor: FeatureAnchorConfig, schema: Any) -> None:
+    """Views name a random-feature map: refused on other statistics and where the kind or
+    the series' length cannot take them (before any release)."""
+    if not anchor.views:
+        return
+    if anchor.statistic != "embedding":
+        raise PrivacyError(
+            f"anchor views apply to the random-feature embedding; this run's statistic is "
+            f"{anchor.statistic!r}: leave views empty, or pass statistic='embedding'"
+        )
+    try:
+        check_views(tuple(anchor.views), schema.kind, tuple(schema.shape))
+    except ValueError as exc:
+        raise PrivacyError(str(exc)) from None
 
 
 def _check_rules_weight(anchor: AnchorConfig, schema: Schema) -> None:

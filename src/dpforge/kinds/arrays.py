@@ -215,5 +215,5 @@ class EmbeddingAnchoring(_FeatureAnchoring):
         return SampleRelease(
             setup.measured.embedding, setup.measured.feature_seed, layout.kind,
             tuple(layout.shape), self.config.n_features, tuple(self.config.bandwidths),
-            self.config.count_weight,
+            self.config.count_weight, tuple(self.config.views),
         )  # fmt: skip

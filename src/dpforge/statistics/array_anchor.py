@@ -97,7 +97,7 @@ def feature_map(
 ) -> RandomFeatures:
     """The public feature map of a run, rebuilt identically from its stored ``seed``."""
     generator = torch.Generator().manual_seed(int(seed))
-    return RandomFeatures(shape, views_for(kind), config, generator)
+    return RandomFeatures(shape, views_for(kind, config), config, generator)
 
 
 def measure(

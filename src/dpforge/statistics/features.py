@@ -5,8 +5,9 @@ frame (design.md section 1):
 
 * **The feature map is public.** Random Fourier features of a Gaussian kernel, drawn from a
   generator seeded by the run (never from the data). A record ``x`` (scaled to [-1, 1]) is cut
-  into *views* (images: the pixels; series: the values and their first differences, so the shape
-  of a curve counts, not only its level); view ``v`` with ``m`` frequencies ``W`` maps to
+  into *views* (images: the pixels; series: by default the values and their first differences,
+  so the shape of a curve counts, not only its level; :mod:`dpforge.statistics.feature_views`
+  lists the others); view ``v`` with ``m`` frequencies ``W`` maps to
   ``[cos(W x_v), sin(W x_v)] / sqrt(m)``, whose L2 norm is exactly 1, and the views are joined
   with weight ``1/sqrt(V)``: every record's feature vector has norm exactly 1.
 * **One release.** The statistic is the vector ``(S_1, ..., S_K, c * n_1, ..., c * n_K)``: the
@@ -23,12 +24,13 @@ frame (design.md section 1):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import dp_accounting
 import numpy as np
 import torch
+
+from dpforge.statistics.feature_views import VIEWS, RandomFeatures, legacy_views
 
 __all__ = [
     "FeatureAnchorConfig",
@@ -40,7 +42,6 @@ __all__ = [
     "measure_embedding",
 ]
 
-VALUES, DIFFERENCES = "values", "differences"
 AUTO, MOMENTS, EMBEDDING, PERCEPTUAL = "auto", "moments", "embedding", "perceptual"
 STATISTICS = (AUTO, MOMENTS, EMBEDDING, PERCEPTUAL)
 
@@ -76,6 +77,8 @@ class FeatureAnchorConfig:
         only the releases. 0: the adversarial loss alone.
     pretrain_steps: perceptual anchoring only: steps that first fit the generator to the
         PUBLIC set's own statistics (free: public data), before the ``steps`` on the releases.
+    views: what the random features look at (:mod:`dpforge.statistics.feature_views`); empty:
+        the kind's own (images the pixels, series the values and first differences).
     generator_net, generator_hidden: the generator when the method's options are the defaults
         (a caller who passes ``method_options`` keeps theirs): an MLP, two to three times
         cheaper per step on a CPU than the convolutional (images) and LSTM (series) generators
@@ -96,6 +99,7 @@ class FeatureAnchorConfig:
     lr: float = 2e-3
     refine_weight: float = 1.0
     pretrain_steps: int = 0
+    views: tuple[str, ...] = ()
     generator_net: str = "mlp"
     generator_hidden: tuple[int, ...] = (256, 512)
 
@@ -112,6 +116,12 @@ class FeatureAnchorConfig:
             raise ValueError(
                 "n_features must be >= 1 and bandwidths positive, got "
                 f"{self.n_features}, {self.bandwidths}"
+            )
+        views = tuple(self.views)
+        if any(v not in VIEWS for v in views) or len(set(views)) != len(views):
+            raise ValueError(
+                f"anchor views must be distinct names out of {list(VIEWS)} (or empty: the "
+                f"kind's own), got {list(views)}"
             )
         if not self.count_weight > 0:
             raise ValueError(f"count_weight must be > 0, got {self.count_weight}")
@@ -133,6 +143,11 @@ SERIES_BANDWIDTHS = (0.1, 0.2)
 # seeds 0 and 1) in 40 % of the time; the README's series example then fits in about a minute
 # (bench/results/italy_anchor_notes.md).
 SERIES_STEPS = 600
+# Values, first differences and local windows (6 steps every 3): chosen on public UCR sets
+# (GunPoint, ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN
+# DTW 0.690 against 0.654 for values and differences, worse on 2 of 9 runs
+# (bench/results/series_views_public.md).
+SERIES_DEFAULT_VIEWS = ("values", "differences", "windows")
 # The setting measured in bench/results/images_perceptual.md (more steps untested for lack
 # of machine time).
 PERCEPTUAL_STEPS = 300
@@ -146,10 +161,11 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
     Images: moments in a principal subspace (the embedding settings below apply when a user
     picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2)
     instead of (0.35, 0.7), and the 1-D upsampling generator (``generator_net="conv"``, its MLP
-    trunk ``generator_hidden[0]`` wide) instead of the MLP. At the image bandwidths the kernel
-    on a short series cannot tell apart curves that differ only in a few hours (the evening peak
-    that separates the seasons of a power curve); an MLP draws every hour on its own, so its
-    curves come out jagged. Chosen on a validation split of the TRAINING part of
+    trunk ``generator_hidden[0]`` wide) instead of the MLP, and random features of the values,
+    first differences and local windows (``SERIES_DEFAULT_VIEWS``). At the image bandwidths the
+    kernel on a short series cannot tell apart curves that differ only in a few hours (the
+    evening peak that separates the seasons of a power curve); an MLP draws every hour on its
+    own, so its curves come out jagged. Chosen on a validation split of the TRAINING part of
     ItalyPowerDemand (the test split never read; 14 settings, 2 seeds each, 1-NN DTW accuracy
     0.83 at the image defaults, 0.90 for the MLP at bandwidths <= 0.2, 0.91 for this setting,
     0.84 for the same generator at (0.05, 0.1)); log: bench/results/italy_anchor_tuning.jsonl.
@@ -158,6 +174,7 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
         return FeatureAnchorConfig(
             statistic=EMBEDDING,
             bandwidths=SERIES_BANDWIDTHS,
+            views=SERIES_DEFAULT_VIEWS,
             generator_net="conv",
             steps=SERIES_STEPS,
         )
@@ -178,62 +195,12 @@ def embedding_event(noise_multiplier: float) -> dp_accounting.DpEvent:
     return dp_accounting.GaussianDpEvent(noise_multiplier)
 
 
-def views_for(kind: str) -> tuple[str, ...]:
-    """Images: the pixels; series: values and first differences along time."""
-    return (VALUES, DIFFERENCES) if kind == "timeseries" else (VALUES,)
-
-
-def _view(x: torch.Tensor, name: str) -> torch.Tensor:
-    if name == VALUES:
-        return x.flatten(1)
-    return (x[..., 1:] - x[..., :-1]).flatten(1)
-
-
-class RandomFeatures:
-    """A public random Fourier feature map with feature vectors of L2 norm exactly 1.
-
-    ``shape`` is the record's (channels, *spatial); the frequencies depend only on the shape,
-    the views, the config and ``generator`` (the run's seed), never on the data.
-    """
-
-    def __init__(
-        self,
-        shape: Sequence[int],
-        views: Sequence[str],
-        config: FeatureAnchorConfig,
-        generator: torch.Generator,
-    ) -> None:
-        self.shape = tuple(int(s) for s in shape)
-        self.views = tuple(views)
-        if DIFFERENCES in self.views and self.shape[-1] < 2:
-            raise ValueError("first differences need series of length >= 2")
-        probe = torch.zeros(1, *self.shape)
-        self.frequencies: list[torch.Tensor] = []
-        for name in self.views:
-            dim = _view(probe, name).shape[1]
-            self.frequencies.append(_frequencies(dim, config, generator))
-        self.dim = 2 * config.n_features * len(self.views)
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, *shape) records in [-1, 1] -> (n, dim) features, each row of norm 1."""
-        parts = []
-        scale = 1.0 / math.sqrt(len(self.views))
-        for name, w in zip(self.views, self.frequencies, strict=True):
-            proj = _view(x, name) @ w.to(x).T
-            m = w.shape[0]
-            parts += [torch.cos(proj), torch.sin(proj)]
-            parts[-2:] = [p * (scale / math.sqrt(m)) for p in parts[-2:]]
-        return torch.cat(parts, dim=1)
-
-
-def _frequencies(dim: int, config: FeatureAnchorConfig, generator: torch.Generator):
-    """``n_features`` Gaussian frequencies, split over the bandwidths (in sqrt(dim) units)."""
-    counts = np.diff(np.linspace(0, config.n_features, len(config.bandwidths) + 1).round())
-    blocks = []
-    for count, bandwidth in zip(counts.astype(int), config.bandwidths, strict=True):
-        w = torch.randn(count, dim, generator=generator) / (bandwidth * math.sqrt(dim))
-        blocks.append(w)
-    return torch.cat(blocks)
+def views_for(kind: str, config: FeatureAnchorConfig | None = None) -> tuple[str, ...]:
+    """The views of ``config`` (its ``views``), or the kind's own when it names none
+    (images: the pixels; series: values and first differences along time)."""
+    if config is not None and config.views:
+        return tuple(config.views)
+    return legacy_views(kind)
 
 
 @dataclass(frozen=True)

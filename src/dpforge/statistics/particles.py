@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from dpforge.statistics.array_anchor import EmbeddingLoss, feature_map
-from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding, views_for
+from dpforge.statistics.feature_views import legacy_views
+from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
 from dpforge.statistics.herding import SELECTIONS, Draw, select_samples
 
 __all__ = ["MoveSettings", "SampleRelease", "drawn_moved", "move_samples"]
@@ -93,6 +94,12 @@ class SampleRelease:
     n_features: int
     bandwidths: tuple[float, ...]
     count_weight: float | None = None  # None: a folder saved before dpforge stored it
+    views: tuple[str, ...] = ()  # empty: the kind's legacy views (folders that name none)
+
+    @property
+    def map_views(self) -> tuple[str, ...]:
+        """The views the release's feature map was drawn with."""
+        return tuple(self.views) or legacy_views(self.kind)
 
     def noise_levels(self) -> np.ndarray:
         """Per class k, the expected squared distance between the released mean embedding
@@ -125,20 +132,27 @@ class SampleRelease:
 
     def loss(self) -> EmbeddingLoss:
         """The anchor's loss, rebuilt from the release and the public seed."""
-        config = FeatureAnchorConfig(n_features=self.n_features, bandwidths=self.bandwidths)
+        config = FeatureAnchorConfig(
+            n_features=self.n_features, bandwidths=self.bandwidths, views=self.map_views
+        )
         features = feature_map(self.kind, self.shape, config, self.feature_seed)
         return EmbeddingLoss(self.embedding, features)
 
     def to_json(self) -> dict[str, Any]:
-        """The public parameters (model.json's ``release``)."""
-        return {
-            "feature_seed": int(self.feature_seed),
-            "kind": self.kind,
-            "shape": list(self.shape),
-            "n_features": int(self.n_features),
-            "bandwidths": [float(b) for b in self.bandwidths],
-            "noise_multiplier": float(self.embedding.noise_multiplier),
-        } | ({} if self.count_weight is None else {"count_weight": float(self.count_weight)})
+        """The public parameters (model.json's ``release``); ``views`` only where they are
+        not the kind's legacy ones (a folder without them is read with those)."""
+        return (
+            {
+                "feature_seed": int(self.feature_seed),
+                "kind": self.kind,
+                "shape": list(self.shape),
+                "n_features": int(self.n_features),
+                "bandwidths": [float(b) for b in self.bandwidths],
+                "noise_multiplier": float(self.embedding.noise_multiplier),
+            }
+            | ({} if self.count_weight is None else {"count_weight": float(self.count_weight)})
+            | ({} if self.map_views == legacy_views(self.kind) else {"views": list(self.map_views)})
+        )
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """The release itself (release.safetensors), in float64 as it was released."""
@@ -161,12 +175,14 @@ class SampleRelease:
             tuple(int(s) for s in info["shape"]), int(info["n_features"]),
             tuple(float(b) for b in info["bandwidths"]),
             None if "count_weight" not in info else float(info["count_weight"]),
+            tuple(str(v) for v in info.get("views", ())),
         )  # fmt: skip
 
 
 def release_shapes(info: dict[str, Any], schema: Any) -> dict[str, tuple[int, ...]]:
     """The tensor shapes that model.json's ``release`` and ``schema`` imply (checked on load)."""
-    dim = 2 * int(info["n_features"]) * len(views_for(str(info["kind"])))
+    views = info.get("views") or legacy_views(str(info["kind"]))
+    dim = 2 * int(info["n_features"]) * len(views)
     classes = getattr(schema, "classes", None) or ()
     k = len(classes) if getattr(schema, "label", None) is not None else 1
     return {"noisy_sums": (max(1, k), dim), "noisy_counts": (max(1, k),)}

@@ -1,0 +1,170 @@
+"""The views a record is cut into before its random Fourier features (all public maps).
+
+A view turns a record ``x`` (n, channels, *spatial) in [-1, 1] into a vector and says which
+*blocks* of that vector its frequencies act on. A view of one block gets Gaussian frequencies
+over the whole vector (the kernel is a Gaussian on that view); a view of several blocks gets
+frequencies that each act on one block only, so its kernel is the average over the blocks of a
+Gaussian on each block. Whatever the view, :class:`~dpforge.statistics.features.RandomFeatures`
+maps it to ``[cos(W v), sin(W v)] / sqrt(m)``, of L2 norm exactly 1: the views change which
+records the kernel calls close, never the release's sensitivity.
+
+The views (series only, except ``values``):
+
+* ``values``: the record itself (images: the pixels);
+* ``differences``: first differences along time (the shape of a curve, not only its level);
+* ``second_differences``: differences of those (the bends: where a curve peaks);
+* ``coarse``: means of consecutive pairs of time steps (the curve at half the resolution);
+* ``windows``: local windows of ``WINDOW`` time steps every ``WINDOW // 2`` steps, one block
+  each (the kernel compares the same stretch of the day of two curves, stretch by stretch);
+* ``cumulative``: the running sum divided by the length (where along the curve its mass lies).
+
+A series is ``(n, channels, length)``; every view keeps the channels together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from dpforge.statistics.features import FeatureAnchorConfig
+
+__all__ = ["SERIES_VIEWS", "VIEWS", "RandomFeatures", "legacy_views", "view_blocks", "view_of"]
+
+VALUES, DIFFERENCES = "values", "differences"
+SECOND, COARSE, WINDOWS, CUMULATIVE = "second_differences", "coarse", "windows", "cumulative"
+SERIES_VIEWS = (VALUES, DIFFERENCES, SECOND, COARSE, WINDOWS, CUMULATIVE)
+VIEWS = SERIES_VIEWS
+WINDOW = 6  # time steps per local window (a quarter of a day of hourly values)
+MIN_LENGTH = {VALUES: 1, DIFFERENCES: 2, SECOND: 3, COARSE: 2, WINDOWS: 2, CUMULATIVE: 1}
+
+
+def legacy_views(kind: str) -> tuple[str, ...]:
+    """The views of a map that does not name its own (every map before views were a
+    setting, and what a model folder without ``views`` was fitted with): images the pixels,
+    series the values and their first differences."""
+    return (VALUES, DIFFERENCES) if kind == "timeseries" else (VALUES,)
+
+
+def check_views(views: tuple[str, ...], kind: str, shape: tuple[int, ...]) -> None:
+    """Refuse unknown or repeated views, series views on images and too short series."""
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown or len(set(views)) != len(views) or not views:
+        raise ValueError(
+            f"anchor views must be distinct names out of {list(VIEWS)}, got {list(views)}"
+        )
+    if kind != "timeseries" and tuple(views) != (VALUES,):
+        raise ValueError(f"images take the view 'values' only, got {list(views)}: "
+                         "leave views empty (the default)")  # fmt: skip
+    for v in views:
+        if shape[-1] < MIN_LENGTH[v]:
+            raise ValueError(
+                f"the view {v!r} needs series of length >= {MIN_LENGTH[v]}, got {shape[-1]}"
+            )
+
+
+def _windows(length: int) -> list[tuple[int, int]]:
+    """(start, stop) of the local windows: ``WINDOW`` steps every ``WINDOW // 2``, the last
+    one ending at the series' end (one window when the series is shorter)."""
+    width = min(WINDOW, length)
+    stride = max(1, width // 2)
+    starts = list(range(0, length - width + 1, stride))
+    if starts[-1] != length - width:
+        starts.append(length - width)
+    return [(s, s + width) for s in starts]
+
+
+def view_of(x: torch.Tensor, name: str) -> torch.Tensor:
+    """(n, *shape) records -> (n, dim) vectors of view ``name``."""
+    if name == VALUES:
+        return x.flatten(1)
+    if name == DIFFERENCES:
+        return (x[..., 1:] - x[..., :-1]).flatten(1)
+    if name == SECOND:
+        d = x[..., 1:] - x[..., :-1]
+        return (d[..., 1:] - d[..., :-1]).flatten(1)
+    if name == COARSE:
+        half = x.shape[-1] // 2
+        pairs = x[..., : 2 * half].reshape(*x.shape[:-1], half, 2)
+        return pairs.mean(-1).flatten(1)
+    if name == CUMULATIVE:
+        return (torch.cumsum(x, dim=-1) / x.shape[-1]).flatten(1)
+    if name == WINDOWS:
+        parts = [x[..., a:b].flatten(1) for a, b in _windows(x.shape[-1])]
+        return torch.cat(parts, dim=1)
+    raise ValueError(f"unknown view {name!r}: one of {list(VIEWS)}")
+
+
+def view_blocks(name: str, shape: tuple[int, ...]) -> list[int]:
+    """Sizes of the view's blocks, in order (their sum is the view's dimension)."""
+    dim = view_of(torch.zeros(1, *shape), name).shape[1]
+    if name != WINDOWS:
+        return [dim]
+    channels = dim // sum(b - a for a, b in _windows(shape[-1]))
+    return [channels * (b - a) for a, b in _windows(shape[-1])]
+
+
+class RandomFeatures:
+    """A public random Fourier feature map with feature vectors of L2 norm exactly 1.
+
+    ``shape`` is the record's (channels, *spatial); the frequencies depend only on the shape,
+    the views, the config and ``generator`` (the run's seed), never on the data.
+    """
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        views: Sequence[str],
+        config: FeatureAnchorConfig,
+        generator: torch.Generator,
+    ) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.views = tuple(views)
+        check_views(self.views, "timeseries" if len(self.shape) == 2 else "image", self.shape)
+        self.frequencies: list[torch.Tensor] = []
+        for name in self.views:
+            blocks = view_blocks(name, self.shape)
+            self.frequencies.append(_frequencies(blocks, config, generator))
+        self.dim = 2 * config.n_features * len(self.views)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """(n, *shape) records in [-1, 1] -> (n, dim) features, each row of norm 1."""
+        parts = []
+        scale = 1.0 / math.sqrt(len(self.views))
+        for name, w in zip(self.views, self.frequencies, strict=True):
+            proj = view_of(x, name) @ w.to(x).T
+            m = w.shape[0]
+            parts += [torch.cos(proj), torch.sin(proj)]
+            parts[-2:] = [p * (scale / math.sqrt(m)) for p in parts[-2:]]
+        return torch.cat(parts, dim=1)
+
+
+def _split(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal whole counts (in order)."""
+    return [int(c) for c in np.diff(np.linspace(0, total, parts + 1).round())]
+
+
+def _frequencies(blocks: list[int], config: FeatureAnchorConfig, generator: torch.Generator):
+    """``n_features`` Gaussian frequencies, split over the bandwidths (in units of the square
+    root of a block's size), each bandwidth's split over the view's ``blocks``: a frequency is
+    zero outside its block. One block draws exactly what maps before blocks drew."""
+    dim = sum(blocks)
+    out = []
+    for count, bandwidth in zip(_split(config.n_features, len(config.bandwidths)),
+                                config.bandwidths, strict=True):  # fmt: skip
+        if len(blocks) == 1:
+            out.append(torch.randn(count, dim, generator=generator) / (bandwidth * math.sqrt(dim)))
+            continue
+        start = 0
+        for size, rows in zip(blocks, _split(count, len(blocks)), strict=True):
+            w = torch.zeros(rows, dim)
+            w[:, start : start + size] = torch.randn(rows, size, generator=generator) / (
+                bandwidth * math.sqrt(size)
+            )
+            out.append(w)
+            start += size
+    return torch.cat(out)
