@@ -1,5 +1,6 @@
 """Trial (issue 22): matched rows drawn with repeats (weights and resampling, the default)
-against distinct rows (fitted inclusion probabilities), and the unmatched draws, per fit.
+against distinct rows (fitted inclusion probabilities), matching to the marginals without the
+label only (``no-label``), and the unmatched draws, per fit (``--variants``).
 
 One fit per (table, epsilon, seed) at the library's defaults; each variant samples as many
 rows as the training split with the same seed and is scored as ``bench_tables.py`` scores.
@@ -14,11 +15,13 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from contextlib import contextmanager
 
 import torch
 
 import harness
 from dpforge import Synthesizer
+from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.reweight import ReweightSettings
 from tables_runs import SAMPLE_SEED, load_dataset, log_scored, score
 
@@ -26,17 +29,36 @@ VARIANTS = {
     "unmatched": False,
     "repeats": ReweightSettings(),
     "distinct": ReweightSettings(distinct=True),
+    "no-label": ReweightSettings(),  # matched to the marginals without the label only
 }
 
 
-def one_fit(name: str, data, epsilon: float, seed: int, out) -> None:
+@contextmanager
+def release_for(synth, tag: str):
+    """The model's stored release, or for ``no-label`` the release less every marginal that
+    holds the label (a trial: the library always matches to all of them)."""
+    release = synth.sample_release_
+    if tag == "no-label":
+        label = synth.schema_.label
+        kept = tuple(m for m in release.marginals if label not in m.columns)
+        synth.sample_release_ = MarginalRelease(kept)
+    try:
+        yield
+    finally:
+        synth.sample_release_ = release
+
+
+def one_fit(name: str, data, epsilon: float, seed: int, out, variants) -> None:
     synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="values outside the bounds")
         synth.fit(data.train)
     for tag, move in VARIANTS.items():
+        if tag not in variants:
+            continue
         cpu = time.process_time()
-        rows = synth.sample(len(data.train), seed=SAMPLE_SEED + seed, move=move)
+        with release_for(synth, tag):
+            rows = synth.sample(len(data.train), seed=SAMPLE_SEED + seed, move=move)
         seconds = time.process_time() - cpu
         result = score(rows, data, seed, None)
         result.pop("classifier_info", None)
@@ -50,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("tables", help="comma list of bench_tables.py's table names")
     p.add_argument("--epsilons", type=harness.floats, default=(1.0,))
     harness.add_seeds(p, "1")
+    p.add_argument("--variants", default="unmatched,repeats,distinct", help=f"of {list(VARIANTS)}")
     harness.add_data_dir(p)
     harness.add_out(p, harness.RESULTS / "matching_trials.jsonl")
     args = p.parse_args(argv)
@@ -58,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         data = load_dataset(name, harness.data_dir(args.data_dir))
         for epsilon in args.epsilons:
             for seed in harness.seeds(args):
-                one_fit(name, data, epsilon, seed, args.out)
+                one_fit(name, data, epsilon, seed, args.out, args.variants.split(","))
 
 
 if __name__ == "__main__":
