@@ -22,7 +22,7 @@ from dpforge.errors import DataError
 from dpforge.kinds import kind_of
 from dpforge.statistics.herding import Draw
 from dpforge.statistics.marginal_release import MarginalRelease
-from dpforge.statistics.marginals import CellColumn
+from dpforge.statistics.marginals import indexed_cells
 from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
 from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, matched_index
 
@@ -124,8 +124,9 @@ def _matched(
     for start in range(0, n, settings.chunk):
         size = min(settings.chunk, n - start)
         cells, dense, labels = _pool(synth, settings.pool * size, conditions, generator, rng)
-        chosen = matched_index(targets, _cell_columns(encoder, cells, labels, name), size,
-                               settings, rng)  # fmt: skip
+        softmax = [s for s in encoder.spans if s.activation == SOFTMAX]
+        pool = indexed_cells(cells.T, softmax, labels, name, encoder.n_classes)
+        chosen = matched_index(targets, pool, size, settings, rng)
         picked = None if labels is None else torch.as_tensor(labels[chosen], device=synth.device)
         features = encoder.with_cells(cells[chosen], dense[chosen])
         rows = _decode(synth, features, picked, generator)
@@ -150,15 +151,6 @@ def _pool(synth: Any, size: int, conditions, generator: torch.Generator, rng):
         labels.append(None if chosen is None else chosen.cpu().numpy())
     label = None if labels[0] is None else np.concatenate(labels)
     return np.concatenate(cells), np.concatenate(dense), label
-
-
-def _cell_columns(encoder, cells: np.ndarray, labels, label_name) -> dict[str, CellColumn]:
-    """The pool's cells by column name (the label's too), as the marginals index them."""
-    blocks = [s for s in encoder.spans if s.activation == SOFTMAX]
-    out = {s.column: CellColumn(cells[:, j], s.dim) for j, s in enumerate(blocks)}
-    if label_name is not None and labels is not None:
-        out[label_name] = CellColumn(labels.astype(np.int32), encoder.n_classes)
-    return out
 
 
 def _generated(

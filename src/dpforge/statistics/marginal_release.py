@@ -60,7 +60,7 @@ class MarginalRelease:
         :func:`table_release_error`)."""
         marginals = tuple(
             MeasuredMarginal.from_dict(
-                d | {"noisy_counts": tensors[_tensor_name(i)].double().numpy().tolist()}
+                d | {"noisy_counts": tensors[_tensor_name(i)].double().numpy()}
             )
             for i, d in enumerate(info["marginals"])
         )

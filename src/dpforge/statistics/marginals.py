@@ -38,6 +38,7 @@ __all__ = [
     "measurement_event",
     "CellColumn",
     "cell_columns",
+    "indexed_cells",
     "encoded_cells",
 ]
 
@@ -95,10 +96,23 @@ def cell_columns(
 
     ``features`` are encoded rows, whose softmax spans are one-hot.
     """
+    softmax = [s for s in spans if s.activation == SOFTMAX]
+    picked = [features[:, s.start : s.stop].argmax(axis=1) for s in softmax]
+    return indexed_cells(picked, softmax, labels, label_name, n_classes)
+
+
+def indexed_cells(
+    picked: Sequence[np.ndarray],
+    softmax_spans: Sequence[Span],
+    labels: np.ndarray | None,
+    label_name: str | None,
+    n_classes: int,
+) -> dict[str, CellColumn]:
+    """:func:`cell_columns` from each softmax span's cell indices (``picked``, in span
+    order) rather than one-hot rows."""
     columns = {
-        s.column: CellColumn(features[:, s.start : s.stop].argmax(axis=1).astype(np.int32), s.dim)
-        for s in spans
-        if s.activation == SOFTMAX
+        s.column: CellColumn(np.asarray(index, dtype=np.int32), s.dim)
+        for s, index in zip(softmax_spans, picked, strict=True)
     }
     if label_name is not None and labels is not None:
         columns[label_name] = CellColumn(np.asarray(labels, dtype=np.int32), n_classes)
