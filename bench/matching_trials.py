@@ -1,6 +1,8 @@
 """Trial (issue 22): matched rows drawn with repeats (weights and resampling, the default)
 against distinct rows (fitted inclusion probabilities), matching to the marginals without the
-label only (``no-label``), and the unmatched draws, per fit (``--variants``).
+label only (``no-label``), the systematic draw over a random order of the pool
+(``random-order``, the default before session 34) against the pool sorted by its cells (the
+default), and the unmatched draws, per fit (``--variants``).
 
 One fit per (table, epsilon, seed) at the library's defaults; each variant samples as many
 rows as the training split with the same seed and is scored as ``bench_tables.py`` scores.
@@ -27,7 +29,8 @@ from tables_runs import SAMPLE_SEED, load_dataset, log_scored, score
 
 VARIANTS = {
     "unmatched": False,
-    "repeats": ReweightSettings(),
+    "repeats": ReweightSettings(),  # the pool sorted by its cells (the default order)
+    "random-order": ReweightSettings(order="random"),  # systematic draw over a random order
     "distinct": ReweightSettings(distinct=True),
     "no-label": ReweightSettings(),  # matched to the marginals without the label only
 }

@@ -1,6 +1,7 @@
 """Matching a pool of rows to released marginals (:mod:`dpforge.statistics.reweight`): the
 weights bring the pool's marginals to the targets, the fast concatenated loss equals a loop over
-marginals, resampling follows the weights, a condition keeps only the label's marginals."""
+marginals, resampling follows the weights (to a row per stratum along the pool sorted by its
+cells), a condition keeps only the label's marginals."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from dpforge.statistics.inclusion import distinct_sample
 from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
 from dpforge.statistics.pool_cells import PoolCells
 from dpforge.statistics.reweight import (
@@ -17,6 +19,7 @@ from dpforge.statistics.reweight import (
     matched_index,
     objective,
     resample,
+    stratified_order,
 )
 
 
@@ -118,7 +121,64 @@ def test_matched_indices_follow_the_target():
     assert share[0] == pytest.approx(0.8, abs=0.03)
 
 
-@pytest.mark.parametrize("bad", [{"pool": 0}, {"steps": 1.5}, {"lr": 0.0}, {"spread": -1.0}])
+def _column_errors(cells, picks, weights, n) -> dict[str, float]:
+    """Per column, the largest gap (in rows) between the drawn rows' counts and n x the
+    weighted pool's share."""
+    out = {}
+    for name, column in cells.items():
+        drawn = np.bincount(column.index[picks], minlength=column.size)
+        expected = n * np.bincount(column.index, weights, minlength=column.size) / weights.sum()
+        out[name] = float(np.abs(drawn - expected).max())
+    return out
+
+
+def _one_column_targets() -> MarginalTargets:
+    uniform = {"a": [1 / 3] * 3, "b": [0.25] * 4, "y": [0.5, 0.5]}
+    return MarginalTargets([_marginal((k,), (len(v),), v) for k, v in uniform.items()])
+
+
+def test_the_draw_along_the_sorted_pool_follows_the_weights_to_a_row_per_stratum():
+    """Sorted by y (2 cells), then a (3), then b (4): y's counts are within a row of the
+    weights, a's within a row per y stratum (2), b's within one per (y, a) stratum (6); a
+    random order misses by the draw's own noise (tens of rows here)."""
+    rng = np.random.default_rng(5)
+    cells, targets = _pool(16_000, rng), _one_column_targets()
+    index, weights = targets.cell_index(cells), rng.dirichlet(np.full(16_000, 2.0))
+    order = stratified_order(targets, index, rng)
+    assert sorted(order.tolist()) == list(range(16_000))
+    errors = _column_errors(cells, order[resample(weights[order], 2000, rng)], weights, 2000)
+    assert errors["y"] < 1 and errors["a"] < 2 and errors["b"] < 6
+    shuffled = [
+        _column_errors(cells, resample(weights, 2000, np.random.default_rng(s)), weights, 2000)
+        for s in range(5)
+    ]
+    assert np.mean([e["y"] for e in shuffled]) > 5
+
+
+def test_distinct_rows_along_the_sorted_pool_follow_their_probabilities():
+    rng = np.random.default_rng(6)
+    cells, targets = _pool(8000, rng), _one_column_targets()
+    pi = np.full(8000, 0.25)
+    order = stratified_order(targets, targets.cell_index(cells), rng)
+    picks = order[distinct_sample(pi[order], rng, shuffle=False)]
+    assert len(np.unique(picks)) == len(picks) == 2000
+    errors = _column_errors(cells, picks, pi, 2000)
+    assert errors["y"] < 1 and errors["a"] < 2
+
+
+def test_the_random_order_is_still_offered():
+    rng = np.random.default_rng(7)
+    cells = {"a": CellColumn(rng.integers(0, 3, 2800), 3)}
+    targets = MarginalTargets([_marginal(("a",), (3,), [0.8, 0.1, 0.1])])
+    settings = ReweightSettings(steps=200, order="random")
+    index = matched_index(targets, cells, 700, settings, rng)
+    share = np.bincount(cells["a"].index[index], minlength=3) / 700
+    assert share[0] == pytest.approx(0.8, abs=0.03)
+
+
+@pytest.mark.parametrize(
+    "bad", [{"pool": 0}, {"steps": 1.5}, {"lr": 0.0}, {"spread": -1.0}, {"order": "sorted"}]
+)
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError, match="ReweightSettings"):
         ReweightSettings(**bad)

@@ -76,10 +76,13 @@ def fit_inclusion(target: np.ndarray, cells: PoolCells, n: int, settings) -> np.
     return _sigmoid(theta.numpy() - b)
 
 
-def distinct_sample(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def distinct_sample(
+    pi: np.ndarray, rng: np.random.Generator, shuffle: bool = True
+) -> np.ndarray:
     """Distinct row indices, row i included with probability ``pi[i]`` (each at most 1, summing
-    to a whole number n): systematic sampling over a random order, so exactly n rows."""
-    order = rng.permutation(len(pi))
+    to a whole number n): systematic sampling over a random order (``shuffle``) or over the
+    rows' order as given (the caller sorted them), so exactly n rows."""
+    order = rng.permutation(len(pi)) if shuffle else np.arange(len(pi))
     edges = np.concatenate([[0.0], np.cumsum(pi[order])])
     n = int(round(edges[-1]))
     points = np.minimum(rng.uniform() + np.arange(n), edges[-1] * (1 - 1e-12))

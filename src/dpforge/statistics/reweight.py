@@ -7,7 +7,13 @@ as many rows as asked, gives each a weight so that the weighted pool's histogram
 released marginal is as close to it as the pool allows (the sum of their total-variation
 distances, the anchor's L1 loss, plus ``spread`` times the KL divergence from equal weights,
 which keeps the weights from piling on a few rows), and draws the rows asked for from the
-weighted pool by systematic resampling (each pool row about ``n * weight`` times).
+weighted pool by systematic resampling (each pool row about ``n * weight`` times). The pool is
+first sorted by its cells on the one-column marginals, fewest cells first (implicit
+stratification, as survey samplers order their frames): in random order the draw of n rows
+from 8n would add multinomial noise to every marginal (about 0.006 of a 2-cell column's share
+at n = 5,900, more than the release's own noise there), while in sorted order the first
+column's counts follow the weights to within one row and every later column's to within one
+row per stratum of those before it.
 
 It reads only the stored release (the noisy counts the ledger records, projected to the
 simplex as the anchor reads them) and generated rows: post-processing, free of privacy cost.
@@ -28,9 +34,12 @@ from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
 from dpforge.statistics.pool_cells import PoolCells
 
 __all__ = [
-    "ReweightSettings", "MarginalTargets", "objective", "fit_weights", "resample",
-    "matched_index",
+    "ORDERS", "ReweightSettings", "MarginalTargets", "objective", "fit_weights", "resample",
+    "matched_index", "stratified_order",
 ]  # fmt: skip
+
+
+ORDERS = ("cells", "random")  # how the pool is ordered before the systematic draw
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,8 @@ class ReweightSettings:
     distinct: draw distinct pool rows with fitted inclusion probabilities instead of weights
         and resampling (:mod:`dpforge.statistics.inclusion`; ``spread`` is then unused, as
         no row can be drawn twice); needs ``pool`` >= 2.
+    order: the pool's order for the systematic draw: "cells" (sorted by the one-column
+        marginals' cells, :func:`stratified_order`) or "random" (the draw's own noise added).
     """
 
     pool: int = 8
@@ -53,6 +64,7 @@ class ReweightSettings:
     spread: float = 0.01
     chunk: int = 20_000
     distinct: bool = False
+    order: str = "cells"
 
     def __post_init__(self) -> None:
         for name in ("pool", "steps", "chunk"):
@@ -63,6 +75,8 @@ class ReweightSettings:
                 )
         if self.distinct and self.pool < 2:
             raise ValueError("ReweightSettings(distinct=True) needs pool >= 2")
+        if self.order not in ORDERS:
+            raise ValueError(f"ReweightSettings.order must be one of {ORDERS}, got {self.order!r}")
         if not self.lr > 0 or not self.spread >= 0:
             raise ValueError(
                 f"ReweightSettings needs lr > 0 and spread >= 0, got {self.lr}, {self.spread}"
@@ -176,6 +190,23 @@ def resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarra
     return np.minimum(picks, len(weights) - 1)
 
 
+def stratified_order(
+    targets: MarginalTargets, index: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """The pool's rows in random order, then stably sorted by their cells on every one-column
+    target, the one with the fewest cells first (ties by position), so that a systematic draw
+    along it spreads over each column's cells as the weights do. ``index``:
+    :meth:`MarginalTargets.cell_index` of the pool. Public: it reads only cells and targets'
+    sizes."""
+    order = rng.permutation(index.shape[1])
+    single = [i for i, t in enumerate(targets.targets) if len(t.columns) == 1]
+    if not single:
+        return order
+    keys = sorted(single, key=lambda i: (targets.targets[i].distribution.size, i))
+    # np.lexsort sorts by its last key first
+    return order[np.lexsort([index[i, order] for i in reversed(keys)])]
+
+
 def matched_index(
     targets: MarginalTargets,
     cells: Mapping[str, CellColumn],
@@ -184,10 +215,15 @@ def matched_index(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """``n`` indices into a pool whose cells are ``cells``: weights fitted to ``targets``
-    (:func:`fit_weights`), rows resampled by them (:func:`resample`), in random order."""
+    (:func:`fit_weights`), rows drawn by them systematically along ``settings.order``
+    (:func:`resample`, or distinct rows by :func:`distinct_sample`), returned in random order."""
     index = targets.cell_index(cells)
+    if settings.order == "cells":
+        order = stratified_order(targets, index, rng)
+    else:
+        order = rng.permutation(index.shape[1])
     if settings.distinct:
         pi = fit_inclusion(targets.flat, PoolCells(index, targets.flat.size), n, settings)
-        return rng.permutation(distinct_sample(pi, rng))
+        return rng.permutation(order[distinct_sample(pi[order], rng, shuffle=False)])
     weights = fit_weights(targets, index, settings)
-    return rng.permutation(resample(weights, n, rng))
+    return rng.permutation(order[resample(weights[order], n, rng)])
