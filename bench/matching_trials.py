@@ -1,8 +1,9 @@
 """Trial (issue 22): matched rows drawn with repeats (weights and resampling, the default)
 against distinct rows (fitted inclusion probabilities), matching to the marginals without the
 label only (``no-label``), the systematic draw over a random order of the pool
-(``random-order``, the default before session 34) against the pool sorted by its cells (the
-default), and the unmatched draws, per fit (``--variants``).
+(``random-order``, the default before session 34), the pool sorted by its cells (``sorted``)
+and the sorted draw balanced on every column and pair (``repeats``, the default), and the
+unmatched draws, per fit (``--variants``).
 
 One fit per (table, epsilon, seed) at the library's defaults; each variant samples as many
 rows as the training split with the same seed and is scored as ``bench_tables.py`` scores.
@@ -30,7 +31,8 @@ from tables_runs import SAMPLE_SEED, load_dataset, log_scored, score
 VARIANTS = {
     "unmatched": False,
     "repeats": ReweightSettings(),  # the pool sorted by its cells (the default order)
-    "random-order": ReweightSettings(order="random"),  # systematic draw over a random order
+    "random-order": ReweightSettings(order="random", balance=0),  # the draw before session 34
+    "sorted": ReweightSettings(balance=0),  # sorted by the cells, not balanced after the draw
     "distinct": ReweightSettings(distinct=True),
     "no-label": ReweightSettings(),  # matched to the marginals without the label only
 }

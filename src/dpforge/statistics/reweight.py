@@ -13,7 +13,9 @@ stratification, as survey samplers order their frames): in random order the draw
 from 8n would add multinomial noise to every marginal (about 0.006 of a 2-cell column's share
 at n = 5,900, more than the release's own noise there), while in sorted order the first
 column's counts follow the weights to within one row and every later column's to within one
-row per stratum of those before it.
+row per stratum of those before it. The drawn rows are then exchanged for undrawn ones until
+their counts on every column and pair of columns follow the weighted pool
+(:mod:`dpforge.statistics.balance`).
 
 It reads only the stored release (the noisy counts the ledger records, projected to the
 simplex as the anchor reads them) and generated rows: post-processing, free of privacy cost.
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dpforge.statistics.balance import balance_cells, balanced_counts
 from dpforge.statistics.inclusion import distinct_sample, fit_inclusion
 from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
 from dpforge.statistics.pool_cells import PoolCells
@@ -56,6 +59,9 @@ class ReweightSettings:
         no row can be drawn twice); needs ``pool`` >= 2.
     order: the pool's order for the systematic draw: "cells" (sorted by the one-column
         marginals' cells, :func:`stratified_order`) or "random" (the draw's own noise added).
+    balance: rounds of exchanges of drawn rows for undrawn ones that bring the drawn rows'
+        counts on every column and pair of columns to the weighted pool's
+        (:mod:`dpforge.statistics.balance`); 0 keeps the systematic draw as it is.
     """
 
     pool: int = 8
@@ -65,6 +71,7 @@ class ReweightSettings:
     chunk: int = 20_000
     distinct: bool = False
     order: str = "cells"
+    balance: int = 40
 
     def __post_init__(self) -> None:
         for name in ("pool", "steps", "chunk"):
@@ -73,6 +80,10 @@ class ReweightSettings:
                 raise ValueError(
                     f"ReweightSettings.{name} must be a whole number >= 1, got {value!r}"
                 )
+        if isinstance(self.balance, bool) or not isinstance(self.balance, int) or self.balance < 0:
+            raise ValueError(
+                f"ReweightSettings.balance must be a whole number >= 0, got {self.balance!r}"
+            )
         if self.distinct and self.pool < 2:
             raise ValueError("ReweightSettings(distinct=True) needs pool >= 2")
         if self.order not in ORDERS:
@@ -223,7 +234,14 @@ def matched_index(
     else:
         order = rng.permutation(index.shape[1])
     if settings.distinct:
-        pi = fit_inclusion(targets.flat, PoolCells(index, targets.flat.size), n, settings)
-        return rng.permutation(order[distinct_sample(pi[order], rng, shuffle=False)])
-    weights = fit_weights(targets, index, settings)
-    return rng.permutation(order[resample(weights[order], n, rng)])
+        expected = fit_inclusion(targets.flat, PoolCells(index, targets.flat.size), n, settings)
+        picks = order[distinct_sample(expected[order], rng, shuffle=False)]
+    else:
+        expected = n * fit_weights(targets, index, settings)
+        picks = order[resample(expected[order], n, rng)]
+    if settings.balance:
+        counts = np.bincount(picks, minlength=index.shape[1])
+        pairs, size = balance_cells(cells, list(cells))
+        counts = balanced_counts(pairs, size, expected, counts, settings.balance)
+        picks = np.repeat(np.arange(index.shape[1]), counts)
+    return rng.permutation(picks)

@@ -1,0 +1,105 @@
+"""A balanced draw: rows drawn from a weighted pool, exchanged until their counts follow the pool.
+
+Drawing n rows from a pool of 8n adds its own noise to every marginal, however well the
+weights fit the release: a cell of share p gets about sqrt(p (1 - p) / n) of noise, which on a
+table of a few thousand rows is as large as the release's own noise on the pairs (healthins at
+epsilon = 3: 2-way TVD 0.032 drawn, 0.028 for the whole weighted pool). Survey samplers
+remove it by balanced sampling (the cube method of Deville and Tille). This module does the
+same by local search: starting from the systematic draw, it exchanges a drawn row for an
+undrawn one whenever that lowers the L1 distance, summed over every column and every pair of
+columns on their cells, between the drawn rows' counts and ``n`` times the weighted pool's. The
+pool's columns are generated, so this is post-processing of the release at no privacy cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+
+import numpy as np
+
+from dpforge.statistics.marginals import CellColumn
+
+__all__ = ["balance_cells", "balanced_counts"]
+
+BLOCK = 16_384  # pool rows scored at once (memory: marginals x BLOCK floats)
+BATCH = 512  # exchanges tried per round, best-scored first
+
+
+def balance_cells(cells: Mapping[str, CellColumn], names: Sequence[str]) -> tuple[np.ndarray, int]:
+    """(marginals, rows) cell ids of every column of ``names`` and every pair of them, each
+    marginal on its own range of ids, and the number of ids."""
+    rows, offset = [], 0
+    for name in names:
+        rows.append(cells[name].index.astype(np.int32) + offset)
+        offset += cells[name].size
+    for a, b in combinations(names, 2):
+        flat = cells[a].index.astype(np.int64) * cells[b].size + cells[b].index
+        rows.append((flat + offset).astype(np.int64))
+        offset += cells[a].size * cells[b].size
+    dtype = np.int32 if offset < np.iinfo(np.int32).max else np.int64
+    return np.stack([r.astype(dtype) for r in rows]), offset
+
+
+def balanced_counts(
+    index: np.ndarray, size: int, expected: np.ndarray, counts: np.ndarray, rounds: int
+) -> np.ndarray:
+    """``counts`` (times each pool row is drawn) after at most ``rounds`` rounds of exchanges
+    of a drawn row for an undrawn one that lower sum |drawn - expected| over the cells of
+    ``index`` (:func:`balance_cells`); ``expected``: each row's expected draws (n x weight).
+    The total stays n; a round that finds no exchange ends the search."""
+    counts = counts.copy()
+    excess = _histogram(index, counts.astype(np.float64), size)
+    excess -= _histogram(index, expected, size)
+    for _ in range(rounds):
+        removals, additions = _candidates(index, excess, counts)
+        if not _exchange(index, excess, counts, removals, additions):
+            break
+    return counts
+
+
+def _histogram(index: np.ndarray, per_row: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size)
+    for row in index:
+        out += np.bincount(row, per_row, minlength=size)
+    return out
+
+
+def _candidates(index: np.ndarray, excess: np.ndarray, counts: np.ndarray):
+    """The BATCH drawn rows whose removal, and the BATCH undrawn rows whose addition, would
+    lower the distance most (each scored alone)."""
+    gain_remove, gain_add = np.empty(len(counts)), np.empty(len(counts))
+    for start in range(0, len(counts), BLOCK):
+        e = excess[index[:, start : start + BLOCK]]
+        gain_remove[start : start + BLOCK] = (np.abs(e - 1) - np.abs(e)).sum(axis=0)
+        gain_add[start : start + BLOCK] = (np.abs(e + 1) - np.abs(e)).sum(axis=0)
+    gain_remove[counts == 0] = np.inf
+    gain_add[counts > 0] = np.inf
+    return _best(gain_remove), _best(gain_add)
+
+
+def _best(gain: np.ndarray) -> np.ndarray:
+    k = min(BATCH, len(gain))
+    best = np.argpartition(gain, k - 1)[:k]
+    best = best[np.argsort(gain[best], kind="stable")]
+    return best[np.isfinite(gain[best])]
+
+
+def _exchange(index, excess, counts, removals, additions) -> int:
+    """Make each exchange (best removal with best addition, and so on) that still lowers the
+    distance once the earlier ones are made; returns how many were made."""
+    made = 0
+    for r, a in zip(removals, additions, strict=False):
+        if counts[r] == 0 or counts[a] > 0:
+            continue
+        out, into = index[:, r], index[:, a]
+        moved = out != into  # a shared cell keeps its count
+        left, right = excess[out[moved]], excess[into[moved]]
+        delta = (np.abs(left - 1) - np.abs(left)).sum() + (np.abs(right + 1) - np.abs(right)).sum()
+        if delta < 0:
+            excess[out[moved]] -= 1.0  # each marginal has its own ids: no id repeats
+            excess[into[moved]] += 1.0
+            counts[r] -= 1
+            counts[a] += 1
+            made += 1
+    return made
