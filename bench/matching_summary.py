@@ -6,12 +6,20 @@ and the same fit's draws as they come (``unmatched``, ``move=False``), and print
 row per table and epsilon: means over the seeds, matched / unmatched.
 
     python bench/matching_summary.py wage healthins fair nmes psid thyroid adult
+
+With ``--trials FILE`` it reads ``matching_trials.py``'s JSON lines instead and prints, per
+table and epsilon, each variant's means over the seeds side by side (one fit per seed, every
+variant sampled from it with the same seed)::
+
+    python bench/matching_summary.py --trials results/matching_balance.jsonl \
+        --variants random-order,sorted,repeats,unmatched adult thyroid psid nmes fair healthins wage
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
+from pathlib import Path
 from statistics import mean
 
 import harness
@@ -51,5 +59,36 @@ def table(names: list[str]) -> str:
     return "\n".join(lines)
 
 
+def variants_table(path: str, names: list[str], variants: list[str]) -> str:
+    """Per table, epsilon and variant: the means over the seeds of the trials' rows."""
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    head = "| table | ε | variant | seeds | " + " | ".join(KEYS) + " | sample CPU s |"
+    lines = [head, "|" + "---|" * (len(KEYS) + 5)]
+    for name in names:
+        for eps in sorted({float(r["epsilon"]) for r in rows if r["table"] == name}):
+            for tag in variants:
+                got = [r for r in rows if r["table"] == name and r["tag"] == tag
+                       and float(r["epsilon"]) == eps]  # fmt: skip
+                if not got:
+                    continue
+                cells = [f"{mean(r[k] for r in got):.4f}" for k in KEYS]
+                cpu = mean(r.get("sample_cpu_seconds", float("nan")) for r in got)
+                lead = f"| {name} | {eps:g} | {tag} | {len(got)} | "
+                lines.append(lead + " | ".join(cells) + f" | {cpu:.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("tables", nargs="+")
+    p.add_argument("--trials", help="matching_trials.py's JSON lines")
+    p.add_argument("--variants", default="repeats,unmatched")
+    args = p.parse_args()
+    if args.trials:
+        print(variants_table(args.trials, args.tables, args.variants.split(",")))
+    else:
+        print(table(args.tables))
+
+
 if __name__ == "__main__":
-    print(table(sys.argv[1:]))
+    main()

@@ -6,15 +6,16 @@ both peers and both samplers, and the real rows; then, with ``--gaps``, one line
 epsilon naming each column where ours misses the goal of issue 22 (TVD at most the best peer's,
 AUC and balanced accuracy within 0.005 of it) and by how much.
 
-Sources: ``bench/results/tables_<name>.json`` (``bench_tables.py --out``); Adult's and Thyroid's
-dpforge runs from the issue-22 reruns (Adult: the trials' JSON lines, tag ``matched``, the
-current default with rows matched to the stored marginals at sample time, scored as
-``bench_tables.py`` scores; before it ``pairs3``; ``tables_thyroid.json``),
-their peers and real rows from ``tables.json`` (fitted in an earlier session on the same data,
-split, seeds and public cells); Adult's non-private run from ``quality_trials.jsonl``
-(tag ``np-matched``: the current default, else ``np-pairs3``: before matched rows, else
-``nonprivate-rule-pairs2``: two pairs, else
-``nonprivate-rule``: one pair per column, else ``nonprivate-defaults``: 300 steps)::
+Sources: our default's runs from ``matching_balance.jsonl`` (tag ``repeats``: the default of
+session 34, rows matched to the stored marginals and drawn balanced, scored as
+``bench_tables.py`` scores, one fit per table, epsilon and seed with the same seeds as
+``bench_tables.py``; ``matching_trials.py`` wrote them); the peers and real rows from
+``bench/results/tables_<name>.json`` (``bench_tables.py --out``), Adult's and Thyroid's from
+``tables.json`` (fitted in an earlier session on the same data, split, seeds and public cells);
+Adult's non-private run from ``quality_trials.jsonl`` (tag ``np-matched``: matched rows of
+session 33, else ``np-pairs3``: before matched rows, else ``nonprivate-rule-pairs2``: two
+pairs, else ``nonprivate-rule``: one pair per column, else ``nonprivate-defaults``: 300
+steps). A table without rows in the trials' file keeps the dpforge rows of its bench file::
 
     python bench/tables_summary.py adult thyroid psid nmes fair healthins wage --gaps
 """
@@ -36,7 +37,7 @@ PEERS = ("mst", "aim")
 NONPRIVATE_TAGS = (
     "np-matched", "np-pairs3", "nonprivate-rule-pairs2", "nonprivate-rule", "nonprivate-defaults"
 )  # fmt: skip
-DEFAULT_TAGS = {"adult": "matched"}  # our default's runs kept in quality_trials.jsonl
+DEFAULT_TRIALS = ("matching_balance.jsonl", "repeats")  # our default's runs, kept as trials
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
     # Adult's earlier dpforge runs: tables_adult-s*.json (300 steps), tables_adult-rule-*.json
     # (steps that follow N, one pair per column)
@@ -46,7 +47,8 @@ SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
 
 
 def runs_of(name: str) -> tuple[list[dict], int]:
-    """The ok runs of one table from its sources, and its number of training rows."""
+    """The ok runs of one table from its sources, and its number of training rows; our
+    default's from the trials where they hold the table."""
     out, n_train = [], None
     for file, methods in SOURCES.get(name, ((f"tables_{name}.json", None),)):
         path = harness.RESULTS / file
@@ -61,19 +63,23 @@ def runs_of(name: str) -> tuple[list[dict], int]:
             and r["status"] == "ok"
             and (methods is None or r["method"] in methods)
         ]
-    return out + default_trial_runs(name), n_train
+    trials = default_trial_runs(name)
+    if trials:
+        out = [r for r in out if r["method"] != "dpforge"]
+    return out + trials, n_train
 
 
 def default_trial_runs(name: str) -> list[dict]:
-    """Our default's runs of one table kept as trials (``DEFAULT_TAGS``), as bench runs."""
-    if name not in DEFAULT_TAGS:
+    """Our default's runs of one table kept as trials (``DEFAULT_TRIALS``), as bench runs."""
+    file, tag = DEFAULT_TRIALS
+    path = harness.RESULTS / file
+    if not path.is_file():
         return []
-    rows = [json.loads(line) for line in
-            (harness.RESULTS / "quality_trials.jsonl").read_text().splitlines()]  # fmt: skip
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
     return [
         {**r, "dataset": name, "method": "dpforge", "status": "ok", "sampler": None}
         for r in rows
-        if r["table"] == name and r["tag"] == DEFAULT_TAGS[name]
+        if r["table"] == name and r["tag"] == tag
     ]
 
 
