@@ -9,7 +9,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from dpforge.statistics.balance import balance_cells, balanced_counts
+from dpforge.statistics.balance import MAX_IDS, balance_cells, balance_marginals, balanced_counts
 from dpforge.statistics.marginals import CellColumn
 
 
@@ -46,7 +46,7 @@ def test_exchanges_keep_n_rows_and_lower_the_distance(distinct):
         counts[rng.choice(2000, n, replace=False, p=weights)] = 1
     else:
         counts = np.bincount(rng.choice(2000, n, p=weights), minlength=2000)
-    index, size = balance_cells(cells, list(cells))
+    index, size = balance_cells(cells, balance_marginals(list(cells), [], 2000))
     after = balanced_counts(index, size, expected, counts, rounds=40)
     assert after.sum() == n and after.min() >= 0
     if distinct:
@@ -59,7 +59,7 @@ def test_no_rounds_leave_the_draw_as_it_is():
     rng = np.random.default_rng(1)
     cells = _pool(300, rng)
     counts = np.bincount(rng.integers(0, 300, 40), minlength=300)
-    index, size = balance_cells(cells, list(cells))
+    index, size = balance_cells(cells, balance_marginals(list(cells), [], 300))
     same = balanced_counts(index, size, np.full(300, 40 / 300), counts, rounds=0)
     assert np.array_equal(same, counts)
 
@@ -67,9 +67,28 @@ def test_no_rounds_leave_the_draw_as_it_is():
 def test_cell_ids_are_one_range_per_marginal():
     rng = np.random.default_rng(2)
     cells = _pool(500, rng)
-    index, size = balance_cells(cells, ["a", "b", "y"])
+    index, size = balance_cells(cells, balance_marginals(["a", "b", "y"], [], 500))
     assert index.shape == (6, 500)  # 3 columns and 3 pairs
     assert size == 3 + 4 + 2 + 12 + 6 + 8
     assert np.array_equal(index[3], cells["a"].index * 4 + cells["b"].index + 9)
     ranges = [(row.min(), row.max()) for row in index]
     assert all(hi < lo2 for (_, hi), (lo2, _) in zip(ranges, ranges[1:], strict=False))
+
+
+def test_wide_tables_balance_on_the_measured_marginals_then_the_columns():
+    names = [f"c{i}" for i in range(40)]
+    pool = MAX_IDS // 200  # 40 columns and their 780 pairs would pass the limit
+    measured = [("c0", "c1"), ("c2", "c3"), ("c0", "c1")]
+    chosen = balance_marginals(names, measured, pool)
+    assert chosen == [(n,) for n in names] + [("c0", "c1"), ("c2", "c3")]
+    assert balance_marginals(names, measured, MAX_IDS // 40) == [(n,) for n in names]
+    assert len(balance_marginals(names[:5], measured, pool)) == 5 + 10
+
+
+def test_a_three_column_marginal_gets_its_own_cells():
+    rng = np.random.default_rng(3)
+    cells = _pool(200, rng)
+    index, size = balance_cells(cells, [("y", "a", "b")])
+    assert size == 24
+    flat = (cells["y"].index * 3 + cells["a"].index) * 4 + cells["b"].index
+    assert np.array_equal(index[0], flat)

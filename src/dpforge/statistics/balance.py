@@ -7,8 +7,9 @@ epsilon = 3: 2-way TVD 0.032 drawn, 0.028 for the whole weighted pool). Survey s
 remove it by balanced sampling (the cube method of Deville and Tille). This module does the
 same by local search: starting from the systematic draw, it exchanges a drawn row for an
 undrawn one whenever that lowers the L1 distance, summed over every column and every pair of
-columns on their cells, between the drawn rows' counts and ``n`` times the weighted pool's. The
-pool's columns are generated, so this is post-processing of the release at no privacy cost.
+columns on their cells (on wide tables every column and the measured marginals), between the
+drawn rows' counts and ``n`` times the weighted pool's. The pool's columns are generated, so
+this is post-processing of the release at no privacy cost.
 """
 
 from __future__ import annotations
@@ -20,23 +21,40 @@ import numpy as np
 
 from dpforge.statistics.marginals import CellColumn
 
-__all__ = ["balance_cells", "balanced_counts"]
+__all__ = ["MAX_IDS", "balance_cells", "balance_marginals", "balanced_counts"]
 
+MAX_IDS = 2**25  # cell ids held for a pool (4 bytes each): 128 MB
 BLOCK = 16_384  # pool rows scored at once (memory: marginals x BLOCK floats)
 BATCH = 512  # exchanges tried per round, best-scored first
 
 
-def balance_cells(cells: Mapping[str, CellColumn], names: Sequence[str]) -> tuple[np.ndarray, int]:
-    """(marginals, rows) cell ids of every column of ``names`` and every pair of them, each
-    marginal on its own range of ids, and the number of ids."""
+def balance_marginals(
+    names: Sequence[str], stored: Sequence[tuple[str, ...]], pool: int
+) -> list[tuple[str, ...]]:
+    """The marginals the draw is balanced on: every column of ``names`` and every pair of them
+    while their cell ids for the ``pool`` rows stay within ``MAX_IDS``; past that (wide tables)
+    every column and the ``stored`` marginals (those the release measured), then the columns
+    alone. A rule of public sizes only."""
+    columns = [(name,) for name in names]
+    every_pair = columns + list(combinations(names, 2))
+    measured = columns + [m for m in dict.fromkeys(stored) if len(m) > 1]
+    for marginals in (every_pair, measured):
+        if len(marginals) * pool <= MAX_IDS:
+            return marginals
+    return columns
+
+
+def balance_cells(
+    cells: Mapping[str, CellColumn], marginals: Sequence[tuple[str, ...]]
+) -> tuple[np.ndarray, int]:
+    """(marginals, rows) cell ids of each of ``marginals`` (column tuples), each marginal on its
+    own range of ids, and the number of ids."""
     rows, offset = [], 0
-    for name in names:
-        rows.append(cells[name].index.astype(np.int32) + offset)
-        offset += cells[name].size
-    for a, b in combinations(names, 2):
-        flat = cells[a].index.astype(np.int64) * cells[b].size + cells[b].index
-        rows.append((flat + offset).astype(np.int64))
-        offset += cells[a].size * cells[b].size
+    for columns in marginals:
+        shape = tuple(cells[c].size for c in columns)
+        flat = np.ravel_multi_index([cells[c].index for c in columns], shape)
+        rows.append(flat.astype(np.int64) + offset)
+        offset += int(np.prod(shape))
     dtype = np.int32 if offset < np.iinfo(np.int32).max else np.int64
     return np.stack([r.astype(dtype) for r in rows]), offset
 

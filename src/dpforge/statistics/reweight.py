@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dpforge.statistics.balance import balance_cells, balanced_counts
+from dpforge.statistics.balance import balance_cells, balance_marginals, balanced_counts
 from dpforge.statistics.inclusion import distinct_sample, fit_inclusion
 from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
 from dpforge.statistics.pool_cells import PoolCells
@@ -241,7 +241,9 @@ def matched_index(
         picks = order[resample(expected[order], n, rng)]
     if settings.balance:
         counts = np.bincount(picks, minlength=index.shape[1])
-        pairs, size = balance_cells(cells, list(cells))
+        stored = [t.columns for t in targets.targets]
+        marginals = balance_marginals(list(cells), stored, index.shape[1])
+        pairs, size = balance_cells(cells, marginals)
         counts = balanced_counts(pairs, size, expected, counts, settings.balance)
         picks = np.repeat(np.arange(index.shape[1]), counts)
     return rng.permutation(picks)
