@@ -35,6 +35,12 @@ VARIANTS = {
     "sorted": ReweightSettings(balance=0),  # sorted by the cells, not balanced after the draw
     "distinct": ReweightSettings(distinct=True),
     "no-label": ReweightSettings(),  # matched to the marginals without the label only
+    # weights kept nearer equal (the KL term's weight), down to about equal weights (spread100:
+    # the draw balanced to the generator's own pool)
+    "spread0.03": ReweightSettings(spread=0.03),
+    "spread0.1": ReweightSettings(spread=0.1),
+    "spread0.3": ReweightSettings(spread=0.3),
+    "spread100": ReweightSettings(spread=100.0),
 }
 
 

@@ -12,10 +12,11 @@ session 34, rows matched to the stored marginals and drawn balanced, scored as
 ``bench_tables.py``; ``matching_trials.py`` wrote them); the peers and real rows from
 ``bench/results/tables_<name>.json`` (``bench_tables.py --out``), Adult's and Thyroid's from
 ``tables.json`` (fitted in an earlier session on the same data, split, seeds and public cells);
-Adult's non-private run from ``quality_trials.jsonl`` (tag ``np-matched``: matched rows of
-session 33, else ``np-pairs3``: before matched rows, else ``nonprivate-rule-pairs2``: two
-pairs, else ``nonprivate-rule``: one pair per column, else ``nonprivate-defaults``: 300
-steps). A table without rows in the trials' file keeps the dpforge rows of its bench file::
+Adult's non-private run from ``quality_trials.jsonl`` (tag ``np-balanced``: the balanced
+draw of session 34, else ``np-matched``: matched rows of session 33, else ``np-pairs3``:
+before matched rows, else ``nonprivate-rule-pairs2``: two pairs, else ``nonprivate-rule``:
+one pair per column, else ``nonprivate-defaults``: 300 steps). A table without rows in the
+trials' file keeps the dpforge rows of its bench file::
 
     python bench/tables_summary.py adult thyroid psid nmes fair healthins wage --gaps
 """
@@ -35,7 +36,8 @@ SLACK = 0.005  # issue 22: within 0.005 of the best peer's AUC and balanced accu
 PEERS = ("mst", "aim")
 # the first that ran
 NONPRIVATE_TAGS = (
-    "np-matched", "np-pairs3", "nonprivate-rule-pairs2", "nonprivate-rule", "nonprivate-defaults"
+    "np-balanced", "np-matched", "np-pairs3", "nonprivate-rule-pairs2", "nonprivate-rule",
+    "nonprivate-defaults",
 )  # fmt: skip
 DEFAULT_TRIALS = ("matching_balance.jsonl", "repeats")  # our default's runs, kept as trials
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
