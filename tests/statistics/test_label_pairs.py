@@ -14,7 +14,13 @@ from dpforge.data.encoder import Span
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
 from dpforge.statistics.anchor_l1 import conditional_distribution, merge_matrices
-from dpforge.statistics.label_pairs import label_pair_marginals, merge_map, merged_sizes
+from dpforge.statistics.label_pairs import (
+    LABEL_PAIRS_FROM,
+    label_pair_marginals,
+    label_pairs_for,
+    merge_map,
+    merged_sizes,
+)
 from dpforge.statistics.marginals import (
     CellColumn,
     MeasuredMarginal,
@@ -178,6 +184,26 @@ def test_refused_without_a_label_or_without_the_selection():
     synth = dpforge.Synthesizer(unlabelled, epsilon=1.0, seed=0, progress=False, anchor=anchor)
     with pytest.raises(ValueError, match="label_pairs needs a label"):
         synth.fit(frame)
+
+
+def test_the_default_turns_label_pairs_on_from_the_rule_size_on_public_inputs_only():
+    big = LABEL_PAIRS_FROM
+    assert label_pairs_for(None, big, True, True, True)
+    assert not label_pairs_for(None, big - 1, True, True, True)
+    assert not label_pairs_for(None, big, False, True, True)  # no label
+    assert not label_pairs_for(None, big, True, False, True)  # an engine counts pairs only
+    assert not label_pairs_for(None, big, True, True, False)  # no pair selection
+    assert label_pairs_for(True, 10, True, True, True)  # a setting wins
+    assert not label_pairs_for(False, 10 * big, True, True, True)
+
+
+@pytest.mark.parametrize("rows, expected", [(2000, "column pairs"), (21_000, "label x column x")])
+def test_the_default_plan_and_ledger_follow_the_released_size(monkeypatch, rows, expected):
+    frame, schema = _table(rows)
+    synth, seen = _fit(frame, schema, monkeypatch, label_pairs=None)
+    names = [e["name"] for e in synth.ledger_.to_dict()["entries"]]
+    assert any(expected in name for name in names)
+    assert all(len(m) == (3 if rows > 20_000 else 2) for m in seen[-1][0])
 
 
 @pytest.mark.slow

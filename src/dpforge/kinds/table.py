@@ -44,6 +44,7 @@ from dpforge.statistics.codes import (
     measure_code_histograms,
     place_codes,
 )
+from dpforge.statistics.label_pairs import label_pairs_for
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
@@ -187,13 +188,13 @@ class MarginalAnchoring(Anchoring):
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
         _check_label_pairs(self.config, label, records)
+        config = self._resolved(label, records, n_public)
         target = self._target(run, ledger)
         n_cells = self.cells_per_column(public, target, ledger, (n_public, prior), run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
         long = long_code_columns(schema.generated_columns)
-        pairs = anchor_pairs_per_column(self.config, n_public)  # the released N: public
         plan = plan_anchoring(
-            replace(self.config, pairs_per_column=pairs), public.spans, label and label.name,
+            config, public.spans, label and label.name,
             target, ledger, adaptive=len(adaptive), codes=len(long), unit=run.unit,
         )  # fmt: skip
         m = len(adaptive) + len(long)  # histograms in the release (sensitivity rows * sqrt(m))
@@ -242,6 +243,17 @@ class MarginalAnchoring(Anchoring):
             for c in adaptive
         }
 
+    def _resolved(self, label: Any, records: Any, n_public: float) -> AnchorConfig:
+        """The config with the rules of the released N applied (public): pairs per column and
+        whether round 2 measures label x a x b."""
+        pairs = anchor_pairs_per_column(self.config, n_public)
+        in_memory = not isinstance(records, TableAggregates)
+        label_pairs = label_pairs_for(
+            self.config.label_pairs, n_public, label is not None, in_memory,
+            self.config.select_pairs,
+        )  # fmt: skip
+        return replace(self.config, pairs_per_column=pairs, label_pairs=label_pairs)
+
     def _target(self, run: Any, ledger: PrivacyLedger) -> tuple[float, float] | None:
         """(epsilon, delta) the ledger may reach after the anchoring (all of it without a
         discriminator); None for the non-private baseline."""
@@ -270,7 +282,7 @@ class MarginalAnchoring(Anchoring):
                     spans,
                     label_name,
                     _prior(setup),
-                    self.config,
+                    replace(self.config, label_pairs=_planned_label_pairs(self.config, measured)),
                     measured.rngs,
                 )  # fmt: skip
             )
@@ -301,6 +313,12 @@ class MarginalAnchoring(Anchoring):
         """The measured marginals, stored so that sampling matches rows to them."""
         marginals = setup.measured.marginals
         return MarginalRelease(tuple(marginals)) if marginals else None
+
+
+def _planned_label_pairs(config: AnchorConfig, measured: MeasuredTable) -> bool:
+    """Round 2's form as the plan (and so the ledger) resolved it; a plan saved before the
+    plan kept it follows the setting."""
+    return measured.plan.label_pairs or config.label_pairs is True
 
 
 def _check_label_pairs(config: AnchorConfig, label: Any, records: Any) -> None:

@@ -85,6 +85,8 @@ class AnchorConfig:
         as the 3-way marginal label x a x b instead of a x b, on cells merged by a public rule
         so each cell's count stays ``cells_snr`` noise sd above the noise
         (:mod:`dpforge.statistics.label_pairs`); the generator fits it given each label.
+        None (the default): on from ``LABEL_PAIRS_FROM`` released records with a label and
+        the records in memory, off otherwise (:func:`.label_pairs.label_pairs_for`).
     label_scores: with ``label_pairs``, the selection scores every candidate on the label x a
         x b table it would measure, not on a x b.
     """
@@ -106,7 +108,7 @@ class AnchorConfig:
     implied_weight: float = 0.0
     loss: str = "l1"
     rules_weight: float = RULES_WEIGHT
-    label_pairs: bool = False
+    label_pairs: bool | None = None
     label_scores: bool = False
 
     def validate(self) -> None:
@@ -127,7 +129,7 @@ class AnchorConfig:
             )
         if self.label_pairs and not self.select_pairs:
             raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")
-        if self.label_scores and not self.label_pairs:
+        if self.label_scores and self.label_pairs is not True:
             raise ValueError("anchor label_scores needs label_pairs=True")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")

@@ -72,6 +72,7 @@ class AnchorPlan:
     pairs: int = 0
     cells_noise: float = 0.0  # fine histograms of the columns whose cells follow the data
     rows: int = 1  # a person's most rows (1: per record): every release's noise std x rows
+    label_pairs: bool = False  # round 2 as label x a x b (the setting as the plan resolved it)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,7 +146,7 @@ def plan_anchoring(
     noises = [sigma / math.sqrt(w) for w in weights]
     cells_noise = noises.pop() if adaptive else 0.0
     plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
-    plan = replace(plan, rows=unit.rows)
+    plan = replace(plan, rows=unit.rows, label_pairs=bool(config.label_pairs and k))
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
         name = f"anchor: fine histograms of {what} (cells)"
