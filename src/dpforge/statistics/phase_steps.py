@@ -1,11 +1,13 @@
-"""How many Adam steps each anchoring phase takes, and how many column pairs the selection
-measures per column (issue 22): both follow the released N.
+"""How many Adam steps each anchoring phase takes, the batch they take them on, and how many
+column pairs the selection measures per column (issue 22): all follow the released N.
 
 A larger table's marginals are measured on finer cells and with less noise relative to their
 counts, so the generator needs more steps to reach them, and it can afford more measured pairs
 (each pair's cells keep enough signal); a small table needs few steps, should fit in seconds,
-and would drown more pairs in noise. Both read only the released (noisy) number of
-records: post-processing of a DP release, so they reveal nothing more about any record.
+and would drown more pairs in noise. The scout phase (round 1 alone, before the pair
+selection) and the batch are where a small table's fit spent work it did not need
+(bench/results/small_table_speed.md). Every rule reads only the released (noisy) number of
+records: post-processing of a DP release, so it reveals nothing more about any record.
 """
 
 from __future__ import annotations
@@ -16,13 +18,31 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dpforge.statistics.anchor import AnchorConfig
 
-__all__ = ["PAIRS_RULE", "ROWS_PER_STEP", "STEPS_RANGE", "anchor_pairs_per_column", "anchor_steps"]
+__all__ = [
+    "BATCH_RANGE",
+    "PAIRS_RULE",
+    "ROWS_PER_STEP",
+    "SCOUT_RANGE",
+    "STEPS_RANGE",
+    "anchor_batch_size",
+    "anchor_pairs_per_column",
+    "anchor_scout_steps",
+    "anchor_steps",
+]
 
 # One step per ROWS_PER_STEP released records, STEPS_RANGE at the ends. Small tables (up to
 # 9,000 rows) keep 300, which fits them in seconds; Adult (~30,000 rows) gets 1,000, which its
 # 2-way TVD needed (bench/results/quality_trials.md, third round).
 ROWS_PER_STEP = 30.0
 STEPS_RANGE = (300, 1000)
+# The scout phase only has to fit round 1 well enough to score the pairs; the final phase goes
+# on from it. One step per ROWS_PER_STEP records as well, but from 150: tables up to 4,500
+# rows scout for 150 steps, from 9,000 on as many as the final phase (Adult unchanged).
+SCOUT_RANGE = (150, 1000)
+# The batch: the smallest power of two holding the released N, within BATCH_RANGE. A table of
+# 500 rows fits its marginals on batches of 512 generated rows, not 1,024; from 513 rows on,
+# 1,024 as before.
+BATCH_RANGE = (256, 1024)
 # From this many released records, three pairs per column: on Adult (30,162 rows) two took the
 # 2-way TVD from 0.047 to 0.045 at epsilon 1 and 0.045 to 0.037 at epsilon 3 (fourth round),
 # three to 0.042 and 0.036 with RF AUC 0.879 and 0.886 against 0.878 and 0.882 (fifth round;
@@ -36,8 +56,33 @@ def anchor_steps(config: AnchorConfig, n_public: float) -> int:
     ``ROWS_PER_STEP`` records of ``n_public`` (the released N) within ``STEPS_RANGE``."""
     if config.steps is not None:
         return config.steps
-    low, high = STEPS_RANGE
+    return _per_rows(n_public, STEPS_RANGE)
+
+
+def _per_rows(n_public: float, bounds: tuple[int, int]) -> int:
+    low, high = bounds
     return int(min(high, max(low, math.ceil(max(0.0, n_public) / ROWS_PER_STEP))))
+
+
+def anchor_scout_steps(config: AnchorConfig, n_public: float) -> int:
+    """The steps of the scout phase (round 1 alone, before the pair selection):
+    ``config.scout_steps`` when set, else ``config.steps`` when set, else one step per
+    ``ROWS_PER_STEP`` records of ``n_public`` (the released N) within ``SCOUT_RANGE``."""
+    if config.scout_steps is not None:
+        return config.scout_steps
+    if config.steps is not None:
+        return config.steps
+    return _per_rows(n_public, SCOUT_RANGE)
+
+
+def anchor_batch_size(config: AnchorConfig, n_public: float) -> int:
+    """The generated rows per step of both phases: ``config.batch_size`` when set, else the
+    smallest power of two at least ``n_public`` (the released N) within ``BATCH_RANGE``."""
+    if config.batch_size is not None:
+        return config.batch_size
+    low, high = BATCH_RANGE
+    rows = max(1.0, n_public)
+    return int(min(high, max(low, 2 ** math.ceil(math.log2(rows)))))
 
 
 def anchor_pairs_per_column(config: AnchorConfig, n_public: float) -> float:
