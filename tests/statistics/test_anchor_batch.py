@@ -1,0 +1,105 @@
+"""The scout phase's steps and both phases' batch follow the released N (issue 22, speed):
+planned values for a few N, public inputs only, the ledger unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpforge
+from dpforge.kinds import table as table_kind
+from dpforge.schema.table import Column, Schema
+from dpforge.statistics import rounds
+from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.phase_steps import (
+    BATCH_RANGE,
+    SCOUT_RANGE,
+    anchor_batch_size,
+    anchor_scout_steps,
+    anchor_steps,
+)
+
+
+def test_the_scout_takes_fewer_steps_on_small_tables_only():
+    default = AnchorConfig()
+    assert anchor_scout_steps(default, 502) == SCOUT_RANGE[0] == 150
+    assert anchor_scout_steps(default, 4_500) == 150
+    assert anchor_scout_steps(default, 6_000) == 200  # one step per 30 released records
+    for n in (9_000, 20_000, 30_162):  # from 9,000 records on, as many as the final phase
+        assert anchor_scout_steps(default, n) == anchor_steps(default, n)
+    assert anchor_scout_steps(default, -3.0) == 150  # a noisy N below 0 is still public
+    assert anchor_scout_steps(replace(default, steps=70), 30_000) == 70  # None: ``steps``
+    assert anchor_scout_steps(replace(default, steps=70, scout_steps=40), 30_000) == 40
+
+
+def test_the_batch_is_the_power_of_two_holding_the_released_count():
+    default = AnchorConfig()
+    assert anchor_batch_size(default, 100) == BATCH_RANGE[0] == 256
+    assert anchor_batch_size(default, 502) == 512
+    assert anchor_batch_size(default, 512) == 512
+    assert anchor_batch_size(default, 512.3) == 1024
+    assert anchor_batch_size(default, 30_162) == BATCH_RANGE[1] == 1024
+    assert anchor_batch_size(default, -3.0) == 256
+    assert anchor_batch_size(replace(default, batch_size=64), 30_000) == 64  # a number is kept
+
+
+@pytest.fixture
+def phases(monkeypatch) -> list[tuple[int, int]]:
+    """(steps, batch) each anchoring phase was asked for; the phases run one step."""
+    taken: list[tuple[int, int]] = []
+    real = table_kind.train_anchor
+
+    def record(generator, loss, n_classes, config, rng, **options):
+        taken.append((config.steps, config.batch_size))
+        return real(generator, loss, n_classes, replace(config, steps=1), rng, **options)
+
+    monkeypatch.setattr(table_kind, "train_anchor", record)
+    monkeypatch.setattr(rounds, "train_anchor", record)
+    return taken
+
+
+def _frame(n: int) -> tuple[pd.DataFrame, Schema]:
+    rng = np.random.default_rng(3)
+    label = rng.integers(0, 2, n)
+    frame = pd.DataFrame(
+        {
+            "a": np.where(rng.random(n) < 0.3 + 0.4 * label, "p", "q"),
+            "b": rng.choice(["x", "y", "z"], n),
+            "c": rng.choice(["u", "v"], n),
+            "y": np.where(label == 1, "yes", "no"),
+        }
+    )
+    cats = {"a": ("p", "q"), "b": ("x", "y", "z"), "c": ("u", "v"), "y": ("no", "yes")}
+    schema = Schema(tuple(Column(k, "categorical", categories=v) for k, v in cats.items()), "y")
+    return frame, schema
+
+
+def _fit(frame, schema, anchor=None):
+    return dpforge.Synthesizer(
+        schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor or AnchorConfig()
+    ).fit(frame)
+
+
+def test_the_phases_follow_the_released_count_not_the_records(phases):
+    frame, schema = _frame(400)
+    one = _fit(frame, schema)
+    released = one.sample_release_.marginals[0].total  # the noisy N the rules read
+    planned = (anchor_batch_size(AnchorConfig(), released),) * 2
+    assert [b for _, b in phases] == list(planned) == [512, 512]
+    assert [s for s, _ in phases] == [150, 300]  # the scout, then the final phase
+    changed = frame.copy()
+    changed.loc[:99, "a"] = "q"  # private values change, the number of records does not
+    two = _fit(changed, schema)
+    assert phases[2:] == phases[:2]  # the same steps and batch: they read no record
+    assert one.ledger_.to_dict() == two.ledger_.to_dict()
+
+
+def test_the_ledger_is_the_same_as_with_the_old_fixed_settings(phases):
+    frame, schema = _frame(400)
+    following = _fit(frame, schema)
+    fixed = _fit(frame, schema, AnchorConfig(steps=300, scout_steps=300, batch_size=1024))
+    assert phases == [(150, 512), (300, 512), (300, 1024), (300, 1024)]
+    assert following.ledger_.to_dict() == fixed.ledger_.to_dict()
