@@ -4,9 +4,8 @@ process (issue 22, speed; bench/results/small_table_speed.md).
 The machine is shared, and CPU time per unit of work moves with its load, so two arms run at
 different times are hard to compare. Here both run in the same process, one right after the
 other for each (table, epsilon, seed), after a warm-up fit that pays the one-time imports:
-"old" is ``AnchorConfig(scout_steps=300, batch_size=1024)``, what the default did on tables
-under 9,000 records before the scout and the batch followed the released N; "new" is
-``AnchorConfig()``. One JSON line per pair goes to ``--out``::
+"old" is ``AnchorConfig(batch_size=1024)``, what the default did before the batch followed
+the released N (both phases on 1,024 rows); "new" is ``AnchorConfig()``. One JSON line per pair goes to ``--out``::
 
     OMP_NUM_THREADS=1 python small_table_cpu.py psid,thyroid --epsilons 1,3 --seeds 3
 """
@@ -25,7 +24,7 @@ from dpforge import Synthesizer
 from dpforge.statistics.anchor import AnchorConfig
 from tables_runs import load_dataset
 
-ARMS = {"old": AnchorConfig(scout_steps=300, batch_size=1024), "new": AnchorConfig()}
+ARMS = {"old": AnchorConfig(batch_size=1024), "new": AnchorConfig()}
 
 
 def fit_cpu(data, epsilon: float, seed: int, config: AnchorConfig) -> float:

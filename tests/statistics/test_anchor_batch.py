@@ -1,5 +1,6 @@
-"""The scout phase's steps and both phases' batch follow the released N (issue 22, speed):
-planned values for a few N, public inputs only, the ledger unchanged."""
+"""The anchoring phases' batch follows the released N, and a small table's scout phase takes
+half of it (issue 22, speed): planned values for a few N, public inputs only, the ledger
+unchanged."""
 
 from __future__ import annotations
 
@@ -16,23 +17,20 @@ from dpforge.statistics import rounds
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.phase_steps import (
     BATCH_RANGE,
-    SCOUT_RANGE,
+    SCOUT_HALF_BELOW,
     anchor_batch_size,
-    anchor_scout_steps,
-    anchor_steps,
+    anchor_scout_batch,
 )
 
 
-def test_the_scout_takes_fewer_steps_on_small_tables_only():
+def test_the_scout_takes_half_the_batch_on_small_tables_only():
     default = AnchorConfig()
-    assert anchor_scout_steps(default, 502) == SCOUT_RANGE[0] == 150
-    assert anchor_scout_steps(default, 4_500) == 150
-    assert anchor_scout_steps(default, 6_000) == 200  # one step per 30 released records
-    for n in (9_000, 20_000, 30_162):  # from 9,000 records on, as many as the final phase
-        assert anchor_scout_steps(default, n) == anchor_steps(default, n)
-    assert anchor_scout_steps(default, -3.0) == 150  # a noisy N below 0 is still public
-    assert anchor_scout_steps(replace(default, steps=70), 30_000) == 70  # None: ``steps``
-    assert anchor_scout_steps(replace(default, steps=70, scout_steps=40), 30_000) == 40
+    assert anchor_scout_batch(default, 502) == 256  # half of 512
+    assert anchor_scout_batch(default, 3_772) == 512  # half of 1,024
+    assert anchor_scout_batch(default, SCOUT_HALF_BELOW - 1) == 512
+    for n in (SCOUT_HALF_BELOW, 20_000, 30_162):  # from 9,000 records on, the whole batch
+        assert anchor_scout_batch(default, n) == anchor_batch_size(default, n) == 1024
+    assert anchor_scout_batch(replace(default, batch_size=64), 500) == 64  # a number is kept
 
 
 def test_the_batch_is_the_power_of_two_holding_the_released_count():
@@ -87,9 +85,9 @@ def test_the_phases_follow_the_released_count_not_the_records(phases):
     frame, schema = _frame(400)
     one = _fit(frame, schema)
     released = one.sample_release_.marginals[0].total  # the noisy N the rules read
-    planned = (anchor_batch_size(AnchorConfig(), released),) * 2
-    assert [b for _, b in phases] == list(planned) == [512, 512]
-    assert [s for s, _ in phases] == [150, 300]  # the scout, then the final phase
+    planned = anchor_batch_size(AnchorConfig(), released)
+    assert [b for _, b in phases] == [planned // 2, planned] == [256, 512]  # scout, final
+    assert [s for s, _ in phases] == [300, 300]
     changed = frame.copy()
     changed.loc[:99, "a"] = "q"  # private values change, the number of records does not
     two = _fit(changed, schema)
@@ -101,5 +99,5 @@ def test_the_ledger_is_the_same_as_with_the_old_fixed_settings(phases):
     frame, schema = _frame(400)
     following = _fit(frame, schema)
     fixed = _fit(frame, schema, AnchorConfig(steps=300, scout_steps=300, batch_size=1024))
-    assert phases == [(150, 512), (300, 512), (300, 1024), (300, 1024)]
+    assert phases == [(300, 256), (300, 512), (300, 1024), (300, 1024)]
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()

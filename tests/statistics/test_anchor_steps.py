@@ -80,7 +80,7 @@ def test_the_ledger_is_the_same_as_with_fixed_steps(steps_taken):
     frame, schema = _frame(3_000, 1)
     following = _fit(frame, schema)
     fixed = _fit(frame, schema, AnchorConfig(batch_size=64, steps=300))
-    assert steps_taken == [150, 300, 300, 300]  # a small table: the fewest (scout: 150)
+    assert steps_taken == [300, 300, 300, 300]  # a small table: the fewest steps
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()
 
 

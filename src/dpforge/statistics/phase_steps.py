@@ -22,11 +22,11 @@ __all__ = [
     "BATCH_RANGE",
     "PAIRS_RULE",
     "ROWS_PER_STEP",
-    "SCOUT_RANGE",
+    "SCOUT_HALF_BELOW",
     "STEPS_RANGE",
     "anchor_batch_size",
     "anchor_pairs_per_column",
-    "anchor_scout_steps",
+    "anchor_scout_batch",
     "anchor_steps",
 ]
 
@@ -35,14 +35,16 @@ __all__ = [
 # 2-way TVD needed (bench/results/quality_trials.md, third round).
 ROWS_PER_STEP = 30.0
 STEPS_RANGE = (300, 1000)
-# The scout phase only has to fit round 1 well enough to score the pairs; the final phase goes
-# on from it. One step per ROWS_PER_STEP records as well, but from 150: tables up to 4,500
-# rows scout for 150 steps, from 9,000 on as many as the final phase (Adult unchanged).
-SCOUT_RANGE = (150, 1000)
 # The batch: the smallest power of two holding the released N, within BATCH_RANGE. A table of
 # 500 rows fits its marginals on batches of 512 generated rows, not 1,024; from 513 rows on,
 # 1,024 as before.
 BATCH_RANGE = (256, 1024)
+# The scout phase (round 1 alone, before the pair selection) only has to fit round 1 well
+# enough to score the pairs, and the final phase goes on from it: below SCOUT_HALF_BELOW
+# released records (the tables whose phases take STEPS_RANGE's fewest steps) it takes its
+# steps on half the batch. Halving its steps instead cost thyroid's and healthins' RF
+# balanced accuracy (bench/results/small_table_speed.md); Adult is unchanged.
+SCOUT_HALF_BELOW = STEPS_RANGE[0] * ROWS_PER_STEP  # 9,000
 # From this many released records, three pairs per column: on Adult (30,162 rows) two took the
 # 2-way TVD from 0.047 to 0.045 at epsilon 1 and 0.045 to 0.037 at epsilon 3 (fourth round),
 # three to 0.042 and 0.036 with RF AUC 0.879 and 0.886 against 0.878 and 0.882 (fifth round;
@@ -64,17 +66,6 @@ def _per_rows(n_public: float, bounds: tuple[int, int]) -> int:
     return int(min(high, max(low, math.ceil(max(0.0, n_public) / ROWS_PER_STEP))))
 
 
-def anchor_scout_steps(config: AnchorConfig, n_public: float) -> int:
-    """The steps of the scout phase (round 1 alone, before the pair selection):
-    ``config.scout_steps`` when set, else ``config.steps`` when set, else one step per
-    ``ROWS_PER_STEP`` records of ``n_public`` (the released N) within ``SCOUT_RANGE``."""
-    if config.scout_steps is not None:
-        return config.scout_steps
-    if config.steps is not None:
-        return config.steps
-    return _per_rows(n_public, SCOUT_RANGE)
-
-
 def anchor_batch_size(config: AnchorConfig, n_public: float) -> int:
     """The generated rows per step of both phases: ``config.batch_size`` when set, else the
     smallest power of two at least ``n_public`` (the released N) within ``BATCH_RANGE``."""
@@ -83,6 +74,15 @@ def anchor_batch_size(config: AnchorConfig, n_public: float) -> int:
     low, high = BATCH_RANGE
     rows = max(1.0, n_public)
     return int(min(high, max(low, 2 ** math.ceil(math.log2(rows)))))
+
+
+def anchor_scout_batch(config: AnchorConfig, n_public: float) -> int:
+    """The generated rows per step of the scout phase: ``config.batch_size`` when set, else
+    :func:`anchor_batch_size`, halved below ``SCOUT_HALF_BELOW`` released records."""
+    batch = anchor_batch_size(config, n_public)
+    if config.batch_size is None and n_public < SCOUT_HALF_BELOW:
+        return batch // 2
+    return batch
 
 
 def anchor_pairs_per_column(config: AnchorConfig, n_public: float) -> float:
