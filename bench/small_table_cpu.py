@@ -5,7 +5,8 @@ The machine is shared, and CPU time per unit of work moves with its load, so two
 different times are hard to compare. Here both run in the same process, one right after the
 other for each (table, epsilon, seed), after a warm-up fit that pays the one-time imports:
 "old" is ``AnchorConfig(batch_size=1024)``, what the default did before the batch followed
-the released N (both phases on 1,024 rows); "new" is ``AnchorConfig()``. One JSON line per pair goes to ``--out``::
+the released N (both phases on 1,024 rows); "new" is ``AnchorConfig()``. One JSON line per
+pair goes to ``--out``::
 
     OMP_NUM_THREADS=1 python small_table_cpu.py psid,thyroid --epsilons 1,3 --seeds 3
 """
