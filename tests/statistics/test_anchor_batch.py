@@ -1,6 +1,5 @@
-"""The anchoring phases' batch follows the released N, and a small table's scout phase takes
-half of it (issue 22, speed): planned values for a few N, public inputs only, the ledger
-unchanged."""
+"""The anchoring phases' batch follows the released N (issue 22, speed): planned values for a
+few N, public inputs only, the ledger unchanged."""
 
 from __future__ import annotations
 
@@ -15,22 +14,7 @@ from dpforge.kinds import table as table_kind
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import rounds
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.phase_steps import (
-    BATCH_RANGE,
-    SCOUT_HALF_BELOW,
-    anchor_batch_size,
-    anchor_scout_batch,
-)
-
-
-def test_the_scout_takes_half_the_batch_on_small_tables_only():
-    default = AnchorConfig()
-    assert anchor_scout_batch(default, 502) == 256  # half of 512
-    assert anchor_scout_batch(default, 3_772) == 512  # half of 1,024
-    assert anchor_scout_batch(default, SCOUT_HALF_BELOW - 1) == 512
-    for n in (SCOUT_HALF_BELOW, 20_000, 30_162):  # from 9,000 records on, the whole batch
-        assert anchor_scout_batch(default, n) == anchor_batch_size(default, n) == 1024
-    assert anchor_scout_batch(replace(default, batch_size=64), 500) == 64  # a number is kept
+from dpforge.statistics.phase_steps import BATCH_RANGE, anchor_batch_size
 
 
 def test_the_batch_is_the_power_of_two_holding_the_released_count():
@@ -86,7 +70,7 @@ def test_the_phases_follow_the_released_count_not_the_records(phases):
     one = _fit(frame, schema)
     released = one.sample_release_.marginals[0].total  # the noisy N the rules read
     planned = anchor_batch_size(AnchorConfig(), released)
-    assert [b for _, b in phases] == [planned // 2, planned] == [256, 512]  # scout, final
+    assert [b for _, b in phases] == [planned, planned] == [512, 512]  # scout, final
     assert [s for s, _ in phases] == [300, 300]
     changed = frame.copy()
     changed.loc[:99, "a"] = "q"  # private values change, the number of records does not
@@ -99,5 +83,5 @@ def test_the_ledger_is_the_same_as_with_the_old_fixed_settings(phases):
     frame, schema = _frame(400)
     following = _fit(frame, schema)
     fixed = _fit(frame, schema, AnchorConfig(steps=300, scout_steps=300, batch_size=1024))
-    assert phases == [(300, 256), (300, 512), (300, 1024), (300, 1024)]
+    assert phases == [(300, 512), (300, 512), (300, 1024), (300, 1024)]
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()

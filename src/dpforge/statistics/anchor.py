@@ -71,9 +71,7 @@ class AnchorConfig:
         (:mod:`dpforge.statistics.phase_steps`; the batch is that of both phases); a number
         is used as is.
     scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
-        selection; None: ``steps``); the final phase goes on from it. With ``batch_size=None``
-        a table under 9,000 released records scouts on half the batch
-        (``phase_steps.anchor_scout_batch``).
+        selection; None: ``steps``); the final phase goes on from it.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).

@@ -4,10 +4,10 @@ column pairs the selection measures per column (issue 22): all follow the releas
 A larger table's marginals are measured on finer cells and with less noise relative to their
 counts, so the generator needs more steps to reach them, and it can afford more measured pairs
 (each pair's cells keep enough signal); a small table needs few steps, should fit in seconds,
-and would drown more pairs in noise. The scout phase (round 1 alone, before the pair
-selection) and the batch are where a small table's fit spent work it did not need
-(bench/results/small_table_speed.md). Every rule reads only the released (noisy) number of
-records: post-processing of a DP release, so it reveals nothing more about any record.
+and would drown more pairs in noise; a table smaller than the batch fitted its marginals on
+more generated rows a step than it has records (bench/results/small_table_speed.md). Every rule
+reads only the released (noisy) number of records: post-processing of a DP release, so it
+reveals nothing more about any record.
 """
 
 from __future__ import annotations
@@ -22,11 +22,9 @@ __all__ = [
     "BATCH_RANGE",
     "PAIRS_RULE",
     "ROWS_PER_STEP",
-    "SCOUT_HALF_BELOW",
     "STEPS_RANGE",
     "anchor_batch_size",
     "anchor_pairs_per_column",
-    "anchor_scout_batch",
     "anchor_steps",
 ]
 
@@ -35,16 +33,11 @@ __all__ = [
 # 2-way TVD needed (bench/results/quality_trials.md, third round).
 ROWS_PER_STEP = 30.0
 STEPS_RANGE = (300, 1000)
-# The batch: the smallest power of two holding the released N, within BATCH_RANGE. A table of
-# 500 rows fits its marginals on batches of 512 generated rows, not 1,024; from 513 rows on,
-# 1,024 as before.
+# The batch of both phases: the smallest power of two holding the released N, within
+# BATCH_RANGE. A table of 500 rows fits its marginals on batches of 512 generated rows, not
+# 1,024; from 513 rows on, 1,024 as before. Fewer steps or a smaller batch for the scout phase
+# of larger small tables were tried and cost quality (bench/results/small_table_speed.md).
 BATCH_RANGE = (256, 1024)
-# The scout phase (round 1 alone, before the pair selection) only has to fit round 1 well
-# enough to score the pairs, and the final phase goes on from it: below SCOUT_HALF_BELOW
-# released records (the tables whose phases take STEPS_RANGE's fewest steps) it takes its
-# steps on half the batch. Halving its steps instead cost thyroid's and healthins' RF
-# balanced accuracy (bench/results/small_table_speed.md); Adult is unchanged.
-SCOUT_HALF_BELOW = STEPS_RANGE[0] * ROWS_PER_STEP  # 9,000
 # From this many released records, three pairs per column: on Adult (30,162 rows) two took the
 # 2-way TVD from 0.047 to 0.045 at epsilon 1 and 0.045 to 0.037 at epsilon 3 (fourth round),
 # three to 0.042 and 0.036 with RF AUC 0.879 and 0.886 against 0.878 and 0.882 (fifth round;
@@ -74,15 +67,6 @@ def anchor_batch_size(config: AnchorConfig, n_public: float) -> int:
     low, high = BATCH_RANGE
     rows = max(1.0, n_public)
     return int(min(high, max(low, 2 ** math.ceil(math.log2(rows)))))
-
-
-def anchor_scout_batch(config: AnchorConfig, n_public: float) -> int:
-    """The generated rows per step of the scout phase: ``config.batch_size`` when set, else
-    :func:`anchor_batch_size`, halved below ``SCOUT_HALF_BELOW`` released records."""
-    batch = anchor_batch_size(config, n_public)
-    if config.batch_size is None and n_public < SCOUT_HALF_BELOW:
-        return batch // 2
-    return batch
 
 
 def anchor_pairs_per_column(config: AnchorConfig, n_public: float) -> float:
