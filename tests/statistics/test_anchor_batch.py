@@ -14,17 +14,19 @@ from dpforge.kinds import table as table_kind
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import rounds
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.phase_steps import BATCH_RANGE, anchor_batch_size
+from dpforge.statistics.phase_steps import BATCH_RANGE, BATCH_STEP, anchor_batch_size
 
 
-def test_the_batch_is_the_power_of_two_holding_the_released_count():
+def test_the_batch_is_the_released_count_rounded_up_within_its_range():
     default = AnchorConfig()
     assert anchor_batch_size(default, 100) == BATCH_RANGE[0] == 256
     assert anchor_batch_size(default, 502) == 512
     assert anchor_batch_size(default, 512) == 512
-    assert anchor_batch_size(default, 512.3) == 1024
-    assert anchor_batch_size(default, 30_162) == BATCH_RANGE[1] == 1024
-    assert anchor_batch_size(default, -3.0) == 256
+    assert anchor_batch_size(default, 512.3) == 512 + BATCH_STEP
+    assert anchor_batch_size(default, 700) == 704
+    assert anchor_batch_size(default, 1_000) == 1024
+    assert anchor_batch_size(default, 30_162) == BATCH_RANGE[1] == 1024  # Adult: as before
+    assert anchor_batch_size(default, -3.0) == 256  # a noisy N below 0 is still public
     assert anchor_batch_size(replace(default, batch_size=64), 30_000) == 64  # a number is kept
 
 
@@ -70,7 +72,7 @@ def test_the_phases_follow_the_released_count_not_the_records(phases):
     one = _fit(frame, schema)
     released = one.sample_release_.marginals[0].total  # the noisy N the rules read
     planned = anchor_batch_size(AnchorConfig(), released)
-    assert [b for _, b in phases] == [planned, planned] == [512, 512]  # scout, final
+    assert [b for _, b in phases] == [planned, planned] == [448, 448]  # scout, final
     assert [s for s, _ in phases] == [300, 300]
     changed = frame.copy()
     changed.loc[:99, "a"] = "q"  # private values change, the number of records does not
@@ -83,5 +85,5 @@ def test_the_ledger_is_the_same_as_with_the_old_fixed_settings(phases):
     frame, schema = _frame(400)
     following = _fit(frame, schema)
     fixed = _fit(frame, schema, AnchorConfig(steps=300, scout_steps=300, batch_size=1024))
-    assert phases == [(300, 512), (300, 512), (300, 1024), (300, 1024)]
+    assert phases == [(300, 448), (300, 448), (300, 1024), (300, 1024)]
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH_RANGE",
+    "BATCH_STEP",
     "PAIRS_RULE",
     "ROWS_PER_STEP",
     "STEPS_RANGE",
@@ -33,11 +34,13 @@ __all__ = [
 # 2-way TVD needed (bench/results/quality_trials.md, third round).
 ROWS_PER_STEP = 30.0
 STEPS_RANGE = (300, 1000)
-# The batch of both phases: the smallest power of two holding the released N, within
+# The batch of both phases: the released N rounded up to a multiple of BATCH_STEP, within
 # BATCH_RANGE. A table of 500 rows fits its marginals on batches of 512 generated rows, not
-# 1,024; from 513 rows on, 1,024 as before. Fewer steps or a smaller batch for the scout phase
-# of larger small tables were tried and cost quality (bench/results/small_table_speed.md).
+# 1,024; from 1,024 rows on, 1,024 as before. (The smallest power of two holding N put psid,
+# 502 rows, on 1,024 whenever the noise released more than 512.) Fewer steps or a smaller
+# batch for the scout phase of larger tables cost quality (bench/results/small_table_speed.md).
 BATCH_RANGE = (256, 1024)
+BATCH_STEP = 64
 # From this many released records, three pairs per column: on Adult (30,162 rows) two took the
 # 2-way TVD from 0.047 to 0.045 at epsilon 1 and 0.045 to 0.037 at epsilon 3 (fourth round),
 # three to 0.042 and 0.036 with RF AUC 0.879 and 0.886 against 0.878 and 0.882 (fifth round;
@@ -60,13 +63,14 @@ def _per_rows(n_public: float, bounds: tuple[int, int]) -> int:
 
 
 def anchor_batch_size(config: AnchorConfig, n_public: float) -> int:
-    """The generated rows per step of both phases: ``config.batch_size`` when set, else the
-    smallest power of two at least ``n_public`` (the released N) within ``BATCH_RANGE``."""
+    """The generated rows per step of both phases: ``config.batch_size`` when set, else
+    ``n_public`` (the released N) rounded up to a multiple of ``BATCH_STEP``, within
+    ``BATCH_RANGE``."""
     if config.batch_size is not None:
         return config.batch_size
     low, high = BATCH_RANGE
-    rows = max(1.0, n_public)
-    return int(min(high, max(low, 2 ** math.ceil(math.log2(rows)))))
+    rows = BATCH_STEP * math.ceil(max(0.0, n_public) / BATCH_STEP)
+    return int(min(high, max(low, rows)))
 
 
 def anchor_pairs_per_column(config: AnchorConfig, n_public: float) -> float:
