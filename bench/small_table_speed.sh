@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side by side (issue 22, speed): the default of BASE (a checkout of the commit this work
 # started from) against this tree's, per table and epsilon, 3 seeds, one thread, written to
-# results/small_table_speed.jsonl as they come (tags base / speed). Run from bench/:
+# results/small_table_speed.jsonl as they come (tags base / default). Run from bench/:
 #   BASE=/tmp/speed-base nohup nice -n 10 bash small_table_speed.sh &
 set -u
 BASE=${BASE:?a checkout of the base commit}
@@ -14,6 +14,6 @@ for job in psid:1,3 thyroid:3.7 nmes:1,3 fair:1,3 wage:1,3 healthins:1,3; do
         PYTHONPATH=$BASE/src python quality_trials.py "$table" --epsilons "$eps" --seeds 3 \
             --tag base --out "$OUT"
         PYTHONPATH=$HERE/src python quality_trials.py "$table" --epsilons "$eps" --seeds 3 \
-            --tag speed --out "$OUT"
+            --tag default --out "$OUT"
     done
 done
