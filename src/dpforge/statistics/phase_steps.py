@@ -54,11 +54,7 @@ def anchor_steps(config: AnchorConfig, n_public: float) -> int:
     ``ROWS_PER_STEP`` records of ``n_public`` (the released N) within ``STEPS_RANGE``."""
     if config.steps is not None:
         return config.steps
-    return _per_rows(n_public, STEPS_RANGE)
-
-
-def _per_rows(n_public: float, bounds: tuple[int, int]) -> int:
-    low, high = bounds
+    low, high = STEPS_RANGE
     return int(min(high, max(low, math.ceil(max(0.0, n_public) / ROWS_PER_STEP))))
 
 
