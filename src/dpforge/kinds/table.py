@@ -48,7 +48,11 @@ from dpforge.statistics.label_pairs import label_pairs_for
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
-from dpforge.statistics.phase_steps import anchor_pairs_per_column, anchor_steps
+from dpforge.statistics.phase_steps import (
+    anchor_batch_size,
+    anchor_pairs_per_column,
+    anchor_steps,
+)
 from dpforge.statistics.rounds import (
     AnchorPlan,
     anchor_loss,
@@ -304,8 +308,12 @@ class MarginalAnchoring(Anchoring):
         if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
             _start_generator(run, method, measured)
         n_classes = 0 if prior is None else prior.shape[0]
-        steps = anchor_steps(self.config, measured.marginals[0].total)  # the released N
-        config = replace(self.config, steps=steps)
+        total = measured.marginals[0].total  # the released N
+        config = replace(
+            self.config,
+            steps=anchor_steps(self.config, total),
+            batch_size=anchor_batch_size(self.config, total),
+        )
         train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
 

@@ -66,9 +66,10 @@ class AnchorConfig:
         at least one, at most every candidate); the selected pairs share one release's budget.
         None (the default): it follows the released N (:mod:`dpforge.statistics.phase_steps`).
     steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
-        step; the learning rate decays linearly to 0 over the phase). ``steps=None`` (the
-        default): they follow the released N (:mod:`dpforge.statistics.phase_steps`); a
-        number is used as is.
+        step; the learning rate decays linearly to 0 over the phase). ``steps=None`` and
+        ``batch_size=None`` (the defaults): they follow the released N
+        (:mod:`dpforge.statistics.phase_steps`; the batch is that of both phases); a number
+        is used as is.
     scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
         selection; None: ``steps``); the final phase goes on from it.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
@@ -101,7 +102,7 @@ class AnchorConfig:
     pairs_per_column: float | None = None
     steps: int | None = None
     scout_steps: int | None = None
-    batch_size: int = 1024
+    batch_size: int | None = None
     lr: float = 1e-2
     weight: float = 1.0
     generator_hidden: tuple[int, ...] = (256, 256)
@@ -139,7 +140,8 @@ class AnchorConfig:
                 f"{self.cells_snr}, {self.scout_steps}, {self.zero_below}"
             )
         steps = 0 if self.steps is None else self.steps
-        if steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.weight < 0:
+        batch = 1 if self.batch_size is None else self.batch_size
+        if steps < 0 or batch < 1 or not self.lr > 0 or self.weight < 0:
             raise ValueError(
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
                 f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"

@@ -35,7 +35,7 @@ from dpforge.statistics.marginals import (
     measure_marginals,
     measurement_event,
 )
-from dpforge.statistics.phase_steps import anchor_steps
+from dpforge.statistics.phase_steps import anchor_batch_size, anchor_steps
 from dpforge.statistics.selection import (
     candidate_pairs,
     model_pair_distributions,
@@ -232,8 +232,9 @@ def measure_selected_pairs(
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior, config)
     total = measured[0].total  # the public N the first round was projected to
-    scout = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
-    train_anchor(generator, loss, n_classes, replace(config, steps=scout), torch_rng)
+    steps = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
+    scout = replace(config, steps=steps, batch_size=anchor_batch_size(config, total))
+    train_anchor(generator, loss, n_classes, scout, torch_rng)
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     public = (softmax, label_name, total, cell_noise)
     chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)

@@ -1,0 +1,63 @@
+"""Fit CPU seconds of the anchoring's old fixed phases against the default, paired in one
+process (issue 22, speed; bench/results/small_table_speed.md).
+
+The machine is shared, and CPU time per unit of work moves with its load, so two arms run at
+different times are hard to compare. Here both run in the same process, one right after the
+other for each (table, epsilon, seed), after a warm-up fit that pays the one-time imports:
+"old" is ``AnchorConfig(batch_size=1024)``, what the default did before the batch followed
+the released N (both phases on 1,024 rows); "new" is ``AnchorConfig()``. One JSON line per
+pair goes to ``--out``::
+
+    OMP_NUM_THREADS=1 python small_table_cpu.py psid,thyroid --epsilons 1,3 --seeds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+import torch
+
+import harness
+from dpforge import Synthesizer
+from dpforge.statistics.anchor import AnchorConfig
+from tables_runs import load_dataset
+
+ARMS = {"old": AnchorConfig(batch_size=1024), "new": AnchorConfig()}
+
+
+def fit_cpu(data, epsilon: float, seed: int, config: AnchorConfig) -> float:
+    """CPU seconds of one fit (all threads of this process; torch runs one)."""
+    synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False, anchor=config)
+    start = time.process_time()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="values outside the bounds were clipped")
+        synth.fit(data.train)
+    return round(time.process_time() - start, 2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("tables", help="comma list of bench_tables.py's names")
+    p.add_argument("--epsilons", type=harness.floats, default=(1.0, 3.0))
+    harness.add_seeds(p, "3")
+    harness.add_data_dir(p)
+    harness.add_out(p, harness.RESULTS / "small_table_cpu.jsonl")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    for name in args.tables.split(","):
+        data = load_dataset(name, harness.data_dir(args.data_dir))
+        fit_cpu(data, args.epsilons[0], 99, ARMS["new"])  # warm-up: imports, first calls
+        for epsilon in args.epsilons:
+            for seed in harness.seeds(args):
+                row = {"table": name, "epsilon": epsilon, "seed": seed, "started": harness.now()}
+                row |= {arm: fit_cpu(data, epsilon, seed, config) for arm, config in ARMS.items()}
+                print(row, flush=True)
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
