@@ -41,6 +41,8 @@ VARIANTS = {
     "spread0.1": ReweightSettings(spread=0.1),
     "spread0.3": ReweightSettings(spread=0.3),
     "spread100": ReweightSettings(spread=100.0),
+    # about equal weights drawn at random: the generator's own rows through the pool's path
+    "uniform-random": ReweightSettings(spread=100.0, order="random", balance=0),
 }
 
 
