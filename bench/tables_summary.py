@@ -9,13 +9,16 @@ AUC and balanced accuracy within 0.005 of it) and by how much.
 Sources: our default's runs from ``matching_balance.jsonl`` (tag ``repeats``: the default of
 session 34, rows matched to the stored marginals and drawn balanced, scored as
 ``bench_tables.py`` scores, one fit per table, epsilon and seed with the same seeds as
-``bench_tables.py``; ``matching_trials.py`` wrote them); the peers and real rows from
+``bench_tables.py``; ``matching_trials.py`` wrote them), Adult's at epsilon 3 from
+``quality_trials_s34.jsonl`` (tag ``s34-label-pairs``: the same default, whose round 2 measures
+label x a x b from 20,000 released records at epsilon x N >= 50,000); the peers and real rows from
 ``bench/results/tables_<name>.json`` (``bench_tables.py --out``), Adult's and Thyroid's from
 ``tables.json`` (fitted in an earlier session on the same data, split, seeds and public cells);
-Adult's non-private run from ``quality_trials.jsonl`` (tag ``np-balanced``: the balanced
-draw of session 34, else ``np-matched``: matched rows of session 33, else ``np-pairs3``:
-before matched rows, else ``nonprivate-rule-pairs2``: two pairs, else ``nonprivate-rule``:
-one pair per column, else ``nonprivate-defaults``: 300 steps). A table without rows in the
+Adult's non-private run from ``quality_trials.jsonl`` (tag ``np-label-pairs``: the default
+of session 34, else ``np-balanced``: without label x a x b, else ``np-matched``: matched rows
+of session 33, else ``np-pairs3``: before matched rows, else ``nonprivate-rule-pairs2``: two
+pairs, else ``nonprivate-rule``: one pair per column, else ``nonprivate-defaults``: 300
+steps). A table without rows in the
 trials' file keeps the dpforge rows of its bench file::
 
     python bench/tables_summary.py adult thyroid psid nmes fair healthins wage --gaps
@@ -36,10 +39,14 @@ SLACK = 0.005  # issue 22: within 0.005 of the best peer's AUC and balanced accu
 PEERS = ("mst", "aim")
 # the first that ran
 NONPRIVATE_TAGS = (
-    "np-balanced", "np-matched", "np-pairs3", "nonprivate-rule-pairs2", "nonprivate-rule",
-    "nonprivate-defaults",
+    "np-label-pairs", "np-balanced", "np-matched", "np-pairs3", "nonprivate-rule-pairs2",
+    "nonprivate-rule", "nonprivate-defaults",
 )  # fmt: skip
-DEFAULT_TRIALS = ("matching_balance.jsonl", "repeats")  # our default's runs, kept as trials
+# our default's runs, kept as trials: (file, tag) per table, else DEFAULT_TRIALS
+DEFAULT_TRIALS = ("matching_balance.jsonl", "repeats")
+# (table, epsilon): where the default measures label x a x b (released N >= 20,000 and
+# epsilon x N >= 50,000), its runs with label_pairs=true
+TRIALS_OF = {("adult", 3.0): ("quality_trials_s34.jsonl", "s34-label-pairs")}
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
     # Adult's earlier dpforge runs: tables_adult-s*.json (300 steps), tables_adult-rule-*.json
     # (steps that follow N, one pair per column)
@@ -72,17 +79,27 @@ def runs_of(name: str) -> tuple[list[dict], int]:
 
 
 def default_trial_runs(name: str) -> list[dict]:
-    """Our default's runs of one table kept as trials (``DEFAULT_TRIALS``), as bench runs."""
-    file, tag = DEFAULT_TRIALS
-    path = harness.RESULTS / file
-    if not path.is_file():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return [
-        {**r, "dataset": name, "method": "dpforge", "status": "ok", "sampler": None}
-        for r in rows
-        if r["table"] == name and r["tag"] == tag
-    ]
+    """Our default's runs of one table kept as trials (``DEFAULT_TRIALS``, per epsilon
+    ``TRIALS_OF`` where it names the table), as bench runs."""
+    out = []
+    for (file, tag), own in [(DEFAULT_TRIALS, None), *((v, k) for k, v in TRIALS_OF.items())]:
+        path = harness.RESULTS / file
+        if (own is not None and own[0] != name) or not path.is_file():
+            continue
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        out += [
+            {**r, "dataset": name, "method": "dpforge", "status": "ok", "sampler": None}
+            for r in rows
+            if r["table"] == name and r["tag"] == tag and _taken(name, r["epsilon"], own)
+        ]
+    return out
+
+
+def _taken(name: str, epsilon: float, own: tuple | None) -> bool:
+    """Whether a run at ``epsilon`` belongs: to its own (table, epsilon) entry, or to the
+    default file where no entry names them."""
+    key = (name, float(epsilon))
+    return key == own if own is not None else key not in TRIALS_OF
 
 
 def nonprivate_runs(name: str) -> list[dict]:

@@ -3,6 +3,8 @@ release's sensitivity, the merged cells from public inputs only, the ledger, the
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +18,7 @@ from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
 from dpforge.statistics.anchor_l1 import conditional_distribution, merge_matrices
 from dpforge.statistics.label_pairs import (
     LABEL_PAIRS_FROM,
+    LABEL_PAIRS_SIGNAL,
     label_pair_marginals,
     label_pairs_for,
     merge_map,
@@ -129,7 +132,10 @@ def _table(n: int = 400) -> tuple[pd.DataFrame, Schema]:
     return frame, Schema(columns, label="y", label_prior="uniform")
 
 
-def _fit(frame, schema, monkeypatch, label_pairs=True, steps: int = 0, scores: bool = False):
+def _fit(
+    frame, schema, monkeypatch, label_pairs=True, steps: int = 0, scores: bool = False,
+    epsilon: float = 1.0,
+):  # fmt: skip
     seen = []
     real = measure_marginals  # the module's own, not an earlier spy
 
@@ -143,7 +149,7 @@ def _fit(frame, schema, monkeypatch, label_pairs=True, steps: int = 0, scores: b
         label_scores=scores,
     )  # fmt: skip
     synth = dpforge.Synthesizer(
-        schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
+        schema, epsilon=epsilon, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)
     return synth, seen
 
@@ -188,22 +194,28 @@ def test_refused_without_a_label_or_without_the_selection():
 
 def test_the_default_turns_label_pairs_on_from_the_rule_size_on_public_inputs_only():
     big = LABEL_PAIRS_FROM
-    assert label_pairs_for(None, big, True, True, True)
-    assert not label_pairs_for(None, big - 1, True, True, True)
-    assert not label_pairs_for(None, big, False, True, True)  # no label
-    assert not label_pairs_for(None, big, True, False, True)  # an engine counts pairs only
-    assert not label_pairs_for(None, big, True, True, False)  # no pair selection
-    assert label_pairs_for(True, 10, True, True, True)  # a setting wins
-    assert not label_pairs_for(False, 10 * big, True, True, True)
+    eps = LABEL_PAIRS_SIGNAL / big  # epsilon x N at the threshold
+    assert label_pairs_for(None, big, eps, True, True, True)
+    assert label_pairs_for(None, big, math.inf, True, True, True)  # the non-private run
+    assert not label_pairs_for(None, big - 1, math.inf, True, True, True)
+    assert not label_pairs_for(None, big, 0.99 * eps, True, True, True)  # too much noise
+    assert not label_pairs_for(None, big, eps, False, True, True)  # no label
+    assert not label_pairs_for(None, big, eps, True, False, True)  # an engine counts pairs only
+    assert not label_pairs_for(None, big, eps, True, True, False)  # no pair selection
+    assert label_pairs_for(True, 10, 0.1, True, True, True)  # a setting wins
+    assert not label_pairs_for(False, 10 * big, 10.0, True, True, True)
 
 
-@pytest.mark.parametrize("rows, expected", [(2000, "column pairs"), (21_000, "label x column x")])
-def test_the_default_plan_and_ledger_follow_the_released_size(monkeypatch, rows, expected):
+@pytest.mark.parametrize(
+    "rows, epsilon, expected",
+    [(2000, 3.0, "column pairs"), (21_000, 1.0, "column pairs"), (21_000, 3.0, "label x column x")],
+)
+def test_the_default_plan_and_ledger_follow_the_released_size(monkeypatch, rows, epsilon, expected):
     frame, schema = _table(rows)
-    synth, seen = _fit(frame, schema, monkeypatch, label_pairs=None)
+    synth, seen = _fit(frame, schema, monkeypatch, label_pairs=None, epsilon=epsilon)
     names = [e["name"] for e in synth.ledger_.to_dict()["entries"]]
     assert any(expected in name for name in names)
-    assert all(len(m) == (3 if rows > 20_000 else 2) for m in seen[-1][0])
+    assert all(len(m) == (3 if "label" in expected else 2) for m in seen[-1][0])
 
 
 @pytest.mark.slow

@@ -192,7 +192,7 @@ class MarginalAnchoring(Anchoring):
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
         _check_label_pairs(self.config, label, records)
-        config = self._resolved(label, records, n_public)
+        config = self._resolved(label, records, n_public, run.epsilon)
         target = self._target(run, ledger)
         n_cells = self.cells_per_column(public, target, ledger, (n_public, prior), run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
@@ -247,13 +247,13 @@ class MarginalAnchoring(Anchoring):
             for c in adaptive
         }
 
-    def _resolved(self, label: Any, records: Any, n_public: float) -> AnchorConfig:
-        """The config with the rules of the released N applied (public): pairs per column and
-        whether round 2 measures label x a x b."""
+    def _resolved(self, label: Any, records: Any, n_public: float, epsilon: float) -> AnchorConfig:
+        """The config with the rules of the released N and the run's epsilon applied (public):
+        pairs per column and whether round 2 measures label x a x b."""
         pairs = anchor_pairs_per_column(self.config, n_public)
         in_memory = not isinstance(records, TableAggregates)
         label_pairs = label_pairs_for(
-            self.config.label_pairs, n_public, label is not None, in_memory,
+            self.config.label_pairs, n_public, epsilon, label is not None, in_memory,
             self.config.select_pairs,
         )  # fmt: skip
         return replace(self.config, pairs_per_column=pairs, label_pairs=label_pairs)

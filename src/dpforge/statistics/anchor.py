@@ -86,8 +86,9 @@ class AnchorConfig:
         as the 3-way marginal label x a x b instead of a x b, on cells merged by a public rule
         so each cell's count stays ``cells_snr`` noise sd above the noise
         (:mod:`dpforge.statistics.label_pairs`); the generator fits it given each label.
-        None (the default): on from ``LABEL_PAIRS_FROM`` released records with a label and
-        the records in memory, off otherwise (:func:`.label_pairs.label_pairs_for`).
+        None (the default): on from ``LABEL_PAIRS_FROM`` released records with epsilon x N
+        at least ``LABEL_PAIRS_SIGNAL``, a label and the records in memory, off otherwise
+        (:func:`.label_pairs.label_pairs_for`).
     label_scores: with ``label_pairs``, the selection scores every candidate on the label x a
         x b table it would measure, not on a x b.
     """

@@ -26,10 +26,12 @@ epsilon, delta and the plan): adjacent cells of the wider column are merged firs
 both, never below ``MIN_MERGED`` cells a column. Nothing here reads a record.
 
 When: ``AnchorConfig.label_pairs=None`` (the default) turns it on from ``LABEL_PAIRS_FROM``
-released records (:func:`label_pairs_for`), where each class's 3-way tables keep enough signal.
-On Adult (30,162 rows) with the balanced draw it lifted the RF AUC from 0.883 to 0.888 at
-epsilon = 3 at the same 2-way TVD; on the public tables of 2,000-5,900 rows it was level or
-lower (bench/results/matching_balance.md).
+released records when epsilon x N is at least ``LABEL_PAIRS_SIGNAL`` (:func:`label_pairs_for`):
+where each class's 3-way tables keep their cells. On Adult (30,162 rows) with the balanced draw
+it lifted the RF AUC from 0.883 to 0.888 at epsilon = 3 at the same 2-way TVD (0.0275 /
+0.0279); at epsilon = 1 the merging rule coarsens the wide columns and the 2-way TVD rose from
+0.0372 to 0.0400 for RF AUC 0.879 -> 0.882; on the public tables of 2,000-5,900 rows it was
+level or lower (bench/results/matching_balance.md).
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ import torch
 from dpforge.statistics.anchor_l1 import conditional_distribution, merge_matrices
 from dpforge.statistics.anchor_train import stratified_labels
 
-LABEL_PAIRS_FROM = 20_000.0  # released records from which label_pairs=None turns it on
+LABEL_PAIRS_FROM = 20_000.0  # released records from which label_pairs=None turns it on,
+LABEL_PAIRS_SIGNAL = 50_000.0  # when epsilon x released records is at least this
 
 __all__ = [
     "LABEL_PAIRS_FROM",
+    "LABEL_PAIRS_SIGNAL",
     "label_pairs_for",
     "MIN_MERGED",
     "label_pair_marginals",
@@ -133,11 +137,18 @@ def model_label_pair_distributions(
 
 
 def label_pairs_for(
-    setting: bool | None, n_public: float, has_label: bool, in_memory: bool, select: bool
+    setting: bool | None,
+    n_public: float,
+    epsilon: float,
+    has_label: bool,
+    in_memory: bool,
+    select: bool,
 ) -> bool:
     """Whether round 2 measures label x a x b: ``setting`` when given, else on from
-    ``LABEL_PAIRS_FROM`` released records (``n_public``: public) with a label, the records in
+    ``LABEL_PAIRS_FROM`` released records (``n_public``: public) with ``epsilon`` x N at least
+    ``LABEL_PAIRS_SIGNAL`` (epsilon infinite: the non-private run), a label, the records in
     memory (an engine counts pairs only) and the pair selection on."""
     if setting is not None:
         return setting
-    return select and has_label and in_memory and n_public >= LABEL_PAIRS_FROM
+    enough = n_public >= LABEL_PAIRS_FROM and epsilon * n_public >= LABEL_PAIRS_SIGNAL
+    return select and has_label and in_memory and enough
