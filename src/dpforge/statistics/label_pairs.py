@@ -28,7 +28,7 @@ both, never below ``MIN_MERGED`` cells a column. Nothing here reads a record.
 When: ``AnchorConfig.label_pairs=None`` (the default) turns it on from ``LABEL_PAIRS_FROM``
 released records when epsilon x N is at least ``LABEL_PAIRS_SIGNAL`` (:func:`label_pairs_for`):
 where each class's 3-way tables keep their cells. On Adult (30,162 rows) with the balanced draw
-it lifted the RF AUC from 0.883 to 0.888 at epsilon = 3 at the same 2-way TVD (0.0275 /
+it lifted the RF AUC from 0.883 to 0.887 at epsilon = 3 at the same 2-way TVD (0.0275 /
 0.0279); at epsilon = 1 the merging rule coarsens the wide columns and the 2-way TVD rose from
 0.0372 to 0.0400 for RF AUC 0.879 -> 0.882; on the public tables of 2,000-5,900 rows it was
 level or lower (bench/results/matching_balance.md).
