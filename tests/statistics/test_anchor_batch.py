@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 import pytest
 
 import dpforge
+from anchor_tables import labelled_frame
 from dpforge.kinds import table as table_kind
-from dpforge.schema.table import Column, Schema
+from dpforge.schema.table import Schema
 from dpforge.statistics import rounds
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.phase_steps import BATCH_RANGE, BATCH_STEP, anchor_batch_size
@@ -46,19 +46,7 @@ def phases(monkeypatch) -> list[tuple[int, int]]:
 
 
 def _frame(n: int) -> tuple[pd.DataFrame, Schema]:
-    rng = np.random.default_rng(3)
-    label = rng.integers(0, 2, n)
-    frame = pd.DataFrame(
-        {
-            "a": np.where(rng.random(n) < 0.3 + 0.4 * label, "p", "q"),
-            "b": rng.choice(["x", "y", "z"], n),
-            "c": rng.choice(["u", "v"], n),
-            "y": np.where(label == 1, "yes", "no"),
-        }
-    )
-    cats = {"a": ("p", "q"), "b": ("x", "y", "z"), "c": ("u", "v"), "y": ("no", "yes")}
-    schema = Schema(tuple(Column(k, "categorical", categories=v) for k, v in cats.items()), "y")
-    return frame, schema
+    return labelled_frame(n, 3)
 
 
 def _fit(frame, schema, anchor=None):

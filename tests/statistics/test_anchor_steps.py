@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import dpforge
+from anchor_tables import labelled_frame
 from dpforge.kinds import table as table_kind
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import rounds
@@ -40,20 +41,7 @@ def steps_taken(monkeypatch) -> list[int]:
     return taken
 
 
-def _frame(n: int, seed: int) -> tuple[pd.DataFrame, Schema]:
-    rng = np.random.default_rng(seed)
-    label = rng.integers(0, 2, n)
-    frame = pd.DataFrame(
-        {
-            "a": np.where(rng.random(n) < 0.3 + 0.4 * label, "p", "q"),
-            "b": rng.choice(["x", "y", "z"], n),
-            "c": rng.choice(["u", "v"], n),
-            "y": np.where(label == 1, "yes", "no"),
-        }
-    )
-    cats = {"a": ("p", "q"), "b": ("x", "y", "z"), "c": ("u", "v"), "y": ("no", "yes")}
-    schema = Schema(tuple(Column(k, "categorical", categories=v) for k, v in cats.items()), "y")
-    return frame, schema
+_frame = labelled_frame
 
 
 def _fit(frame, schema, anchor=None):
