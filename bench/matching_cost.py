@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 from pathlib import Path
 
 import torch
 
 import harness
-from dpforge import Synthesizer
 from dpforge.statistics.reweight import ReweightSettings
-from tables_runs import SAMPLE_SEED, load_dataset
+from tables_runs import SAMPLE_SEED, load_dataset, timed_fit
 
 VARIANTS = {"sorted": ReweightSettings(balance=0), "balanced": ReweightSettings()}
 
@@ -42,10 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     data = load_dataset(args.table, harness.data_dir(args.data_dir))
-    synth = Synthesizer(data.schema, epsilon=args.epsilon, seed=0, progress=False)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="values outside the bounds")
-        synth.fit(data.train)
+    synth = timed_fit(data, args.epsilon, 0)[0]
     for tag, move in VARIANTS.items():
         before, cpu = high_water_mb(), time.process_time()
         synth.sample(args.rows, seed=SAMPLE_SEED, move=move)

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 from contextlib import contextmanager
 
 import torch
 
 import harness
-from dpforge import Synthesizer
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.reweight import ReweightSettings
-from tables_runs import SAMPLE_SEED, load_dataset, log_scored, score
+from tables_runs import SAMPLE_SEED, load_dataset, log_scored, score, timed_fit
 
 VARIANTS = {
     "unmatched": False,
@@ -62,13 +60,8 @@ def release_for(synth, tag: str):
 
 
 def one_fit(name: str, data, epsilon: float, seed: int, out, variants) -> None:
-    synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False)
-    started, cpu = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="values outside the bounds")
-        synth.fit(data.train)
-    fit = {"fit_seconds": round(time.perf_counter() - started, 1),
-           "fit_cpu_seconds": round(time.process_time() - cpu, 1)}  # fmt: skip
+    synth, wall, cpu = timed_fit(data, epsilon, seed)
+    fit = {"fit_seconds": round(wall, 1), "fit_cpu_seconds": round(cpu, 1)}
     for tag, move in VARIANTS.items():
         if tag not in variants:
             continue

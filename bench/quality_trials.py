@@ -16,16 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import warnings
 from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
 
 import harness
-from dpforge import Synthesizer
 from dpforge.statistics.anchor import AnchorConfig
-from tables_runs import SAMPLE_SEED, load_dataset, score, unmatched_scores
+from tables_runs import SAMPLE_SEED, load_dataset, score, timed_fit, unmatched_scores
 
 
 def _value(field_type: str, text: str):
@@ -54,12 +52,7 @@ def anchor_config(settings: list[str]) -> AnchorConfig:
 
 
 def one_run(data, epsilon: float, seed: int, config: AnchorConfig) -> dict:
-    synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False, anchor=config)
-    started, cpu = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="values outside the bounds were clipped")
-        synth.fit(data.train)
-    fit_seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    synth, fit_seconds, cpu_seconds = timed_fit(data, epsilon, seed, config)
     cpu = time.process_time()
     rows = synth.sample(len(data.train), seed=SAMPLE_SEED + seed)
     sample_cpu = time.process_time() - cpu

@@ -15,27 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-import warnings
 
 import torch
 
 import harness
-from dpforge import Synthesizer
 from dpforge.statistics.anchor import AnchorConfig
-from tables_runs import load_dataset
+from tables_runs import load_dataset, timed_fit
 
 ARMS = {"old": AnchorConfig(batch_size=1024), "new": AnchorConfig()}
 
 
 def fit_cpu(data, epsilon: float, seed: int, config: AnchorConfig) -> float:
     """CPU seconds of one fit (all threads of this process; torch runs one)."""
-    synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False, anchor=config)
-    start = time.process_time()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="values outside the bounds were clipped")
-        synth.fit(data.train)
-    return round(time.process_time() - start, 2)
+    return round(timed_fit(data, epsilon, seed, config)[2], 2)
 
 
 def main(argv: list[str] | None = None) -> None:

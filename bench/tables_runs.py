@@ -75,6 +75,18 @@ def load_dataset(name: str, data_dir: Path) -> Dataset:
     return Dataset(name, train, test, schema, None, ("mlp", "rf", "lr"), info)
 
 
+def timed_fit(data: Dataset, epsilon: float, seed: int, anchor: Any = "auto"):
+    """dpforge fitted on ``data``'s training rows (``anchor``: an AnchorConfig, or "auto" for
+    the default), with the fit's wall-clock and CPU seconds (the machine may be shared: CPU
+    time is the comparable one)."""
+    synth = Synthesizer(data.schema, epsilon=epsilon, seed=seed, progress=False, anchor=anchor)
+    started, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="values outside the bounds")
+        synth.fit(data.train)
+    return synth, time.perf_counter() - started, time.process_time() - cpu
+
+
 def describe(data: Dataset) -> dict[str, Any]:
     """Sizes, label and class counts of a data set, for the results file."""
     return {
