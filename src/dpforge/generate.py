@@ -120,11 +120,11 @@ def _matched(
     name, _ = kind_of(synth.schema_).label(synth.schema_)
     targets = MarginalTargets(matcher.release.marginals, name, condition_class(synth, conditions))
     rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
+    softmax = [s for s in encoder.spans if s.activation == SOFTMAX]
     parts = []
     for start in range(0, n, settings.chunk):
         size = min(settings.chunk, n - start)
         cells, dense, labels = _pool(synth, settings.pool * size, conditions, generator, rng)
-        softmax = [s for s in encoder.spans if s.activation == SOFTMAX]
         pool = indexed_cells(cells.T, softmax, labels, name, encoder.n_classes)
         chosen = matched_index(targets, pool, size, settings, rng)
         picked = None if labels is None else torch.as_tensor(labels[chosen], device=synth.device)

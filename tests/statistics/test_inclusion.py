@@ -54,7 +54,8 @@ def test_each_row_is_included_with_its_probability_and_never_twice():
     pi = np.array([0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.1])  # sums to 4
     seen = np.zeros(10)
     for _ in range(20_000):
-        picks = distinct_sample(pi, rng)
+        order = rng.permutation(10)  # Madow's systematic sampling over a random order
+        picks = order[distinct_sample(pi[order], rng)]
         assert len(picks) == 4 and len(set(picks)) == 4
         seen[picks] += 1
     assert np.allclose(seen / 20_000, pi, atol=0.015)

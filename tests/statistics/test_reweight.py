@@ -160,7 +160,7 @@ def test_distinct_rows_along_the_sorted_pool_follow_their_probabilities():
     cells, targets = _pool(8000, rng), _one_column_targets()
     pi = np.full(8000, 0.25)
     order = stratified_order(targets, targets.cell_index(cells), rng)
-    picks = order[distinct_sample(pi[order], rng, shuffle=False)]
+    picks = order[distinct_sample(pi[order], rng)]
     assert len(np.unique(picks)) == len(picks) == 2000
     errors = _column_errors(cells, picks, pi, 2000)
     assert errors["y"] < 1 and errors["a"] < 2

@@ -3,7 +3,7 @@
 :mod:`dpforge.statistics.reweight` weights a pool and resamples it with replacement, so a pool
 row the weights favour is drawn several times. Here each pool row gets an inclusion
 probability ``pi_i`` in (0, 1) with ``sum(pi) = n`` instead, and ``n`` distinct rows are drawn
-with exactly those probabilities (systematic sampling in a random order, Madow 1949). The
+with exactly those probabilities (systematic sampling along an order of the pool, Madow 1949). The
 sample's expected histogram on every marginal is then the ``pi``-weighted pool's, and no row
 is taken twice.
 
@@ -76,15 +76,12 @@ def fit_inclusion(target: np.ndarray, cells: PoolCells, n: int, settings) -> np.
     return _sigmoid(theta.numpy() - b)
 
 
-def distinct_sample(
-    pi: np.ndarray, rng: np.random.Generator, shuffle: bool = True
-) -> np.ndarray:
+def distinct_sample(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Distinct row indices, row i included with probability ``pi[i]`` (each at most 1, summing
-    to a whole number n): systematic sampling over a random order (``shuffle``) or over the
-    rows' order as given (the caller sorted them), so exactly n rows."""
-    order = rng.permutation(len(pi)) if shuffle else np.arange(len(pi))
-    edges = np.concatenate([[0.0], np.cumsum(pi[order])])
+    to a whole number n): systematic sampling along the rows' order as given, so exactly n
+    rows (the caller orders them: at random for Madow's sampling, or sorted by their cells)."""
+    edges = np.concatenate([[0.0], np.cumsum(pi)])
     n = int(round(edges[-1]))
     points = np.minimum(rng.uniform() + np.arange(n), edges[-1] * (1 - 1e-12))
     picks = np.searchsorted(edges, points, side="right") - 1
-    return order[np.clip(picks, 0, len(pi) - 1)]
+    return np.clip(picks, 0, len(pi) - 1)

@@ -235,7 +235,7 @@ def matched_index(
         order = rng.permutation(index.shape[1])
     if settings.distinct:
         expected = fit_inclusion(targets.flat, PoolCells(index, targets.flat.size), n, settings)
-        picks = order[distinct_sample(expected[order], rng, shuffle=False)]
+        picks = order[distinct_sample(expected[order], rng)]
     else:
         expected = n * fit_weights(targets, index, settings)
         picks = order[resample(expected[order], n, rng)]
