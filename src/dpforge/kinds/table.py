@@ -60,10 +60,8 @@ from dpforge.statistics.rounds import (
     measure_selected_pairs,
     plan_anchoring,
     planned_cell_std,
-    round_one_std,
 )
 from dpforge.statistics.rule_penalty import with_rules
-from dpforge.statistics.sparsify import zero_below_for
 from dpforge.statistics.tails import trimmed_tails
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
@@ -216,8 +214,9 @@ class MarginalAnchoring(Anchoring):
         encoder = self.encoder(TableKind, schema, MeasuredTable(
             cell_edges=edges, cell_mass=masses, code_cells=codes))  # fmt: skip
         label_name, blocks = _blocks(encoder, records)
-        zero = _zero_below(self.config, plan, n_public, encoder)
-        measured = measure_round_one(plan, blocks, encoder.spans, label_name, rng, n_public, zero)
+        measured = measure_round_one(
+            plan, blocks, encoder.spans, label_name, rng, n_public, self.config.zero_below
+        )
         numeric = [c.name for c in schema.generated_columns if c.is_numeric]
         std = plan.round_one_noise * plan.rows * math.sqrt(len(measured))  # per cell, public
         measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
@@ -287,13 +286,7 @@ class MarginalAnchoring(Anchoring):
                     spans,
                     label_name,
                     _prior(setup),
-                    replace(
-                        self.config,
-                        label_pairs=_planned_label_pairs(self.config, measured),
-                        zero_below=_zero_below(
-                            self.config, measured.plan, measured.marginals[0].total, setup.encoder
-                        ),
-                    ),
+                    replace(self.config, label_pairs=_planned_label_pairs(self.config, measured)),
                     measured.rngs,
                 )  # fmt: skip
             )
@@ -328,13 +321,6 @@ class MarginalAnchoring(Anchoring):
         """The measured marginals, stored so that sampling matches rows to them."""
         marginals = setup.measured.marginals
         return MarginalRelease(tuple(marginals)) if marginals else None
-
-
-def _zero_below(config: AnchorConfig, plan: AnchorPlan, n_public: float, encoder) -> float:
-    """The threshold of ``sparsify.sparsified`` for this run: the setting, or the rule's choice
-    from public inputs (the released N, the classes, round 1's planned noise)."""
-    std = round_one_std(plan, encoder.spans, _label_name(encoder))
-    return zero_below_for(config.zero_below, n_public, encoder.n_classes, std)
 
 
 def _planned_label_pairs(config: AnchorConfig, measured: MeasuredTable) -> bool:

@@ -58,10 +58,7 @@ class AnchorConfig:
         outside the first and last one standing ``tail_trim`` noise standard deviations above
         0 are set to 0 (``tails.trimmed_tails``); 0 (the default) keeps them.
     zero_below: measured counts below this many noise standard deviations are set to 0
-        before the projection (``sparsify.sparsified``), in every marginal; 0 keeps them.
-        None (the default): 2 where the noise is large against the released N (one class's
-        records over the fewest numeric cells hold under 2 noise sd a cell), 0 elsewhere
-        (:func:`.sparsify.zero_below_for`: public inputs only).
+        before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
         budget on choosing column pairs under DP and measuring them
         (:mod:`dpforge.statistics.selection`).
@@ -100,7 +97,7 @@ class AnchorConfig:
     n_bins: int = 64
     cells_snr: float = 2.0
     cells_class: str = "mean"
-    zero_below: float | None = None
+    zero_below: float = 0.0
     tail_trim: float = 0.0
     select_pairs: bool = True
     pairs_per_column: float | None = None
@@ -138,7 +135,7 @@ class AnchorConfig:
             raise ValueError("anchor label_scores needs label_pairs=True")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
-        if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or (self.zero_below or 0) < 0:
+        if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:
             raise ValueError(
                 "anchor cells_snr, scout_steps and zero_below must be >= 0, got "
                 f"{self.cells_snr}, {self.scout_steps}, {self.zero_below}"

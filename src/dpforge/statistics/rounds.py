@@ -42,7 +42,6 @@ from dpforge.statistics.selection import (
     pairs_to_measure,
     select_pairs,
 )
-from dpforge.statistics.sparsify import sparsified
 
 __all__ = [
     "AnchorPlan",
@@ -51,7 +50,6 @@ __all__ = [
     "measure_selected_pairs",
     "plan_anchoring",
     "planned_cell_std",
-    "round_one_std",
 ]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
@@ -191,16 +189,26 @@ def measure_round_one(
     zero_below: float = 0.0,
 ) -> list[MeasuredMarginal]:
     """The first round's release (already in the ledger); ``total`` is the public N.
-    ``zero_below``: see :func:`.sparsify.sparsified`."""
+    ``zero_below``: see :func:`sparsified`."""
     chosen = default_marginals(spans, label_name)
     measured = measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
-    return sparsified(measured, round_one_std(plan, spans, label_name), zero_below)
+    std = plan.round_one_noise * plan.rows * math.sqrt(len(chosen))
+    return sparsified(measured, std, zero_below)
 
 
-def round_one_std(plan: AnchorPlan, spans: Sequence[Span], label_name: str | None) -> float:
-    """The noise std of each cell of round 1 as planned (public)."""
-    n_first = len(default_marginals(spans, label_name))
-    return plan.round_one_noise * plan.rows * math.sqrt(n_first)
+def sparsified(
+    measured: list[MeasuredMarginal], std: float, zero_below: float
+) -> list[MeasuredMarginal]:
+    """Noisy counts under ``zero_below`` noise standard deviations set to 0 (free
+    post-processing): most cells of a sparse marginal (numbers heaped on a few points, pairs
+    of related columns) are empty, and their positive noise would otherwise survive the
+    projection as mass spread where there is none."""
+    if zero_below <= 0 or std <= 0:
+        return measured
+    return [
+        replace(m, noisy_counts=np.where(m.noisy_counts >= zero_below * std, m.noisy_counts, 0.0))
+        for m in measured
+    ]
 
 
 def measure_selected_pairs(
