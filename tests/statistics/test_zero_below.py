@@ -1,0 +1,44 @@
+"""``AnchorConfig.zero_below`` (off by default): noisy counts under a number of noise standard
+deviations set to 0 before the projection; free post-processing of the release."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpforge
+from dpforge.statistics.anchor import AnchorConfig
+from dpforge.statistics.marginals import MeasuredMarginal
+from dpforge.statistics.rounds import sparsified
+
+
+def test_counts_under_the_threshold_become_zero_and_the_total_stays_n():
+    counts = np.array([50.0, 19.9, 20.0, -7.0, 12.1, 30.0])
+    m = MeasuredMarginal(("y", "hours"), (2, 3), counts, 100.0)
+    out = sparsified([m], std=10.0, zero_below=2.0)[0]
+    assert out.noisy_counts.tolist() == [50.0, 0.0, 20.0, 0.0, 0.0, 30.0]
+    assert out.distribution().sum() == pytest.approx(1.0)  # projected to N as before
+    assert out.distribution()[1].tolist() == [0.0, 0.0, 0.3]  # the class's empty cells stay so
+    assert m.distribution()[1, 1] > 0  # without it the noise kept mass there
+    assert sparsified([m], std=10.0, zero_below=0.0)[0] is m  # off (the default)
+    assert sparsified([m], std=0.0, zero_below=2.0)[0] is m  # no noise: nothing to zero
+
+
+def _fit(cancer, zero_below: float):
+    frame, schema = cancer
+    anchor = AnchorConfig(steps=0, scout_steps=0, batch_size=64, zero_below=zero_below)
+    synth = dpforge.Synthesizer(
+        schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
+    )
+    return synth.fit(frame)
+
+
+def test_the_ledger_is_unchanged_and_only_small_counts_change(cancer):
+    zeroed, kept = _fit(cancer, 2.0), _fit(cancer, 0.0)
+    assert zeroed.ledger_.to_dict() == kept.ledger_.to_dict()  # post-processing: same ledger
+    a, b = (
+        np.concatenate([m.noisy_counts for m in s.sample_release_.marginals])
+        for s in (zeroed, kept)
+    )
+    assert a.shape == b.shape and (a == 0).sum() > (b == 0).sum()
+    assert np.array_equal(a[a != 0], b[a != 0])  # every other count as released
