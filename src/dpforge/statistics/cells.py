@@ -54,6 +54,7 @@ __all__ = [
     "within_cell_mass",
     "fine_mass",
     "measure_fine_histograms",
+    "noise_outweighs_a_cell",
     "quantile_bins",
 ]
 
@@ -137,20 +138,35 @@ def _fine_edges(fine: NumericBins) -> np.ndarray:
     return fine.edges
 
 
-MAX_BLOCK = 16  # the most fine cells pooled into one block
+MAX_BLOCK = 16  # the most fine cells pooled into one block, unless the noise outweighs a cell
 
 
 def block_size(std: float, total: float, n_fine: int = FINE_CELLS) -> int:
     """How many fine cells to pool before projecting (public: noise std and N): a power of two
     near ``(n_fine * std / total) ** 2``, where a block's count (about ``total * b / n_fine``
     for ``n_fine`` interior fine cells, if the records were spread evenly) reaches its noise
-    ``std * sqrt(b)``; at most MAX_BLOCK. Without pooling, the positive noise of a thousand
-    nearly empty fine cells survives the projection as mass spread over the whole range, and
-    the cells placed on it are nearly uniform."""
+    ``std * sqrt(b)``. Without pooling, the positive noise of a thousand nearly empty fine
+    cells survives the projection as mass spread over the whole range, and the cells placed on
+    it are nearly uniform. At most MAX_BLOCK, so that records crowded in a small part of the
+    range still stand out of finer blocks, unless :func:`noise_outweighs_a_cell`: then the
+    block the noise asks for (up to the whole grid)."""
     if std <= 0 or total <= 0:
         return 1
     wanted = (n_fine * std / total) ** 2
-    return int(min(MAX_BLOCK, 2 ** max(0, math.ceil(math.log2(max(wanted, 1.0))))))
+    block = 2 ** max(0, math.ceil(math.log2(max(wanted, 1.0))))
+    return int(min(FINE_CELLS if noise_outweighs_a_cell(std, total) else MAX_BLOCK, block))
+
+
+def noise_outweighs_a_cell(std: float, total: float) -> bool:
+    """Whether the noise sd of one block of MAX_BLOCK fine cells, ``std * sqrt(MAX_BLOCK)``,
+    exceeds the records of one cell at the fewest cells, ``total / MIN_CELLS`` (public: noise
+    std and N). Then even records crowded into as few blocks as the cells they need hold
+    fewer per block than an empty block's noise sd: one in six of the empty blocks carries
+    noise worth a whole cell, and cells are placed on it. For a grid of ``n_fine`` fine cells
+    this is a wanted block over ``(n_fine / (MIN_CELLS * sqrt(MAX_BLOCK))) ** 2``, 256 on the
+    full grid: psid (502 records) asks for 961 at epsilon 3; nmes at epsilon 1, the next
+    noisiest benchmark table, for 109 (bench/results/quality_gaps.md, session 35)."""
+    return std * math.sqrt(MAX_BLOCK) * MIN_CELLS > total
 
 
 def fine_mass(noisy: np.ndarray, total: float, block: int = 1) -> np.ndarray:
