@@ -11,7 +11,9 @@ session 34, rows matched to the stored marginals and drawn balanced, scored as
 ``bench_tables.py`` scores, one fit per table, epsilon and seed with the same seeds as
 ``bench_tables.py``; ``matching_trials.py`` wrote them), Adult's at epsilon 3 from
 ``quality_trials_s34.jsonl`` (tag ``s34-label-pairs``: the same default, whose round 2 measures
-label x a x b from 20,000 released records at epsilon x N >= 50,000); the peers and real rows from
+label x a x b from 20,000 released records at epsilon x N >= 50,000), psid's from
+``quality_trials_s35.jsonl`` (tag ``s35-block-rule``: the default since the fine histogram's
+pooling rule, seeds 0-9); the peers and real rows from
 ``bench/results/tables_<name>.json`` (``bench_tables.py --out``), Adult's and Thyroid's from
 ``tables.json`` (fitted in an earlier session on the same data, split, seeds and public cells);
 Adult's non-private run from ``quality_trials.jsonl`` (tag ``np-label-pairs``: the default
@@ -46,7 +48,13 @@ NONPRIVATE_TAGS = (
 DEFAULT_TRIALS = ("matching_balance.jsonl", "repeats")
 # (table, epsilon): where the default measures label x a x b (released N >= 20,000 and
 # epsilon x N >= 50,000), its runs with label_pairs=true
-TRIALS_OF = {("adult", 3.0): ("quality_trials_s34.jsonl", "s34-label-pairs")}
+# psid: the default since the fine histogram's pooling rule (cells.noise_outweighs_a_cell,
+# which lifts the block cap on psid alone), 10 seeds
+TRIALS_OF = {
+    ("adult", 3.0): ("quality_trials_s34.jsonl", "s34-label-pairs"),
+    ("psid", 1.0): ("quality_trials_s35.jsonl", "s35-block-rule"),
+    ("psid", 3.0): ("quality_trials_s35.jsonl", "s35-block-rule"),
+}
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
     # Adult's earlier dpforge runs: tables_adult-s*.json (300 steps), tables_adult-rule-*.json
     # (steps that follow N, one pair per column)
