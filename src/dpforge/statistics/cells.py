@@ -161,7 +161,7 @@ def noise_outweighs_a_cell(std: float, total: float) -> bool:
     """Whether the noise sd of one block of MAX_BLOCK fine cells, ``std * sqrt(MAX_BLOCK)``,
     exceeds the records of one cell at the fewest cells, ``total / MIN_CELLS`` (public: noise
     std and N). Then even records crowded into as few blocks as the cells they need hold
-    fewer per block than an empty block's noise sd: one in six of the empty blocks carries
+    fewer per block than an empty block's noise sd: at least one empty block in six carries
     noise worth a whole cell, and cells are placed on it. For a grid of ``n_fine`` fine cells
     this is a wanted block over ``(n_fine / (MIN_CELLS * sqrt(MAX_BLOCK))) ** 2``, 256 on the
     full grid: psid (502 records) asks for 961 at epsilon 3; nmes at epsilon 1, the next
