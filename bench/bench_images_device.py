@@ -184,19 +184,29 @@ def job(args: argparse.Namespace, dataset: str, epsilon: str, mode: str, seed: i
     row["reference_test_accuracy"] = reference.accuracy(test)
     row["seconds"] = time.perf_counter() - started
     if seed == harness.seeds(args)[0] and args.grids is not None:
-        pixels = np.rint(np.clip(images.values[:200], 0, 255)).astype(np.uint8)
-        grid = image_grid(pixels, np.asarray([str(v) for v in images.labels[:200]]))
-        grid.save(args.grids / f"{dataset}_eps{epsilon}_{mode}.png")
+        save_grid(images, args.grids / f"{dataset}_eps{epsilon}_{mode}.png")
     return row
+
+
+def save_grid(images: ArrayData, path: Path) -> None:
+    """The first 200 images as one labelled grid (PNG)."""
+    pixels = np.rint(np.clip(images.values[:200], 0, 255)).astype(np.uint8)
+    image_grid(pixels, np.asarray([str(v) for v in images.labels[:200]])).save(path)
+
+
+def guarded(job_of, args: argparse.Namespace, spec: tuple) -> dict:
+    """``job_of(args, *spec)``, or the spec (data set, epsilon, mode, seed) with the error:
+    reported in the results, while the other jobs go on."""
+    try:
+        return job_of(args, *spec)
+    except Exception as exc:
+        return dict(zip(("dataset", "epsilon", "mode", "seed"), spec, strict=True),
+                    error=f"{type(exc).__name__}: {exc}")  # fmt: skip
 
 
 def _work(payload: tuple) -> dict:
     args, spec = payload
-    try:
-        return job(args, *spec)
-    except Exception as exc:  # reported in the results, the other jobs go on
-        return dict(zip(("dataset", "epsilon", "mode", "seed"), spec, strict=True),
-                    error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+    return guarded(job, args, spec)
 
 
 def jobs(args: argparse.Namespace) -> list[tuple]:

@@ -49,8 +49,8 @@ import torch
 
 import harness
 import images_latent_nets as nets
+from bench_images_device import guarded, save_grid
 from dpforge.data.arrays import ArrayData
-from dpforge.data.export import image_grid
 from dpforge.datasets.images import load_idx_dataset
 from dpforge.evaluation.images import tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
@@ -303,19 +303,13 @@ def job(args: argparse.Namespace, dataset: str, eps: str, mode: str, seed: int) 
     row["frechet_distance"] = reference.frechet(images, test)
     row["seconds"] = time.perf_counter() - started
     if args.grids is not None and seed == harness.seeds(args)[0]:
-        pixels = np.rint(np.clip(images.values[:200], 0, 255)).astype(np.uint8)
-        grid = image_grid(pixels, np.asarray([str(v) for v in images.labels[:200]]))
-        grid.save(args.grids / f"latent_{dataset}_eps{eps}_{mode}.png")
+        save_grid(images, args.grids / f"latent_{dataset}_eps{eps}_{mode}.png")
     return row
 
 
 def _work(payload: tuple) -> dict:
     args, spec = payload
-    try:
-        return job(args, *spec)
-    except Exception as exc:  # reported in the results, the other jobs go on
-        return dict(zip(("dataset", "epsilon", "mode", "seed"), spec, strict=True),
-                    error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+    return guarded(job, args, spec)
 
 
 def jobs(args: argparse.Namespace) -> list[tuple]:
