@@ -35,7 +35,8 @@ def test_round_one_measures_label_by_column_alone_with_less_noise_per_cell(cance
     fits = (joint, both)
     first = [default_marginals(s.encoder_.spans, label, s.anchor_plan_.one_way) for s in fits]
     assert len(first[1]) == 2 * len(first[0])  # each column's 1-way and label x column
-    std = [s.anchor_plan_.round_one_noise * math.sqrt(len(f)) for s, f in zip(fits, first)]
+    noise = [s.anchor_plan_.round_one_noise for s in fits]
+    std = [n * math.sqrt(len(f)) for n, f in zip(noise, first, strict=True)]
     assert std[0] == pytest.approx(std[1] / math.sqrt(2), rel=0.05)  # half the marginals
     spent = [s.privacy_spent().epsilon for s in (joint, both)]
     assert spent[0] == pytest.approx(spent[1], abs=1e-6) and spent[0] <= 1.0
