@@ -352,7 +352,7 @@ def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng)
     counts = measure_code_histograms(records, long, std, rng)
     std *= noise_factor(records)  # the noise the counts carry (a sum of site noises)
     label = encoder.schema.label_column
-    first = default_marginals(encoder.spans, label and label.name)
+    first = default_marginals(encoder.spans, label and label.name, plan.one_way)
     round_one_std = plan.round_one_noise * plan.rows * math.sqrt(len(first))
     cells = code_cell_count(n_public, round_one_std, encoder.n_classes)
     return {c.name: place_codes(c, counts[c.name], std, cells).to_dict() for c in long}

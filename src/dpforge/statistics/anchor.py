@@ -89,6 +89,10 @@ class AnchorConfig:
         None (the default): on from ``LABEL_PAIRS_FROM`` released records with epsilon x N
         at least ``LABEL_PAIRS_SIGNAL``, a label and the records in memory, off otherwise
         (:func:`.label_pairs.label_pairs_for`).
+    one_way: with a label, round 1 measures every column's 1-way marginal besides label x
+        column (True, the default); False measures label x column alone, whose tables hold
+        the 1-way marginals, so each cell gets less noise (bench/results/quality_gaps.md,
+        "Session 35: nmes's LR gap"). Without a label the 1-way marginals are always measured.
     label_scores: with ``label_pairs``, the selection scores every candidate on the label x a
         x b table it would measure, not on a x b.
     """
@@ -112,6 +116,7 @@ class AnchorConfig:
     rules_weight: float = RULES_WEIGHT
     label_pairs: bool | None = None
     label_scores: bool = False
+    one_way: bool = True
 
     def validate(self) -> None:
         if self.loss not in LOSSES:

@@ -73,6 +73,7 @@ class AnchorPlan:
     cells_noise: float = 0.0  # fine histograms of the columns whose cells follow the data
     rows: int = 1  # a person's most rows (1: per record): every release's noise std x rows
     label_pairs: bool = False  # round 2 as label x a x b (the setting as the plan resolved it)
+    one_way: bool = True  # round 1 measures the 1-way marginals too (AnchorConfig.one_way)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -116,7 +117,7 @@ def planned_cell_std(
     sigma = noise_for_target(
         dp_accounting.GaussianDpEvent, target[0], target[1], "rdp", ledger.event()
     )
-    n_marginals = len(default_marginals(spans, label_name))
+    n_marginals = len(default_marginals(spans, label_name, config.one_way))
     return sigma / math.sqrt(weights[0]) * math.sqrt(n_marginals)
 
 
@@ -139,7 +140,7 @@ def plan_anchoring(
     """
     what = f"{adaptive} numeric columns" + (f" and {codes} code lists" if codes else "")
     adaptive += codes
-    first = default_marginals(spans, label_name)
+    first = default_marginals(spans, label_name, config.one_way)
     extra = min(CODES_WEIGHT, codes / len(first)) if codes else 0.0
     weights, _, candidates, k = _weights(config, spans, bool(adaptive), extra)
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
@@ -147,11 +148,13 @@ def plan_anchoring(
     cells_noise = noises.pop() if adaptive else 0.0
     plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
     plan = replace(plan, rows=unit.rows, label_pairs=bool(config.label_pairs and k))
+    plan = replace(plan, one_way=config.one_way or label_name is None)
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
         name = f"anchor: fine histograms of {what} (cells)"
         ledger.record(unit.entry(name), measurement_event(cells_noise))
-    name = f"anchor: {len(first)} marginals (1-way, label x column)"
+    kinds = "1-way, label x column" if plan.one_way else "label x column"
+    name = f"anchor: {len(first)} marginals ({kinds})"
     ledger.record(unit.entry(name), measurement_event(noises[0]))
     if k:
         name = f"anchor: scores of {len(candidates)} column pairs"
@@ -190,7 +193,7 @@ def measure_round_one(
 ) -> list[MeasuredMarginal]:
     """The first round's release (already in the ledger); ``total`` is the public N.
     ``zero_below``: see :func:`sparsified`."""
-    chosen = default_marginals(spans, label_name)
+    chosen = default_marginals(spans, label_name, plan.one_way)
     measured = measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
     std = plan.round_one_noise * plan.rows * math.sqrt(len(chosen))
     return sparsified(measured, std, zero_below)
