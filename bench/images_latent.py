@@ -255,7 +255,7 @@ def join(args: argparse.Namespace) -> None:
         rows += [{**r, "file": f"{path.parent.name}/{path.name}",
                   "variant": "real training images" if r["mode"] == "real" else label}
                  for r in record["rows"]]  # fmt: skip
-    write(args, {"provenance": harness.provenance("images_latent.py"), "rows": rows})
+    write(args, {**harness.provenance("images_latent.py"), "rows": rows})
 
 
 _CACHE: dict[str, tuple] = {}
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         return time_steps(args)
     if args.grids is not None:
         args.grids.mkdir(parents=True, exist_ok=True)
-    record = {"provenance": harness.provenance("images_latent.py", argv), "settings": vars(args)}
+    record = {**harness.provenance("images_latent.py", argv), "settings": vars(args)}
     rows: list[dict] = []
     started = time.perf_counter()
     todo = jobs(args)
