@@ -149,12 +149,13 @@ def block_size(std: float, total: float, n_fine: int = FINE_CELLS) -> int:
     cells survives the projection as mass spread over the whole range, and the cells placed on
     it are nearly uniform. At most MAX_BLOCK, so that records crowded in a small part of the
     range still stand out of finer blocks, unless :func:`noise_outweighs_a_cell`: then the
-    block the noise asks for (up to the whole grid)."""
+    block the noise asks for (up to the whole grid of ``n_fine`` cells)."""
     if std <= 0 or total <= 0:
         return 1
     wanted = (n_fine * std / total) ** 2
     block = 2 ** max(0, math.ceil(math.log2(max(wanted, 1.0))))
-    return int(min(FINE_CELLS if noise_outweighs_a_cell(std, total) else MAX_BLOCK, block))
+    ceiling = max(1, n_fine) if noise_outweighs_a_cell(std, total) else MAX_BLOCK
+    return int(min(ceiling, block))
 
 
 def noise_outweighs_a_cell(std: float, total: float) -> bool:
