@@ -83,7 +83,15 @@ def pooled_row(
     cells = row.size
     if n >= z * std * cells:
         return row
-    pools = _pools(shape, max(1, math.floor((max(n, 0.0) / (z * std)) ** 2 / cells)))
+    alone = row >= z * std  # a cell that stands out on its own keeps its count
+    rest, others = max(n - float(row[alone].sum()), 0.0), int((~alone).sum())
+    if others == 0 or rest >= z * std * others:
+        return row
+    pools = _pools(
+        np.where(alone, 0.0, shape), max(1, math.floor((rest / (z * std)) ** 2 / others))
+    )
+    pools = np.where(alone, pools.max() + 1 + np.cumsum(alone), pools)
+    pools = np.unique(pools, return_inverse=True)[1].astype(np.int64)
     count = pools.max() + 1
     weight = np.where(shape > 0, shape, 0.0) if shape.sum() > 0 else np.ones(cells)
     mass = np.bincount(pools, weight, count)
