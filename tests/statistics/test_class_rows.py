@@ -44,6 +44,15 @@ def test_a_pool_is_spread_by_the_columns_distribution_and_a_full_row_stays():
     assert np.array_equal(pooled_row(row, 200.0, shape, 20.0, 2.0), row)  # 200 >= 2 * 20 * 4
 
 
+def test_a_cell_that_stands_out_on_its_own_keeps_its_count():
+    shape = np.array([0.1] + [0.18] * 5)
+    row = np.array([200.0, 10.0, -20.0, 30.0, 5.0, -5.0])  # 200 records heaped on one value
+    out = pooled_row(row, n=220.0, shape=shape, std=20.0, z=2.0)  # 220 < 2 * 20 * 6
+    assert out[0] == 200.0  # stands 10 sd above 0: kept
+    assert out[1:] == pytest.approx([4.0] * 5)  # the rest (20) pooled, spread by the shape
+    assert out.sum() == pytest.approx(row.sum())
+
+
 def test_class_totals_weight_each_marginal_by_its_cells():
     a = _marginal(("y", "a"), [[10.0, 10.0], [30.0, 30.0]])  # totals 20, 60 on 2 cells
     b = _marginal(("y", "b"), [[10.0] * 4, [5.0] * 4])  # totals 40, 20 on 4 cells

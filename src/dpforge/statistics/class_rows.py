@@ -15,8 +15,12 @@ is then spread over its cells in proportion to the column's distribution (its 1-
 measured on all N records). With ``shrink`` the pools' deviations from that distribution are
 also shrunk toward it by the positive-part James-Stein factor of their noise (a class row
 that differs from the column by little more than its noise is taken to follow the column).
-Rows with enough records, a nullable column's "missing" cell and every other marginal are
-left as they are; each row keeps its released total. Reads only the released counts, the
+A cell whose noisy count stands ``z`` sd above 0 on its own keeps its count (a class's
+records heaped on one value, such as psid's non-participants at 0 hours, are a relation the
+release carries well; pooling whole rows took every label relation out of psid at epsilon 1),
+and the pools are drawn over the rest of the row, for its records that are left. Rows with
+enough records, a nullable column's "missing" cell and every other marginal are left as they
+are; each row keeps its released total. Reads only the released counts, the
 classes' released totals (the rows' sums) and the public noise sd: free post-processing.
 """
 
@@ -79,7 +83,8 @@ def pooled_row(
     row: np.ndarray, n: float, shape: np.ndarray, std: float, z: float, shrink: bool = False
 ) -> np.ndarray:
     """One class's noisy row pooled for ``n`` records (module docstring); ``shape``: the
-    column's distribution on the same cells. Unchanged when ``n >= z * std * len(row)``."""
+    column's distribution on the same cells. Unchanged when ``n >= z * std * len(row)``, or
+    when the cells that do not stand out on their own hold enough of the records left."""
     cells = row.size
     if n >= z * std * cells:
         return row
