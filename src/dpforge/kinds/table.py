@@ -223,9 +223,8 @@ class MarginalAnchoring(Anchoring):
         measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
         nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
         measured = pooled_class_rows(
-            measured, label_name, nullable, std * noise_factor(blocks), self.config.class_rows,
-            self.config.class_shrink,
-        )  # fmt: skip
+            measured, label_name, nullable, std * noise_factor(blocks), self.config.class_rows
+        )
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 

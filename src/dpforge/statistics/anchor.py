@@ -62,8 +62,6 @@ class AnchorConfig:
         each pool's expected count stands that many sd of its noise above 0, and each pool's
         count is spread by the column's 1-way distribution (``class_rows.pooled_class_rows``);
         0 (the default) keeps the rows as measured.
-    class_shrink: with ``class_rows``, the pooled rows' deviations from the column's
-        distribution are also shrunk toward it by their James-Stein factor.
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
@@ -111,7 +109,6 @@ class AnchorConfig:
     zero_below: float = 0.0
     tail_trim: float = 0.0
     class_rows: float = 0.0
-    class_shrink: bool = False
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
@@ -140,8 +137,6 @@ class AnchorConfig:
             raise ValueError(f"anchor tail_trim must be >= 0, got {self.tail_trim}")
         if not self.class_rows >= 0:
             raise ValueError(f"anchor class_rows must be >= 0, got {self.class_rows}")
-        if self.class_shrink and not self.class_rows > 0:
-            raise ValueError("anchor class_shrink needs class_rows > 0 (it shrinks the pools)")
         if self.cells_class not in CELLS_CLASS:
             raise ValueError(
                 f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "

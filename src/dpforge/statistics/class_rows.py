@@ -12,9 +12,7 @@ Here, in each class's row whose records over its cells stand under ``z`` noise s
 about equal mass of the column's own distribution, so that each pool's expected count (n / P)
 stands ``z`` sd of its summed noise (sd * sqrt(C / P)) above 0; each pool's summed noisy count
 is then spread over its cells in proportion to the column's distribution (its 1-way marginal,
-measured on all N records). With ``shrink`` the pools' deviations from that distribution are
-also shrunk toward it by the positive-part James-Stein factor of their noise (a class row
-that differs from the column by little more than its noise is taken to follow the column).
+measured on all N records).
 A cell whose noisy count stands ``z`` sd above 0 on its own keeps its count (a class's
 records heaped on one value, such as psid's non-participants at 0 hours, are a relation the
 release carries well; pooling whole rows took every label relation out of psid at epsilon 1),
@@ -43,7 +41,6 @@ def pooled_class_rows(
     numeric: Mapping[str, bool],
     std: float,
     z: float,
-    shrink: bool = False,
 ) -> list[MeasuredMarginal]:
     """``measured`` with the label x numeric marginals' class rows pooled (module docstring).
     ``numeric``: each numeric column's name and whether it is nullable (a last, "missing"
@@ -58,8 +55,7 @@ def pooled_class_rows(
             present = m.shape[1] - int(numeric[m.columns[1]])
             rows = np.array(m.noisy_counts, dtype=np.float64).reshape(m.shape)
             for k, row in enumerate(rows):
-                row[:present] = pooled_row(row[:present], totals[k], shape[:present], std, z,
-                                           shrink)  # fmt: skip
+                row[:present] = pooled_row(row[:present], totals[k], shape[:present], std, z)
             m = replace(m, noisy_counts=rows.ravel())
         out.append(m)
     return out
@@ -79,9 +75,7 @@ def class_totals(measured: Sequence[MeasuredMarginal], label_name: str) -> np.nd
     return np.asarray(sums / weights)
 
 
-def pooled_row(
-    row: np.ndarray, n: float, shape: np.ndarray, std: float, z: float, shrink: bool = False
-) -> np.ndarray:
+def pooled_row(row: np.ndarray, n: float, shape: np.ndarray, std: float, z: float) -> np.ndarray:
     """One class's noisy row pooled for ``n`` records (module docstring); ``shape``: the
     column's distribution on the same cells. Unchanged when ``n >= z * std * len(row)``, or
     when the cells that do not stand out on their own hold enough of the records left."""
@@ -103,11 +97,6 @@ def pooled_row(
     weight = np.where(mass[pools] > 0, weight, 1.0)  # a pool the column has no mass in: even
     mass = np.bincount(pools, weight, count)
     sums = np.bincount(pools, row, count)
-    if shrink:
-        base = row.sum() * mass / mass.sum()  # the column's distribution at the row's total
-        noise = std**2 * np.bincount(pools, minlength=count).sum()
-        gap = float(((sums - base) ** 2).sum())
-        sums = base + max(0.0, 1.0 - noise / gap if gap > 0 else 0.0) * (sums - base)
     return sums[pools] * weight / mass[pools]
 
 
