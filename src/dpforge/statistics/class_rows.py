@@ -34,6 +34,10 @@ from dpforge.statistics.marginals import MeasuredMarginal
 
 __all__ = ["class_totals", "pooled_class_rows", "pooled_row"]
 
+# A cell keeps its own count when it stands ALONE * z noise sd above 0 (trials on nmes and
+# psid at epsilon 1, bench/results/quality_gaps.md, "Session 35: per-class rows").
+ALONE = 2.0
+
 
 def pooled_class_rows(
     measured: Sequence[MeasuredMarginal],
@@ -82,7 +86,7 @@ def pooled_row(row: np.ndarray, n: float, shape: np.ndarray, std: float, z: floa
     cells = row.size
     if n >= z * std * cells:
         return row
-    alone = row >= z * std  # a cell that stands out on its own keeps its count
+    alone = row >= ALONE * z * std  # a cell that stands out on its own keeps its count
     rest, others = max(n - float(row[alone].sum()), 0.0), int((~alone).sum())
     if others == 0 or rest >= z * std * others:
         return row
