@@ -58,10 +58,11 @@ class AnchorConfig:
         outside the first and last one standing ``tail_trim`` noise standard deviations above
         0 are set to 0 (``tails.trimmed_tails``); 0 (the default) keeps them.
     class_rows: in each class's row of a label x numeric column marginal of round 1 whose
-        records stand under ``class_rows`` noise sd a cell, adjacent cells are pooled until
-        each pool's expected count stands that many sd of its noise above 0, and each pool's
-        count is spread by the column's 1-way distribution (``class_rows.pooled_class_rows``);
-        0 (the default) keeps the rows as measured.
+        records stand under ``class_rows`` noise sd a cell, adjacent cells (but those that
+        stand out on their own) are pooled until each pool's expected count stands that many
+        sd of its noise above 0, and each pool's count is spread by the column's 1-way
+        distribution (``class_rows.pooled_class_rows``); 0 (the default) keeps the rows as
+        measured.
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor

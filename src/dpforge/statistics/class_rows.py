@@ -8,18 +8,18 @@ positive noise through the projection, and the generator learns class relations 
 there (bench/results/quality_gaps.md, "Session 35: nmes's LR gap").
 
 Here, in each class's row whose records over its cells stand under ``z`` noise sd a cell (``n
-< z * sd * C``), adjacent cells are pooled into ``P = floor((n / (z sd))^2 / C)`` pools of
-about equal mass of the column's own distribution, so that each pool's expected count (n / P)
-stands ``z`` sd of its summed noise (sd * sqrt(C / P)) above 0; each pool's summed noisy count
-is then spread over its cells in proportion to the column's distribution (its 1-way marginal,
-measured on all N records).
-A cell whose noisy count stands ``z`` sd above 0 on its own keeps its count (a class's
-records heaped on one value, such as psid's non-participants at 0 hours, are a relation the
-release carries well; pooling whole rows took every label relation out of psid at epsilon 1),
-and the pools are drawn over the rest of the row, for its records that are left. Rows with
-enough records, a nullable column's "missing" cell and every other marginal are left as they
-are; each row keeps its released total. Reads only the released counts, the
-classes' released totals (the rows' sums) and the public noise sd: free post-processing.
+< z * sd * C``), a cell whose noisy count stands ``ALONE * z`` sd above 0 on its own keeps its
+count (a class's records heaped on one value, such as psid's non-participants at 0 hours, are
+a relation the release carries well: pooling whole rows took every label relation out of psid
+at epsilon 1, and keeping every cell above ``z`` sd lost nmes's gain). The other cells, with
+the records left (``n'`` on ``C'`` cells), are pooled into ``P = floor((n' / (z sd))^2 / C')``
+runs of adjacent cells of about equal mass of the column's own distribution, so that each
+pool's expected count (n' / P) stands ``z`` sd of its summed noise (sd * sqrt(C' / P)) above
+0; each pool's summed noisy count is then spread over its cells in proportion to the column's
+distribution (its 1-way marginal, measured on all N records). Rows with enough records, a
+nullable column's "missing" cell and every other marginal are left as they are; each row
+keeps its released total. Reads only the released counts, the classes' released totals (the
+rows' sums) and the public noise sd: free post-processing.
 """
 
 from __future__ import annotations
