@@ -37,6 +37,7 @@ from dpforge.statistics.cells import (
     quantile_bins,
     within_cell_mass,
 )
+from dpforge.statistics.class_rows import pooled_class_rows
 from dpforge.statistics.codes import (
     code_cell_count,
     codes_from_dict,
@@ -220,6 +221,10 @@ class MarginalAnchoring(Anchoring):
         numeric = [c.name for c in schema.generated_columns if c.is_numeric]
         std = plan.round_one_noise * plan.rows * math.sqrt(len(measured))  # per cell, public
         measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
+        nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
+        measured = pooled_class_rows(
+            measured, label_name, nullable, std * noise_factor(blocks), self.config.class_rows
+        )
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 

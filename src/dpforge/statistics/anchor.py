@@ -57,6 +57,12 @@ class AnchorConfig:
     tail_trim: in each class's row of a label x numeric column marginal of round 1, cells
         outside the first and last one standing ``tail_trim`` noise standard deviations above
         0 are set to 0 (``tails.trimmed_tails``); 0 (the default) keeps them.
+    class_rows: in each class's row of a label x numeric column marginal of round 1 whose
+        records stand under ``class_rows`` noise sd a cell, adjacent cells (but those that
+        stand out on their own) are pooled until each pool's expected count stands that many
+        sd of its noise above 0, and each pool's count is spread by the column's 1-way
+        distribution (``class_rows.pooled_class_rows``); 0 (the default) keeps the rows as
+        measured.
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
@@ -103,6 +109,7 @@ class AnchorConfig:
     cells_class: str = "mean"
     zero_below: float = 0.0
     tail_trim: float = 0.0
+    class_rows: float = 0.0
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
@@ -129,6 +136,8 @@ class AnchorConfig:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
         if not self.tail_trim >= 0:
             raise ValueError(f"anchor tail_trim must be >= 0, got {self.tail_trim}")
+        if not self.class_rows >= 0:
+            raise ValueError(f"anchor class_rows must be >= 0, got {self.class_rows}")
         if self.cells_class not in CELLS_CLASS:
             raise ValueError(
                 f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "
