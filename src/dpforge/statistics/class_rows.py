@@ -54,7 +54,7 @@ def pooled_class_rows(
     totals = class_totals(measured, label_name)
     out = []
     for m in measured:
-        if len(m.columns) == 2 and m.columns[0] == label_name and m.columns[1] in numeric:
+        if m.is_label_by(label_name, numeric):
             shape = _column_shape(measured, m)
             present = m.shape[1] - int(numeric[m.columns[1]])
             rows = np.array(m.noisy_counts, dtype=np.float64).reshape(m.shape)
@@ -70,7 +70,7 @@ def class_totals(measured: Sequence[MeasuredMarginal], label_name: str) -> np.nd
     weighted by the inverse of its cells (the variance of a row's summed noise)."""
     sums, weights = 0.0, 0.0
     for m in measured:
-        if len(m.columns) == 2 and m.columns[0] == label_name:
+        if m.is_label_by(label_name):
             rows = np.asarray(m.noisy_counts, dtype=np.float64).reshape(m.shape)
             sums = sums + rows.sum(axis=1) / m.shape[1]
             weights += 1.0 / m.shape[1]

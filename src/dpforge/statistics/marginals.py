@@ -21,7 +21,7 @@ ideal Gaussian noise (numpy's floating-point sampler approximates it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 import dp_accounting
@@ -53,6 +53,11 @@ class MeasuredMarginal:
     total: float  # the public number of records the counts are projected to
     # Per column, its cells' map to merged cells (public); an empty map: its own cells.
     groups: tuple[tuple[int, ...], ...] = ()
+
+    def is_label_by(self, label: str, columns: Container[str] | None = None) -> bool:
+        """Whether this is a label x column marginal (of one of ``columns``, when given)."""
+        two = len(self.columns) == 2 and self.columns[0] == label
+        return two and (columns is None or self.columns[1] in columns)
 
     def distribution(self) -> np.ndarray:
         """The projected, normalised histogram (free post-processing), of ``shape``."""

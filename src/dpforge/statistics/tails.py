@@ -32,7 +32,7 @@ def trimmed_tails(
         return list(measured)
     out = []
     for m in measured:
-        if len(m.columns) == 2 and m.columns[0] == label_name and m.columns[1] in numeric:
+        if m.is_label_by(label_name, numeric):
             rows = np.asarray(m.noisy_counts, dtype=np.float64).reshape(m.shape)
             m = replace(m, noisy_counts=np.stack([_trim(r, z * std) for r in rows]).ravel())
         out.append(m)
