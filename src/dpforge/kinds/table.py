@@ -61,6 +61,7 @@ from dpforge.statistics.rounds import (
     measure_selected_pairs,
     plan_anchoring,
     planned_cell_std,
+    round_one_cell_std,
 )
 from dpforge.statistics.rule_penalty import with_rules
 from dpforge.statistics.tails import trimmed_tails
@@ -219,12 +220,10 @@ class MarginalAnchoring(Anchoring):
             plan, blocks, encoder.spans, label_name, rng, n_public, self.config.zero_below
         )
         numeric = [c.name for c in schema.generated_columns if c.is_numeric]
-        std = plan.round_one_noise * plan.rows * math.sqrt(len(measured))  # per cell, public
+        std = round_one_cell_std(plan, len(measured), blocks)  # per cell, public
         measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
         nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
-        measured = pooled_class_rows(
-            measured, label_name, nullable, std * noise_factor(blocks), self.config.class_rows
-        )
+        measured = pooled_class_rows(measured, label_name, nullable, std, self.config.class_rows)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 

@@ -50,6 +50,7 @@ __all__ = [
     "measure_selected_pairs",
     "plan_anchoring",
     "planned_cell_std",
+    "round_one_cell_std",
 ]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
@@ -195,8 +196,15 @@ def measure_round_one(
     ``zero_below``: see :func:`sparsified`."""
     chosen = default_marginals(spans, label_name, plan.one_way)
     measured = measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
-    std = plan.round_one_noise * plan.rows * math.sqrt(len(chosen))
-    return sparsified(measured, std, zero_below)
+    return sparsified(measured, round_one_cell_std(plan, len(chosen), blocks), zero_below)
+
+
+def round_one_cell_std(plan: AnchorPlan, n_marginals: int, blocks: Mapping) -> float:
+    """The noise standard deviation one cell count of round 1 carries, from public inputs:
+    the plan's noise, the sensitivity rows, the marginals released together, and the engine's
+    factor (a federated release sums every site's noise, so it carries more than asked).
+    Thresholds in noise sd (``zero_below``, ``tail_trim``, ``class_rows``) read this."""
+    return plan.round_one_noise * plan.rows * math.sqrt(n_marginals) * noise_factor(blocks)
 
 
 def sparsified(
@@ -242,7 +250,7 @@ def measure_selected_pairs(
     public = (softmax, label_name, total, cell_noise)
     chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)
     pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows, groups)
-    return measured + sparsified(pairs, cell_noise, config.zero_below)
+    return measured + sparsified(pairs, cell_noise * noise_factor(blocks), config.zero_below)
 
 
 def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rngs) -> tuple:
