@@ -8,7 +8,7 @@ import pytest
 
 import dpforge
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.class_rows import class_totals, pooled_class_rows, pooled_row
+from dpforge.statistics.class_rows import pooled_class_rows, pooled_row
 from dpforge.statistics.marginals import MeasuredMarginal
 
 
@@ -51,15 +51,6 @@ def test_a_cell_that_stands_out_on_its_own_keeps_its_count():
     assert out[0] == 200.0  # stands 10 sd above 0: kept
     assert out[1:] == pytest.approx([4.0] * 5)  # the rest (20) pooled, spread by the shape
     assert out.sum() == pytest.approx(row.sum())
-
-
-def test_class_totals_weight_each_marginal_by_its_cells():
-    a = _marginal(("y", "a"), [[10.0, 10.0], [30.0, 30.0]])  # totals 20, 60 on 2 cells
-    b = _marginal(("y", "b"), [[10.0] * 4, [5.0] * 4])  # totals 40, 20 on 4 cells
-    assert class_totals([a, b], "y") == pytest.approx([(20 / 2 + 40 / 4) / 0.75,
-                                                      (60 / 2 + 20 / 4) / 0.75])  # fmt: skip
-    with pytest.raises(ValueError, match="no label x column marginal"):
-        class_totals([_marginal(("a",), [1.0, 2.0])], "y")
 
 
 def _small_class_error(pooled: bool, truths: tuple, seed: int) -> float:

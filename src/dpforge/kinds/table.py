@@ -63,6 +63,7 @@ from dpforge.statistics.rounds import (
     planned_cell_std,
     round_one_cell_std,
 )
+from dpforge.statistics.row_totals import with_class_totals
 from dpforge.statistics.rule_penalty import with_rules
 from dpforge.statistics.tails import trimmed_tails
 
@@ -224,6 +225,8 @@ class MarginalAnchoring(Anchoring):
         measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
         nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
         measured = pooled_class_rows(measured, label_name, nullable, std, self.config.class_rows)
+        if self.config.class_totals:
+            measured = with_class_totals(measured, label_name)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 

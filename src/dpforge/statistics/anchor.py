@@ -63,6 +63,10 @@ class AnchorConfig:
         sd of its noise above 0, and each pool's count is spread by the column's 1-way
         distribution (``class_rows.pooled_class_rows``); 0 (the default) keeps the rows as
         measured.
+    class_totals: project each class's row of every label x column marginal of round 1 onto
+        the class's total pooled over all of them, scaled to the released N
+        (``row_totals.with_class_totals``; free post-processing); False projects each table
+        as a whole onto N, as before session 36.
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
@@ -110,6 +114,7 @@ class AnchorConfig:
     zero_below: float = 0.0
     tail_trim: float = 0.0
     class_rows: float = 0.0
+    class_totals: bool = True
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None

@@ -31,8 +31,9 @@ from dataclasses import replace
 import numpy as np
 
 from dpforge.statistics.marginals import MeasuredMarginal
+from dpforge.statistics.row_totals import class_totals
 
-__all__ = ["class_totals", "pooled_class_rows", "pooled_row"]
+__all__ = ["pooled_class_rows", "pooled_row"]
 
 # A cell keeps its own count when it stands ALONE * z noise sd above 0 (trials on nmes and
 # psid at epsilon 1, bench/results/quality_gaps.md, "Session 35: per-class rows").
@@ -63,20 +64,6 @@ def pooled_class_rows(
             m = replace(m, noisy_counts=rows.ravel())
         out.append(m)
     return out
-
-
-def class_totals(measured: Sequence[MeasuredMarginal], label_name: str) -> np.ndarray:
-    """Each class's released count: its rows' sums over every label x column marginal, each
-    weighted by the inverse of its cells (the variance of a row's summed noise)."""
-    sums, weights = 0.0, 0.0
-    for m in measured:
-        if m.is_label_by(label_name):
-            rows = np.asarray(m.noisy_counts, dtype=np.float64).reshape(m.shape)
-            sums = sums + rows.sum(axis=1) / m.shape[1]
-            weights += 1.0 / m.shape[1]
-    if not weights:
-        raise ValueError(f"no label x column marginal of label {label_name!r} was measured")
-    return np.asarray(sums / weights)
 
 
 def pooled_row(row: np.ndarray, n: float, shape: np.ndarray, std: float, z: float) -> np.ndarray:

@@ -100,4 +100,16 @@ def _marginal_error(m: dict[str, Any], tensor: torch.Tensor, cells: Mapping[str,
         return f"the counts have shape {tuple(tensor.shape)}, expected ({int(np.prod(shape))},)"
     if not torch.isfinite(tensor).all():
         return "the counts hold NaN or infinite values"
+    return _row_totals_error(m.get("row_totals") or [], shape, m.get("total"))
+
+
+def _row_totals_error(totals: list, shape: list, total: Any) -> str:
+    """What is wrong with a marginal's row totals ('' when nothing or none)."""
+    if not totals:
+        return ""
+    values = np.asarray(totals, dtype=np.float64)
+    if len(values) != shape[0] or not np.isfinite(values).all() or (values < 0).any():
+        return f"its row totals are not {shape[0]} finite counts >= 0"
+    if not np.isclose(values.sum(), float(total), rtol=1e-6):
+        return f"its row totals sum to {values.sum():g}, not its total {total}"
     return ""

@@ -53,6 +53,9 @@ class MeasuredMarginal:
     total: float  # the public number of records the counts are projected to
     # Per column, its cells' map to merged cells (public); an empty map: its own cells.
     groups: tuple[tuple[int, ...], ...] = ()
+    # The public total of each row along the first column (released or post-processed; they
+    # sum to ``total``); empty: the table is projected as a whole (statistics.row_totals).
+    row_totals: tuple[float, ...] = ()
 
     def is_label_by(self, label: str, columns: Container[str] | None = None) -> bool:
         """Whether this is a label x column marginal (of one of ``columns``, when given)."""
@@ -60,8 +63,18 @@ class MeasuredMarginal:
         return two and (columns is None or self.columns[1] in columns)
 
     def distribution(self) -> np.ndarray:
-        """The projected, normalised histogram (free post-processing), of ``shape``."""
-        return project_to_simplex(self.noisy_counts, self.total).reshape(self.shape) / self.total
+        """The projected, normalised histogram (free post-processing), of ``shape``: the
+        whole table onto the simplex of ``total``, or with ``row_totals`` each row onto its
+        own."""
+        if not self.row_totals:
+            counts = project_to_simplex(self.noisy_counts, self.total)
+            return counts.reshape(self.shape) / self.total
+        rows = np.asarray(self.noisy_counts, dtype=np.float64).reshape(len(self.row_totals), -1)
+        counts = [
+            project_to_simplex(r, t) if t > 0 else np.zeros_like(r)
+            for r, t in zip(rows, self.row_totals, strict=True)
+        ]
+        return np.stack(counts).reshape(self.shape) / self.total
 
     def to_dict(self) -> dict:
         out = {
@@ -72,6 +85,8 @@ class MeasuredMarginal:
         }
         if self.groups:
             out["groups"] = [list(g) for g in self.groups]
+        if self.row_totals:
+            out["row_totals"] = [float(t) for t in self.row_totals]
         return out
 
     @classmethod
@@ -79,7 +94,8 @@ class MeasuredMarginal:
         counts = np.asarray(d["noisy_counts"], dtype=np.float64)
         groups = tuple(tuple(int(i) for i in g) for g in d.get("groups", ()))
         shape = tuple(int(s) for s in d["shape"])
-        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups)
+        rows = tuple(float(t) for t in d.get("row_totals", ()))
+        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows)
 
 
 @dataclass(frozen=True)
