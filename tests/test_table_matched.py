@@ -137,7 +137,7 @@ def test_settings_of_the_other_kind_are_refused(fitted):
         sample_mover(object(), ReweightSettings(), "timeseries")
 
 
-@pytest.mark.parametrize("tamper", ["shape", "column", "row_totals"])
+@pytest.mark.parametrize("tamper", ["shape", "column", "row_totals", "row_totals_sum"])
 def test_a_tampered_release_is_refused_on_load(fitted, tmp_path, tamper):
     synth, _ = fitted
     folder = tmp_path / "model"
@@ -151,10 +151,10 @@ def test_a_tampered_release_is_refused_on_load(fitted, tmp_path, tamper):
         marginals = info["release"]["marginals"]
         if tamper == "column":
             marginals[0]["columns"] = ["no_such_column"]
-        else:  # a class's total made negative (they must be counts summing to the total)
+        else:  # a class's total negative, or off the marginal's total
             by_label = [m for m in marginals if "row_totals" in m]
             assert by_label, "the default projects label x column rows onto class totals"
-            by_label[0]["row_totals"][0] = -5.0
+            by_label[0]["row_totals"][0] = -5.0 if tamper == "row_totals" else 1e6
         (folder / "model.json").write_text(json.dumps(info))
     with pytest.raises(ModelFileError, match="release|model.json"):
         dpforge.load(folder)

@@ -108,6 +108,12 @@ TABLE_RELEASE_FORMAT: dict[str, Any] = {
                         "type": "array",
                         "items": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                     },
+                    "row_totals": {
+                        "type": "array",
+                        "description": "each class's total its row is projected onto "
+                        "(statistics/row_totals.py)",
+                        "items": {"type": "number", "minimum": 0, "maximum": 1e300},
+                    },
                 },
             },
         },

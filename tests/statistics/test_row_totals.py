@@ -41,6 +41,10 @@ def test_every_row_is_projected_onto_its_class_total_scaled_to_n():
         assert (m.distribution() * 100.0).sum(axis=1) == pytest.approx(expected)  # each row
         assert np.array_equal(m.noisy_counts, (a if m.columns[1] == "a" else b).noisy_counts)
     assert out[1] is one_way  # not label x column: as it was
+    three = _marginal(("y", "a", "b"), np.ones((2, 3, 2)), total=100.0)  # round 2's label x a x b
+    led = with_class_totals([a, b, three], "y")[2]
+    assert led.row_totals == pytest.approx(tuple(expected))
+    assert (led.distribution() * 100.0).sum(axis=(1, 2)) == pytest.approx(expected)
     assert with_class_totals([a, b], None) == [a, b]  # no label: nothing to pool
 
 

@@ -284,7 +284,7 @@ class MarginalAnchoring(Anchoring):
         if measured.plan.pairs:
             blocks = measured.blocks or _blocks(setup.encoder, records())[1]
             label_name, spans = _label_name(setup.encoder), setup.encoder.spans
-            setup.measured.marginals = tuple(
+            measured_now = tuple(
                 measure_selected_pairs(
                     method.generator,
                     list(measured.marginals),
@@ -297,6 +297,9 @@ class MarginalAnchoring(Anchoring):
                     measured.rngs,
                 )  # fmt: skip
             )
+            if self.config.class_totals:  # round 2's label x a x b rows too
+                measured_now = tuple(with_class_totals(measured_now, label_name))
+            setup.measured.marginals = measured_now
 
     def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run

@@ -32,14 +32,15 @@ __all__ = ["class_totals", "with_class_totals"]
 def with_class_totals(
     measured: Sequence[MeasuredMarginal], label_name: str | None
 ) -> list[MeasuredMarginal]:
-    """``measured`` with every label x column marginal's rows projected onto the classes'
-    pooled totals, scaled to the public N (module docstring); without a label, as it is."""
+    """``measured`` with every marginal led by the label (label x column, and round 2's
+    label x a x b) projected row by row onto the classes' totals pooled over the label x
+    column marginals, scaled to the public N (module docstring); without a label, as it is."""
     if label_name is None or not any(m.is_label_by(label_name) for m in measured):
         return list(measured)
     totals = np.clip(class_totals(measured, label_name), 0.0, None)
     out = []
     for m in measured:
-        if m.is_label_by(label_name):
+        if len(m.columns) >= 2 and m.columns[0] == label_name:
             scaled = _scaled(totals, m.total)
             m = replace(m, row_totals=tuple(float(t) for t in scaled))
         out.append(m)
