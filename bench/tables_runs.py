@@ -27,9 +27,11 @@ from dpforge.methods import METHODS
 from harness import Timer, append_jsonl
 from peers.adapter import run_peer_samplers
 from peers.cells import ADULT_DECLARED_BOUNDS, declare_bounds, from_cells
-from public_tables import PUBLIC_TABLES, load_public_table
+from public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table
 
 DATASETS = ("adult", "thyroid", *PUBLIC_TABLES)
+# run unless --datasets names others: the holdout tables only when named (tables_holdout.json)
+DEFAULT_DATASETS = tuple(name for name in DATASETS if name not in HOLDOUT_TABLES)
 EPSILONS = {"adult": (1.0, 3.0), "thyroid": (3.7,), **{name: (1.0, 3.0) for name in PUBLIC_TABLES}}
 GANS = ("dpcgan", "dpwgan", "gswgan")
 PEERS = ("mst", "aim")

@@ -24,6 +24,12 @@ steps). A table without rows in the
 trials' file keeps the dpforge rows of its bench file::
 
     python bench/tables_summary.py adult thyroid psid nmes fair healthins wage --gaps
+
+The holdout tables of ``public_tables.HOLDOUT_TABLES`` (hmda, doctorvisits, creditcard) read
+every method from ``tables_holdout.json``; they have no trials, so our default's rows are
+``bench_tables.py``'s::
+
+    python bench/tables_summary.py hmda doctorvisits creditcard --gaps
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import sys
 from statistics import mean, stdev
 
 import harness
+from public_tables import HOLDOUT_TABLES
 
 METRICS = ("tvd_1way", "tvd_2way", "rf_auc", "lr_auc", "rf_bal_acc", "lr_bal_acc")
 LOWER = ("tvd_1way", "tvd_2way")  # lower is better; the others higher
@@ -60,6 +67,8 @@ SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
     # (steps that follow N, one pair per column)
     "adult": (("tables.json", ("mst", "aim", "real")),),
     "thyroid": (("tables_thyroid.json", ("dpforge",)), ("tables.json", ("mst", "aim", "real"))),
+    # the holdout tables (never used to tune a default), every method: one file for the three
+    **{name: (("tables_holdout.json", None),) for name in HOLDOUT_TABLES},
 }
 
 
