@@ -62,7 +62,8 @@ class AnchorConfig:
         stand out on their own) are pooled until each pool's expected count stands that many
         sd of its noise above 0, and each pool's count is spread by the column's 1-way
         distribution (``class_rows.pooled_class_rows``); 0 (the default) keeps the rows as
-        measured.
+        measured. Off by default: classes of 100-200 records lose their relations
+        (Thyroid, bench/results/quality_gaps.md, session 36).
     class_totals: project each class's row of every label x column marginal of round 1 onto
         the class's total pooled over all of them, scaled to the released N
         (``row_totals.with_class_totals``; free post-processing); False projects each table

@@ -1,0 +1,145 @@
+"""Session 36's study of ``AnchorConfig.class_rows=2`` as the default (issue 22): paired
+differences and the goal misses with and without it.
+
+Reads the trials' JSON lines (default ``results/quality_trials_s36_rows.jsonl``), tags
+``s36-rows`` (class_rows=2) and ``s36-default``, and pairs them by (table, epsilon, seed). A
+(table, epsilon, seed, tag) run twice must give the same figures (checked; the repeat is
+dropped). Prints, per table x epsilon x metric, the mean of each setting and the paired
+difference (class_rows - default) with its standard error over the seeds, marking a clear
+worsening (worse by more than 0.005 and more than 2 standard errors); then the goal misses
+against the best of MST/AIM per column (``tables_summary.py``'s peers) under either setting::
+
+    python bench/class_rows_study.py                 # the tables
+    python bench/class_rows_study.py --seeds         # and each seed's pair
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from statistics import mean, stdev
+
+import harness
+import tables_summary as ts
+
+ROWS, DEFAULT = "s36-rows", "s36-default"
+CLEAR = 0.005  # a clear worsening: worse by more than this and more than 2 standard errors
+
+
+def paired(path) -> dict:
+    """{(table, epsilon): {seed: {tag: run}}} of both tags, repeats checked and dropped."""
+    out: dict = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r["tag"] not in (ROWS, DEFAULT):
+            continue
+        runs = out.setdefault((r["table"], r["epsilon"]), {}).setdefault(r["seed"], {})
+        if r["tag"] in runs:
+            same = all(runs[r["tag"]][m] == r[m] for m in ts.METRICS)
+            print(f"repeat {r['table']} eps={r['epsilon']:g} seed={r['seed']} [{r['tag']}]: "
+                  f"{'identical' if same else 'DIFFERS'}")  # fmt: skip
+            continue
+        runs[r["tag"]] = r
+    return out
+
+
+def metrics_of(table: str) -> tuple[str, ...]:
+    return (*ts.METRICS, "mlp_auc") if table == "thyroid" else ts.METRICS
+
+
+def differences(seeds: dict, metric: str) -> tuple[list[int], list[float]]:
+    both = sorted(s for s, runs in seeds.items() if len(runs) == 2)
+    return both, [seeds[s][ROWS][metric] - seeds[s][DEFAULT][metric] for s in both]
+
+
+def worse(metric: str, d: float) -> float:
+    """How much worse a difference is (positive: worse)."""
+    return d if metric in ts.LOWER else -d
+
+
+def table_lines(pairs: dict, per_seed: bool) -> tuple[list[str], dict]:
+    """The markdown rows of paired differences, and each (table, eps)'s means per setting."""
+    head = "| table | ε | seeds | " + " | ".join(ts.METRICS) + " | mlp_auc |"
+    lines = [head, "|" + "---|" * (len(ts.METRICS) + 4)]
+    means = {}
+    for (table, eps), seeds in sorted(pairs.items()):
+        both, _ = differences(seeds, "tvd_1way")
+        if not both:
+            continue
+        cells = []
+        means[(table, eps)] = {ROWS: {}, DEFAULT: {}}
+        for metric in (*ts.METRICS, "mlp_auc"):
+            if metric not in metrics_of(table):
+                cells.append("")
+                continue
+            _, d = differences(seeds, metric)
+            a = mean(seeds[s][DEFAULT][metric] for s in both)
+            b = mean(seeds[s][ROWS][metric] for s in both)
+            means[(table, eps)][DEFAULT][metric], means[(table, eps)][ROWS][metric] = a, b
+            se = stdev(d) / math.sqrt(len(d)) if len(d) > 1 else math.nan
+            dm = mean(d)
+            clear = worse(metric, dm) > CLEAR and worse(metric, dm) > 2 * se
+            digits = 4 if metric in ts.LOWER else 3
+            text = f"{a:.{digits}f} → {b:.{digits}f} ({dm:+.{digits}f} ± {se:.{digits}f})"
+            cells.append(f"**{text} worse**" if clear else text)
+        seeds_text = f"{both[0]}-{both[-1]}" if both == list(range(both[0], both[-1] + 1)) else \
+            ",".join(map(str, both))  # fmt: skip
+        lines.append(f"| {table} | {eps:g} | {seeds_text} | " + " | ".join(cells) + " |")
+        if per_seed:
+            for metric in metrics_of(table):
+                _, d = differences(seeds, metric)
+                per = " / ".join(
+                    f"{seeds[s][DEFAULT][metric]:.3f}→{seeds[s][ROWS][metric]:.3f}" for s in both
+                )
+                lines.append(f"|  | | {metric} | {per} |")
+    return lines, means
+
+
+def goal_lines(means: dict, tables: list[str]) -> list[str]:
+    """Each table x epsilon's misses under the default and class_rows (ours: the s36 means
+    where they exist, else tables_summary's default for both), and the totals."""
+    out, totals = [], {DEFAULT: [0, 0.0], ROWS: [0, 0.0]}
+    for name in tables:
+        runs, _ = ts.runs_of(name)
+        headline = "mlp_auc" if name == "thyroid" else "rf_auc"
+        for eps in ts.epsilons(runs):
+            found = ts.groups(runs, eps, headline)
+            best = found.get("best of MST/AIM, each column")
+            if not best or "dpforge" not in found:
+                continue
+            ours = means.get((name, eps))
+            said = {}
+            for tag in (DEFAULT, ROWS):
+                figures = ours[tag] if ours else found["dpforge"]
+                gaps = []
+                for m in metrics_of(name):
+                    if m not in figures or m not in best:
+                        continue
+                    gap = figures[m] - best[m] if m in ts.LOWER else best[m] - ts.SLACK - figures[m]
+                    if gap > 5e-4:
+                        gaps.append((m, gap))
+                totals[tag][0] += len(gaps)
+                totals[tag][1] += sum(g for _, g in gaps)
+                said[tag] = "; ".join(f"{m} {g:.3f}" for m, g in gaps) or "none"
+            source = "s36 paired means" if ours else "unchanged (tables_summary's default)"
+            out.append(f"- {name}, ε = {eps:g} ({source}): default: {said[DEFAULT]} | "
+                       f"class_rows=2: {said[ROWS]}")  # fmt: skip
+    for tag in (DEFAULT, ROWS):
+        out.append(f"- total, {tag}: {totals[tag][0]} misses, summed size {totals[tag][1]:.3f}")
+    return out
+
+
+def main(argv: list[str]) -> None:
+    paths = [a for a in argv if not a.startswith("--")]
+    pairs = paired(paths[0] if paths else harness.RESULTS / "quality_trials_s36_rows.jsonl")
+    lines, means = table_lines(pairs, "--seeds" in argv)
+    print("\n".join(lines))
+    tables = ["adult", "thyroid", "psid", "nmes", "fair", "healthins", "wage"]
+    print("\nGoal misses (how far beyond the goal), default | class_rows=2:\n")
+    print("\n".join(goal_lines(means, tables)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
