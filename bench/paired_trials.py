@@ -1,16 +1,20 @@
-"""Session 36's study of ``AnchorConfig.class_rows=2`` as the default (issue 22): paired
-differences and the goal misses with and without it.
+"""A setting against the default in paired trials (issue 22; session 36's studies of
+``class_rows=2`` and ``class_totals``): paired differences and the goal misses either way.
 
-Reads the trials' JSON lines (default ``results/quality_trials_s36_rows.jsonl``), tags
-``s36-rows`` (class_rows=2) and ``s36-default``, and pairs them by (table, epsilon, seed). A
-(table, epsilon, seed, tag) run twice must give the same figures (checked; the repeat is
-dropped). Prints, per table x epsilon x metric, the mean of each setting and the paired
-difference (class_rows - default) with its standard error over the seeds, marking a clear
-worsening (worse by more than 0.005 and more than 2 standard errors); then the goal misses
-against the best of MST/AIM per column (``tables_summary.py``'s peers) under either setting::
+Reads the trials' JSON lines (``quality_trials.py --out``; default
+``results/quality_trials_s36_rows.jsonl``), the new setting's runs by ``--new TAGS`` and the
+default's by ``--base TAGS`` (comma lists; defaults ``s36-rows`` and ``s36-default``), and
+pairs them by (table, epsilon, seed). A (table, epsilon, seed, setting) run twice must give
+the same figures (checked; the repeat is dropped). Prints, per table x epsilon x metric, the
+mean of each setting and the paired difference (new - default) with its standard error over
+the seeds, marking a clear worsening (worse by more than 0.005 and more than 2 standard
+errors); then the goal misses against the best of MST/AIM per column (``tables_summary.py``'s
+peers) under either setting::
 
-    python bench/class_rows_study.py                 # the tables
-    python bench/class_rows_study.py --seeds         # and each seed's pair
+    python bench/paired_trials.py                 # class_rows=2, the tables
+    python bench/paired_trials.py --seeds         # and each seed's pair
+    python bench/paired_trials.py results/quality_trials_s36_rows.jsonl \
+        results/quality_trials_s36_totals.jsonl --new s36-totals --base s36-default,s36-totals-off
 """
 
 from __future__ import annotations
@@ -24,24 +28,27 @@ from statistics import mean, stdev
 import harness
 import tables_summary as ts
 
-ROWS, DEFAULT = "s36-rows", "s36-default"
+ROWS, DEFAULT = "new", "base"  # the two settings' keys
 CLEAR = 0.005  # a clear worsening: worse by more than this and more than 2 standard errors
 
 
-def paired(path) -> dict:
-    """{(table, epsilon): {seed: {tag: run}}} of both tags, repeats checked and dropped."""
+def paired(paths: list, new: tuple[str, ...], base: tuple[str, ...]) -> dict:
+    """{(table, epsilon): {seed: {setting: run}}} of both settings (``new``'s and ``base``'s
+    tags), repeats checked and dropped."""
     out: dict = {}
-    for line in Path(path).read_text().splitlines():
+    setting = {**{t: ROWS for t in new}, **{t: DEFAULT for t in base}}
+    for line in (line for p in paths for line in Path(p).read_text().splitlines()):
         r = json.loads(line)
-        if r["tag"] not in (ROWS, DEFAULT):
+        if r["tag"] not in setting:
             continue
+        key = setting[r["tag"]]
         runs = out.setdefault((r["table"], r["epsilon"]), {}).setdefault(r["seed"], {})
-        if r["tag"] in runs:
-            same = all(runs[r["tag"]][m] == r[m] for m in ts.METRICS)
-            print(f"repeat {r['table']} eps={r['epsilon']:g} seed={r['seed']} [{r['tag']}]: "
+        if key in runs:
+            same = all(runs[key][m] == r[m] for m in ts.METRICS)
+            print(f"repeat {r['table']} eps={r['epsilon']:g} seed={r['seed']} [{key}]: "
                   f"{'identical' if same else 'DIFFERS'}")  # fmt: skip
             continue
-        runs[r["tag"]] = r
+        runs[key] = r
     return out
 
 
@@ -125,19 +132,27 @@ def goal_lines(means: dict, tables: list[str]) -> list[str]:
                 said[tag] = "; ".join(f"{m} {g:.3f}" for m, g in gaps) or "none"
             source = "s36 paired means" if ours else "unchanged (tables_summary's default)"
             out.append(f"- {name}, ε = {eps:g} ({source}): default: {said[DEFAULT]} | "
-                       f"class_rows=2: {said[ROWS]}")  # fmt: skip
+                       f"new: {said[ROWS]}")  # fmt: skip
     for tag in (DEFAULT, ROWS):
         out.append(f"- total, {tag}: {totals[tag][0]} misses, summed size {totals[tag][1]:.3f}")
     return out
 
 
+def _option(argv: list[str], name: str, default: str) -> tuple[str, ...]:
+    return tuple(argv[argv.index(name) + 1].split(",")) if name in argv else (default,)
+
+
 def main(argv: list[str]) -> None:
-    paths = [a for a in argv if not a.startswith("--")]
-    pairs = paired(paths[0] if paths else harness.RESULTS / "quality_trials_s36_rows.jsonl")
+    values = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--new", "--base")}
+    paths = [a for a in argv if not a.startswith("--") and a not in values]
+    paths = paths or [harness.RESULTS / "quality_trials_s36_rows.jsonl"]
+    pairs = paired(
+        paths, _option(argv, "--new", "s36-rows"), _option(argv, "--base", "s36-default")
+    )
     lines, means = table_lines(pairs, "--seeds" in argv)
     print("\n".join(lines))
     tables = ["adult", "thyroid", "psid", "nmes", "fair", "healthins", "wage"]
-    print("\nGoal misses (how far beyond the goal), default | class_rows=2:\n")
+    print("\nGoal misses (how far beyond the goal), default | new:\n")
     print("\n".join(goal_lines(means, tables)))
 
 
