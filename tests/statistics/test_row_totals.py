@@ -10,7 +10,8 @@ import pytest
 
 import dpforge
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.marginals import MeasuredMarginal
+from dpforge.statistics.marginals import MeasuredMarginal, row_onto
+from dpforge.statistics.projection import project_to_simplex
 from dpforge.statistics.row_totals import class_totals, with_class_totals
 
 
@@ -62,6 +63,18 @@ def test_a_row_whose_noise_summed_high_loses_it_where_the_class_has_no_records()
     assert own[0, 1:].sum() < 0.5 * whole[0, 1:].sum()  # off the shared value: halved
     share = own[0, 0] / own[0].sum(), whole[0, 0] / whole[0].sum()
     assert share[0] > share[1] + 0.05  # the class sits more on its shared value (0.91, 0.81)
+
+
+def test_a_row_short_of_its_total_is_scaled_up_and_its_empty_cells_stay_empty():
+    row = np.array([30.0, -6.0, 10.0, -2.0])  # positive cells hold 40 of 60 records
+    out = row_onto(row, 60.0)
+    assert out == pytest.approx([45.0, 0.0, 15.0, 0.0])  # the shape kept, no cell invented
+    assert project_to_simplex(row, 60.0)[1] > 0  # the plain projection spreads the deficit
+    assert row_onto(np.array([50.0, 10.0, 2.0]), 40.0) == pytest.approx(
+        project_to_simplex(np.array([50.0, 10.0, 2.0]), 40.0)
+    )  # a surplus: the projection, smallest cells to zero first
+    assert row_onto(np.array([-1.0, -3.0]), 4.0) == pytest.approx([2.0, 2.0])  # nothing: even
+    assert row_onto(row, 0.0) == pytest.approx([0.0] * 4)  # a class of none
 
 
 def test_pooled_totals_err_less_than_one_rows_sum_and_the_rows_less_than_before():

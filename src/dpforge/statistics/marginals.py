@@ -70,10 +70,7 @@ class MeasuredMarginal:
             counts = project_to_simplex(self.noisy_counts, self.total)
             return counts.reshape(self.shape) / self.total
         rows = np.asarray(self.noisy_counts, dtype=np.float64).reshape(len(self.row_totals), -1)
-        counts = [
-            project_to_simplex(r, t) if t > 0 else np.zeros_like(r)
-            for r, t in zip(rows, self.row_totals, strict=True)
-        ]
+        counts = [row_onto(r, t) for r, t in zip(rows, self.row_totals, strict=True)]
         return np.stack(counts).reshape(self.shape) / self.total
 
     def to_dict(self) -> dict:
@@ -96,6 +93,22 @@ class MeasuredMarginal:
         shape = tuple(int(s) for s in d["shape"])
         rows = tuple(float(t) for t in d.get("row_totals", ()))
         return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows)
+
+
+def row_onto(row: np.ndarray, total: float) -> np.ndarray:
+    """One noisy row made a histogram of ``total`` records (free post-processing). Where its
+    positive cells hold at least ``total``, the Euclidean projection onto the simplex takes
+    the surplus from every cell alike, so the smallest (noise in cells the class does not
+    reach) go to zero first. Where they hold less, the positive cells are scaled up: adding
+    the deficit evenly, as the projection would, puts records in every empty cell."""
+    positive = np.clip(row, 0.0, None)
+    if total <= 0:
+        return np.zeros_like(positive)
+    if positive.sum() >= total:
+        return project_to_simplex(row, total)
+    if positive.sum() <= 0:
+        return np.full(row.shape, total / row.size)
+    return positive * (total / positive.sum())
 
 
 @dataclass(frozen=True)
