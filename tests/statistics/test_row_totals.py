@@ -75,6 +75,8 @@ def test_a_row_short_of_its_total_is_scaled_up_and_its_empty_cells_stay_empty():
     )  # a surplus: the projection, smallest cells to zero first
     assert row_onto(np.array([-1.0, -3.0]), 4.0) == pytest.approx([2.0, 2.0])  # nothing: even
     assert row_onto(row, 0.0) == pytest.approx([0.0] * 4)  # a class of none
+    # never denoised less than the whole table's projection (its shift, 4, as the floor)
+    assert row_onto(row, 60.0, floor=4.0) == pytest.approx([26 * 60 / 32, 0.0, 6 * 60 / 32, 0.0])
 
 
 def test_pooled_totals_err_less_than_one_rows_sum_and_the_rows_less_than_before():

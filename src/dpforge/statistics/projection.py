@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_to_simplex"]
+__all__ = ["project_to_simplex", "simplex_shift"]
 
 
 def project_to_simplex(values: np.ndarray, total: float = 1.0) -> np.ndarray:
     """The point of ``{x >= 0, sum(x) = total}`` closest to ``values`` in L2 (Duchi et al. 2008)."""
+    shift = simplex_shift(values, total)
+    return np.maximum(np.asarray(values, dtype=np.float64) - shift, 0.0)
+
+
+def simplex_shift(values: np.ndarray, total: float = 1.0) -> float:
+    """The amount :func:`project_to_simplex` subtracts from every cell before clipping at 0
+    (negative where the positive cells hold less than ``total``)."""
     v = np.asarray(values, dtype=np.float64).ravel()
     if v.size == 0:
         raise ValueError("cannot project an empty vector")
@@ -26,5 +33,4 @@ def project_to_simplex(values: np.ndarray, total: float = 1.0) -> np.ndarray:
     cumulative = np.cumsum(ordered) - total
     ranks = np.arange(1, v.size + 1)
     last = np.nonzero(ordered - cumulative / ranks > 0)[0][-1]
-    shift = cumulative[last] / (last + 1)
-    return np.maximum(v - shift, 0.0).reshape(np.shape(values))
+    return float(cumulative[last] / (last + 1))
