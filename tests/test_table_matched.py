@@ -151,10 +151,11 @@ def test_a_tampered_release_is_refused_on_load(fitted, tmp_path, tamper):
         marginals = info["release"]["marginals"]
         if tamper == "column":
             marginals[0]["columns"] = ["no_such_column"]
-        else:  # a class's total negative, or off the marginal's total
-            by_label = [m for m in marginals if "row_totals" in m]
-            assert by_label, "the default projects label x column rows onto class totals"
-            by_label[0]["row_totals"][0] = -5.0 if tamper == "row_totals" else 1e6
+        else:  # class totals (AnchorConfig.class_totals) negative, or off the total
+            led = next(m for m in marginals if len(m["columns"]) == 2)
+            rows = [led["total"] / led["shape"][0]] * led["shape"][0]
+            rows[0] = -5.0 if tamper == "row_totals" else 1e6
+            led["row_totals"] = rows
         (folder / "model.json").write_text(json.dumps(info))
     with pytest.raises(ModelFileError, match="release|model.json"):
         dpforge.load(folder)

@@ -70,8 +70,7 @@ class MeasuredMarginal:
             counts = project_to_simplex(self.noisy_counts, self.total)
             return counts.reshape(self.shape) / self.total
         rows = np.asarray(self.noisy_counts, dtype=np.float64).reshape(len(self.row_totals), -1)
-        floor = simplex_shift(self.noisy_counts, self.total)  # the whole table's projection's
-        counts = [row_onto(r, t, floor) for r, t in zip(rows, self.row_totals, strict=True)]
+        counts = [row_onto(r, t) for r, t in zip(rows, self.row_totals, strict=True)]
         return np.stack(counts).reshape(self.shape) / self.total
 
     def to_dict(self) -> dict:
@@ -96,17 +95,17 @@ class MeasuredMarginal:
         return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows)
 
 
-def row_onto(row: np.ndarray, total: float, floor: float = 0.0) -> np.ndarray:
-    """One noisy row made a histogram of ``total`` records (free post-processing): every cell
-    less a threshold, clipped at 0, then scaled to ``total``. The threshold is the larger of
-    ``floor`` (what the whole table's projection subtracts), 0 and, where the row's positive
-    cells hold more than ``total``, the projection onto its own simplex's shift: a row whose
-    noise summed high loses its surplus from its smallest cells, and no row is denoised less
-    than the whole table's projection would (adding a deficit evenly puts records in every
-    empty cell: it cost nmes 0.007-0.010 RF AUC over 10 seeds, quality_gaps.md session 36)."""
+def row_onto(row: np.ndarray, total: float) -> np.ndarray:
+    """One noisy row made a histogram of ``total`` records (free post-processing). Where its
+    positive cells hold more than ``total``, the projection onto its own simplex: the surplus
+    comes from every cell alike, so the smallest (noise where the class has no records) go to
+    zero first. Where they hold less, the positive cells are scaled up: adding the deficit
+    evenly, as the projection would, puts records in every empty cell (it cost nmes 0.010 RF
+    AUC over 10 seeds; a floor at the whole table's shift cost it more: quality_gaps.md,
+    session 36)."""
     if total <= 0:
         return np.zeros(np.shape(row))
-    threshold = max(floor, 0.0, simplex_shift(row, total))
+    threshold = max(0.0, simplex_shift(row, total))
     kept = np.clip(np.asarray(row, dtype=np.float64) - threshold, 0.0, None)
     if kept.sum() <= 0:
         return np.full(np.shape(row), total / np.size(row))
