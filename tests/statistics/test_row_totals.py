@@ -1,5 +1,5 @@
 """Each class's row of a label x column marginal projected onto the classes' pooled totals
-(``AnchorConfig.class_totals``, the default; free post-processing of round 1)."""
+(``AnchorConfig.class_totals``, off by default; free post-processing of round 1)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from tests.anchor_support import NO_TRAINING, released_fit
 
 import dpforge
-from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.marginals import MeasuredMarginal, row_onto
 from dpforge.statistics.projection import project_to_simplex
 from dpforge.statistics.row_totals import class_totals, with_class_totals
@@ -108,12 +108,7 @@ def test_round_trip_keeps_the_row_totals():
 
 
 def _fit(cancer, class_totals: bool):
-    frame, schema = cancer
-    anchor = AnchorConfig(steps=0, scout_steps=0, batch_size=64, class_totals=class_totals)
-    synth = dpforge.Synthesizer(
-        schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
-    )
-    return synth.fit(frame)
+    return released_fit(cancer, replace(NO_TRAINING, class_totals=class_totals))
 
 
 def test_the_ledger_and_counts_are_unchanged_and_the_rows_follow_the_totals(cancer):

@@ -3,13 +3,14 @@ deviations set to 0 before the projection; free post-processing of the release."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
+from tests.anchor_support import NO_TRAINING, released_fit
 
-import dpforge
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.engines.aggregates import NoisyCells
-from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.marginals import MeasuredMarginal
 from dpforge.statistics.rounds import AnchorPlan, measure_round_one, round_one_cell_std, sparsified
 
@@ -27,12 +28,7 @@ def test_counts_under_the_threshold_become_zero_and_the_total_stays_n():
 
 
 def _fit(cancer, zero_below: float):
-    frame, schema = cancer
-    anchor = AnchorConfig(steps=0, scout_steps=0, batch_size=64, zero_below=zero_below)
-    synth = dpforge.Synthesizer(
-        schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
-    )
-    return synth.fit(frame)
+    return released_fit(cancer, replace(NO_TRAINING, zero_below=zero_below))
 
 
 def test_the_ledger_is_unchanged_and_only_small_counts_change(cancer):

@@ -225,8 +225,7 @@ class MarginalAnchoring(Anchoring):
         measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
         nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
         measured = pooled_class_rows(measured, label_name, nullable, std, self.config.class_rows)
-        if self.config.class_totals:
-            measured = with_class_totals(measured, label_name)
+        measured = self._class_totals(measured, label_name)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
 
@@ -274,6 +273,14 @@ class MarginalAnchoring(Anchoring):
         spent_share = min(1.0, run.metadata_share + (1 - run.metadata_share) * share)
         return run.epsilon * spent_share, run.delta * spent_share - ledger.extra_delta()
 
+    def _class_totals(self, measured, label_name: str | None) -> list:
+        """``measured`` with the rows led by the label made histograms of the classes' pooled
+        totals when ``class_totals`` is set (round 1, and again with round 2's label x a x b
+        marginals), else as they are."""
+        if not self.config.class_totals:
+            return list(measured)
+        return with_class_totals(measured, label_name)
+
     def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
         """The pair selection and round 2, with a scout generator fitted to round 1
         (``records()`` reads the records, if their cells are not at hand)."""
@@ -284,22 +291,12 @@ class MarginalAnchoring(Anchoring):
         if measured.plan.pairs:
             blocks = measured.blocks or _blocks(setup.encoder, records())[1]
             label_name, spans = _label_name(setup.encoder), setup.encoder.spans
-            measured_now = tuple(
-                measure_selected_pairs(
-                    method.generator,
-                    list(measured.marginals),
-                    measured.plan,
-                    blocks,
-                    spans,
-                    label_name,
-                    _prior(setup),
-                    replace(self.config, label_pairs=_planned_label_pairs(self.config, measured)),
-                    measured.rngs,
-                )  # fmt: skip
-            )
-            if self.config.class_totals:  # round 2's label x a x b rows too
-                measured_now = tuple(with_class_totals(measured_now, label_name))
-            setup.measured.marginals = measured_now
+            config = replace(self.config, label_pairs=_planned_label_pairs(self.config, measured))
+            both_rounds = measure_selected_pairs(
+                method.generator, list(measured.marginals), measured.plan, blocks, spans,
+                label_name, _prior(setup), config, measured.rngs,
+            )  # fmt: skip
+            setup.measured.marginals = tuple(self._class_totals(both_rounds, label_name))
 
     def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run
