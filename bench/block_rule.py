@@ -22,7 +22,7 @@ import torch
 import dpforge.kinds.table as table_kind
 import harness
 from dpforge.statistics import cells
-from tables_runs import EPSILONS, load_dataset, timed_fit
+from tables_runs import each_fit, timed_fit
 
 
 class _Placed(Exception):
@@ -79,15 +79,12 @@ def main() -> None:
     harness.add_out(parser, harness.RESULTS / "block_rule.jsonl")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    for name in args.tables.split(","):
-        data = load_dataset(name, harness.data_dir(args.data_dir))
-        for epsilon in EPSILONS[name]:
-            for seed in harness.seeds(args):
-                row = {"table": name, "epsilon": epsilon, "seed": seed}
-                row |= blocks_of(data, epsilon, seed)
-                row["changed"] = row.get("capped") != row.get("rule")
-                harness.append_jsonl(args.out, row)
-                print(json.dumps(row), flush=True)
+    for name, data, epsilon, seed in each_fit(args.tables, args):
+        row = {"table": name, "epsilon": epsilon, "seed": seed}
+        row |= blocks_of(data, epsilon, seed)
+        row["changed"] = row.get("capped") != row.get("rule")
+        harness.append_jsonl(args.out, row)
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

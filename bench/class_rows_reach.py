@@ -22,8 +22,8 @@ import torch
 import dpforge.kinds.table as table_kind
 import harness
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.class_rows import class_totals
-from tables_runs import EPSILONS, load_dataset, timed_fit
+from dpforge.statistics.row_totals import class_totals
+from tables_runs import each_fit, timed_fit
 
 
 class _Pooled(Exception):
@@ -83,14 +83,11 @@ def main() -> None:
     harness.add_out(parser, harness.RESULTS / "class_rows_reach.jsonl")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    for name in args.tables.split(","):
-        data = load_dataset(name, harness.data_dir(args.data_dir))
-        for epsilon in EPSILONS[name]:
-            for seed in harness.seeds(args):
-                row = {"table": name, "epsilon": epsilon, "seed": seed, "z": args.z}
-                row |= reach(data, epsilon, seed, args.z)
-                harness.append_jsonl(args.out, row)
-                print(json.dumps(row), flush=True)
+    for name, data, epsilon, seed in each_fit(args.tables, args):
+        row = {"table": name, "epsilon": epsilon, "seed": seed, "z": args.z}
+        row |= reach(data, epsilon, seed, args.z)
+        harness.append_jsonl(args.out, row)
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import harness
 from adult_runs import sample_rate
 from dpforge import Schema, Synthesizer
 from dpforge.datasets.adult import load_adult
@@ -75,6 +77,16 @@ def load_dataset(name: str, data_dir: Path) -> Dataset:
     train, test, schema = load_thyroid(data_dir)
     info = {"source": "ann-train / ann-test (UCI thyroid, public schema)"}
     return Dataset(name, train, test, schema, None, ("mlp", "rf", "lr"), info)
+
+
+def each_fit(tables: str, args: argparse.Namespace) -> Iterator[tuple[str, Dataset, float, int]]:
+    """(table, data, epsilon, seed) for every table of a comma list, each at its benchmark
+    epsilons and at ``args``' seeds (``harness.add_seeds``, ``harness.add_data_dir``)."""
+    for name in tables.split(","):
+        data = load_dataset(name, harness.data_dir(args.data_dir))
+        for epsilon in EPSILONS[name]:
+            for seed in harness.seeds(args):
+                yield name, data, epsilon, seed
 
 
 def timed_fit(data: Dataset, epsilon: float, seed: int, anchor: Any = "auto"):
