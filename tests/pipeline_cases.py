@@ -10,8 +10,12 @@ and say so in the commit.
 The releases (ledger, plan, epsilon) come from NumPy's seeded generators, exact counts and the
 accountant: they are the same on every machine. The trained outputs (samples, weights) are
 not: PyTorch's CPU kernels differ by processor (an AVX-512 Intel core and an AVX2 AMD core
-round differently), and training amplifies that. Each fixture therefore records the CPU it
-was recorded on (:func:`float_environment`); its trained outputs are compared only there.
+round differently), and training amplifies that. Each fixture therefore keeps the trained
+outputs per CPU (:func:`float_environment`), and compares them only on a CPU it has a record
+for. ``python -m tests.pipeline_cases NAME...`` re-records a case from scratch (a change meant
+to alter a run; every other CPU's record is dropped, since it no longer holds);
+``python -m tests.pipeline_cases --this-cpu NAME...`` adds this CPU's trained outputs to an
+unchanged case, after checking that this machine reproduces its releases.
 """
 
 from __future__ import annotations
@@ -144,13 +148,17 @@ def run_case(name: str) -> dict[str, Any]:
     delta = 1e-5 if name.startswith("table") else 1e-4
     synth = Synthesizer(schema, delta=delta, seed=0, progress=False, **options).fit(data)
     sample = synth.sample(5, seed=1)
+    weights = synth.generator_.state_dict().values()
     return {
-        "float_environment": float_environment(),
         "ledger": synth.ledger_.to_dict(),
         "plan": asdict(synth.plan_),
         "epsilon": synth.privacy_spent().epsilon,
-        "sample": _sample_json(sample),
-        "weights_sum": float(sum(p.double().sum() for p in synth.generator_.state_dict().values())),
+        "trained": {
+            float_environment(): {
+                "sample": _sample_json(sample),
+                "weights_sum": float(sum(p.double().sum() for p in weights)),
+            }
+        },
     }
 
 
@@ -176,14 +184,58 @@ def _sample_json(sample: Any) -> dict[str, Any]:
     }
 
 
-def main(names: list[str]) -> None:
+RELEASES = ("ledger", "plan", "epsilon")  # the same on every machine
+
+
+def normalised(record: dict[str, Any]) -> dict[str, Any]:
+    """The record as JSON reads it back (tuples as lists, keys sorted)."""
+    return json.loads(json.dumps(record, sort_keys=True))
+
+
+def differences(actual: Any, expected: Any, where: str) -> list[str]:
+    """Where ``actual`` departs from ``expected``: keys, lengths and strings exactly, floats to a
+    relative and absolute 1e-6 (an accountant's last digits may round by machine)."""
+    if isinstance(expected, dict):
+        if sorted(actual) != sorted(expected):
+            return [f"{where}: keys {sorted(actual)} != {sorted(expected)}"]
+        return [d for k in expected for d in differences(actual[k], expected[k], f"{where}.{k}")]
+    if isinstance(expected, list):
+        if len(actual) != len(expected):
+            return [f"{where}: {len(actual)} items != {len(expected)}"]
+        pairs = enumerate(zip(actual, expected, strict=True))
+        return [d for i, (a, e) in pairs for d in differences(a, e, f"{where}[{i}]")]
+    if isinstance(expected, float) and not isinstance(actual, str):
+        close = bool(np.isclose(actual, expected, rtol=1e-6, atol=1e-6))
+    else:
+        close = actual == expected
+    return [] if close else [f"{where}: {actual!r} != {expected!r}"]
+
+
+def add_this_cpu(stored: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The stored fixture with this CPU's trained outputs added; refuses a case whose releases
+    this machine does not reproduce (then the run itself changed: re-record it from scratch)."""
+    found = [d for key in RELEASES for d in differences(record[key], stored[key], key)]
+    if found:
+        raise SystemExit(
+            "the releases differ from the fixture (re-record without --this-cpu):\n"
+            + "\n".join(found[:10])
+        )
+    return {**stored, "trained": {**stored["trained"], **normalised(record)["trained"]}}
+
+
+def main(args: list[str]) -> None:
+    this_cpu = "--this-cpu" in args
+    names = [a for a in args if a != "--this-cpu"]
     torch.set_num_threads(1)
     FIXTURES.mkdir(parents=True, exist_ok=True)
     for name in names or list(CASES):
         print(name, flush=True)
-        record = run_case(name)
-        (FIXTURES / f"{name}.json").write_text(json.dumps(record, indent=1, sort_keys=True))
-        print(name, "recorded")
+        path = FIXTURES / f"{name}.json"
+        record = normalised(run_case(name))
+        if this_cpu:
+            record = add_this_cpu(json.loads(path.read_text()), record)
+        path.write_text(json.dumps(record, indent=1, sort_keys=True))
+        print(name, "recorded for", ", ".join(record["trained"]))
 
 
 if __name__ == "__main__":
