@@ -145,6 +145,22 @@ def test_the_change_is_post_processing_cells_and_ledger_as_before(heaped):
     assert other.encoder_.bins["share"].size == cell.encoder_.bins["share"].size
 
 
+def test_a_nullable_column_reads_its_own_cells_of_round_one():
+    frame, schema = _heaped_table(600)
+    frame.loc[frame.index[:60], "share"] = np.nan  # 10 % empty: a "missing" cell after the bound
+    columns = tuple(
+        Column("share", "continuous", 0.0, 1.0, nullable=True) if c.name == "share" else c
+        for c in schema.columns
+    )
+    synth = _fit(frame, Schema(columns, label="y"), "cell", steps=0)
+    bins = synth.encoder_.bins["share"]
+    assert bins.fine_mass is not None and np.all(np.isfinite(bins.fine_mass))
+    span = next(s for s in synth.encoder_.spans if s.column == "share")
+    assert span.dim == bins.size + 1  # the "missing" cell, last: not read as an interior cell
+    mass = np.asarray(bins.fine_mass)
+    assert mass[:2].sum() > 0.5 * mass.sum()  # the records just above 0 keep their place
+
+
 def test_within_cell_is_checked():
     with pytest.raises(ValueError, match="within_cell"):
         AnchorConfig(within_cell="uniform").validate()

@@ -241,7 +241,8 @@ class MarginalAnchoring(Anchoring):
         counts = {}
         if self.config.within_cell == "cell":
             for c in adaptive:
-                released = _released_cells(c.name, *round_one)
+                interior = len(edges[c.name]) - 1
+                released = _released_cells(c.name, interior, *round_one)
                 counts[c.name] = cell_counts(c, fine[c.name], edges[c.name], std, released)
         return _fine_masses(adaptive, fine, std, edges, (n_public, blocks, counts))
 
@@ -411,19 +412,20 @@ def _fine_masses(
 
 
 def _released_cells(
-    name: str, measured: list, label_name: str | None, std: float
+    name: str, interior: int, measured: list, label_name: str | None, std: float
 ) -> tuple[np.ndarray, float] | None:
-    """Round 1's noisy count of each interior cell of column ``name`` and its noise sd (DP
-    releases): its 1-way marginal, or its label x column marginal summed over the classes
-    (noise sd times sqrt(classes)); None where neither is measured on the column's own cells
-    (merged cells)."""
+    """Round 1's noisy count of each of the ``interior`` interior cells of column ``name``
+    (after the lower bound's point cell; a nullable column's "missing" cell is the last) and
+    its noise sd (DP releases): its 1-way marginal, or its label x column marginal summed over
+    the classes (noise sd times sqrt(classes)); None where neither is measured on the
+    column's own cells (merged cells)."""
     for m in measured:
         if m.columns == (name,) and not any(m.groups):
-            return np.asarray(m.noisy_counts, dtype=np.float64)[1:-1], std
+            return np.asarray(m.noisy_counts, dtype=np.float64)[1 : interior + 1], std
     for m in measured:
         if label_name is not None and m.columns == (label_name, name) and not any(m.groups):
             rows = np.asarray(m.noisy_counts, dtype=np.float64).reshape(m.shape)
-            return rows.sum(axis=0)[1:-1], std * math.sqrt(m.shape[0])
+            return rows.sum(axis=0)[1 : interior + 1], std * math.sqrt(m.shape[0])
     return None
 
 
