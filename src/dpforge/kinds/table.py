@@ -31,6 +31,7 @@ from dpforge.statistics.cells import (
     adaptive_columns,
     bins_from_edges,
     block_size,
+    cell_counts,
     cells_for_noise,
     class_count,
     measure_fine_histograms,
@@ -213,21 +214,37 @@ class MarginalAnchoring(Anchoring):
         std = plan.cells_noise * plan.rows * math.sqrt(m) * noise_factor(records)  # as added
         blocks = {name: block_size(std, n_public, len(h) - 2) for name, h in fine.items()}
         edges = self._place_cells(adaptive, fine, n_public, n_cells, blocks)
-        masses = _fine_masses(adaptive, fine, std, edges, (n_public, blocks))
         encoder = self.encoder(TableKind, schema, MeasuredTable(
-            cell_edges=edges, cell_mass=masses, code_cells=codes))  # fmt: skip
-        label_name, blocks = _blocks(encoder, records)
+            cell_edges=edges, code_cells=codes))  # fmt: skip
+        label_name, cells = _blocks(encoder, records)
         measured = measure_round_one(
-            plan, blocks, encoder.spans, label_name, rng, n_public, self.config.zero_below
+            plan, cells, encoder.spans, label_name, rng, n_public, self.config.zero_below
         )
+        round_one = (measured, label_name, round_one_cell_std(plan, len(measured), cells))
+        masses = self._fine_masses(adaptive, fine, (std, edges, n_public, blocks), round_one)
+        blocks = cells
         numeric = [c.name for c in schema.generated_columns if c.is_numeric]
-        std = round_one_cell_std(plan, len(measured), blocks)  # per cell, public
+        std = round_one[2]  # per cell, public
         measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
         nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
         measured = pooled_class_rows(measured, label_name, nullable, std, self.config.class_rows)
         measured = self._class_totals(measured, label_name)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
+
+    def _fine_masses(self, adaptive: list, fine: dict, placed: tuple, round_one: tuple) -> dict:
+        """Each adaptive column's fine mass for drawing values inside its cells (free):
+        ``placed`` = (the fine histograms' noise sd, the cells' edges, the released N, the
+        pooling blocks); ``round_one`` = (round 1's marginals as released, the label, their
+        noise sd a cell), which with ``within_cell="cell"`` help size each cell's count."""
+        std, edges, n_public, blocks = placed
+        counts = {}
+        if self.config.within_cell == "cell":
+            for c in adaptive:
+                interior = len(edges[c.name]) - 1
+                released = _released_cells(c.name, interior, *round_one)
+                counts[c.name] = cell_counts(c, fine[c.name], edges[c.name], std, released)
+        return _fine_masses(adaptive, fine, std, edges, (n_public, blocks, counts))
 
     def cells_per_column(
         self, public: TableEncoder, target, ledger, sizes: tuple, rows: int = 1
@@ -376,22 +393,40 @@ def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
 
 
 def _fine_masses(
-    adaptive: list, fine: dict, std: float, edges: dict, pooling: tuple[float, dict]
+    adaptive: list, fine: dict, std: float, edges: dict, pooling: tuple[float, dict, dict]
 ) -> dict[str, list[float]]:
     """Each adaptive column's fine mass for drawing values inside their cells (free,
     ``cells.within_cell_mass``): the noisy counts that stand out from the noise (at least
     FINE_MASS_THRESHOLD standard deviations, about the largest that 1,024 cells of pure noise
-    reach), and the rest of each cell's projected mass spread evenly over it. An empty cell
-    of a nullable column is on no fine cell, so nothing of it spreads over the grid."""
-    threshold, (total, blocks) = FINE_MASS_THRESHOLD * std, pooling
-    return {
-        c.name: _rounded(
-            within_cell_mass(
-                c, fine[c.name], total, np.asarray(edges[c.name]), threshold, blocks[c.name]
-            )
-        )
-        for c in adaptive
-    }
+    reach), and the rest of each cell's count spread evenly over it. An empty cell of a
+    nullable column is on no fine cell, so nothing of it spreads over the grid. ``pooling``:
+    the released N, each column's block and each column's cell counts (``cells.cell_counts``;
+    a column without them: its pooled, projected fine histogram's)."""
+    threshold, (total, blocks, counts) = FINE_MASS_THRESHOLD * std, pooling
+
+    def mass(c: Any) -> np.ndarray:
+        cut, block = np.asarray(edges[c.name]), blocks[c.name]
+        return within_cell_mass(c, fine[c.name], total, cut, threshold, block, counts.get(c.name))
+
+    return {c.name: _rounded(mass(c)) for c in adaptive}
+
+
+def _released_cells(
+    name: str, interior: int, measured: list, label_name: str | None, std: float
+) -> tuple[np.ndarray, float] | None:
+    """Round 1's noisy count of each of the ``interior`` interior cells of column ``name``
+    (after the lower bound's point cell; a nullable column's "missing" cell is the last) and
+    its noise sd (DP releases): its 1-way marginal, or its label x column marginal summed over
+    the classes (noise sd times sqrt(classes)); None where neither is measured on the
+    column's own cells (merged cells)."""
+    for m in measured:
+        if m.columns == (name,) and not any(m.groups):
+            return np.asarray(m.noisy_counts, dtype=np.float64)[1 : interior + 1], std
+    for m in measured:
+        if label_name is not None and m.columns == (label_name, name) and not any(m.groups):
+            rows = np.asarray(m.noisy_counts, dtype=np.float64).reshape(m.shape)
+            return rows.sum(axis=0)[1 : interior + 1], std * math.sqrt(m.shape[0])
+    return None
 
 
 def _rounded(mass: np.ndarray) -> list[float]:

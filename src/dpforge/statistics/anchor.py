@@ -27,6 +27,7 @@ from dpforge.statistics.anchor_l1 import (
     split_heads,
 )
 from dpforge.statistics.anchor_train import stratified_labels, train_anchor
+from dpforge.statistics.cells import WITHIN_CELL
 from dpforge.statistics.marginals import MeasuredMarginal
 
 __all__ = [
@@ -72,6 +73,12 @@ class AnchorConfig:
         (bench/results/quality_gaps.md, session 36).
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
+    within_cell: how each numeric cell's count beyond its fine cells that stand out from the
+        noise (drawn evenly over the cell) is sized: "cell" (the default), from the cell's own
+        noisy fine counts and round 1's noisy count of the cell, weighed by their noise
+        (``cells.cell_counts``); "pooled" (before session 37), from the fine histogram
+        pooled and projected as for placing the cells, which on small tables spreads over the
+        whole range and lets a heap take its whole cell (``cells.within_cell_mass``).
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
         budget on choosing column pairs under DP and measuring them
         (:mod:`dpforge.statistics.selection`).
@@ -118,6 +125,7 @@ class AnchorConfig:
     tail_trim: float = 0.0
     class_rows: float = 0.0
     class_totals: bool = False
+    within_cell: str = "cell"
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
@@ -150,6 +158,11 @@ class AnchorConfig:
             raise ValueError(
                 f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "
                 f"got {self.cells_class!r}"
+            )
+        if self.within_cell not in WITHIN_CELL:
+            raise ValueError(
+                f"anchor within_cell must be one of {', '.join(WITHIN_CELL)}, "
+                f"got {self.within_cell!r}"
             )
         if self.label_pairs and not self.select_pairs:
             raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")

@@ -105,9 +105,18 @@ class NumericBins:
         fine_lo, fine_hi = fine[chosen], fine[np.minimum(chosen + 1, fine.size - 1)]
         if not self.integer:  # a peak among (nearly) empty fine cells is a heaped value:
             point = _isolated(mass)[chosen]  # its values sit on one point, most likely the
-            roundest = _roundest(fine_lo[point], fine_hi[point])  # roundest one inside
+            roundest = self._heap_point(fine_lo[point], fine_hi[point])  # roundest inside
             fine_lo[point], fine_hi[point] = roundest, roundest
         return np.where(has_mass, fine_lo, lo), np.where(has_mass, fine_hi, hi)
+
+    def _heap_point(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The roundest number of each interior fine cell [lo, hi) that :meth:`assign` puts
+        back into the same cell: at least ``lo``, below ``hi`` (a value on an edge belongs to
+        the cell above it) and strictly between the bounds. A bound is a point cell of its
+        own, so a heap in the fine cell next to it is NOT on it: decoding it onto the bound
+        (0 for spending shares crowded just above 0) would move its values out of their
+        cell and into the bound's."""
+        return _roundest(lo, np.minimum(hi, self.upper), strictly_above=lo <= self.lower)
 
 
 PEAK_RATIO = 4.0  # a fine cell with this many times its neighbours' mass is a heaped value
@@ -121,15 +130,21 @@ def _isolated(mass: np.ndarray) -> np.ndarray:
     return (mass > 0) & (mass >= PEAK_RATIO * left) & (mass >= PEAK_RATIO * right)
 
 
-def _roundest(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The number with the fewest decimals in each [lo, hi] (a multiple of the coarsest power
-    of ten, from 10**6 down to 10**-6, that has one there; else the middle)."""
+def _roundest(
+    lo: np.ndarray, hi: np.ndarray, strictly_above: np.ndarray | bool = False
+) -> np.ndarray:
+    """The number with the fewest decimals in each half-open [lo, hi), or (lo, hi) where
+    ``strictly_above`` (a multiple of the coarsest power of ten, from 10**6 down to 10**-6,
+    that has one there; else the middle). Half-open because cells are: a number on ``hi``
+    is assigned to the next cell."""
     out = (lo + hi) / 2.0
+    above = np.broadcast_to(np.asarray(strictly_above, dtype=bool), lo.shape)
     found = np.zeros(lo.shape, dtype=bool)
     for exponent in range(6, -7, -1):
         step = 10.0**exponent
-        candidate = np.ceil(lo / step - 1e-9) * step
-        fits = ~found & (candidate <= hi + 1e-12)
+        candidate = np.maximum(np.ceil(lo / step - 1e-9) * step, lo)  # lo: a rounding below it
+        candidate = np.where(above & (candidate <= lo), candidate + step, candidate)
+        fits = ~found & (candidate < hi)
         out[fits], found = candidate[fits], found | fits
     return out
 

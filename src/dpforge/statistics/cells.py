@@ -49,8 +49,10 @@ __all__ = [
     "adaptive_columns",
     "bins_from_edges",
     "block_size",
+    "cell_counts",
     "cells_for_noise",
     "class_count",
+    "WITHIN_CELL",
     "within_cell_mass",
     "fine_mass",
     "measure_fine_histograms",
@@ -202,6 +204,9 @@ def quantile_bins(
     return NumericBins(column.name, fine.lower, fine.upper, fine.integer, edges, np.zeros(0))
 
 
+WITHIN_CELL = ("cell", "pooled")  # how a cell's continuous part is sized (within_cell_mass)
+
+
 def within_cell_mass(
     column: Column,
     noisy: np.ndarray,
@@ -209,23 +214,64 @@ def within_cell_mass(
     edges: np.ndarray,
     threshold: float,
     block: int = 1,
+    counts: np.ndarray | None = None,
 ) -> np.ndarray:
     """The interior fine cells' mass that decoding draws values from inside each cell (free):
-    the noisy counts at or above ``threshold`` (heaped values, dense spots), plus what the
-    projected histogram puts in the cell beyond them, spread evenly over the cell's fine cells
-    (a continuous part: without it, a cell's one standing-out fine cell would take all of
-    its values)."""
+    the noisy counts at or above ``threshold`` (heaped values, dense spots), plus the cell's
+    continuous part spread evenly over its fine cells (without it, a cell's one
+    standing-out fine cell would take all of its values).
+
+    The continuous part of a cell is its count beyond the standouts: ``counts`` (one
+    released estimate per interior cell, :func:`cell_counts`) when given, else what the
+    projected histogram pooled ``block`` fine cells at a time puts in the cell (the rule
+    before session 37). The pooled form fails where the block is as wide as the cell or
+    wider (the noise asks for it on small tables, ``block_size``): the pooled mass is then
+    spread evenly over the whole range, whatever the records, and a heaped fine cell
+    outweighs its cell's share of it, so every value of the cell is decoded onto the heap
+    (creditcard's share at epsilon 1: 593 records in [0, 0.072), 204 of them in the first
+    fine cell, all 591 synthetic values on it; bench/results/quality_gaps.md, session 37)."""
     fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
     standout = np.where(raw >= threshold, raw, 0.0)
-    projected = fine_mass(noisy, total, block)
     at = np.abs(fine_edges[:, None] - np.asarray(edges)[None, :]).argmin(axis=0)
+    pairs = list(zip(at[:-1], at[1:], strict=True))
+    if counts is None:
+        projected = fine_mass(noisy, total, block)
+        counts = np.array([projected[a:b].sum() for a, b in pairs])
     mass = standout.copy()
-    for first, last in zip(at[:-1], at[1:], strict=True):
+    for k, (first, last) in enumerate(pairs):
         if last > first:
-            rest = projected[first:last].sum() - standout[first:last].sum()
+            rest = counts[k] - standout[first:last].sum()
             mass[first:last] += max(0.0, rest) / (last - first)
     return mass
+
+
+def cell_counts(
+    column: Column,
+    noisy: np.ndarray,
+    edges: np.ndarray,
+    fine_std: float,
+    released: tuple[np.ndarray, float] | None = None,
+) -> np.ndarray:
+    """Each interior cell's count, estimated from DP releases alone (free): the sum of its
+    noisy fine counts (noise variance ``fine_std**2`` times its fine cells: unbiased, but
+    noisier the wider the cell), and, when given, ``released`` = (the cell's noisy count in
+    round 1's marginal of the column, one per interior cell; its noise sd), the two weighed
+    by the inverse of their noise variances (the least-variance unbiased mix)."""
+    fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
+    raw = np.asarray(noisy, dtype=np.float64)[1:-1]
+    at = np.abs(fine_edges[:, None] - np.asarray(edges)[None, :]).argmin(axis=0)
+    fine_sum = np.array([raw[a:b].sum() for a, b in zip(at[:-1], at[1:], strict=True)])
+    if released is None:
+        return fine_sum
+    counts, std = np.asarray(released[0], dtype=np.float64), float(released[1])
+    fine_var = fine_std**2 * np.maximum(1, np.diff(at))
+    if std <= 0:
+        return counts
+    if fine_std <= 0:
+        return fine_sum
+    weight = (1.0 / fine_var) / (1.0 / fine_var + 1.0 / std**2)
+    return weight * fine_sum + (1.0 - weight) * counts
 
 
 def bins_from_edges(
