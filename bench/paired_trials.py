@@ -105,7 +105,7 @@ def table_lines(pairs: dict, per_seed: bool) -> tuple[list[str], dict]:
 
 
 def goal_lines(means: dict, tables: list[str]) -> list[str]:
-    """Each table x epsilon's misses under the default and class_rows (ours: the s36 means
+    """Each table x epsilon's misses under the default and class_rows (ours: the paired means
     where they exist, else tables_summary's default for both), and the totals."""
     out, totals = [], {DEFAULT: [0, 0.0], ROWS: [0, 0.0]}
     for name in tables:
@@ -130,7 +130,7 @@ def goal_lines(means: dict, tables: list[str]) -> list[str]:
                 totals[tag][0] += len(gaps)
                 totals[tag][1] += sum(g for _, g in gaps)
                 said[tag] = "; ".join(f"{m} {g:.3f}" for m, g in gaps) or "none"
-            source = "s36 paired means" if ours else "unchanged (tables_summary's default)"
+            source = "paired means" if ours else "unchanged (tables_summary's default)"
             out.append(f"- {name}, ε = {eps:g} ({source}): default: {said[DEFAULT]} | "
                        f"new: {said[ROWS]}")  # fmt: skip
     for tag in (DEFAULT, ROWS):

@@ -6,28 +6,22 @@ both peers and both samplers, and the real rows; then, with ``--gaps``, one line
 epsilon naming each column where ours misses the goal of issue 22 (TVD at most the best peer's,
 AUC and balanced accuracy within 0.005 of it) and by how much.
 
-Sources: our default's runs from ``matching_balance.jsonl`` (tag ``repeats``: the default of
-session 34, rows matched to the stored marginals and drawn balanced, scored as
-``bench_tables.py`` scores, one fit per table, epsilon and seed with the same seeds as
-``bench_tables.py``; ``matching_trials.py`` wrote them), Adult's at epsilon 3 from
-``quality_trials_s34.jsonl`` (tag ``s34-label-pairs``: the same default, whose round 2 measures
-label x a x b from 20,000 released records at epsilon x N >= 50,000), psid's from
-``quality_trials_s35.jsonl`` (tag ``s35-block-rule``: the default since the fine histogram's
-pooling rule, seeds 0-9); the peers and real rows from
-``bench/results/tables_<name>.json`` (``bench_tables.py --out``), Adult's and Thyroid's from
-``tables.json`` (fitted in an earlier session on the same data, split, seeds and public cells);
-Adult's non-private run from ``quality_trials.jsonl`` (tag ``np-label-pairs``: the default
-of session 34, else ``np-balanced``: without label x a x b, else ``np-matched``: matched rows
-of session 33, else ``np-pairs3``: before matched rows, else ``nonprivate-rule-pairs2``: two
-pairs, else ``nonprivate-rule``: one pair per column, else ``nonprivate-defaults``: 300
-steps). A table without rows in the
-trials' file keeps the dpforge rows of its bench file::
+Sources: our default's runs are session 37's trials (the default since its within-cell
+decoding, on the AMD EPYC host; the same code and seed train to other figures on the Intel host
+of earlier sessions, so no older run is mixed in), one fit per table, epsilon and seed 0-2,
+scored as ``bench_tables.py`` scores (``quality_trials.py``, tag ``s37-bound``): the
+development tables from ``quality_trials_s37_bound.jsonl``, Adult from
+``quality_trials_s37_adult_new.jsonl``, healthins from ``quality_trials_s37_healthins.jsonl``,
+the holdout tables from ``quality_trials_s37_holdout.jsonl``; Adult's non-private run from
+``quality_trials_s37_adult_np.jsonl`` (tag ``np-s37-bound``, one seed). The peers and real
+rows come from ``bench/results/tables_<name>.json`` (``bench_tables.py --out``), Adult's and
+Thyroid's from ``tables.json`` (fitted in an earlier session on the same data, split, seeds
+and public cells), the holdout tables' from ``tables_holdout.json``. A table without trials
+keeps the dpforge rows of its bench file::
 
     python bench/tables_summary.py adult thyroid psid nmes fair healthins wage --gaps
 
-The holdout tables of ``public_tables.HOLDOUT_TABLES`` (hmda, doctorvisits, creditcard) read
-every method from ``tables_holdout.json``; they have no trials, so our default's rows are
-``bench_tables.py``'s::
+The holdout tables (``public_tables.HOLDOUT_TABLES``, never used to tune a default)::
 
     python bench/tables_summary.py hmda doctorvisits creditcard --gaps
 """
@@ -46,22 +40,14 @@ METRICS = ("tvd_1way", "tvd_2way", "rf_auc", "lr_auc", "rf_bal_acc", "lr_bal_acc
 LOWER = ("tvd_1way", "tvd_2way")  # lower is better; the others higher
 SLACK = 0.005  # issue 22: within 0.005 of the best peer's AUC and balanced accuracy
 PEERS = ("mst", "aim")
-# the first that ran
-NONPRIVATE_TAGS = (
-    "np-label-pairs", "np-balanced", "np-matched", "np-pairs3", "nonprivate-rule-pairs2",
-    "nonprivate-rule", "nonprivate-defaults",
-)  # fmt: skip
-# our default's runs, kept as trials: (file, tag) per table, else DEFAULT_TRIALS
-DEFAULT_TRIALS = ("matching_balance.jsonl", "repeats")
-# (table, epsilon): where the default measures label x a x b (released N >= 20,000 and
-# epsilon x N >= 50,000), its runs with label_pairs=true
-# psid: the default since the fine histogram's pooling rule (cells.noise_outweighs_a_cell,
-# which lifts the block cap on psid alone), 10 seeds
+DEFAULT_TAG = "s37-bound"
+DEFAULT_TRIALS = "quality_trials_s37_bound.jsonl"  # else, per table:
 TRIALS_OF = {
-    ("adult", 3.0): ("quality_trials_s34.jsonl", "s34-label-pairs"),
-    ("psid", 1.0): ("quality_trials_s35.jsonl", "s35-block-rule"),
-    ("psid", 3.0): ("quality_trials_s35.jsonl", "s35-block-rule"),
+    "adult": "quality_trials_s37_adult_new.jsonl",
+    "healthins": "quality_trials_s37_healthins.jsonl",
+    **{name: "quality_trials_s37_holdout.jsonl" for name in HOLDOUT_TABLES},
 }
+NONPRIVATE = ("quality_trials_s37_adult_np.jsonl", "np-s37-bound")
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)
     # Adult's earlier dpforge runs: tables_adult-s*.json (300 steps), tables_adult-rule-*.json
     # (steps that follow N, one pair per column)
@@ -96,38 +82,23 @@ def runs_of(name: str) -> tuple[list[dict], int]:
 
 
 def default_trial_runs(name: str) -> list[dict]:
-    """Our default's runs of one table kept as trials (``DEFAULT_TRIALS``, per epsilon
-    ``TRIALS_OF`` where it names the table), as bench runs."""
-    out = []
-    for (file, tag), own in [(DEFAULT_TRIALS, None), *((v, k) for k, v in TRIALS_OF.items())]:
-        path = harness.RESULTS / file
-        if (own is not None and own[0] != name) or not path.is_file():
-            continue
-        rows = [json.loads(line) for line in path.read_text().splitlines()]
-        out += [
-            {**r, "dataset": name, "method": "dpforge", "status": "ok", "sampler": None}
-            for r in rows
-            if r["table"] == name and r["tag"] == tag and _taken(name, r["epsilon"], own)
-        ]
-    return out
-
-
-def _taken(name: str, epsilon: float, own: tuple | None) -> bool:
-    """Whether a run at ``epsilon`` belongs: to its own (table, epsilon) entry, or to the
-    default file where no entry names them."""
-    key = (name, float(epsilon))
-    return key == own if own is not None else key not in TRIALS_OF
+    """Our default's runs of one table kept as trials, as bench runs."""
+    return [
+        {**r, "dataset": name, "method": "dpforge", "status": "ok", "sampler": None}
+        for r in _trials(TRIALS_OF.get(name, DEFAULT_TRIALS))
+        if r["table"] == name and r["tag"] == DEFAULT_TAG
+    ]
 
 
 def nonprivate_runs(name: str) -> list[dict]:
     """The non-private fits of our default (epsilon = inf) from the trials' JSON lines."""
-    path = harness.RESULTS / "quality_trials.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    for tag in NONPRIVATE_TAGS:
-        runs = [r for r in rows if r["table"] == name and r["tag"] == tag]
-        if runs:
-            return runs
-    return []
+    file, tag = NONPRIVATE
+    return [r for r in _trials(file) if r["table"] == name and r["tag"] == tag]
+
+
+def _trials(file: str) -> list[dict]:
+    path = harness.RESULTS / file
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.is_file() else []
 
 
 def averaged(runs: list[dict]) -> dict:
