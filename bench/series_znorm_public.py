@@ -43,6 +43,7 @@ from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.schema.array import Channel
+from dpforge.statistics.features import feature_anchor_defaults
 from dpforge.statistics.particles import MoveSettings
 from series_move_public import knn, matched_epsilon, public_set
 
@@ -96,12 +97,15 @@ def scored(synth, n: int, test: ArrayData, schema, seed: int, sample_seed: int) 
     return {name: knn(data, test, schema, seed) for name, data in variants.items()}
 
 
-def run(name: str, seed: int, log: str, italy: bool, epsilon: float) -> None:
+def run(name: str, seed: int, log: str, italy: bool, epsilon: float, count_weight) -> None:
     t0 = time.process_time()
     if italy:
         train, test, schema = load_italy_power_demand(seed=0, test_size=0.3)
+        anchor = "auto" if count_weight is None else replace(
+            feature_anchor_defaults("timeseries"), count_weight=count_weight
+        )
         synth = Synthesizer(schema, epsilon=epsilon, delta=1e-4, metadata_share=0.1, seed=seed,
-                            progress=False)  # fmt: skip
+                            progress=False, anchor=anchor)  # fmt: skip
         sample_seeds = [10_000 + seed]
     else:
         train, test, schema = public_set(name)
@@ -120,6 +124,7 @@ def run(name: str, seed: int, log: str, italy: bool, epsilon: float) -> None:
                cpu=round(time.process_time() - t0, 1),
                epsilon_pld=synth.privacy_spent().epsilon_pld,
                anchor_sigma=synth.sample_release_.embedding.noise_multiplier,
+               count_weight=synth.sample_release_.count_weight,
                scores=scores)  # fmt: skip
     print(json.dumps(row), flush=True)
     harness.append_jsonl(log, row)
@@ -131,12 +136,14 @@ def main() -> None:
     harness.add_seeds(p, "0,1,2")
     p.add_argument("--italy", action="store_true", help="ItalyPowerDemand's test split instead")
     p.add_argument("--epsilon", type=float, default=3.0, help="--italy only")
+    p.add_argument("--count-weight", type=float, default=None,
+                   help="--italy only: the series default's count weight replaced by this")  # fmt: skip
     p.add_argument("--log", required=True)
     a = p.parse_args()
     torch.set_num_threads(1)
     for seed in harness.seeds(a):
         for name in ["italy"] if a.italy else a.sets.split(","):
-            run(name, seed, a.log, a.italy, a.epsilon)
+            run(name, seed, a.log, a.italy, a.epsilon, a.count_weight)
 
 
 if __name__ == "__main__":
