@@ -137,7 +137,7 @@ def main() -> None:
     p.add_argument("--italy", action="store_true", help="ItalyPowerDemand's test split instead")
     p.add_argument("--epsilon", type=float, default=3.0, help="--italy only")
     p.add_argument("--count-weight", type=float, default=None,
-                   help="--italy only: the series default's count weight replaced by this")  # fmt: skip
+                   help="--italy only: the series default's count weight, replaced")  # fmt: skip
     p.add_argument("--log", required=True)
     a = p.parse_args()
     torch.set_num_threads(1)
