@@ -59,6 +59,11 @@ CANDIDATES = {
     "4000 features": {"n_features": 4000},
     "bw 0.1/0.2/0.4": {"bandwidths": (0.1, 0.2, 0.4)},
     "bw 0.05/0.1/0.2": {"bandwidths": (0.05, 0.1, 0.2)},
+    # session 37 (series_znorm_public.md, round 2): the count weight that minimises the
+    # released class mean's expected squared error, (1 / D)^(1/4) for D = 12,000 (+windows)
+    "+windows count 0.1": {"views": (*D, "windows"), "count_weight": 0.1},
+    # the series default before session 37, pinned (count weight 0.5, the field's default)
+    "+windows count 0.5": {"views": (*D, "windows"), "count_weight": 0.5},
 }
 SAMPLE_SEEDS = 3
 RELEASES = 4  # --mode screen: noise draws of each candidate's release (one draw is too noisy)

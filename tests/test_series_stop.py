@@ -20,7 +20,9 @@ from tests.test_series_moved import FAST, fitted  # noqa: F401  (the fitted mode
 
 @pytest.mark.parametrize(("per_class", "sigma"), [(200, 1.0), (40, 3.0)])
 def test_the_predicted_noise_level_matches_the_measured_one(per_class, sigma):
-    config = replace(FAST, n_features=100, views=("values", "differences"))  # D = 400
+    # D = 400; c = 0.5, where the counts' noise is still a small part of a count (at 0.1, the
+    # series default, it would be 75 % of a 40-record class at sigma 3)
+    config = replace(FAST, n_features=100, views=("values", "differences"), count_weight=0.5)
     features = feature_map("timeseries", (1, 24), config, 7)
     rng = np.random.default_rng(0)
     labels = np.repeat([0, 1], per_class)
@@ -31,7 +33,9 @@ def test_the_predicted_noise_level_matches_the_measured_one(per_class, sigma):
     measured, predicted = [], []
     for _ in range(200):
         e = measure_embedding(features, x, labels, 2, sigma, config.count_weight, rng)
-        release = SampleRelease(e, 7, "timeseries", (1, 24), 100, config.bandwidths, 0.5)
+        release = SampleRelease(
+            e, 7, "timeseries", (1, 24), 100, config.bandwidths, config.count_weight
+        )
         measured.append(((e.class_means() - exact) ** 2).sum(axis=1))
         predicted.append(release.noise_levels())
     measured, predicted = np.mean(measured, axis=0), np.mean(predicted, axis=0)
@@ -42,7 +46,8 @@ def test_the_predicted_noise_level_matches_the_measured_one(per_class, sigma):
     # sigma 3 it is 11 % of a count, and 1 / m^2 averages 10 % above 1 / n^2: the released
     # counts are what the level must use)
     if per_class >= 200:
-        assert predicted == pytest.approx(400 * sigma**2 * 1.25 / per_class**2, rel=0.02)
+        s2 = sigma**2 * (1 + config.count_weight**2)
+        assert predicted == pytest.approx(400 * s2 / per_class**2, rel=0.02)
 
 
 def test_moving_stops_once_the_loss_reaches_the_level(fitted):  # noqa: F811

@@ -40,6 +40,7 @@ __all__ = [
     "embedding_sensitivity",
     "feature_anchor_defaults",
     "measure_embedding",
+    "noise_optimal_count_weight",
 ]
 
 AUTO, MOMENTS, EMBEDDING, PERCEPTUAL = "auto", "moments", "embedding", "perceptual"
@@ -68,7 +69,9 @@ class FeatureAnchorConfig:
     bandwidths: Gaussian kernel bandwidths in units of ``sqrt(dimension of the view)`` of data
         scaled to [-1, 1]; the frequencies are split evenly among them (a mixture kernel).
     count_weight: ``c``, the weight of the class counts in the release (sensitivity
-        ``sqrt(1 + c^2)``; the counts' noise std is ``sigma * sqrt(1 + c^2) / c``).
+        ``sqrt(1 + c^2)``; the counts' noise std is ``sigma * sqrt(1 + c^2) / c``). Series use
+        0.1 (:func:`noise_optimal_count_weight`: less noise on the sums that carry the
+        embedding, enough on the counts at hundreds of records a class).
     steps, batch_size, lr: the anchor phase (Adam on the generator, lr decaying linearly to 0).
     refine_weight: lambda, the weight of the anchor loss on the already-released statistics
         added to the generator's adversarial loss during refinement (share < 1): the loss the
@@ -148,6 +151,11 @@ SERIES_STEPS = 600
 # DTW 0.690 against 0.654 for values and differences, worse on 2 of 9 runs
 # (bench/results/series_views_public.md).
 SERIES_DEFAULT_VIEWS = ("values", "differences", "windows")
+# The weight c of the class counts in the series release: (1 / D)^(1/4) rounded, for the
+# default map's D = 12,000 (noise_optimal_count_weight). Chosen on public UCR sets (GunPoint,
+# ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN DTW 0.712
+# against 0.698 for c = 0.5, worse on 2 of 9 runs (bench/results/series_znorm_public.md).
+SERIES_COUNT_WEIGHT = 0.1
 # The setting measured in bench/results/images_perceptual.md (more steps untested for lack
 # of machine time).
 PERCEPTUAL_STEPS = 300
@@ -162,7 +170,8 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
     picks ``statistic="embedding"``). Series: the embedding, with narrower kernels, (0.1, 0.2)
     instead of (0.35, 0.7), and the 1-D upsampling generator (``generator_net="conv"``, its MLP
     trunk ``generator_hidden[0]`` wide) instead of the MLP, and random features of the values,
-    first differences and local windows (``SERIES_DEFAULT_VIEWS``). At the image bandwidths the
+    first differences and local windows (``SERIES_DEFAULT_VIEWS``), and the class counts weighted
+    ``SERIES_COUNT_WEIGHT`` (:func:`noise_optimal_count_weight`). At the image bandwidths the
     kernel on a short series cannot tell apart curves that differ only in a few hours (the
     evening peak that separates the seasons of a power curve); an MLP draws every hour on its
     own, so its curves come out jagged. Chosen on a validation split of the TRAINING part of
@@ -175,12 +184,29 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
             statistic=EMBEDDING,
             bandwidths=SERIES_BANDWIDTHS,
             views=SERIES_DEFAULT_VIEWS,
+            count_weight=SERIES_COUNT_WEIGHT,
             generator_net="conv",
             steps=SERIES_STEPS,
         )
     if public and kind == "image":
         return FeatureAnchorConfig(statistic=PERCEPTUAL, steps=PERCEPTUAL_STEPS, batch_size=200)
     return FeatureAnchorConfig(statistic=MOMENTS)
+
+
+def noise_optimal_count_weight(dim: int, mean_sq_norm: float = 1.0) -> float:
+    """The count weight ``c`` that minimises the expected squared error of a released class mean
+    embedding, for a feature dimension ``dim`` and an exact mean of squared norm
+    ``mean_sq_norm`` (at most 1: every feature vector has norm 1). Public quantities only.
+
+    With noise multiplier ``sigma`` (fixed by the budget whatever ``c`` is), the release adds
+    noise of std ``s = sigma * sqrt(1 + c^2)`` to each of the ``dim`` sums and to ``c n``, so the
+    class mean ``(S + z) / (n + z' / c)`` has squared error about
+    ``sigma^2 (1 + c^2) (dim + |mu|^2 / c^2) / n^2`` (:meth:`SampleRelease.noise_levels`), least
+    at ``c = (|mu|^2 / dim)^(1/4)``.
+    """
+    if dim < 1 or not 0 < mean_sq_norm <= 1:
+        raise ValueError(f"need dim >= 1 and 0 < mean_sq_norm <= 1, got {dim}, {mean_sq_norm}")
+    return (mean_sq_norm / dim) ** 0.25
 
 
 def embedding_sensitivity(count_weight: float) -> float:
