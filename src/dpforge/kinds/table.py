@@ -212,25 +212,26 @@ class MarginalAnchoring(Anchoring):
         )  # fmt: skip
         codes = _place_codes(long, records, plan, (public, n_public, m), rng)
         std = plan.cells_noise * plan.rows * math.sqrt(m) * noise_factor(records)  # as added
-        blocks = {name: block_size(std, n_public, len(h) - 2) for name, h in fine.items()}
-        edges = self._place_cells(adaptive, fine, n_public, n_cells, blocks)
+        pooling = {name: block_size(std, n_public, len(h) - 2) for name, h in fine.items()}
+        edges = self._place_cells(adaptive, fine, n_public, n_cells, pooling)
         encoder = self.encoder(TableKind, schema, MeasuredTable(
             cell_edges=edges, code_cells=codes))  # fmt: skip
         label_name, cells = _blocks(encoder, records)
         measured = measure_round_one(
             plan, cells, encoder.spans, label_name, rng, n_public, self.config.zero_below
         )
-        round_one = (measured, label_name, round_one_cell_std(plan, len(measured), cells))
-        masses = self._fine_masses(adaptive, fine, (std, edges, n_public, blocks), round_one)
-        blocks = cells
+        cell_std = round_one_cell_std(plan, len(measured), cells)  # per cell, public
+        round_one = (measured, label_name, cell_std)
+        masses = self._fine_masses(adaptive, fine, (std, edges, n_public, pooling), round_one)
         numeric = [c.name for c in schema.generated_columns if c.is_numeric]
-        std = round_one[2]  # per cell, public
-        measured = trimmed_tails(measured, label_name, numeric, std, self.config.tail_trim)
+        measured = trimmed_tails(measured, label_name, numeric, cell_std, self.config.tail_trim)
         nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
-        measured = pooled_class_rows(measured, label_name, nullable, std, self.config.class_rows)
+        measured = pooled_class_rows(
+            measured, label_name, nullable, cell_std, self.config.class_rows
+        )
         measured = self._class_totals(measured, label_name)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
-        return MeasuredTable(tuple(measured), edges, masses, plan, blocks, code_cells=codes)
+        return MeasuredTable(tuple(measured), edges, masses, plan, cells, code_cells=codes)
 
     def _fine_masses(self, adaptive: list, fine: dict, placed: tuple, round_one: tuple) -> dict:
         """Each adaptive column's fine mass for drawing values inside its cells (free):
