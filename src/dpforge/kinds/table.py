@@ -222,7 +222,8 @@ class MarginalAnchoring(Anchoring):
         )
         cell_std = round_one_cell_std(plan, len(measured), cells)  # per cell, public
         round_one = (measured, label_name, cell_std)
-        masses = self._fine_masses(adaptive, fine, (std, edges, n_public, pooling), round_one)
+        counts = self._cell_counts(adaptive, fine, std, edges, round_one)
+        masses = _fine_masses(adaptive, fine, std, edges, (n_public, pooling, counts))
         numeric = [c.name for c in schema.generated_columns if c.is_numeric]
         measured = trimmed_tails(measured, label_name, numeric, cell_std, self.config.tail_trim)
         nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
@@ -233,19 +234,20 @@ class MarginalAnchoring(Anchoring):
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, cells, code_cells=codes)
 
-    def _fine_masses(self, adaptive: list, fine: dict, placed: tuple, round_one: tuple) -> dict:
-        """Each adaptive column's fine mass for drawing values inside its cells (free):
-        ``placed`` = (the fine histograms' noise sd, the cells' edges, the released N, the
-        pooling blocks); ``round_one`` = (round 1's marginals as released, the label, their
-        noise sd a cell), which with ``within_cell="cell"`` help size each cell's count."""
-        std, edges, n_public, blocks = placed
+    def _cell_counts(
+        self, adaptive: list, fine: dict, std: float, edges: dict, round_one: tuple
+    ) -> dict[str, np.ndarray]:
+        """With ``within_cell="cell"``, each adaptive column's cell counts for drawing values
+        inside its cells (free, ``cells.cell_counts``): its fine histogram (noise sd ``std``)
+        mixed with ``round_one`` = (round 1's marginals as released, the label, their noise
+        sd a cell); else none (each cell sized from the pooled fine histogram)."""
+        if self.config.within_cell != "cell":
+            return {}
         counts = {}
-        if self.config.within_cell == "cell":
-            for c in adaptive:
-                interior = len(edges[c.name]) - 1
-                released = _released_cells(c.name, interior, *round_one)
-                counts[c.name] = cell_counts(c, fine[c.name], edges[c.name], std, released)
-        return _fine_masses(adaptive, fine, std, edges, (n_public, blocks, counts))
+        for c in adaptive:
+            released = _released_cells(c.name, len(edges[c.name]) - 1, *round_one)
+            counts[c.name] = cell_counts(c, fine[c.name], edges[c.name], std, released)
+        return counts
 
     def cells_per_column(
         self, public: TableEncoder, target, ledger, sizes: tuple, rows: int = 1

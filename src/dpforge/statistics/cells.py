@@ -230,10 +230,9 @@ def within_cell_mass(
     outweighs its cell's share of it, so every value of the cell is decoded onto the heap
     (creditcard's share at epsilon 1: 593 records in [0, 0.072), 204 of them in the first
     fine cell, all 591 synthetic values on it; bench/results/quality_gaps.md, session 37)."""
-    fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
     standout = np.where(raw >= threshold, raw, 0.0)
-    at = np.abs(fine_edges[:, None] - np.asarray(edges)[None, :]).argmin(axis=0)
+    at = _fine_index(column, edges)
     pairs = list(zip(at[:-1], at[1:], strict=True))
     if counts is None:
         projected = fine_mass(noisy, total, block)
@@ -258,9 +257,8 @@ def cell_counts(
     noisier the wider the cell), and, when given, ``released`` = (the cell's noisy count in
     round 1's marginal of the column, one per interior cell; its noise sd), the two weighed
     by the inverse of their noise variances (the least-variance unbiased mix)."""
-    fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
-    at = np.abs(fine_edges[:, None] - np.asarray(edges)[None, :]).argmin(axis=0)
+    at = _fine_index(column, edges)
     fine_sum = np.array([raw[a:b].sum() for a, b in zip(at[:-1], at[1:], strict=True)])
     if released is None:
         return fine_sum
@@ -272,6 +270,13 @@ def cell_counts(
         return fine_sum
     weight = (1.0 / fine_var) / (1.0 / fine_var + 1.0 / std**2)
     return weight * fine_sum + (1.0 - weight) * counts
+
+
+def _fine_index(column: Column, edges: np.ndarray) -> np.ndarray:
+    """The index on the column's interior fine grid of each of its cells' edges (the cells
+    are placed on fine edges, so the nearest one)."""
+    fine_edges = _fine_edges(numeric_bins(column, FINE_CELLS + 2))
+    return np.abs(fine_edges[:, None] - np.asarray(edges)[None, :]).argmin(axis=0)
 
 
 def bins_from_edges(
