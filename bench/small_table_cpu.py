@@ -9,6 +9,11 @@ the released N (both phases on 1,024 rows); "new" is ``AnchorConfig()``. One JSO
 pair goes to ``--out``::
 
     OMP_NUM_THREADS=1 python small_table_cpu.py psid,thyroid --epsilons 1,3 --seeds 3
+
+``--arm NAME:key=value,key=value`` (repeated) replaces the two arms by named AnchorConfig
+settings (``quality_trials.py``'s ``--set`` syntax; ``NAME:`` alone is the default)::
+
+    python small_table_cpu.py nmes --seeds 0, --arm default: --arm h128:generator_hidden=128,128
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import torch
 
 import harness
 from dpforge.statistics.anchor import AnchorConfig
+from quality_trials import anchor_config
 from tables_runs import load_dataset, timed_fit
 
 ARMS = {"old": AnchorConfig(batch_size=1024), "new": AnchorConfig()}
@@ -30,6 +36,24 @@ def fit_cpu(data, epsilon: float, seed: int, config: AnchorConfig) -> float:
     return round(timed_fit(data, epsilon, seed, config)[2], 2)
 
 
+def parse_arms(given: list[str] | None) -> dict[str, AnchorConfig]:
+    """``--arm`` values as {name: AnchorConfig}; ARMS when none were given."""
+    if not given:
+        return ARMS
+    arms = {}
+    for text in given:
+        name, _, settings = text.partition(":")
+        items = [s for s in settings.split(",") if s]
+        merged: list[str] = []  # "generator_hidden=128,128" splits into "...=128" and "128"
+        for item in items:
+            if "=" in item or not merged:
+                merged.append(item)
+            else:
+                merged[-1] += "," + item
+        arms[name] = anchor_config(merged)
+    return arms
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("tables", help="comma list of bench_tables.py's names")
@@ -37,15 +61,18 @@ def main(argv: list[str] | None = None) -> None:
     harness.add_seeds(p, "3")
     harness.add_data_dir(p)
     harness.add_out(p, harness.RESULTS / "small_table_cpu.jsonl")
+    p.add_argument("--arm", action="append", help="NAME:key=value,... (repeat; see above)")
     args = p.parse_args(argv)
+    arms = parse_arms(args.arm)
     torch.set_num_threads(1)
     for name in args.tables.split(","):
         data = load_dataset(name, harness.data_dir(args.data_dir))
-        fit_cpu(data, args.epsilons[0], 99, ARMS["new"])  # warm-up: imports, first calls
+        warm = next(iter(arms.values()))
+        fit_cpu(data, args.epsilons[0], 99, warm)  # warm-up: imports, first calls
         for epsilon in args.epsilons:
             for seed in harness.seeds(args):
                 row = {"table": name, "epsilon": epsilon, "seed": seed, "started": harness.now()}
-                row |= {arm: fit_cpu(data, epsilon, seed, config) for arm, config in ARMS.items()}
+                row |= {arm: fit_cpu(data, epsilon, seed, config) for arm, config in arms.items()}
                 print(row, flush=True)
                 with open(args.out, "a") as f:
                     f.write(json.dumps(row) + "\n")
