@@ -212,7 +212,9 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
     accounting; bench/results/fit_speed_s38.md). A Gaussian's PLD depends only on its standard
     deviation, the grid and the neighbouring relation, and PLDs are immutable, so composing
     the stored one gives the same ε to the last digit (tests/privacy/test_accounting_reuse.py).
-    Every other event goes to dp-accounting's own code.
+    Every other event goes to dp-accounting's own code. It composes into the base class's
+    ``_pld``, as dp-accounting's own branch does (pinned below 0.7 in pyproject.toml; the
+    oracle test fails first if a release changes that).
     """
 
     def _maybe_compose(
