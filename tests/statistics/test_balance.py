@@ -9,6 +9,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
+from dpforge.statistics import balance
 from dpforge.statistics.balance import MAX_IDS, balance_cells, balance_marginals, balanced_counts
 from dpforge.statistics.marginals import CellColumn
 
@@ -92,3 +93,26 @@ def test_a_three_column_marginal_gets_its_own_cells():
     assert size == 24
     flat = (cells["y"].index * 3 + cells["a"].index) * 4 + cells["b"].index
     assert np.array_equal(index[0], flat)
+
+
+def _candidates_by_formula(index, excess, counts):
+    """The gains recomputed for every (marginal, row) from the excess, the obvious way."""
+    e = excess[index]
+    gain_remove = (np.abs(e - 1) - np.abs(e)).sum(axis=0)
+    gain_add = (np.abs(e + 1) - np.abs(e)).sum(axis=0)
+    gain_remove[counts == 0] = np.inf
+    gain_add[counts > 0] = np.inf
+    return balance._best(gain_remove), balance._best(gain_add)
+
+
+@pytest.mark.parametrize("rows", [700, 40_000])  # one block, and several (BLOCK = 16,384)
+def test_candidates_are_those_of_the_per_row_formula(rows):
+    rng = np.random.default_rng(3)
+    cells = _pool(rows, rng)
+    index, size = balance_cells(cells, balance_marginals(list(cells), [], rows))
+    counts = np.bincount(rng.integers(0, rows, rows // 8), minlength=rows)
+    excess = rng.normal(0.0, 3.0, size).round(2)  # fractional excess, as n x weights gives
+    got = balance._candidates(index, excess, counts)
+    want = _candidates_by_formula(index, excess, counts)
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)
