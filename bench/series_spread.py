@@ -28,6 +28,7 @@ moved samples. One JSON line per fit to ``--log``.
 Designs (``--design``):
 
 * ``cross``: every (release, train) pair of ``--releases`` x ``--trains``;
+* ``default``: release = train over ``--releases`` (the library's own fit of each seed);
 * ``map``: release and train fixed at ``--releases``' first and ``--trains``' first, the map
   seed over ``--maps``.
 
@@ -44,6 +45,8 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -53,8 +56,9 @@ from dpforge import Synthesizer
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.kinds.arrays import EmbeddingAnchoring
 from dpforge.pipeline import run as run_module
+from dpforge.schema.array import Channel
 from dpforge.statistics.anchor_train import stratified_labels
-from series_move_public import knn
+from series_move_public import knn, matched_epsilon, public_set
 from series_runs import gap
 
 RELEASE_STREAMS = (0, 5)  # range, feature map seed, embedding noise; record count
@@ -103,30 +107,46 @@ def generator_loss(synth, draws: int = LOSS_DRAWS, seed: int = LOSS_SEED) -> flo
     return float(np.mean(values))
 
 
-def fit_italy(release: int, train: int, map_seed: int | None, epsilon: float, data) -> tuple:
-    train_data, _, schema = data
+def load(name: str) -> tuple:
+    """(train, test, schema, Synthesizer options): ItalyPowerDemand as ``italy_series_views.py``
+    fits it, or a public UCR set as ``series_znorm_public.py`` does (range declared, count
+    given, epsilon matched to Italy's noise-to-signal at eps 3)."""
+    if name == "italy":
+        train, test, schema = load_italy_power_demand(seed=0, test_size=0.3)
+        return train, test, schema, {"metadata_share": 0.1}
+    train, test, schema = public_set(name)
+    epsilon, _ = matched_epsilon(train, len(schema.classes), 1e-4)
+    schema = replace(schema, channels=(Channel("value", -3.0, 3.0),))
+    options = {"epsilon": epsilon, "record_count": len(train), "out_of_bounds": "clip"}
+    return train, test, schema, options
+
+
+def fit_apart(release: int, train: int, map_seed: int | None, epsilon: float, data) -> tuple:
+    train_data, _, schema, options = data
+    options = {"epsilon": epsilon, **options}
     t0 = time.process_time()
     with seeded_apart(release, train, map_seed):
-        synth = Synthesizer(schema, epsilon=epsilon, delta=1e-4, metadata_share=0.1,
-                            seed=release, progress=False)  # fmt: skip
+        synth = Synthesizer(schema, delta=1e-4, seed=release, progress=False, **options)
         synth.fit(train_data)
     return synth, time.process_time() - t0
 
 
-def run(release, train, map_seed, sample_seeds, epsilon, data, stamp, log) -> dict:
-    train_data, test, schema = data
-    synth, fit_cpu = fit_italy(release, train, map_seed, epsilon, data)
+def run(name, release, train, map_seed, sample_seeds, epsilon, data, stamp, log, save) -> dict:
+    train_data, test, schema, _ = data
+    synth, fit_cpu = fit_apart(release, train, map_seed, epsilon, data)
     seeds = list(sample_seeds)
-    if release == train and map_seed is None:
+    if release == train and map_seed is None and name == "italy":
         seeds.append(10_000 + release)  # the library default's sampling seed: the check
     knns, gaps = {}, {}
     for s in seeds:
         synthetic = synth.sample(len(train_data), seed=s)
-        knns[str(s)] = knn(synthetic, test, schema, release)
+        knns[str(s)] = knn(synthetic, test, schema, release)  # the classifier's seed: unused
         gaps[str(s)] = round(gap(synth, synthetic), 6)
     row = {
         "commit": stamp.get("git", {}).get("commit"), "command": stamp.get("command"),
-        "epsilon": epsilon, "release": release, "train": train, "map_seed": map_seed,
+        "set": name, "epsilon": round(synth.epsilon, 4), "cli_epsilon": epsilon,
+        "release": release, "train": train,
+        "map_seed": map_seed,
         "fit_cpu": round(fit_cpu, 1), "cpu": round(time.process_time(), 1),
         "epsilon_pld": synth.privacy_spent().epsilon_pld,
         "anchor_sigma": synth.sample_release_.embedding.noise_multiplier,
@@ -138,7 +158,18 @@ def run(release, train, map_seed, sample_seeds, epsilon, data, stamp, log) -> di
     }  # fmt: skip
     print(json.dumps(row), flush=True)
     harness.append_jsonl(log, row)
+    if save:
+        synth.save(f"{save}/{name}_eps{epsilon:g}_r{release}_t{train}_m{map_seed}", overwrite=True)
     return row
+
+
+def done(log: str) -> set:
+    """(set, epsilon, release, train, map seed) of the fits already in ``log``."""
+    if not Path(log).exists():
+        return set()
+    rows = [json.loads(line) for line in Path(log).read_text().splitlines() if line]
+    return {(r.get("set", "italy"), r.get("cli_epsilon", r["epsilon"]), r["release"], r["train"],
+             r["map_seed"]) for r in rows}  # fmt: skip
 
 
 def ints(text: str) -> list[int]:
@@ -147,26 +178,35 @@ def ints(text: str) -> list[int]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--design", choices=("cross", "map"), default="cross")
+    p.add_argument("--design", choices=("cross", "default", "map"), default="cross")
     p.add_argument("--releases", default="0,1,2,3,4")
     p.add_argument("--trains", default="0,1,2,3,4")
     p.add_argument("--maps", default="1,2,3,4")
     p.add_argument("--sample-seeds", default="20000,20001")
     p.add_argument("--epsilon", type=float, default=3.0)
+    p.add_argument("--sets", default="italy", help="italy, or public UCR sets (comma list)")
     p.add_argument("--log", required=True)
+    p.add_argument("--save-models", default=None, help="a folder: each fit's model saved there")
+    p.add_argument("--skip-done", action="store_true", help="skip the fits already in --log")
     a = p.parse_args()
     torch.set_num_threads(1)
     stamp = harness.provenance(__file__)
-    data = load_italy_power_demand(seed=0, test_size=0.3)
     samples = ints(a.sample_seeds)
-    if a.design == "cross":
-        for release in ints(a.releases):
-            for train in ints(a.trains):
-                run(release, train, None, samples, a.epsilon, data, stamp, a.log)
-    else:
-        release, train = ints(a.releases)[0], ints(a.trains)[0]
-        for map_seed in ints(a.maps):
-            run(release, train, map_seed, samples, a.epsilon, data, stamp, a.log)
+    skip = done(a.log) if a.skip_done else set()
+    for name in a.sets.split(","):
+        data = load(name)
+        if a.design == "cross":
+            fits = [(r, t, None) for r in ints(a.releases) for t in ints(a.trains)]
+        elif a.design == "default":
+            fits = [(r, r, None) for r in ints(a.releases)]
+        else:
+            release, train = ints(a.releases)[0], ints(a.trains)[0]
+            fits = [(release, train, m) for m in ints(a.maps)]
+        for release, train, map_seed in fits:
+            if (name, a.epsilon, release, train, map_seed) in skip:
+                continue
+            run(name, release, train, map_seed, samples, a.epsilon, data, stamp, a.log,
+                a.save_models)  # fmt: skip
 
 
 if __name__ == "__main__":
