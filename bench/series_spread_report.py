@@ -97,7 +97,11 @@ def main() -> None:
     p.add_argument("--sample-seeds", default="20000,20001")
     p.add_argument("--epsilon", type=float, default=3.0)
     p.add_argument("--set", default="italy")
+    p.add_argument("--sampling", default=None, help="series_spread_sampling.py's log instead")
     a = p.parse_args()
+    if a.sampling:
+        sampling_round(a.sampling)
+        return
     samples = a.sample_seeds.split(",")
     cells = load(a.log, a.set, a.epsilon)
     releases = sorted({r for r, _ in cells})
@@ -132,6 +136,29 @@ def main() -> None:
                       for t in trains] for r in full])  # fmt: skip
     print("generator loss (rows release, columns train):\n", np.round(loss, 4))
     print("moved gap (mean over sampling seeds):\n", np.round(gaps, 4))
+
+
+def sampling_round(path: str) -> None:
+    """Remedy round 1 (``series_spread_sampling.py``): per run the mean over its sampling
+    seeds, then over runs the mean, runs worse than the default, pooled sampling sd."""
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    names = ("default", "best4", "balanced")
+    print("| candidate | " + " | ".join(f"{r['set']} s{r['seed']}" for r in rows)
+          + " | mean | worse than default | pooled sampling sd | best4 picks set 0 |")  # fmt: skip
+    print("|---|" + "---|" * (len(rows) + 4))
+    for name in names:
+        means = [np.mean([s[name] for s in r["runs"].values()]) for r in rows]
+        base = [np.mean([s["default"] for s in r["runs"].values()]) for r in rows]
+        var = [np.var([s[name] for s in r["runs"].values()], ddof=1) if len(r["runs"]) > 1
+               else np.nan for r in rows]  # fmt: skip
+        worse = sum(m < b - 1e-9 for m, b in zip(means, base, strict=True))
+        picks = sum(s["best4_chosen"] == 0 for r in rows for s in r["runs"].values())
+        total = sum(len(r["runs"]) for r in rows)
+        print(f"| {name} | " + " | ".join(f"{m:.4f}" for m in means)
+              + f" | {np.mean(means):.4f} | {'' if name == 'default' else worse} | "
+              f"{math.sqrt(np.nanmean(var)) if not np.isnan(np.nanmean(var)) else float('nan'):.4f}"
+              f" | {picks} of {total} |")  # fmt: skip
 
 
 if __name__ == "__main__":
