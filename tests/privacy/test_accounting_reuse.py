@@ -76,3 +76,13 @@ def test_calibrated_noise_unchanged_against_oracle_accountant() -> None:
     assert reported <= 3.0
     grids = [2.0**-k for k in range(10, 18)]
     assert any(_oracle(event, g, 1e-5) == reported for g in grids)
+
+
+@pytest.mark.parametrize(("sd", "interval"), [(5.0, 2.0**-13), (0.2, 2.0**-10)])
+def test_large_plds_are_not_kept_and_give_the_same_epsilon(sd: float, interval: float) -> None:
+    """A fine grid or a small sd makes a PLD of millions of values: built afresh each time."""
+    accounting._gaussian_pld.cache_clear()
+    event = dp_accounting.ComposedDpEvent([GAUSS(sd), GAUSS(sd)])
+    got = accounting._pld(interval).compose(event).get_epsilon(1e-5)
+    assert got == _oracle(event, interval, 1e-5)
+    assert accounting._gaussian_pld.cache_info().currsize == 0

@@ -221,15 +221,30 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
         self, event: dp_accounting.DpEvent, count: int, do_compose: bool
     ) -> PrivacyAccountant.CompositionErrorDetails | None:
         gaussian = isinstance(event, dp_accounting.GaussianDpEvent)
-        if not (gaussian and do_compose and event.noise_multiplier > 0):
+        if not (gaussian and do_compose and count > 0):
             return super()._maybe_compose(event, count, do_compose)
         sd = event.noise_multiplier / math.sqrt(count)  # as dp-accounting composes `count` of it
         interval = self._value_discretization_interval
+        if not _small_enough_to_keep(sd, interval):
+            return super()._maybe_compose(event, count, do_compose)
         self._pld = self._pld.compose(_gaussian_pld(sd, interval, self.neighboring_relation))
         return None
 
 
-@functools.lru_cache(maxsize=64)
+# Kept PLDs stay small: a PLD's length grows as 1 / (sd² x grid), and one of sd 0.5 on the
+# grid 2⁻¹⁷ holds 5.6 million probabilities a side (90 MB). From sd 0.3 on, on grids no finer
+# than 2⁻¹², one holds at most 5 MB (measured at sd 0.3, 2⁻¹²), so the 16 kept cost at most
+# 80 MB (calibrations of a fit use sd of 1 or more on 2⁻¹⁰ and 2⁻¹¹: under 1 MB each).
+_KEPT_FINEST_GRID = 2.0**-12
+_KEPT_SMALLEST_SD = 0.3
+
+
+def _small_enough_to_keep(sd: float, interval: float) -> bool:
+    """Whether a Gaussian PLD of ``sd`` on grid ``interval`` is reused (see above)."""
+    return sd >= _KEPT_SMALLEST_SD and interval >= _KEPT_FINEST_GRID
+
+
+@functools.lru_cache(maxsize=16)
 def _gaussian_pld(
     sd: float, interval: float, relation: NeighboringRelation
 ) -> privacy_loss_distribution.PrivacyLossDistribution:
