@@ -14,7 +14,6 @@ which tables the rule changes without scoring them. One JSON line per (table, ep
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 import torch
@@ -83,8 +82,7 @@ def main() -> None:
         row = {"table": name, "epsilon": epsilon, "seed": seed}
         row |= blocks_of(data, epsilon, seed)
         row["changed"] = row.get("capped") != row.get("rule")
-        harness.append_jsonl(args.out, row)
-        print(json.dumps(row), flush=True)
+        harness.log_row(args.out, row)
 
 
 if __name__ == "__main__":

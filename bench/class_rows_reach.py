@@ -13,7 +13,6 @@ changed. All its inputs are released counts or public (the planned noise sd). On
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -86,8 +85,7 @@ def main() -> None:
     for name, data, epsilon, seed in each_fit(args.tables, args):
         row = {"table": name, "epsilon": epsilon, "seed": seed, "z": args.z}
         row |= reach(data, epsilon, seed, args.z)
-        harness.append_jsonl(args.out, row)
-        print(json.dumps(row), flush=True)
+        harness.log_row(args.out, row)
 
 
 if __name__ == "__main__":

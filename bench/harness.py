@@ -313,3 +313,9 @@ def append_jsonl(path: str | Path, row: dict[str, Any]) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with Path(path).open("a") as f:
         f.write(json.dumps(jsonable(row)) + "\n")
+
+
+def log_row(path: str | Path, row: dict[str, Any]) -> None:
+    """Print ``row`` as one JSON line (progress) and append it to ``path``."""
+    print(json.dumps(row), flush=True)
+    append_jsonl(path, row)

@@ -15,7 +15,6 @@ reported. One JSON line per (seed, setting) to ``--log`` as it comes. Example (f
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import torch
@@ -57,8 +56,7 @@ def main() -> None:
                 "tstr": scores(synthetic, test, schema, seed, None),
                 "embedding_gap": round(gap(synth, synthetic), 5),
             }  # fmt: skip
-            print(json.dumps(row), flush=True)
-            harness.append_jsonl(a.log, row)
+            harness.log_row(a.log, row)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ than the plain draws; every setting from the same seed).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 
@@ -52,6 +51,16 @@ POOL_GRID = [(0, 0.03, 1, "herding"), (100, 0.03, 1, "herding"), (100, 0.03, 4, 
 # --grid pool: sampling seeds per fit (a pool draws other series than the plain draws, so one
 # draw per setting mixes the draw's luck into the comparison; averaged over several here)
 SAMPLE_SEEDS = 3
+
+
+PUBLIC_SETS = "gunpoint,arrow_head,osuleaf"  # the UCR sets every public series round judges on
+
+
+def add_public_sets(parser: argparse.ArgumentParser, seeds: str = "0,1,2") -> None:
+    """``--sets`` (comma list of :func:`public_set` names, default PUBLIC_SETS) and
+    ``--seeds``, as every public series round takes them."""
+    parser.add_argument("--sets", default=PUBLIC_SETS)
+    harness.add_seeds(parser, seeds)
 
 
 def public_set(name: str) -> tuple[ArrayData, ArrayData, ArraySchema]:
@@ -114,8 +123,7 @@ def run(name: str, seed: int, epsilon: float, log: str, grid: list) -> None:
                n_train=len(train), n_test=len(test), fit_cpu=round(fit_cpu, 1),
                noise_levels=[round(float(v), 5) for v in synth.sample_release_.noise_levels()],
                real_knn=real, scores=scores)  # fmt: skip
-    print(json.dumps(row), flush=True)
-    harness.append_jsonl(log, row)
+    harness.log_row(log, row)
 
 
 def pooled(synth, n: int, test: ArrayData, schema: ArraySchema, seed: int) -> dict:
@@ -161,8 +169,7 @@ def moved(synth, n: int, test: ArrayData, schema: ArraySchema, seed: int, grid: 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--sets", default="gunpoint,arrow_head,osuleaf")
-    harness.add_seeds(p, "0,1")
+    add_public_sets(p, "0,1")
     p.add_argument(
         "--epsilon",
         type=float,

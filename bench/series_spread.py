@@ -156,8 +156,7 @@ def run(name, release, train, map_seed, sample_seeds, epsilon, data, stamp, log,
         "generator_loss": round(generator_loss(synth), 7),
         "knn": knns, "moved_gap": gaps,
     }  # fmt: skip
-    print(json.dumps(row), flush=True)
-    harness.append_jsonl(log, row)
+    harness.log_row(log, row)
     if save:
         synth.save(f"{save}/{name}_eps{epsilon:g}_r{release}_t{train}_m{map_seed}", overwrite=True)
     return row

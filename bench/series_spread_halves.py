@@ -18,7 +18,6 @@ for its "real training series" row). One JSON line to ``--log``. Example (from b
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 import torch
@@ -51,8 +50,7 @@ def main() -> None:
            "real_mean": float(np.mean(real)), "real_sd": float(np.std(real, ddof=1)),
            "synthetic_mean": float(np.mean(synthetic)),
            "synthetic_sd": float(np.std(synthetic, ddof=1))}  # fmt: skip
-    print(json.dumps(row), flush=True)
-    harness.append_jsonl(a.log, row)
+    harness.log_row(a.log, row)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ bench/, ``OMP_NUM_THREADS=1 PYTHONPATH=../src nice -n 10``)::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -39,7 +38,7 @@ import harness
 from dpforge.data.arrays import ArrayData
 from dpforge.privacy.noise import make_generator
 from dpforge.statistics.particles import MoveSettings, move_samples
-from series_move_public import knn
+from series_move_public import add_public_sets, knn
 from series_runs import gap
 from series_spread import fit_apart, load
 
@@ -108,14 +107,12 @@ def run(name: str, seed: int, sample_seeds: list[int], epsilon: float, log: str,
                fit_cpu=None if fit_cpu is None else round(fit_cpu, 1), loaded=fit_cpu is None,
                cpu=round(time.process_time() - t0, 1),
                epsilon_pld=synth.privacy_spent().epsilon_pld, mean=summary, runs=runs)  # fmt: skip
-    print(json.dumps(row), flush=True)
-    harness.append_jsonl(log, row)
+    harness.log_row(log, row)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--sets", default="gunpoint,arrow_head,osuleaf")
-    harness.add_seeds(p, "0,1,2")
+    add_public_sets(p)
     p.add_argument("--sample-seeds", default="20000,20001,20002,20003",
                    help="comma list; 'italy' for 10,000 + seed only")  # fmt: skip
     p.add_argument("--epsilon", type=float, default=3.0, help="ItalyPowerDemand only")

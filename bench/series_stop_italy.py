@@ -17,7 +17,6 @@ PYTHONPATH=../src``)::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 
@@ -56,8 +55,7 @@ def run(folder: str, seed: int, count_weight: float, log: str) -> None:
             "gap": round(embedding_gap(moved, labels, loss), 5),
             "move_cpu": round(time.process_time() - t0, 1),
         }
-    print(json.dumps(row), flush=True)
-    harness.append_jsonl(log, row)
+    harness.log_row(log, row)
 
 
 def main() -> None:

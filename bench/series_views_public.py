@@ -26,7 +26,6 @@ One JSON line per (set, seed) to ``--log`` as it comes. Example (from bench/,
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 
@@ -40,7 +39,7 @@ from dpforge.schema.array import Channel
 from dpforge.statistics.array_anchor import EmbeddingLoss, feature_map
 from dpforge.statistics.features import feature_anchor_defaults, measure_embedding
 from dpforge.statistics.particles import MoveSettings, move_samples
-from series_move_public import knn, matched_epsilon, public_set
+from series_move_public import add_public_sets, knn, matched_epsilon, public_set
 
 D, D2 = ("values", "differences"), ("values", "differences", "second_differences")
 # name -> the FeatureAnchorConfig fields that differ from the series default; "default" is the
@@ -135,14 +134,12 @@ def run(name: str, seed: int, mode: str, names: list[str], log: str) -> None:
     row = dict(set=name, seed=seed, mode=mode, epsilon=round(epsilon, 3), target_sigma=sigma,
                n_train=len(train), n_test=len(test), cpu=round(time.process_time() - t0, 1),
                scores=scores)  # fmt: skip
-    print(json.dumps(row), flush=True)
-    harness.append_jsonl(log, row)
+    harness.log_row(log, row)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--sets", default="gunpoint,arrow_head,osuleaf")
-    harness.add_seeds(p, "0,1,2")
+    add_public_sets(p)
     p.add_argument("--mode", choices=("screen", "fit"), default="screen")
     p.add_argument("--candidates", default=",".join(CANDIDATES),
                    help="comma-separated names out of CANDIDATES")  # fmt: skip

@@ -31,7 +31,6 @@ PYTHONPATH=../src nice -n 10``)::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 
@@ -45,7 +44,7 @@ from dpforge.datasets.series import load_italy_power_demand
 from dpforge.schema.array import Channel
 from dpforge.statistics.features import feature_anchor_defaults
 from dpforge.statistics.particles import MoveSettings
-from series_move_public import knn, matched_epsilon, public_set
+from series_move_public import add_public_sets, knn, matched_epsilon, public_set
 
 SAMPLE_SEEDS = 3
 CANDIDATES = ("default", "znorm", "znorm-move")
@@ -126,14 +125,12 @@ def run(name: str, seed: int, log: str, italy: bool, epsilon: float, count_weigh
                anchor_sigma=synth.sample_release_.embedding.noise_multiplier,
                count_weight=synth.sample_release_.count_weight,
                scores=scores)  # fmt: skip
-    print(json.dumps(row), flush=True)
-    harness.append_jsonl(log, row)
+    harness.log_row(log, row)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--sets", default="gunpoint,arrow_head,osuleaf")
-    harness.add_seeds(p, "0,1,2")
+    add_public_sets(p)
     p.add_argument("--italy", action="store_true", help="ItalyPowerDemand's test split instead")
     p.add_argument("--epsilon", type=float, default=3.0, help="--italy only")
     p.add_argument("--count-weight", type=float, default=None,

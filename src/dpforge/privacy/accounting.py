@@ -225,7 +225,7 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
             return super()._maybe_compose(event, count, do_compose)
         sd = event.noise_multiplier / math.sqrt(count)  # as dp-accounting composes `count` of it
         interval = self._value_discretization_interval
-        if not _small_enough_to_keep(sd, interval):
+        if sd < _KEPT_SMALLEST_SD or interval < _KEPT_FINEST_GRID:  # too large to keep
             return super()._maybe_compose(event, count, do_compose)
         self._pld = self._pld.compose(_gaussian_pld(sd, interval, self.neighboring_relation))
         return None
@@ -237,11 +237,6 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
 # 80 MB (calibrations of a fit use sd of 1 or more on 2⁻¹⁰ and 2⁻¹¹: under 1 MB each).
 _KEPT_FINEST_GRID = 2.0**-12
 _KEPT_SMALLEST_SD = 0.3
-
-
-def _small_enough_to_keep(sd: float, interval: float) -> bool:
-    """Whether a Gaussian PLD of ``sd`` on grid ``interval`` is reused (see above)."""
-    return sd >= _KEPT_SMALLEST_SD and interval >= _KEPT_FINEST_GRID
 
 
 @functools.lru_cache(maxsize=16)
