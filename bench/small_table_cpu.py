@@ -14,19 +14,25 @@ pair goes to ``--out``::
 settings (``quality_trials.py``'s ``--set`` syntax; ``NAME:`` alone is the default)::
 
     python small_table_cpu.py nmes --seeds 0, --arm default: --arm h128:generator_hidden=128,128
+
+``--peers mst,aim`` also fits smartnoise-synth's MST and AIM (their own venv, ``peers/``), never
+from the cache, on the public cells of ``bench_tables.py`` right after the arms of each (table,
+epsilon, seed), and records their fit CPU seconds (the peers' process, every thread) beside
+ours: the issue's speed goal as a comparison on one host in one run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
 import torch
 
 import harness
 from dpforge.statistics.anchor import AnchorConfig
+from peers.adapter import run_peer_samplers
+from peers.cells import cell_domain, to_cells
 from quality_trials import anchor_config
-from tables_runs import load_dataset, timed_fit
+from tables_runs import PEER_BINS, load_dataset, timed_fit
 
 ARMS = {"old": AnchorConfig(batch_size=1024), "new": AnchorConfig()}
 
@@ -34,6 +40,14 @@ ARMS = {"old": AnchorConfig(batch_size=1024), "new": AnchorConfig()}
 def fit_cpu(data, epsilon: float, seed: int, config: AnchorConfig) -> float:
     """CPU seconds of one fit (all threads of this process; torch runs one)."""
     return round(timed_fit(data, epsilon, seed, config)[2], 2)
+
+
+def peer_fit_cpu(data, epsilon: float, seed: int, method: str, delta: float) -> float:
+    """CPU seconds of one uncached MST or AIM fit on the benchmark's public cells."""
+    cells = to_cells(data.train, data.schema, PEER_BINS)
+    domain = cell_domain(data.schema, PEER_BINS)
+    fitted = run_peer_samplers(cells, domain, method, epsilon, delta, seed, len(data.train))
+    return round(next(iter(fitted.values()))[1]["fit_cpu_seconds"], 2)
 
 
 def parse_arms(given: list[str] | None) -> dict[str, AnchorConfig]:
@@ -62,6 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     harness.add_data_dir(p)
     harness.add_out(p, harness.RESULTS / "small_table_cpu.jsonl")
     p.add_argument("--arm", action="append", help="NAME:key=value,... (repeat; see above)")
+    p.add_argument("--peers", default="", help="comma list of mst, aim (uncached fits)")
+    p.add_argument("--delta", type=float, default=1e-5, help="the peers' delta (ours: default)")
     args = p.parse_args(argv)
     arms = parse_arms(args.arm)
     torch.set_num_threads(1)
@@ -73,9 +89,9 @@ def main(argv: list[str] | None = None) -> None:
             for seed in harness.seeds(args):
                 row = {"table": name, "epsilon": epsilon, "seed": seed, "started": harness.now()}
                 row |= {arm: fit_cpu(data, epsilon, seed, config) for arm, config in arms.items()}
-                print(row, flush=True)
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                for peer in filter(None, args.peers.split(",")):
+                    row[peer] = peer_fit_cpu(data, epsilon, seed, peer, args.delta)
+                harness.log_row(args.out, row)
 
 
 if __name__ == "__main__":
