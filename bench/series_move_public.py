@@ -63,6 +63,23 @@ def add_public_sets(parser: argparse.ArgumentParser, seeds: str = "0,1,2") -> No
     harness.add_seeds(parser, seeds)
 
 
+def add_italy_option(parser: argparse.ArgumentParser) -> None:
+    """``--italy`` (ItalyPowerDemand's test split instead of the public sets: the measurement
+    made once after a public decision) and its ``--epsilon``."""
+    parser.add_argument(
+        "--italy", action="store_true", help="ItalyPowerDemand's test split instead"
+    )
+    parser.add_argument("--epsilon", type=float, default=3.0, help="--italy only")
+
+
+def fit_figures(synth, started_cpu: float, fit_cpu: float) -> dict:
+    """A series fit's CPU seconds (the fit; the fit and its scoring, from ``started_cpu``),
+    its PLD epsilon and the anchor's noise multiplier, for a result row."""
+    return dict(fit_cpu=round(fit_cpu, 1), cpu=round(time.process_time() - started_cpu, 1),
+                epsilon_pld=synth.privacy_spent().epsilon_pld,
+                anchor_sigma=synth.sample_release_.embedding.noise_multiplier)  # fmt: skip
+
+
 def public_set(name: str) -> tuple[ArrayData, ArrayData, ArraySchema]:
     """A public UCR set as length-24 z-normalised curves, split 70/30 (stratified, seed 0)."""
     from sktime import datasets

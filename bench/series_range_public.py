@@ -37,10 +37,10 @@ import numpy as np
 import torch
 
 import harness
+import series_move_public as rounds
 from dpforge import Synthesizer
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.schema.array import ArraySchema, Channel
-from series_move_public import add_public_sets, knn, matched_epsilon, public_set
 
 SAMPLE_SEEDS = 3
 METADATA_SHARE = 0.1  # bench_series.py's (the range estimate's share when nothing is declared)
@@ -65,8 +65,8 @@ def run(name: str, seed: int, candidate: str, log: str, epsilon: float) -> None:
         train, test, schema = load_italy_power_demand(seed=0, test_size=0.3)
         count, sample_seeds = None, [10_000 + seed]
     else:
-        train, test, schema = public_set(name)
-        epsilon, _ = matched_epsilon(train, len(schema.classes), 1e-4)
+        train, test, schema = rounds.public_set(name)
+        epsilon, _ = rounds.matched_epsilon(train, len(schema.classes), 1e-4)
         schema = replace(schema, channels=(Channel("value"),))  # undeclared: public_set's own
         count, sample_seeds = len(train), [10_000 + 100 * d + seed for d in range(SAMPLE_SEEDS)]
     bound = declared_bound(candidate, schema.shape[-1])
@@ -75,24 +75,21 @@ def run(name: str, seed: int, candidate: str, log: str, epsilon: float) -> None:
                         out_of_bounds="clip")  # fmt: skip
     synth.fit(train)
     fit_cpu = time.process_time() - t0
-    knns = [knn(synth.sample(len(train), seed=s), test, schema, seed) for s in sample_seeds]
+    knns = [rounds.knn(synth.sample(len(train), seed=s), test, schema, seed) for s in sample_seeds]
     channel = synth.schema_.channels[0] if hasattr(synth, "schema_") else None
     row = dict(set=name, seed=seed, candidate=candidate, epsilon=round(epsilon, 3),
                bound=bound, n_train=len(train), n_test=len(test),
                range=None if channel is None else [channel.lower, channel.upper],
                clipped=round(float(np.mean(np.abs(train.values) > bound)), 5) if bound else None,
-               fit_cpu=round(fit_cpu, 1), cpu=round(time.process_time() - t0, 1),
-               epsilon_pld=synth.privacy_spent().epsilon_pld,
-               anchor_sigma=synth.sample_release_.embedding.noise_multiplier,
+               **rounds.fit_figures(synth, t0, fit_cpu),
                knn=round(float(np.mean(knns)), 4), knns=knns)  # fmt: skip
     harness.log_row(log, row)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    add_public_sets(p)
-    p.add_argument("--italy", action="store_true", help="ItalyPowerDemand's test split instead")
-    p.add_argument("--epsilon", type=float, default=3.0, help="--italy only")
+    rounds.add_public_sets(p)
+    rounds.add_italy_option(p)
     p.add_argument("--candidates", default=",".join(CANDIDATES))
     p.add_argument("--log", required=True)
     a = p.parse_args()

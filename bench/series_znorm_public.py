@@ -44,7 +44,14 @@ from dpforge.datasets.series import load_italy_power_demand
 from dpforge.schema.array import Channel
 from dpforge.statistics.features import feature_anchor_defaults
 from dpforge.statistics.particles import MoveSettings
-from series_move_public import add_public_sets, knn, matched_epsilon, public_set
+from series_move_public import (
+    add_italy_option,
+    add_public_sets,
+    fit_figures,
+    knn,
+    matched_epsilon,
+    public_set,
+)
 
 SAMPLE_SEEDS = 3
 CANDIDATES = ("default", "znorm", "znorm-move")
@@ -119,10 +126,7 @@ def run(name: str, seed: int, log: str, italy: bool, epsilon: float, count_weigh
     scores = {c: {"knn": round(float(np.mean([r[c] for r in runs])), 4),
                   "knns": [r[c] for r in runs]} for c in CANDIDATES}  # fmt: skip
     row = dict(set="italy" if italy else name, seed=seed, epsilon=round(epsilon, 3),
-               n_train=len(train), n_test=len(test), fit_cpu=round(fit_cpu, 1),
-               cpu=round(time.process_time() - t0, 1),
-               epsilon_pld=synth.privacy_spent().epsilon_pld,
-               anchor_sigma=synth.sample_release_.embedding.noise_multiplier,
+               n_train=len(train), n_test=len(test), **fit_figures(synth, t0, fit_cpu),
                count_weight=synth.sample_release_.count_weight,
                scores=scores)  # fmt: skip
     harness.log_row(log, row)
@@ -131,8 +135,7 @@ def run(name: str, seed: int, log: str, italy: bool, epsilon: float, count_weigh
 def main() -> None:
     p = argparse.ArgumentParser()
     add_public_sets(p)
-    p.add_argument("--italy", action="store_true", help="ItalyPowerDemand's test split instead")
-    p.add_argument("--epsilon", type=float, default=3.0, help="--italy only")
+    add_italy_option(p)
     p.add_argument("--count-weight", type=float, default=None,
                    help="--italy only: the series default's count weight, replaced")  # fmt: skip
     p.add_argument("--log", required=True)
