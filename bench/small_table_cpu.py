@@ -42,11 +42,9 @@ def fit_cpu(data, epsilon: float, seed: int, config: AnchorConfig) -> float:
     return round(timed_fit(data, epsilon, seed, config)[2], 2)
 
 
-def peer_fit_cpu(data, epsilon: float, seed: int, method: str, delta: float) -> float:
-    """CPU seconds of one uncached MST or AIM fit on the benchmark's public cells."""
-    cells = to_cells(data.train, data.schema, PEER_BINS)
-    domain = cell_domain(data.schema, PEER_BINS)
-    fitted = run_peer_samplers(cells, domain, method, epsilon, delta, seed, len(data.train))
+def peer_fit_cpu(cells, domain, epsilon: float, seed: int, method: str, delta: float) -> float:
+    """CPU seconds of one uncached MST or AIM fit on the benchmark's public ``cells``."""
+    fitted = run_peer_samplers(cells, domain, method, epsilon, delta, seed, len(cells))
     return round(next(iter(fitted.values()))[1]["fit_cpu_seconds"], 2)
 
 
@@ -85,12 +83,14 @@ def main(argv: list[str] | None = None) -> None:
         data = load_dataset(name, harness.data_dir(args.data_dir))
         warm = next(iter(arms.values()))
         fit_cpu(data, args.epsilons[0], 99, warm)  # warm-up: imports, first calls
+        cells = to_cells(data.train, data.schema, PEER_BINS)
+        domain = cell_domain(data.schema, PEER_BINS)
         for epsilon in args.epsilons:
             for seed in harness.seeds(args):
                 row = {"table": name, "epsilon": epsilon, "seed": seed, "started": harness.now()}
                 row |= {arm: fit_cpu(data, epsilon, seed, config) for arm, config in arms.items()}
                 for peer in filter(None, args.peers.split(",")):
-                    row[peer] = peer_fit_cpu(data, epsilon, seed, peer, args.delta)
+                    row[peer] = peer_fit_cpu(cells, domain, epsilon, seed, peer, args.delta)
                 harness.log_row(args.out, row)
 
 
