@@ -51,7 +51,9 @@ def fitted():
 
 @pytest.mark.slow
 def test_sampled_rows_break_no_rule_and_the_map_holds_exactly(fitted, tmp_path):
-    rows = fitted.sample(100_000, seed=1)
+    # 100,000 rows straight from the generator (where rows break the rules most often); the
+    # default, matched draws (20,000 below) pick from such rows and are checked too.
+    rows = fitted.sample(100_000, seed=1, move=False)
     assert not violations(rows, fitted.encoder_.schema).any()
     expected = rows["education"].map(dict(EDUCATION_NUM)).to_numpy()
     assert (rows["education-num"].to_numpy() == expected).all()
