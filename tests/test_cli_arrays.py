@@ -145,7 +145,7 @@ def test_the_command_line_anchors_each_kind_on_its_defaults():
     narrow kernels of feature_anchor_defaults), as the Python API's anchor="auto" does."""
     from dataclasses import replace
 
-    from dpforge.cli import anchor_option
+    from dpforge.cli.fit_options import anchor_option
     from dpforge.statistics.features import feature_anchor_defaults
 
     _, _, series = load_italy_power_demand()

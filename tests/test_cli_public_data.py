@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from cli_support import run
-from dpforge.cli import anchor_option
+from dpforge.cli.fit_options import anchor_option
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
 from dpforge.datasets.images import load_digits_images

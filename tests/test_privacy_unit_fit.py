@@ -111,7 +111,7 @@ class FastAnchor(AnchorConfig):
 
 
 def test_the_command_line_fits_per_person_and_says_so(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("dpforge.cli.AnchorConfig", FastAnchor)
+    monkeypatch.setattr("dpforge.cli.fit_options.AnchorConfig", FastAnchor)
     _flights().to_csv(tmp_path / "flights.csv", index=False)
     (tmp_path / "schema.json").write_text(SCHEMA.to_json())
     args = ["fit", tmp_path / "flights.csv", "--schema", tmp_path / "schema.json", "--seed", "0"]
@@ -159,7 +159,7 @@ def _frequent_flights(aircraft: int = 300, each: int = 6) -> pd.DataFrame:
 def test_the_command_line_refines_with_dpwgan_per_person(tmp_path, monkeypatch, capsys):
     """DP-SGD per person through the CLI: persons sampled at q = B / (a DP count of persons),
     each person's gradient clipped; the ledger says so and the guarantee is per person."""
-    monkeypatch.setattr("dpforge.cli.AnchorConfig", FastAnchor)
+    monkeypatch.setattr("dpforge.cli.fit_options.AnchorConfig", FastAnchor)
     data = _frequent_flights()
     data.to_csv(tmp_path / "flights.csv", index=False)
     (tmp_path / "schema.json").write_text(SCHEMA.to_json())

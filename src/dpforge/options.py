@@ -25,11 +25,12 @@ import math
 import numbers
 import warnings
 from dataclasses import fields
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from dpforge.errors import DpforgeError, PrivacyError
+
+if TYPE_CHECKING:
+    import torch
 
 MAX_STEPS = 1_000_000
 MAX_GP_WEIGHT = 1e4
@@ -187,6 +188,8 @@ def check_against_size(config: Any, n_records: int, what: str = "records") -> No
 
 def check_device(device: Any, name: str = "device") -> torch.device:
     """The torch device ``device`` names, refused when torch cannot use it here."""
+    import torch  # here, not at the top: the command line's checks and --help stay light
+
     try:
         parsed = torch.device(device)
     except (RuntimeError, TypeError) as exc:

@@ -10,8 +10,9 @@ import contextvars
 import os
 import sys
 import warnings
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -48,25 +49,20 @@ from dpforge.cli.io import (
 )
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
-from dpforge.data.arrays import ArrayData
-from dpforge.data.parts import PartsRequest, write_parts
-from dpforge.data.tables import draft_schema, read_csv
-from dpforge.distributed import join_processes, rank_device, refuse_checkpoints
 from dpforge.errors import DpforgeError, redact_from_now
-from dpforge.methods import METHODS
-from dpforge.model_io import MODEL_FOLDER
 from dpforge.options import check_device, check_seed
 from dpforge.schema.array import IMAGE, ArraySchema, load_schema
 from dpforge.schema.table import Schema
-from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 from dpforge.storage import (
     atomic_write,
     check_output_file,
     check_output_folder,
     recover_folder,
 )
-from dpforge.synthesizer import DEFAULT_METHOD, Synthesizer, load
+
+if TYPE_CHECKING:  # torch and the data readers load when a command runs, not for --help
+    from dpforge.data.arrays import ArrayData
+    from dpforge.synthesizer import Synthesizer
 
 app = typer.Typer(
     name="dpforge",
@@ -140,6 +136,8 @@ def schema(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Draft a schema for DATA: column types or shape, and optionally values to review."""
+    from dpforge.data.tables import draft_schema, read_csv
+
     check_output_file(out, overwrite=overwrite, inputs=(data,), what="schema file")
     kind = data_type or guess_type(data)
     refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
@@ -291,6 +289,11 @@ def fit(
     ),
 ) -> None:
     """Train a private synthesizer on DATA and write the model folder OUT."""
+    from dpforge.cli.fit_options import anchor_option, method_config
+    from dpforge.distributed import join_processes, rank_device, refuse_checkpoints
+    from dpforge.model_io import MODEL_FOLDER
+    from dpforge.synthesizer import DEFAULT_METHOD, Synthesizer
+
     check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
     check_device(device, "--device")
     device = rank_device(device)  # under torchrun with cuda: this rank's own GPU
@@ -424,54 +427,6 @@ def read_public(kind: str, path: Path | None, labels: Path | None) -> ArrayData 
     return read_data(IMAGE, path, labels=labels)
 
 
-def anchor_option(
-    schema: Schema | ArraySchema,
-    share: float | None,
-    bins: int | None,
-    statistic: str | None,
-    public: bool = False,
-) -> AnchorConfig | FeatureAnchorConfig | None:
-    """--anchor-share / --anchor-bins as the Synthesizer's ``anchor`` argument: marginal
-    anchoring for tables, feature anchoring for images and series; share 0 turns it off."""
-    if share == 0:
-        return None
-    if isinstance(schema, ArraySchema):
-        if bins is not None:
-            raise DpforgeError("--anchor-bins applies to tables only")
-        config = feature_anchor_defaults(schema.kind, public)
-        given = {"share": share, "statistic": statistic}
-        config = replace(config, **{k: v for k, v in given.items() if v is not None})
-    else:
-        if statistic is not None:
-            raise DpforgeError("--anchor-statistic applies to images and series only")
-        config = AnchorConfig(
-            share=AnchorConfig.share if share is None else share,
-            n_bins=AnchorConfig.n_bins if bins is None else bins,
-        )
-    try:
-        config.validate()
-    except ValueError as exc:
-        text = str(exc).replace("anchor share", "--anchor-share")
-        raise DpforgeError(text.replace("anchor statistic", "--anchor-statistic")) from None
-    return config
-
-
-def method_config(method: str, **given: object) -> object | None:
-    """The method's config with the options the user gave (None when none was given, so that
-    the command line gets the same defaults as Python, the anchored generator included); an
-    option of another method is an error, not silently ignored."""
-    if method not in METHODS:
-        raise DpforgeError(f"unknown method '{method}'; available: {sorted(METHODS)}")
-    config_cls = METHODS[method][1]
-    names = {f.name for f in fields(config_cls)}
-    chosen = {k: v for k, v in given.items() if v is not None}
-    foreign = sorted(k for k in chosen if k not in names)
-    if foreign:
-        flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
-        raise DpforgeError(f"{flags} do(es) not apply to method '{method}'")
-    return config_cls(**chosen) if chosen else None
-
-
 def _keep_apart(out: Path, checkpoint_dir: Path) -> None:
     """The checkpoint holds the private discriminator: never in or around the model folder."""
     a, b = (Path(os.path.abspath(p.expanduser())) for p in (out, checkpoint_dir))
@@ -524,6 +479,10 @@ def sample(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Write N synthetic records from MODEL (no data needed: post-processing is free)."""
+    from dpforge.data.parts import PartsRequest, write_parts
+    from dpforge.model_io import MODEL_FOLDER
+    from dpforge.synthesizer import load
+
     if n < 1:
         raise DpforgeError(f"-n {n}: give the number of records to write, at least 1")
     check_seed(seed, "--seed")

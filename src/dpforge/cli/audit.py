@@ -17,20 +17,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
 import typer
 from rich.console import Console
 
-from dpforge.audit.many_runs import ManyRunsConfig, many_runs_audit
-from dpforge.audit.one_run import OneRunConfig, one_run_audit
-from dpforge.audit.result import AuditResult
-from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
 from dpforge.storage import atomic_write
+
+if TYPE_CHECKING:  # the audits (torch, scipy) are imported where used: --help stays light
+    from dpforge.audit.result import AuditResult
 
 __all__ = ["audit"]
 
@@ -80,6 +78,11 @@ def _chosen(options: dict) -> dict:
 
 
 def _one_run(data, schema_path, options, runs, seed) -> AuditResult:
+    import torch
+
+    from dpforge.audit.one_run import OneRunConfig, one_run_audit
+    from dpforge.data.tables import read_csv
+
     if data is None or schema_path is None:
         raise DpforgeError("--kind one-run needs DATA (a CSV table) and --schema")
     if runs is not None:
@@ -93,6 +96,10 @@ def _one_run(data, schema_path, options, runs, seed) -> AuditResult:
 
 
 def _many_runs(data, schema_path, options, canaries, seed) -> AuditResult:
+    import numpy as np
+
+    from dpforge.audit.many_runs import ManyRunsConfig, many_runs_audit
+
     if data is not None or schema_path is not None or canaries is not None:
         raise DpforgeError("--kind many-runs uses crafted records: give no DATA, --schema or "
                            "--canaries")  # fmt: skip
@@ -101,6 +108,8 @@ def _many_runs(data, schema_path, options, canaries, seed) -> AuditResult:
 
 
 def _seed(seed: int | None) -> int:
+    import numpy as np
+
     if seed is None:
         return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
     if not 0 <= seed < 2**63:

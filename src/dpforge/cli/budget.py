@@ -7,14 +7,16 @@ rules are described in :mod:`dpforge.privacy.budget`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from dpforge.errors import DpforgeError
-from dpforge.privacy.accounting import format_epsilon
-from dpforge.privacy.budget import BudgetStatus, DataBudget
+
+if TYPE_CHECKING:  # imported where used (dp-accounting): --help stays light
+    from dpforge.privacy.budget import BudgetStatus, DataBudget
 
 budget_app = typer.Typer(
     help="The privacy budget of a data set across runs: a private file next to the data that "
@@ -29,6 +31,8 @@ FILE_HELP = "the budget file (default: DATA.dpforge-budget.json next to the data
 
 def open_budget(data: Path, budget_file: Path | None) -> DataBudget:
     """The budget of ``data``: ``budget_file`` when given, else the one found next to it."""
+    from dpforge.privacy.budget import DataBudget
+
     if budget_file is not None:
         if not data.exists():
             raise DpforgeError(f"{data} does not exist: give the data file the budget is about")
@@ -88,6 +92,8 @@ def show(
 
 
 def _runs_table(status: BudgetStatus) -> Table:
+    from dpforge.privacy.accounting import format_epsilon
+
     table = Table("#", "started (UTC)", "run", "target ε", "δ", "events ε")
     for i, run in enumerate(status.runs, 1):
         report = run.ledger.report(run.delta)

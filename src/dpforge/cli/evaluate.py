@@ -12,24 +12,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dpforge.cli.io import read_data
-from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
-from dpforge.data.tables import read_csv, validate_table
 from dpforge.errors import DpforgeError, OutputExistsError
-from dpforge.evaluation.array_report import evaluate_arrays
-from dpforge.evaluation.attacks import ATTACKS
-from dpforge.evaluation.evaluate import HEADLINE_SCORES, evaluate_table
-from dpforge.evaluation.released import dp_category_columns, without_dp_categories
-from dpforge.evaluation.utility import CLASSIFIERS
+from dpforge.evaluation.classifier_names import CLASSIFIERS
 from dpforge.schema.table import Schema
 from dpforge.storage import atomic_write
-from dpforge.synthesizer import Synthesizer, load
+
+if TYPE_CHECKING:  # the metrics (scikit-learn, torch) are imported where used: --help stays light
+    import pandas as pd
+
+    from dpforge.data.arrays import ArrayData
+    from dpforge.synthesizer import Synthesizer
 
 __all__ = ["evaluate", "parse_classifiers", "real_arrays", "real_table"]
 
@@ -65,6 +64,9 @@ def real_table(path: Path, synth: Synthesizer) -> pd.DataFrame:
     are kept (the metrics compare them); values of columns whose categories the model estimated
     under DP are not checked here: rows holding a category the threshold did not release are
     set aside by the evaluation (see :mod:`dpforge.evaluation.released`), not refused."""
+    from dpforge.data.tables import read_csv, validate_table
+    from dpforge.evaluation.released import dp_category_columns, without_dp_categories
+
     names = [entry.name for entry in synth.ledger_.entries]
     schema = without_dp_categories(synth.schema_, dp_category_columns(synth.schema_, names))
     return validate_table(read_csv(path), schema, out_of_bounds="clip")
@@ -75,6 +77,8 @@ def real_arrays(path: Path, synth) -> ArrayData:
     as .npz or a wide CSV with the label column) and checked against the model's schema.
     Records of a class the model's DP threshold did not release are set aside, the rule the
     fit applied (see :mod:`dpforge.evaluation.released`)."""
+    from dpforge.data.arrays import keep_released_records, validate_arrays
+
     schema = synth.schema_
     label = schema.label if schema.kind == "timeseries" else None
     data = read_data(schema.kind, path, label=label, channels=tuple(schema.names))
@@ -85,6 +89,8 @@ def real_arrays(path: Path, synth) -> ArrayData:
 
 
 def _summary(result: dict, out: Path) -> None:
+    from dpforge.evaluation.evaluate import HEADLINE_SCORES
+
     rows = result["rows"]
     console.print(
         f"evaluated {rows['synthetic']} synthetic rows against {rows['real_train']} real "
@@ -120,6 +126,9 @@ def _summary(result: dict, out: Path) -> None:
 
 def _evaluate_arrays(synth, paths, out: Path, options, overwrite: bool) -> None:
     """Images and series: :func:`evaluate_arrays` with a progress bar, then a short summary."""
+    from dpforge.evaluation.array_report import evaluate_arrays
+    from dpforge.evaluation.attacks import ATTACKS
+
     rows, seed, attacks = options
     train, test = (real_arrays(path, synth) for path in paths)
     columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
@@ -222,6 +231,10 @@ def evaluate(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Utility, fidelity, membership attacks and ledger of MODEL as JSON (NOT private)."""
+    from dpforge.evaluation.attacks import ATTACKS
+    from dpforge.evaluation.evaluate import evaluate_table
+    from dpforge.synthesizer import load
+
     _check_output(out, model, overwrite)
     chosen = parse_classifiers(classifiers)
     if rows is not None and rows < 1:

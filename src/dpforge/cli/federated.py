@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import typer
 from rich.console import Console
 
 from dpforge.cli.federated_deploy import TOLERATE_HELP, TRUST_HELP, client, server, tolerate_of
-from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
@@ -55,6 +53,9 @@ def simulate(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into sites and fit across them with Flower (in this process)."""
+    import numpy as np
+
+    from dpforge.data.tables import read_csv
     from dpforge.engines.federated_app import federation_report, fit_federation
     from dpforge.engines.federated_sim import simulated_engine, split_table
     from dpforge.engines.federated_trust import Trust

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
-from dpforge.data.arrays import ArrayData
-from dpforge.data.parts import PARTS_FOLDER, PartsRequest, check_workers
-from dpforge.data.tables import read_csv
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.storage import atomic_write, check_output_file, check_output_folder
+
+if TYPE_CHECKING:  # the readers and writers are imported where used: --help stays light
+    import pandas as pd
+
+    from dpforge.data.arrays import ArrayData
+    from dpforge.data.parts import PartsRequest
 
 TABLE = "table"
 DATA_TYPES = (TABLE, IMAGE, TIMESERIES)
@@ -61,6 +62,8 @@ def read_data(
 ):
     """The private data at ``path`` as a table (DataFrame) or :class:`ArrayData`."""
     if kind == TABLE:
+        from dpforge.data.tables import read_csv
+
         return read_csv(path)
     if kind == IMAGE:
         from dpforge.data.images import read_images
@@ -93,6 +96,10 @@ def draft(kind: str, data, label: str | None):
 
 def to_pixels(data: ArrayData, schema: ArraySchema) -> ArrayData:
     """Images in the 0..255 range of PNG files, from the schema's public channel ranges."""
+    import numpy as np
+
+    from dpforge.data.arrays import ArrayData
+
     lower = np.array([c.lower for c in schema.channels]).reshape(-1, 1, 1)
     upper = np.array([c.upper for c in schema.channels]).reshape(-1, 1, 1)
     pixels = (np.asarray(data.values, dtype=np.float64) - lower) / (upper - lower) * 255.0
@@ -122,6 +129,8 @@ def check_parts(
 ) -> None:
     """Before any work: a partitioned output (``--format``, ``--partitions``, ``--workers``)
     is for tables, and its folder may be written."""
+    from dpforge.data.parts import PARTS_FOLDER, check_workers
+
     if kind != TABLE:
         raise DpforgeError(
             f"--format, --partitions and --workers apply to tables; this model writes {kind} "

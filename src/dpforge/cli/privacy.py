@@ -17,7 +17,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -32,22 +32,9 @@ from dpforge.options import (
     check_steps,
     warn_tiny_epsilon,
 )
-from dpforge.privacy.accounting import (
-    PrivacyReport,
-    dpsgd_event,
-    format_epsilon,
-    privacy_report,
-    validate_delta,
-)
-from dpforge.privacy.accounting import (
-    epsilon as epsilon_of,
-)
-from dpforge.privacy.calibration import (
-    PLD_EPSILON_CEILING,
-    noise_for_epsilon,
-    rdp_epsilon_above,
-    steps_for_epsilon,
-)
+
+if TYPE_CHECKING:  # the accountants (dp-accounting) are imported where used: --help stays light
+    from dpforge.privacy.accounting import PrivacyReport
 
 __all__ = ["privacy"]
 
@@ -114,6 +101,9 @@ def privacy(
 
     Poisson sampling with q = B/N, add/remove-one neighbours; ε reported under PLD, RDP shown.
     """
+    from dpforge.privacy.accounting import validate_delta
+    from dpforge.privacy.calibration import PLD_EPSILON_CEILING
+
     _check_sizes(dataset_size, batch_size)
     check_noise_multiplier(noise_multiplier)
     if epsilon is not None:
@@ -178,6 +168,9 @@ def _solve(
     delta: float,
 ) -> _Result:
     """Compute whichever of ε, σ, steps is missing; PrivacyError for a bad combination."""
+    from dpforge.privacy.accounting import dpsgd_event, privacy_report
+    from dpforge.privacy.calibration import noise_for_epsilon, steps_for_epsilon
+
     q = batch_size / dataset_size
     sizes = (dataset_size, batch_size)
     if noise is None and target is None:
@@ -204,6 +197,10 @@ def _solve(
 def _bounded_report(event: Any, delta: float) -> PrivacyReport:
     """The privacy report, by RDP alone when its ε is above PLD_EPSILON_CEILING (PLD's memory
     grows with ε: a million steps at σ = 1 and q = 1 ran out of memory)."""
+    from dpforge.privacy.accounting import PrivacyReport, privacy_report
+    from dpforge.privacy.accounting import epsilon as epsilon_of
+    from dpforge.privacy.calibration import PLD_EPSILON_CEILING, rdp_epsilon_above
+
     if rdp_epsilon_above(event, delta, PLD_EPSILON_CEILING):
         return PrivacyReport(None, epsilon_of(event, delta, "rdp"), delta)
     return privacy_report(event, delta)
@@ -234,6 +231,8 @@ def _table(result: _Result) -> Table:
 
 
 def _epsilon_rows(report: PrivacyReport, mark: str) -> list[tuple[str, str, str]]:
+    from dpforge.privacy.accounting import format_epsilon
+
     rows = []
     if report.epsilon_pld is not None:
         rows.append(("ε (PLD, reported)", format_epsilon(report.epsilon_pld), mark))

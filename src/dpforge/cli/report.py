@@ -16,12 +16,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dpforge.cli.evaluate import parse_classifiers, real_arrays, real_table
 from dpforge.errors import DpforgeError, OutputExistsError
-from dpforge.evaluation.array_report import array_report
-from dpforge.evaluation.attacks import ATTACKS
-from dpforge.evaluation.report import release_report, table_report, write_report
-from dpforge.evaluation.utility import CLASSIFIERS
+from dpforge.evaluation.classifier_names import CLASSIFIERS
 from dpforge.schema.table import Schema
-from dpforge.synthesizer import load
 
 __all__ = ["report"]
 
@@ -48,6 +44,9 @@ def _check_output(out: Path, model: Path, overwrite: bool) -> None:
 
 
 def _full_report(synth, args: dict, progress: Progress) -> str:
+    from dpforge.evaluation.attacks import ATTACKS
+    from dpforge.evaluation.report import table_report
+
     steps = 3 + (len(ATTACKS) if args["attacks"] else 0)
     task = progress.add_task("evaluating", total=steps)
 
@@ -69,6 +68,9 @@ def _full_report(synth, args: dict, progress: Progress) -> str:
 
 
 def _full_array_report(synth, args: dict, progress: Progress) -> str:
+    from dpforge.evaluation.array_report import array_report
+    from dpforge.evaluation.attacks import ATTACKS
+
     task = progress.add_task("evaluating", total=3 + len(ATTACKS))
 
     def done(name: str) -> None:
@@ -110,6 +112,9 @@ def report(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """One self-contained HTML report of MODEL (NOT differentially private unless --release)."""
+    from dpforge.evaluation.report import release_report, write_report
+    from dpforge.synthesizer import load
+
     _check_output(out, model, overwrite)
     if rows is not None and rows < 1:
         raise DpforgeError(f"--rows must be at least 1, got {rows}")

@@ -13,15 +13,6 @@ variants): ``dpforge.evaluation.report`` (tables) and ``dpforge.evaluation.array
 ``dpforge.evaluation.curves``.
 """
 
-from dpforge.evaluation.evaluate import evaluate_table
-from dpforge.evaluation.utility import (
-    MetricResult,
-    tstr_accuracy,
-    tstr_auroc,
-    tstr_balanced_accuracy,
-    tstr_vs_real,
-)
-
 __all__ = [
     "MetricResult",
     "evaluate_table",
@@ -30,3 +21,18 @@ __all__ = [
     "tstr_balanced_accuracy",
     "tstr_vs_real",
 ]
+
+
+def __getattr__(name: str):
+    """The names above on first use (PEP 562), as ``dpforge`` does with ``Synthesizer``: a
+    module of this package that needs no classifier (``dpforge.evaluation.classifier_names``,
+    read by the command line's help) does not load scikit-learn."""
+    if name == "evaluate_table":
+        from dpforge.evaluation.evaluate import evaluate_table
+
+        return evaluate_table
+    if name in __all__:
+        from dpforge.evaluation import utility
+
+        return getattr(utility, name)
+    raise AttributeError(f"module 'dpforge.evaluation' has no attribute {name!r}")

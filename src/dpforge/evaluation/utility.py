@@ -44,13 +44,9 @@ from threadpoolctl import threadpool_limits
 
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError, SchemaError
+from dpforge.evaluation.classifier_names import CLASSIFIERS
 from dpforge.schema.table import Column, Schema
 
-CLASSIFIERS = ("mlp", "lr", "rf", "gb", "svm", "knn", "nb", "dt", "ada", "bag")
-"""Classifier names: MLP, logistic regression, random forest, gradient boosting, SVM (RBF kernel,
-Platt-scaled probabilities), k-nearest neighbours (k = 5), Gaussian naive Bayes, decision tree,
-AdaBoost, bagging of trees. The wider set follows the GS-WGAN paper's average over about a dozen
-scikit-learn classifiers; all see the same schema-driven feature encoding."""
 KNN_NEIGHBOURS = 5
 AVERAGES = ("macro", "micro", "weighted")
 

@@ -25,17 +25,18 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dpforge.errors import SchemaError
 
 TIME_TYPES = ("date", "datetime")
 DEFAULT_FORMATS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M:%S"}
-EPOCH = pd.Timestamp("1970-01-01")
+# A datetime, not a pandas Timestamp, so that reading a schema does not load pandas; pandas
+# subtracts it from its time stamps all the same (dpforge.data.dates).
+EPOCH = datetime(1970, 1, 1)
 SECONDS = {"date": 86400.0, "datetime": 1.0}  # seconds per unit of each type's axis
 # The calendar a time axis may cover (pandas' nanosecond time stamps), in seconds since 1970.
-FIRST_SECOND = float((pd.Timestamp("1678-01-01") - EPOCH).total_seconds())
-LAST_SECOND = float((pd.Timestamp("2261-12-31 23:59:59") - EPOCH).total_seconds())
+FIRST_SECOND = (datetime(1678, 1, 1) - EPOCH).total_seconds()
+LAST_SECOND = (datetime(2261, 12, 31, 23, 59, 59) - EPOCH).total_seconds()
 UNITS = {"D": 86400, "h": 3600, "min": 60, "s": 1}
 PARTS = {
     "weekday": ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
@@ -153,7 +154,7 @@ def to_axis(texts: Any, column: Any) -> float:
             f"column '{column.shown}': {texts!r} is not a {column.type} in the format "
             f"{column.format!r}"
         ) from None
-    seconds = (pd.Timestamp(stamp) - EPOCH).total_seconds()
+    seconds = (stamp - EPOCH).total_seconds()
     if not FIRST_SECOND <= seconds <= LAST_SECOND:
         raise SchemaError(f"column '{column.shown}': {texts!r} is outside the years 1678 to 2261")
     return seconds / SECONDS[column.type]
@@ -161,6 +162,8 @@ def to_axis(texts: Any, column: Any) -> float:
 
 def axis_texts(values: np.ndarray, column: Any) -> np.ndarray:
     """Axis values written in the column's format (object array; NaN gives None)."""
+    import pandas as pd  # here, not at the top: reading a schema does not load pandas
+
     values = np.asarray(values, dtype=np.float64)
     seconds = np.rint(values * SECONDS[column.type])
     stamps = pd.to_datetime(np.where(np.isnan(seconds), 0, seconds), unit="s")

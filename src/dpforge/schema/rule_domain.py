@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpforge.schema.rules import Condition, Depends, Rule
 
@@ -34,6 +33,8 @@ _COMPARE = {
 def matches(condition: Condition, values: Any) -> np.ndarray:
     """Per value, whether it meets the condition; an empty cell (None, NaN, NA) never does.
     ``values``: a pandas Series or an array (texts for categories, numbers otherwise)."""
+    import pandas as pd  # here, not at the top: reading a schema does not load pandas
+
     series = (
         values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object))
     )
