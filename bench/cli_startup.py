@@ -1,8 +1,15 @@
-"""Start-up cost of dpforge's package and CLI: CPU (user+sys of the child) and wall seconds.
+"""Start-up cost of dpforge's package and command line: CPU (user + sys of the child process)
+and wall seconds of each case, the median and range over ``--repeats`` fresh interpreters.
 
-``python bench/cli_startup.py SRC [REPEATS]``: SRC is the ``src`` folder to time (PYTHONPATH).
+    OMP_NUM_THREADS=1 python bench/cli_startup.py SRC --repeats 3 [--log results/x.jsonl]
+
+SRC is the ``src`` folder to time (put on PYTHONPATH); time a copy of an older commit's ``src``
+back to back with the current one to compare (bench/results/cli_startup.md).
 """
 
+from __future__ import annotations
+
+import argparse
 import os
 import resource
 import statistics
@@ -10,32 +17,50 @@ import subprocess
 import sys
 import time
 
-src = sys.argv[1]
-repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-cases = {
+import harness
+
+CASES = {
     "import dpforge": ["-c", "import dpforge"],
     "import dpforge.cli": ["-c", "import dpforge.cli"],
     "dpforge --help": ["-m", "dpforge.cli", "--help"],
     "dpforge fit --help": ["-m", "dpforge.cli", "fit", "--help"],
     "dpforge audit --help": ["-m", "dpforge.cli", "audit", "--help"],
 }
-env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
-for name, args in cases.items():
-    cpu, wall = [], []
-    for _ in range(repeats):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        subprocess.run(
-            ["nice", "-n", "10", sys.executable, *args],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        wall.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    cpu_text = f"cpu median {statistics.median(cpu):.2f} s (min {min(cpu):.2f}, max {max(cpu):.2f})"
-    wall_text = (
-        f"wall median {statistics.median(wall):.2f} s (min {min(wall):.2f}, max {max(wall):.2f})"
-    )
-    print(f"{name:24s} {cpu_text}  {wall_text}  n={repeats}", flush=True)
+
+
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """CPU and wall seconds of one child interpreter running ``args`` (at nice 10)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    command = ["nice", "-n", "10", sys.executable, *args]
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return cpu, wall
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 3),
+            "min": round(min(values), 3), "max": round(max(values), 3)}  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("src", help="the src folder to time")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--log", default=None, help="also append the rows to this JSON-lines file")
+    a = p.parse_args()
+    env = {**os.environ, "PYTHONPATH": a.src, "OMP_NUM_THREADS": "1"}
+    for name, args in CASES.items():
+        cpu, wall = zip(*(timed(args, env) for _ in range(a.repeats)), strict=True)
+        row = dict(case=name, src=a.src, repeats=a.repeats, cpu_s=summary(list(cpu)),
+                   wall_s=summary(list(wall)), command=harness.command_line(__file__))  # fmt: skip
+        if a.log:
+            harness.log_row(a.log, row)
+        else:
+            print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import typer
 from rich.console import Console
 
@@ -96,8 +97,6 @@ def _one_run(data, schema_path, options, runs, seed) -> AuditResult:
 
 
 def _many_runs(data, schema_path, options, canaries, seed) -> AuditResult:
-    import numpy as np
-
     from dpforge.audit.many_runs import ManyRunsConfig, many_runs_audit
 
     if data is not None or schema_path is not None or canaries is not None:
@@ -108,8 +107,6 @@ def _many_runs(data, schema_path, options, canaries, seed) -> AuditResult:
 
 
 def _seed(seed: int | None) -> int:
-    import numpy as np
-
     if seed is None:
         return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
     if not 0 <= seed < 2**63:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import typer
 from rich.console import Console
 
@@ -53,8 +54,6 @@ def simulate(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into sites and fit across them with Flower (in this process)."""
-    import numpy as np
-
     from dpforge.data.tables import read_csv
     from dpforge.engines.federated_app import federation_report, fit_federation
     from dpforge.engines.federated_sim import simulated_engine, split_table

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import typer
 from rich.console import Console
 
@@ -68,8 +69,6 @@ def simulate_images(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into image sites and train a GS-WGAN generator across them with Flower."""
-    import numpy as np
-
     from dpforge.engines.federated_images import split_images
     from dpforge.engines.federated_images_run import (
         FOLDER,

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
 from dpforge.schema.table import Schema
@@ -96,8 +98,6 @@ def draft(kind: str, data, label: str | None):
 
 def to_pixels(data: ArrayData, schema: ArraySchema) -> ArrayData:
     """Images in the 0..255 range of PNG files, from the schema's public channel ranges."""
-    import numpy as np
-
     from dpforge.data.arrays import ArrayData
 
     lower = np.array([c.lower for c in schema.channels]).reshape(-1, 1, 1)
