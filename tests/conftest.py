@@ -14,6 +14,31 @@ from dpforge.schema.table import Column, Schema
 
 # Tiny networks run faster on one thread, and CI has two cores shared with pytest itself.
 torch.set_num_threads(1)
+# The files whose tests fit models end to end, start other processes (the command line, Spark,
+# Flower, torchrun) or draw many examples: each of them takes seconds, together most of the
+# suite. `python3 -m pytest -m "not slow"` leaves them out (the quick subset, under 4 minutes
+# on 2 cores); every room keeps its unit tests there. A test elsewhere that fits a model end to
+# end marks itself (`@pytest.mark.slow`).
+SLOW_FILES = frozenset(
+    {
+        "test_arrays_anchor.py",
+        "test_arrays_end_to_end.py",
+        "test_images_large.py",
+        "test_kill_resume.py",
+        "test_pipeline_fixtures.py",
+        "test_real_tables.py",
+        "test_rules_fit.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks the tests of SLOW_FILES slow."""
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 # Rich wraps console lines at the terminal's width (80 without one): the messages the tests
 # read name long temporary paths, which a wrap would split mid-name.
 os.environ["COLUMNS"] = "1000"
