@@ -1,4 +1,4 @@
-"""Rewrite ../images/perceptual.md from the JSONs in this folder (no training).
+"""Rewrite ../images_perceptual.md from the JSONs in this folder (no training).
 
 python bench/results/images/perceptual/summarise.py
 """
@@ -80,12 +80,12 @@ lines = [
     "--n-train 10000 --samples 2000 --reference-epochs 1 --cnn-epochs 2):",
     "",
     "```",
-    "python bench_images.py --dataset mnist --public fashion-mnist --public-n 20000 "
+    "python lib/images_run.py --dataset mnist --public fashion-mnist --public-n 20000 "
     "--anchor-steps 300 COMMON   # the MNIST row also scored AuROC and real images",
-    "python bench_images.py --dataset fashion-mnist --public mnist --public-n 20000 "
+    "python lib/images_run.py --dataset fashion-mnist --public mnist --public-n 20000 "
     "--anchor-steps 300 COMMON --no-real --no-auroc",
-    "python bench_images.py --dataset mnist COMMON --no-real --no-auroc",
-    "python bench_images.py --dataset fashion-mnist COMMON --no-real --no-auroc",
+    "python lib/images_run.py --dataset mnist COMMON --no-real --no-auroc",
+    "python lib/images_run.py --dataset fashion-mnist COMMON --no-real --no-auroc",
     "# epsilon 1: the same two MNIST commands with --epsilon 1 (and --no-real --no-auroc)",
     "```",
     "",
