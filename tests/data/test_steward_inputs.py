@@ -82,3 +82,24 @@ def test_samples_are_written_at_the_declared_resolution():
         np.linspace(0, 50, 1001), Column("x", "continuous", lower=0, upper=50, resolution=0.1)
     )
     assert all(len(str(v).partition(".")[2]) <= 1 for v in rows)
+
+
+def test_an_out_of_bounds_refusal_names_every_column_outside_its_bounds():
+    from dpforge.data.tables import validate_table
+    from dpforge.errors import DataError
+    from dpforge.schema.table import Schema
+
+    schema = Schema(
+        (
+            Column("age", "integer", lower=18, upper=90),
+            Column("lab", "continuous", lower=0, upper=10),
+            Column("bmi", "continuous", lower=10, upper=60),
+        )
+    )
+    frame = pd.DataFrame({"age": ["17", "40"], "lab": ["5", "12.5"], "bmi": ["20", "30"]})
+    with pytest.raises(DataError) as refused:
+        validate_table(frame, schema)
+    text = str(refused.value)
+    assert text.startswith("2 columns hold values outside their declared bounds")
+    assert "column 'age', row 1" in text and "column 'lab', row 2" in text and "bmi" not in text
+    assert text.endswith("(--clip-out-of-bounds)")

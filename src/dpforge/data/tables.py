@@ -182,7 +182,7 @@ def check_columns(frame: pd.DataFrame, schema: Schema) -> None:
         )
 
 
-def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np.ndarray:
+def _numeric_column(series: pd.Series, column: Column) -> np.ndarray:
     values = np.empty(len(series), dtype=np.float64)
     for row, raw in enumerate(series.tolist(), start=1):
         if _is_missing(raw, column):
@@ -212,7 +212,6 @@ def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np
                 "column 'continuous' in the schema or fix the value"
             )
         values[row - 1] = number
-    _check_bounds(values, column, out_of_bounds)
     return values
 
 
@@ -231,13 +230,28 @@ def read_time_column(series: pd.Series, column: Column, out_of_bounds: str) -> n
     return values
 
 
-def _check_bounds(values: np.ndarray, column: Column, out_of_bounds: str) -> None:
+def _bounds_error(values: np.ndarray, column: Column, out_of_bounds: str) -> DataError | None:
+    """The refusal of the column's values outside its declared bounds, or None."""
     if out_of_bounds != "error" or not column.is_complete:
-        return
+        return None
     outside = np.flatnonzero((values < column.lower) | (values > column.upper))  # NaN: neither
-    if outside.size:
-        row = int(outside[0]) + 1
-        raise bounds_error(column, row, float(values[row - 1]), int(outside.size))
+    if not outside.size:
+        return None
+    row = int(outside[0]) + 1
+    return bounds_error(column, row, float(values[row - 1]), int(outside.size))
+
+
+def _refuse_out_of_bounds(errors: list[DataError]) -> None:
+    """One refusal naming every column with values outside its bounds, not only the first."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise DataError(
+            f"{len(errors)} columns hold values outside their declared bounds: "
+            + "; ".join(str(e).partition("; widen")[0] for e in errors)
+            + "; widen the bounds in the schema, or clip such values to the bounds "
+            "(--clip-out-of-bounds)"
+        )
 
 
 def bounds_error(column: Column, row: int, value: float, outside: int) -> DataError:
@@ -285,7 +299,7 @@ def validate_table(
     if out_of_bounds not in ("error", "clip"):
         raise ValueError(f"out_of_bounds must be 'error' or 'clip', got {out_of_bounds!r}")
     check_columns(frame, schema)
-    clean = {}
+    clean, outside = {}, []
     for column in schema.columns:
         if column.is_identifier:  # never read: not even copied
             continue
@@ -293,9 +307,11 @@ def validate_table(
         if column.is_time:
             clean[column.name] = read_time_column(series, column, out_of_bounds)
         elif column.is_numeric:
-            clean[column.name] = _numeric_column(series, column, out_of_bounds)
+            clean[column.name] = _numeric_column(series, column)
+            outside.append(_bounds_error(clean[column.name], column, out_of_bounds))
         else:
             clean[column.name] = _categorical_column(series, column)
+    _refuse_out_of_bounds([e for e in outside if e is not None])
     table = pd.DataFrame(clean, columns=list(clean))
     _check_label(table, schema)
     return table
