@@ -106,7 +106,9 @@ def markdown(records: list[dict]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=2000, help="runs per side, at least 100 (the subspace: 10x)")
+    p.add_argument(
+        "--runs", type=int, default=2000, help="runs per side, at least 100 (the subspace: 10x)"
+    )
     harness.add_out(p, harness.results("audits", "audit.json"))
     args = p.parse_args(argv)
     if args.runs < 100:
