@@ -26,10 +26,18 @@ from dpforge.evaluation.fidelity import marginal_fidelity
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
 from dpforge.methods import METHODS
 from harness import Timer, append_jsonl
-from lib.adult_runs import sample_rate
 from lib.public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table
 from peers.adapter import run_peer_samplers
 from peers.cells import ADULT_DECLARED_BOUNDS, declare_bounds, from_cells
+
+
+def sample_rate(method: str, config: Any, n_records: int) -> float:
+    """The method's sampling rate q (B/N, or 1/K for gswgan): steps = epochs / q."""
+    method_cls = METHODS[method][0]
+    if hasattr(method_cls, "sample_rate"):
+        return method_cls.sample_rate(config, n_records)
+    return config.batch_size / n_records
+
 
 DATASETS = ("adult", "thyroid", *PUBLIC_TABLES)
 # run unless --datasets names others: the holdout tables only when named (tables/holdout.json)
