@@ -31,12 +31,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpforge.audit.bound import THRESHOLDS
 from dpforge.data.encoder import TableEncoder
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import cells, features, marginals, moments, rounds
 from dpforge.statistics import dp_stats as metadata_estimates
 
-__all__ = ["ReleaseTarget", "TARGETS", "metadata_estimates"]
+__all__ = ["ReleaseTarget", "TARGETS", "metadata_estimates", "projector"]
 
 COUNT_WEIGHT = 0.5  # the images' and series' default count weight c
 
@@ -48,9 +49,10 @@ class ReleaseTarget:
     name: str
     event: dp_accounting.DpEvent
     statistic: Callable[[bool, np.random.Generator], float]
+    thresholds: tuple[float, ...] = THRESHOLDS  # the events' grid (a 0/1 statistic: (0.5,))
 
 
-def _projector(exact: Callable[[bool], np.ndarray], claimed_std: float):
+def projector(exact: Callable[[bool], np.ndarray], claimed_std: float):
     """``release -> Δ·(release − base) / (claimed_std ‖Δ‖)`` from the exact aggregates."""
     base, with_canary = exact(False), exact(True)
     delta = with_canary - base
@@ -83,7 +85,7 @@ def _marginal_target(sigma: float, records: int) -> ReleaseTarget:
         )
         return np.concatenate([m.noisy_counts for m in out])
 
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma * k**0.5)
+    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma * k**0.5)
     statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
     return ReleaseTarget("table marginals", marginals.measurement_event(sigma), statistic)
 
@@ -100,7 +102,7 @@ def _cells_target(sigma: float, records: int) -> ReleaseTarget:
         out = cells.measure_fine_histograms(tables[with_canary], columns, noise, rng)
         return np.concatenate([out[c.name] for c in columns])
 
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma * 2.0)
+    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma * 2.0)
     statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
     return ReleaseTarget("numeric cells", marginals.measurement_event(sigma), statistic)
 
@@ -126,7 +128,7 @@ def _moments_target(sigma: float, records: int) -> ReleaseTarget:
         return np.concatenate([out.sums.ravel(), out.second.ravel(), COUNT_WEIGHT * out.counts])
 
     claimed = sigma * math.sqrt(2.0 + COUNT_WEIGHT**2)
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed)
+    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed)
     statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
     return ReleaseTarget("image moments", features.embedding_event(sigma), statistic)
 
@@ -160,7 +162,7 @@ def _embedding_target(sigma: float, records: int) -> ReleaseTarget:
         return np.concatenate([out.noisy_sums.ravel(), COUNT_WEIGHT * out.noisy_counts])
 
     claimed = sigma * math.sqrt(1.0 + COUNT_WEIGHT**2)
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed)
+    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed)
     statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
     return ReleaseTarget("embedding", features.embedding_event(sigma), statistic)
 
