@@ -71,6 +71,15 @@ def _count_twice(real):
     return lambda n_records, *rest: real(2 * n_records, *rest)
 
 
+def _persons_claim_x4(real):
+    """The person count's ledger claims four times the noise it adds."""
+    return lambda sigma: real(4.0 * sigma)
+
+
+def _persons_twice(real):
+    return lambda records, unit: 2 * real(records, unit)
+
+
 def _site_noise_by_4(real):
     """The site adds a quarter of its share and records the event of the full share."""
     return lambda self, exact, std, l2, *rest: real(self, exact, std / 4.0, l2 / 4.0, *rest)
@@ -119,6 +128,10 @@ MORE_RELEASE_DEFECTS = {
     "record-count": [
         Defect(NOISE_BY_4, measure, "release_count", _count_noise_by_4),
         Defect(SENSITIVITY_X2, measure, "release_count", _count_twice),
+    ],
+    "person-count": [
+        Defect(NOISE_BY_4, measure, "GaussianDpEvent", _persons_claim_x4),
+        Defect(SENSITIVITY_X2, measure, "person_codes", _persons_twice),
     ],
     "federated-site": [
         Defect(NOISE_BY_4, Trust, "noisy", _site_noise_by_4),

@@ -41,12 +41,23 @@ from dpforge.statistics import (
     time_bounds,
 )
 
-__all__ = ["MORE_TARGETS", "observed"]
+__all__ = ["MORE_TARGETS", "observed", "swapped"]
 
 PAIR_Z = 1.25  # the pair scores' threshold without the canary, in claimed standard deviations
 ROWS = 4  # a person's most rows in the k-rows audit
 BOUNDS_RECORDS = 400  # enough for dp_bounds' fine histogram at sigma <= 1 (N >= 70 sigma)
 _EXACT = np.random.default_rng(0)  # unused: the exact counts draw no noise
+
+
+@contextmanager
+def swapped(owner: Any, attribute: str, value: Any) -> Iterator[None]:
+    """``owner.attribute`` is ``value`` while the block runs."""
+    real = getattr(owner, attribute)
+    setattr(owner, attribute, value)
+    try:
+        yield
+    finally:
+        setattr(owner, attribute, real)
 
 
 @contextmanager
@@ -60,11 +71,8 @@ def observed(owner: Any, attribute: str) -> Iterator[list]:
         seen.append((args, out))
         return out
 
-    setattr(owner, attribute, spy)
-    try:
+    with swapped(owner, attribute, spy):
         yield seen
-    finally:
-        setattr(owner, attribute, real)
 
 
 def _white_box(run: Callable[[bool, float, np.random.Generator], None], owner, attribute,

@@ -1,16 +1,20 @@
 """The releases outside the table statistics, set up for the many-runs audit (issue 43.5): the
-released record count, a federated site's answer, GS-WGAN's sanitizer.
+released record and person counts, a federated site's answer, GS-WGAN's sanitizer.
 
 As in :mod:`dpforge.audit.release_targets`: the package's REAL function runs with and without a
 canary, each run's release is projected onto the canary's exact contribution in units of the
-CLAIMED noise. The claim of the record count and of the site is the event the function itself
-writes to its ledger before it releases; the sanitizer's is one ``GaussianDpEvent(sigma)``, the
-release that its step event subsamples (one of K critics) and composes (B samples).
+CLAIMED noise. The claim of the counts and of the site is the event the function itself writes
+to its ledger before it releases (the person count's noise multiplier is read from it); the
+sanitizer's is one ``GaussianDpEvent(sigma)``, the release that its step event subsamples (one
+of K critics) and composes (B samples).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
 
 import dp_accounting
 import numpy as np
@@ -18,17 +22,24 @@ import pandas as pd
 import torch
 
 from dpforge.audit.release_targets import ReleaseTarget, projector
+from dpforge.audit.release_targets_more import swapped
 from dpforge.data.encoder import TableEncoder
 from dpforge.engines import federated_site
 from dpforge.engines.federated_trust import Trust
+from dpforge.kinds.base import Anchoring
 from dpforge.methods import gswgan
-from dpforge.pipeline import measure
+from dpforge.methods.dpcgan import DPCGANConfig
+from dpforge.pipeline import measure, plan
+from dpforge.pipeline.run import RunSettings
+from dpforge.privacy.accounting import epsilon
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.person import PrivacyUnit
 from dpforge.schema.table import Column, Schema
 
 __all__ = ["PATH_TARGETS"]
 
 CLIP = 1.0  # the sanitizer's C
+ROWS = 4  # the person count's persons: at most this many rows each (the canary has them all)
 
 
 def _count_target(sigma: float, records: int) -> ReleaseTarget:
@@ -43,6 +54,45 @@ def _count_target(sigma: float, records: int) -> ReleaseTarget:
     project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma)
     statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
     return ReleaseTarget("record count", ledger.entries[-1].event, statistic)
+
+
+def _person_run(sigma: float, schema: Schema) -> RunSettings:
+    """Run settings whose budget gives the size releases noise multiplier ``sigma`` (the
+    budget rule's smallest is about 1.34: the person count's claim is its ledger event), per
+    person of at most ROWS rows, with discriminator steps (the person count is released)."""
+    delta = 1e-5
+    whole = epsilon(dp_accounting.GaussianDpEvent(sigma * math.sqrt(plan.SIZE_SHARE)), delta)
+    return RunSettings(
+        schema, "dpcgan", whole, delta, None, None, 0.1, DPCGANConfig(batch_size=1), True,
+        None, Anchoring(), "error", 0, "cpu", False, None, 0, unit=PrivacyUnit("id", ROWS),
+    )  # fmt: skip
+
+
+def _persons_target(sigma: float, records: int) -> ReleaseTarget:
+    """measure.sampled_count: the person count that sizes DP-SGD's q over persons (L2
+    sensitivity 1: a person adds one whatever their rows), at the run's stream 7, rounded."""
+    run = _person_run(sigma, _site_schema())
+    persons = np.r_[np.arange(records), [records] * ROWS]
+    tables = {c: pd.DataFrame({"id": persons[: records + ROWS * int(c)]}) for c in (False, True)}
+
+    def release(with_canary: bool, run: RunSettings) -> np.ndarray:
+        ledger = PrivacyLedger()
+        n = measure.sampled_count(run, tables[with_canary], ledger, float(records))
+        return np.array([n]), ledger.entries[-1].event
+
+    _, event = release(False, run)
+    claimed = getattr(event, "noise_multiplier", 0.0)
+    exact_run = replace(run, epsilon=math.inf)  # no budget: the exact count
+    project = projector(lambda c: release(c, exact_run)[0], claimed)
+
+    noise_of_budget = cache(measure.size_noise)  # a calibration per call: the same budget
+
+    def statistic(with_canary: bool, rng: np.random.Generator) -> float:
+        seeded = replace(run, seed=int(rng.integers(2**40)))
+        with swapped(measure, "size_noise", noise_of_budget):
+            return project(release(with_canary, seeded)[0])
+
+    return ReleaseTarget("person count", event, statistic)
 
 
 def _site_schema() -> Schema:
@@ -109,6 +159,7 @@ def _sanitizer_target(sigma: float, records: int) -> ReleaseTarget:
 
 PATH_TARGETS: dict[str, Callable[[float, int], ReleaseTarget]] = {
     "record-count": _count_target,
+    "person-count": _persons_target,
     "federated-site": _site_target,
     "gswgan-sanitizer": _sanitizer_target,
 }

@@ -74,9 +74,9 @@ def release_audit(
     target = RELEASES[config.target](config.noise_multiplier, config.records)
     inside = np.array([target.statistic(True, rng) for _ in range(config.runs)])
     outside = np.array([target.statistic(False, rng) for _ in range(config.runs)])
+    samples = ({target.name: inside}, {target.name: outside})
     bound, event, n_events = distinguishing_bound(
-        {target.name: inside}, {target.name: outside}, config.delta, config.confidence,
-        target.thresholds,
+        *samples, config.delta, config.confidence, target.thresholds
     )
     return AuditResult(
         kind="release",
