@@ -151,7 +151,7 @@ def test_a_tampered_release_is_refused_on_load(fitted, tmp_path, tamper):
         marginals = info["release"]["marginals"]
         if tamper == "column":
             marginals[0]["columns"] = ["no_such_column"]
-        else:  # class totals (AnchorConfig.class_totals) negative, or off the total
+        else:  # class totals (folders fitted with class_totals) negative, or off the total
             led = next(m for m in marginals if len(m["columns"]) == 2)
             rows = [led["total"] / led["shape"][0]] * led["shape"][0]
             rows[0] = -5.0 if tamper == "row_totals" else 1e6

@@ -111,7 +111,7 @@ TABLE_RELEASE_FORMAT: dict[str, Any] = {
                     "row_totals": {
                         "type": "array",
                         "description": "each class's total its row is projected onto "
-                        "(statistics/row_totals.py)",
+                        "(folders fitted with the removed AnchorConfig.class_totals)",
                         "items": {"type": "number", "minimum": 0, "maximum": 1e300},
                     },
                 },

@@ -38,7 +38,6 @@ from dpforge.statistics.cells import (
     quantile_bins,
     within_cell_mass,
 )
-from dpforge.statistics.class_rows import pooled_class_rows
 from dpforge.statistics.codes import (
     code_cell_count,
     codes_from_dict,
@@ -64,9 +63,7 @@ from dpforge.statistics.rounds import (
     planned_cell_std,
     round_one_cell_std,
 )
-from dpforge.statistics.row_totals import with_class_totals
 from dpforge.statistics.rule_penalty import with_rules
-from dpforge.statistics.tails import trimmed_tails
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
@@ -217,20 +214,11 @@ class MarginalAnchoring(Anchoring):
         encoder = self.encoder(TableKind, schema, MeasuredTable(
             cell_edges=edges, code_cells=codes))  # fmt: skip
         label_name, cells = _blocks(encoder, records)
-        measured = measure_round_one(
-            plan, cells, encoder.spans, label_name, rng, n_public, self.config.zero_below
-        )
+        measured = measure_round_one(plan, cells, encoder.spans, label_name, rng, n_public)
         cell_std = round_one_cell_std(plan, len(measured), cells)  # per cell, public
         round_one = (measured, label_name, cell_std)
         counts = self._cell_counts(adaptive, fine, std, edges, round_one)
         masses = _fine_masses(adaptive, fine, std, edges, (n_public, pooling, counts))
-        numeric = [c.name for c in schema.generated_columns if c.is_numeric]
-        measured = trimmed_tails(measured, label_name, numeric, cell_std, self.config.tail_trim)
-        nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
-        measured = pooled_class_rows(
-            measured, label_name, nullable, cell_std, self.config.class_rows
-        )
-        measured = self._class_totals(measured, label_name)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, cells, code_cells=codes)
 
@@ -293,14 +281,6 @@ class MarginalAnchoring(Anchoring):
         spent_share = min(1.0, run.metadata_share + (1 - run.metadata_share) * share)
         return run.epsilon * spent_share, run.delta * spent_share - ledger.extra_delta()
 
-    def _class_totals(self, measured, label_name: str | None) -> list:
-        """``measured`` with the rows led by the label made histograms of the classes' pooled
-        totals when ``class_totals`` is set (round 1, and again with round 2's label x a x b
-        marginals), else as they are."""
-        if not self.config.class_totals:
-            return list(measured)
-        return with_class_totals(measured, label_name)
-
     def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
         """The pair selection and round 2, with a scout generator fitted to round 1
         (``records()`` reads the records, if their cells are not at hand)."""
@@ -316,7 +296,7 @@ class MarginalAnchoring(Anchoring):
                 method.generator, list(measured.marginals), measured.plan, blocks, spans,
                 label_name, _prior(setup), config, measured.rngs,
             )  # fmt: skip
-            setup.measured.marginals = tuple(self._class_totals(both_rounds, label_name))
+            setup.measured.marginals = tuple(both_rounds)
 
     def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run

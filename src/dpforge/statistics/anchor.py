@@ -55,24 +55,6 @@ class AnchorConfig:
     cells_class: which class's records the cells are sized for: "mean" (N / K records a
         class) or "smallest" (N times the smallest class share of the label prior, as
         released or declared: ``cells.class_count``).
-    tail_trim: in each class's row of a label x numeric column marginal of round 1, cells
-        outside the first and last one standing ``tail_trim`` noise standard deviations above
-        0 are set to 0 (``tails.trimmed_tails``); 0 (the default) keeps them.
-    class_rows: in each class's row of a label x numeric column marginal of round 1 whose
-        records stand under ``class_rows`` noise sd a cell, adjacent cells (but those that
-        stand out on their own) are pooled until each pool's expected count stands that many
-        sd of its noise above 0, and each pool's count is spread by the column's 1-way
-        distribution (``class_rows.pooled_class_rows``); 0 (the default) keeps the rows as
-        measured. Off by default: classes of 100-200 records lose their relations
-        (Thyroid, bench/results/quality_gaps.md, session 36).
-    class_totals: make each class's row of every marginal led by the label a histogram of
-        the class's total pooled over the label x column marginals, scaled to the released N
-        (``row_totals.with_class_totals``; free post-processing). Off by default (each table
-        projected as a whole onto N): it helps a class heaped on one value (psid LR AUC
-        +0.017 / +0.037 at epsilon 3 / 1) and costs nmes 0.007 RF AUC and wage 0.008 LR AUC
-        (bench/results/quality_gaps.md, session 36).
-    zero_below: measured counts below this many noise standard deviations are set to 0
-        before the projection (``rounds.sparsified``); 0 keeps them.
     within_cell: how each numeric cell's count beyond its fine cells that stand out from the
         noise (drawn evenly over the cell) is sized: "cell" (the default), from the cell's own
         noisy fine counts and round 1's noisy count of the cell, weighed by their noise
@@ -121,10 +103,6 @@ class AnchorConfig:
     n_bins: int = 64
     cells_snr: float = 2.0
     cells_class: str = "mean"
-    zero_below: float = 0.0
-    tail_trim: float = 0.0
-    class_rows: float = 0.0
-    class_totals: bool = False
     within_cell: str = "cell"
     select_pairs: bool = True
     pairs_per_column: float | None = None
@@ -150,10 +128,6 @@ class AnchorConfig:
             raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
         if self.pairs_per_column is not None and not self.pairs_per_column > 0:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
-        if not self.tail_trim >= 0:
-            raise ValueError(f"anchor tail_trim must be >= 0, got {self.tail_trim}")
-        if not self.class_rows >= 0:
-            raise ValueError(f"anchor class_rows must be >= 0, got {self.class_rows}")
         if self.cells_class not in CELLS_CLASS:
             raise ValueError(
                 f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "
@@ -170,10 +144,10 @@ class AnchorConfig:
             raise ValueError("anchor label_scores needs label_pairs=True")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
-        if self.cells_snr < 0 or (self.scout_steps or 0) < 0 or self.zero_below < 0:
+        if self.cells_snr < 0 or (self.scout_steps or 0) < 0:
             raise ValueError(
-                "anchor cells_snr, scout_steps and zero_below must be >= 0, got "
-                f"{self.cells_snr}, {self.scout_steps}, {self.zero_below}"
+                "anchor cells_snr and scout_steps must be >= 0, got "
+                f"{self.cells_snr}, {self.scout_steps}"
             )
         steps = 0 if self.steps is None else self.steps
         batch = 1 if self.batch_size is None else self.batch_size

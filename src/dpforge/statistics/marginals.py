@@ -53,8 +53,9 @@ class MeasuredMarginal:
     total: float  # the public number of records the counts are projected to
     # Per column, its cells' map to merged cells (public); an empty map: its own cells.
     groups: tuple[tuple[int, ...], ...] = ()
-    # The public total of each row along the first column (released or post-processed; they
-    # sum to ``total``); empty: the table is projected as a whole (statistics.row_totals).
+    # The public total of each row along the first column (post-processed; they sum to
+    # ``total``); empty: the table is projected as a whole. Only model folders fitted with the
+    # removed ``AnchorConfig.class_totals`` hold them (docs/research/anchoring-options.md).
     row_totals: tuple[float, ...] = ()
 
     def is_label_by(self, label: str, columns: Container[str] | None = None) -> bool:

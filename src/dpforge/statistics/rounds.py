@@ -190,36 +190,17 @@ def measure_round_one(
     label_name: str | None,
     rng: np.random.Generator,
     total: float,
-    zero_below: float = 0.0,
 ) -> list[MeasuredMarginal]:
-    """The first round's release (already in the ledger); ``total`` is the public N.
-    ``zero_below``: see :func:`sparsified`."""
+    """The first round's release (already in the ledger); ``total`` is the public N."""
     chosen = default_marginals(spans, label_name, plan.one_way)
-    measured = measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
-    return sparsified(measured, round_one_cell_std(plan, len(chosen), blocks), zero_below)
+    return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
 
 
 def round_one_cell_std(plan: AnchorPlan, n_marginals: int, blocks: Mapping) -> float:
     """The noise standard deviation one cell count of round 1 carries, from public inputs:
     the plan's noise, the sensitivity rows, the marginals released together, and the engine's
-    factor (a federated release sums every site's noise, so it carries more than asked).
-    Thresholds in noise sd (``zero_below``, ``tail_trim``, ``class_rows``) read this."""
+    factor (a federated release sums every site's noise, so it carries more than asked)."""
     return plan.round_one_noise * plan.rows * math.sqrt(n_marginals) * noise_factor(blocks)
-
-
-def sparsified(
-    measured: list[MeasuredMarginal], std: float, zero_below: float
-) -> list[MeasuredMarginal]:
-    """Noisy counts under ``zero_below`` noise standard deviations set to 0 (free
-    post-processing): most cells of a sparse marginal (numbers heaped on a few points, pairs
-    of related columns) are empty, and their positive noise would otherwise survive the
-    projection as mass spread where there is none."""
-    if zero_below <= 0 or std <= 0:
-        return measured
-    return [
-        replace(m, noisy_counts=np.where(m.noisy_counts >= zero_below * std, m.noisy_counts, 0.0))
-        for m in measured
-    ]
 
 
 def measure_selected_pairs(
@@ -250,7 +231,7 @@ def measure_selected_pairs(
     public = (softmax, label_name, total, cell_noise)
     chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)
     pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows, groups)
-    return measured + sparsified(pairs, cell_noise * noise_factor(blocks), config.zero_below)
+    return measured + pairs
 
 
 def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rngs) -> tuple:
