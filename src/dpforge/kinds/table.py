@@ -33,7 +33,6 @@ from dpforge.statistics.cells import (
     block_size,
     cell_counts,
     cells_for_noise,
-    class_count,
     measure_fine_histograms,
     quantile_bins,
     within_cell_mass,
@@ -195,7 +194,7 @@ class MarginalAnchoring(Anchoring):
         _check_label_pairs(self.config, label, records)
         config = self._resolved(label, records, n_public, run.epsilon)
         target = self._target(run, ledger)
-        n_cells = self.cells_per_column(public, target, ledger, (n_public, prior), run.unit.rows)
+        n_cells = self.cells_per_column(public, target, ledger, n_public, run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
         long = long_code_columns(schema.generated_columns)
         plan = plan_anchoring(
@@ -218,19 +217,16 @@ class MarginalAnchoring(Anchoring):
         cell_std = round_one_cell_std(plan, len(measured), cells)  # per cell, public
         round_one = (measured, label_name, cell_std)
         counts = self._cell_counts(adaptive, fine, std, edges, round_one)
-        masses = _fine_masses(adaptive, fine, std, edges, (n_public, pooling, counts))
+        masses = _fine_masses(adaptive, fine, std, edges, counts)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, cells, code_cells=codes)
 
     def _cell_counts(
         self, adaptive: list, fine: dict, std: float, edges: dict, round_one: tuple
     ) -> dict[str, np.ndarray]:
-        """With ``within_cell="cell"``, each adaptive column's cell counts for drawing values
-        inside its cells (free, ``cells.cell_counts``): its fine histogram (noise sd ``std``)
-        mixed with ``round_one`` = (round 1's marginals as released, the label, their noise
-        sd a cell); else none (each cell sized from the pooled fine histogram)."""
-        if self.config.within_cell != "cell":
-            return {}
+        """Each adaptive column's cell counts for drawing values inside its cells (free,
+        ``cells.cell_counts``): its fine histogram (noise sd ``std``) mixed with ``round_one``
+        = (round 1's marginals as released, the label, their noise sd a cell)."""
         counts = {}
         for c in adaptive:
             released = _released_cells(c.name, len(edges[c.name]) - 1, *round_one)
@@ -238,19 +234,15 @@ class MarginalAnchoring(Anchoring):
         return counts
 
     def cells_per_column(
-        self, public: TableEncoder, target, ledger, sizes: tuple, rows: int = 1
+        self, public: TableEncoder, target, ledger, n_public: float, rows: int = 1
     ) -> int:
-        """Cells per numeric column from public inputs only: ``sizes`` (the released N, the
-        label prior as released or declared), the label's classes and the noise the plan will
-        give round 1 (:func:`dpforge.statistics.cells.cells_for_noise`), ``rows`` times larger
-        per person with a privacy unit."""
+        """Cells per numeric column from public inputs only: the released N, the label's
+        classes (sized for N / K records a class) and the noise the plan will give round 1
+        (:func:`dpforge.statistics.cells.cells_for_noise`), ``rows`` times larger per person
+        with a privacy unit."""
         label_name = _label_name(public)
         std = rows * planned_cell_std(self.config, public.spans, label_name, target, ledger)
-        n_public, prior = sizes
-        classes = max(1, public.n_classes)  # the default rule: N / K records a class
-        if self.config.cells_class != "mean":
-            per_class = class_count(n_public, prior, public.n_classes, self.config.cells_class)
-            classes = n_public / per_class if per_class > 0 else classes
+        classes = max(1, public.n_classes)
         return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
 
     def _place_cells(self, adaptive, fine: dict, n_public: int, n_bins: int, blocks) -> dict:
@@ -376,20 +368,19 @@ def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
 
 
 def _fine_masses(
-    adaptive: list, fine: dict, std: float, edges: dict, pooling: tuple[float, dict, dict]
+    adaptive: list, fine: dict, std: float, edges: dict, counts: dict
 ) -> dict[str, list[float]]:
     """Each adaptive column's fine mass for drawing values inside their cells (free,
     ``cells.within_cell_mass``): the noisy counts that stand out from the noise (at least
     FINE_MASS_THRESHOLD standard deviations, about the largest that 1,024 cells of pure noise
     reach), and the rest of each cell's count spread evenly over it. An empty cell of a
-    nullable column is on no fine cell, so nothing of it spreads over the grid. ``pooling``:
-    the released N, each column's block and each column's cell counts (``cells.cell_counts``;
-    a column without them: its pooled, projected fine histogram's)."""
-    threshold, (total, blocks, counts) = FINE_MASS_THRESHOLD * std, pooling
+    nullable column is on no fine cell, so nothing of it spreads over the grid. ``counts``:
+    each column's cell counts (``cells.cell_counts``)."""
+    threshold = FINE_MASS_THRESHOLD * std
 
     def mass(c: Any) -> np.ndarray:
-        cut, block = np.asarray(edges[c.name]), blocks[c.name]
-        return within_cell_mass(c, fine[c.name], total, cut, threshold, block, counts.get(c.name))
+        cut = np.asarray(edges[c.name])
+        return within_cell_mass(c, fine[c.name], cut, threshold, counts[c.name])
 
     return {c.name: _rounded(mass(c)) for c in adaptive}
 

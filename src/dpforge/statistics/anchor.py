@@ -27,7 +27,6 @@ from dpforge.statistics.anchor_l1 import (
     split_heads,
 )
 from dpforge.statistics.anchor_train import stratified_labels, train_anchor
-from dpforge.statistics.cells import WITHIN_CELL
 from dpforge.statistics.marginals import MeasuredMarginal
 
 __all__ = [
@@ -52,15 +51,6 @@ class AnchorConfig:
     cells_snr: numeric columns get as many cells (up to ``n_bins``) as keep each cell's count
         ``cells_snr`` noise standard deviations above the noise (``cells.cells_for_noise``);
         0 gives every numeric column ``n_bins`` cells.
-    cells_class: which class's records the cells are sized for: "mean" (N / K records a
-        class) or "smallest" (N times the smallest class share of the label prior, as
-        released or declared: ``cells.class_count``).
-    within_cell: how each numeric cell's count beyond its fine cells that stand out from the
-        noise (drawn evenly over the cell) is sized: "cell" (the default), from the cell's own
-        noisy fine counts and round 1's noisy count of the cell, weighed by their noise
-        (``cells.cell_counts``); "pooled" (before session 37), from the fine histogram
-        pooled and projected as for placing the cells, which on small tables spreads over the
-        whole range and lets a heap take its whole cell (``cells.within_cell_mass``).
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
         budget on choosing column pairs under DP and measuring them
         (:mod:`dpforge.statistics.selection`).
@@ -102,8 +92,6 @@ class AnchorConfig:
     share: float = 1.0
     n_bins: int = 64
     cells_snr: float = 2.0
-    cells_class: str = "mean"
-    within_cell: str = "cell"
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
@@ -128,16 +116,6 @@ class AnchorConfig:
             raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
         if self.pairs_per_column is not None and not self.pairs_per_column > 0:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
-        if self.cells_class not in CELLS_CLASS:
-            raise ValueError(
-                f"anchor cells_class must be one of {', '.join(CELLS_CLASS)}, "
-                f"got {self.cells_class!r}"
-            )
-        if self.within_cell not in WITHIN_CELL:
-            raise ValueError(
-                f"anchor within_cell must be one of {', '.join(WITHIN_CELL)}, "
-                f"got {self.within_cell!r}"
-            )
         if self.label_pairs and not self.select_pairs:
             raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")
         if self.label_scores and self.label_pairs is not True:
@@ -159,7 +137,6 @@ class AnchorConfig:
 
 
 LOSSES = ("l1", "chi2", "l1-chi2")
-CELLS_CLASS = ("mean", "smallest")
 
 
 @dataclass(frozen=True)
