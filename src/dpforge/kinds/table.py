@@ -297,9 +297,7 @@ class MarginalAnchoring(Anchoring):
         if not measured.marginals:
             return
         prior = _prior(setup)
-        loss = anchor_loss(
-            measured.marginals, encoder.spans, _label_name(encoder), prior, self.config
-        )
+        loss = anchor_loss(measured.marginals, encoder.spans, _label_name(encoder), prior)
         loss = with_rules(loss, encoder, self.config.rules_weight)  # the schema's rules
         method.anchor = (loss, self.config.weight)
         if resumed:
@@ -351,7 +349,7 @@ def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng)
     counts = measure_code_histograms(records, long, std, rng)
     std *= noise_factor(records)  # the noise the counts carry (a sum of site noises)
     label = encoder.schema.label_column
-    first = default_marginals(encoder.spans, label and label.name, plan.one_way)
+    first = default_marginals(encoder.spans, label and label.name)
     round_one_std = plan.round_one_noise * plan.rows * math.sqrt(len(first))
     cells = code_cell_count(n_public, round_one_std, encoder.n_classes)
     return {c.name: place_codes(c, counts[c.name], std, cells).to_dict() for c in long}

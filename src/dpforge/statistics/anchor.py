@@ -67,11 +67,6 @@ class AnchorConfig:
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
-    implied_weight: weight of every candidate pair not measured, held near the distribution
-        its measured label x column marginals imply (0: none).
-    loss: "l1" (the default), "chi2" (the two-halves chi-square estimate on every target) or
-        "l1-chi2" (L1 on the 1-way and label x column targets, chi2 on the pairs;
-        bench/results/quality_trials.md, fifth round).
     rules_weight: weight of the penalty on the mass the generator puts on rows that break the
         schema's rules (:mod:`dpforge.statistics.rule_penalty`); 0 fits without it.
     label_pairs: with ``select_pairs`` and a label, round 2 measures each selected pair (a, b)
@@ -81,12 +76,6 @@ class AnchorConfig:
         None (the default): on from ``LABEL_PAIRS_FROM`` released records with epsilon x N
         at least ``LABEL_PAIRS_SIGNAL``, a label and the records in memory, off otherwise
         (:func:`.label_pairs.label_pairs_for`).
-    one_way: with a label, round 1 measures every column's 1-way marginal besides label x
-        column (True, the default); False measures label x column alone, whose tables hold
-        the 1-way marginals, so each cell gets less noise (bench/results/quality_gaps.md,
-        "Session 35: nmes's LR gap"). Without a label the 1-way marginals are always measured.
-    label_scores: with ``label_pairs``, the selection scores every candidate on the label x a
-        x b table it would measure, not on a x b.
     """
 
     share: float = 1.0
@@ -100,16 +89,10 @@ class AnchorConfig:
     lr: float = 1e-2
     weight: float = 1.0
     generator_hidden: tuple[int, ...] = (256, 256)
-    implied_weight: float = 0.0
-    loss: str = "l1"
     rules_weight: float = RULES_WEIGHT
     label_pairs: bool | None = None
-    label_scores: bool = False
-    one_way: bool = True
 
     def validate(self) -> None:
-        if self.loss not in LOSSES:
-            raise ValueError(f"anchor loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
         if not self.rules_weight >= 0:
@@ -118,8 +101,6 @@ class AnchorConfig:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
         if self.label_pairs and not self.select_pairs:
             raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")
-        if self.label_scores and self.label_pairs is not True:
-            raise ValueError("anchor label_scores needs label_pairs=True")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         if self.cells_snr < 0 or (self.scout_steps or 0) < 0:
@@ -134,9 +115,6 @@ class AnchorConfig:
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
                 f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"
             )
-
-
-LOSSES = ("l1", "chi2", "l1-chi2")
 
 
 @dataclass(frozen=True)
@@ -157,12 +135,7 @@ class AnchorLoss:
         spans: Sequence[Span],
         label_name: str | None,
         prior: torch.Tensor | None,
-        implied: tuple[Sequence[tuple[str, str]], float] = ((), 0.0),
-        kind: str = "l1",
     ) -> None:
-        if kind not in LOSSES:
-            raise ValueError(f"anchor loss must be one of {', '.join(LOSSES)}, got {kind!r}")
-        self.kind = kind
         by_name = {s.column: s for s in spans}
         self._spans = tuple(sorted(spans, key=lambda s: s.start))
         self.prior = prior
@@ -171,30 +144,7 @@ class AnchorLoss:
         # majority's (weighting by the prior lets a 2 % class drift).
         self.class_weights = None if prior is None else torch.full_like(prior, 1.0 / len(prior))
         self.targets = [self._target(m, by_name, label_name) for m in measured]
-        pairs, weight = implied
-        if weight > 0:
-            self.targets += [self._implied(pair, by_name, weight) for pair in pairs]
         self._group()
-
-    def _implied(self, pair: tuple[str, str], by_name: dict[str, Span], weight: float) -> _Target:
-        """The pair's distribution implied by the measured 1-way (or label x column) marginals
-        if the two columns were independent given the label: the maximum-entropy guess for a
-        pair that was not measured, so the generator does not invent dependence there."""
-        a, b = (self._one_column(c) for c in pair)
-        if a.conditional:
-            joint = torch.einsum(
-                "y,ya,yb->ab", self.prior.to(a.distribution), a.distribution, b.distribution
-            )
-        else:
-            joint = torch.outer(a.distribution, b.distribution)
-        return _Target((by_name[pair[0]], by_name[pair[1]]), False, joint, weight)
-
-    def _one_column(self, column: str) -> _Target:
-        for target in self.targets:
-            single = len(target.spans) == 1 and target.spans[0].column == column
-            if single and (target.conditional or self.prior is None):
-                return target
-        raise ValueError(f"no measured marginal of column {column!r} to imply a pair from")
 
     @staticmethod
     def _target(m: MeasuredMarginal, by_name: dict[str, Span], label: str | None) -> _Target:
@@ -212,49 +162,28 @@ class AnchorLoss:
         return _Target(tuple(by_name[c] for c in m.columns), False, dist, 1.0, groups)
 
     def __call__(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
-        """The loss of generated probability rows ``probs`` (n, D) drawn with ``labels``.
-
-        "l1": the sum of L1 distances between the batch's marginals and the targets. Its
-        expectation over batches exceeds the distance of the model itself by the batch's
-        sampling error, which rewards flat, nearly independent outputs. "chi2": with ``a`` and
-        ``b`` the marginals of the two halves of the batch, ``sum (a - t)(b - t) / (t + 1/C)``
-        over the C cells of each target: the halves are independent, so this is an unbiased
-        estimate of the model's own weighted squared distance, with no such reward.
-        "l1-chi2": L1 on the 1-way and label x column targets (what a classifier reads),
-        chi2 on the column pairs (measured or implied), which L1 fits flat.
-        """
-        l1, chi2 = self._other_l1, self._chi2_targets
+        """The loss of generated probability rows ``probs`` (n, D) drawn with ``labels``: the
+        sum of L1 distances between the batch's marginals and the targets."""
         total = self._grouped_l1(probs, labels)
-        if l1:
-            models = self.model_marginals(probs, labels, l1)
-            total = total + sum(self._l1(t, m) for t, m in zip(l1, models, strict=True))
-        if not chi2:
-            return total
-        half = probs.shape[0] // 2
-        if half == 0:
-            raise ValueError("the chi2 anchor loss needs a batch of at least 2 rows")
-        halves = [(probs[a:b], None if labels is None else labels[a:b])
-                  for a, b in ((0, half), (half, 2 * half))]  # fmt: skip
-        first, second = (self.model_marginals(p, y, chi2) for p, y in halves)
-        triples = zip(chi2, first, second, strict=True)
-        return total + sum(self._chi2(t, a, b) for t, a, b in triples)
+        if self._other_l1:
+            models = self.model_marginals(probs, labels, self._other_l1)
+            total = total + sum(self._l1(t, m) for t, m in zip(self._other_l1, models, strict=True))
+        return total
 
     def _group(self) -> None:
-        """Sort the targets once: the one-column L1 targets and the label-free pair L1 targets
-        evaluated together (``anchor_l1``), the other L1 targets one by one, and the chi2
-        targets."""
-        self._chi2_targets = [t for t in self.targets if self._is_chi2(t)]
-        l1 = [t for t in self.targets if not self._is_chi2(t)]
-        one = [t for t in l1 if len(t.spans) == 1]
+        """Sort the targets once: the one-column targets and the label-free pair targets
+        evaluated together (``anchor_l1``), the other targets one by one."""
+        one = [t for t in self.targets if len(t.spans) == 1]
         conditional = [t for t in one if t.conditional]
         joint = [t for t in one if not t.conditional]
         self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
-        is_pair = [len(t.spans) == 2 and not (t.conditional or t.groups) for t in l1]
-        pairs = [t for t, pair in zip(l1, is_pair, strict=True) if pair]
+        is_pair = [len(t.spans) == 2 and not (t.conditional or t.groups) for t in self.targets]
+        pairs = [t for t, pair in zip(self.targets, is_pair, strict=True) if pair]
         self._pairs = PairGroups.build(pairs, self._spans)
         self._other_l1 = [
-            t for t, pair in zip(l1, is_pair, strict=True) if len(t.spans) != 1 and not pair
-        ]
+            t for t, pair in zip(self.targets, is_pair, strict=True)
+            if len(t.spans) != 1 and not pair
+        ]  # fmt: skip
 
     def _grouped_l1(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         conditional, joint = self._groups
@@ -267,10 +196,6 @@ class AnchorLoss:
         if self._pairs is not None:
             total = total + self._pairs.l1(split_heads(probs, self._spans), weights)
         return total
-
-    def _is_chi2(self, target: _Target) -> bool:
-        pair = len(target.spans) >= 2
-        return self.kind == "chi2" or (self.kind == "l1-chi2" and pair)
 
     def model_marginals(
         self, probs: torch.Tensor, labels: torch.Tensor | None, targets: list | None = None
@@ -293,15 +218,6 @@ class AnchorLoss:
         if target.conditional:
             return (self.class_weights.to(model) * gap.flatten(1).sum(dim=1)).sum()
         return target.weight * gap.sum()
-
-    def _chi2(self, target: _Target, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
-        goal = target.distribution.to(first)
-        if target.conditional:
-            cells = goal[0].numel()
-            terms = (first - goal) * (second - goal) / (goal + 1.0 / cells)
-            return (self.class_weights.to(first) * terms.flatten(1).sum(dim=1)).sum()
-        terms = (first - goal) * (second - goal) / (goal + 1.0 / goal.numel())
-        return target.weight * terms.sum()
 
     def row_weights(self, labels, probs) -> tuple[torch.Tensor, torch.Tensor]:
         """Row weights giving prior-weighted averages, and the (K, n) per-class mean operator."""
