@@ -14,7 +14,7 @@ from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.cells import MIN_CELLS, cells_for_noise
 from dpforge.statistics.rounds import AnchorPlan, round_one_cell_std
 
-NO_TRAINING = AnchorConfig(steps=0, scout_steps=0, batch_size=64)
+NO_TRAINING = AnchorConfig(steps=0, batch_size=64)
 
 
 def _fit(frame, schema, epsilon, anchor=NO_TRAINING):

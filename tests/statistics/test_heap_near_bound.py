@@ -104,7 +104,7 @@ def _heaped_table(n: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
 
 
 def _fit(frame, schema, steps: int = 300):
-    anchor = AnchorConfig(steps=steps, scout_steps=steps // 2)
+    anchor = AnchorConfig(steps=steps)
     return dpforge.Synthesizer(
         schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)

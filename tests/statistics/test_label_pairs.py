@@ -123,7 +123,7 @@ def _fit(frame, schema, monkeypatch, label_pairs=True, steps: int = 0, epsilon: 
         return real(blocks, marginals, noise, rng, total, rows, groups)
 
     monkeypatch.setattr(rounds, "measure_marginals", spy)
-    anchor = AnchorConfig(steps=steps, scout_steps=steps, batch_size=64, label_pairs=label_pairs)
+    anchor = AnchorConfig(steps=steps, batch_size=64, label_pairs=label_pairs)
     synth = dpforge.Synthesizer(
         schema, epsilon=epsilon, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)
@@ -154,7 +154,7 @@ def test_refused_without_a_label_or_without_the_selection():
         AnchorConfig(label_pairs=True, select_pairs=False).validate()
     frame, schema = _table(100)
     unlabelled = Schema(schema.columns)
-    anchor = AnchorConfig(steps=0, scout_steps=0, label_pairs=True)
+    anchor = AnchorConfig(steps=0, label_pairs=True)
     synth = dpforge.Synthesizer(unlabelled, epsilon=1.0, seed=0, progress=False, anchor=anchor)
     with pytest.raises(ValueError, match="label_pairs needs a label"):
         synth.fit(frame)

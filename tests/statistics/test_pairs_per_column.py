@@ -12,7 +12,7 @@ from dpforge.statistics.selection import pairs_to_measure
 
 
 def _selected(frame, schema, per_column: float) -> tuple[int, float]:
-    anchor = AnchorConfig(steps=0, scout_steps=0, batch_size=64, pairs_per_column=per_column)
+    anchor = AnchorConfig(steps=0, batch_size=64, pairs_per_column=per_column)
     synth = dpforge.Synthesizer(
         schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)

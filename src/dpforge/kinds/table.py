@@ -28,6 +28,7 @@ from dpforge.privacy.person import PrivacyUnit, coded_persons, frame_keys, kept_
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
+    CELLS_SNR,
     adaptive_columns,
     bins_from_edges,
     block_size,
@@ -48,11 +49,7 @@ from dpforge.statistics.label_pairs import label_pairs_for
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
-from dpforge.statistics.phase_steps import (
-    anchor_batch_size,
-    anchor_pairs_per_column,
-    anchor_steps,
-)
+from dpforge.statistics.phase_steps import anchor_pairs_per_column, anchor_phase
 from dpforge.statistics.rounds import (
     AnchorPlan,
     anchor_loss,
@@ -62,7 +59,7 @@ from dpforge.statistics.rounds import (
     planned_cell_std,
     round_one_cell_std,
 )
-from dpforge.statistics.rule_penalty import with_rules
+from dpforge.statistics.rule_penalty import RULES_WEIGHT, with_rules
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
@@ -243,7 +240,7 @@ class MarginalAnchoring(Anchoring):
         label_name = _label_name(public)
         std = rows * planned_cell_std(self.config, public.spans, label_name, target, ledger)
         classes = max(1, public.n_classes)
-        return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
+        return cells_for_noise(n_public, std, classes, self.config.n_bins, CELLS_SNR)
 
     def _place_cells(self, adaptive, fine: dict, n_public: int, n_bins: int, blocks) -> dict:
         """Each adaptive column's ``n_bins`` cell edges, from its noisy fine histogram pooled
@@ -298,20 +295,15 @@ class MarginalAnchoring(Anchoring):
             return
         prior = _prior(setup)
         loss = anchor_loss(measured.marginals, encoder.spans, _label_name(encoder), prior)
-        loss = with_rules(loss, encoder, self.config.rules_weight)  # the schema's rules
+        loss = with_rules(loss, encoder, RULES_WEIGHT)  # the schema's rules
         method.anchor = (loss, self.config.weight)
         if resumed:
             return
         if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
             _start_generator(run, method, measured)
         n_classes = 0 if prior is None else prior.shape[0]
-        total = measured.marginals[0].total  # the released N
-        config = replace(
-            self.config,
-            steps=anchor_steps(self.config, total),
-            batch_size=anchor_batch_size(self.config, total),
-        )
-        train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
+        phase = anchor_phase(self.config, measured.marginals[0].total)  # the released N
+        train_anchor(method.generator, loss, n_classes, phase, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
 
     def sample_release(self, setup: Any) -> MarginalRelease | None:

@@ -38,9 +38,6 @@ __all__ = [
 ]
 
 
-RULES_WEIGHT = 10.0  # the rules' penalty in the fit (bench/results/rules.md)
-
-
 @dataclass(frozen=True)
 class AnchorConfig:
     """Settings of the marginal anchoring (all public; see ``Synthesizer``).
@@ -48,30 +45,22 @@ class AnchorConfig:
     share: fraction of epsilon (after the metadata) spent on the marginal measurements; 1.0 is
         "marginals only" (no discriminator steps), 0.0 turns anchoring off ("discriminator only").
     n_bins: the most cells per numeric column (see :mod:`dpforge.statistics.bins`).
-    cells_snr: numeric columns get as many cells (up to ``n_bins``) as keep each cell's count
-        ``cells_snr`` noise standard deviations above the noise (``cells.cells_for_noise``);
-        0 gives every numeric column ``n_bins`` cells.
     select_pairs: after a first round (1-way and label x column), spend part of the anchor
         budget on choosing column pairs under DP and measuring them
         (:mod:`dpforge.statistics.selection`).
     pairs_per_column: with ``select_pairs``, how many pairs are measured per column (rounded,
         at least one, at most every candidate); the selected pairs share one release's budget.
         None (the default): it follows the released N (:mod:`dpforge.statistics.phase_steps`).
-    steps, batch_size, lr: the final anchor phase (Adam on the generator, before any GAN
-        step; the learning rate decays linearly to 0 over the phase). ``steps=None`` and
-        ``batch_size=None`` (the defaults): they follow the released N
-        (:mod:`dpforge.statistics.phase_steps`; the batch is that of both phases); a number
-        is used as is.
-    scout_steps: the steps of the phase on round 1 alone that scores the pairs (with pair
-        selection; None: ``steps``); the final phase goes on from it.
+    steps, batch_size: each anchor phase (Adam on the generator, before any GAN step: the
+        scout on round 1 that scores the pairs, then the final phase on every measurement).
+        None (the defaults): they follow the released N (:mod:`dpforge.statistics.phase_steps`);
+        a number is used as is.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
-    rules_weight: weight of the penalty on the mass the generator puts on rows that break the
-        schema's rules (:mod:`dpforge.statistics.rule_penalty`); 0 fits without it.
     label_pairs: with ``select_pairs`` and a label, round 2 measures each selected pair (a, b)
         as the 3-way marginal label x a x b instead of a x b, on cells merged by a public rule
-        so each cell's count stays ``cells_snr`` noise sd above the noise
+        so each cell's count stays ``cells.CELLS_SNR`` noise sd above the noise
         (:mod:`dpforge.statistics.label_pairs`); the generator fits it given each label.
         None (the default): on from ``LABEL_PAIRS_FROM`` released records with epsilon x N
         at least ``LABEL_PAIRS_SIGNAL``, a label and the records in memory, off otherwise
@@ -80,40 +69,29 @@ class AnchorConfig:
 
     share: float = 1.0
     n_bins: int = 64
-    cells_snr: float = 2.0
     select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
-    scout_steps: int | None = None
     batch_size: int | None = None
-    lr: float = 1e-2
     weight: float = 1.0
     generator_hidden: tuple[int, ...] = (256, 256)
-    rules_weight: float = RULES_WEIGHT
     label_pairs: bool | None = None
 
     def validate(self) -> None:
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
-        if not self.rules_weight >= 0:
-            raise ValueError(f"anchor rules_weight must be >= 0, got {self.rules_weight}")
         if self.pairs_per_column is not None and not self.pairs_per_column > 0:
             raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
         if self.label_pairs and not self.select_pairs:
             raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
-        if self.cells_snr < 0 or (self.scout_steps or 0) < 0:
-            raise ValueError(
-                "anchor cells_snr and scout_steps must be >= 0, got "
-                f"{self.cells_snr}, {self.scout_steps}"
-            )
         steps = 0 if self.steps is None else self.steps
         batch = 1 if self.batch_size is None else self.batch_size
-        if steps < 0 or batch < 1 or not self.lr > 0 or self.weight < 0:
+        if steps < 0 or batch < 1 or self.weight < 0:
             raise ValueError(
-                "anchor steps must be >= 0, batch_size >= 1, lr > 0 and weight >= 0; got "
-                f"{self.steps}, {self.batch_size}, {self.lr}, {self.weight}"
+                "anchor steps must be >= 0, batch_size >= 1 and weight >= 0; got "
+                f"{self.steps}, {self.batch_size}, {self.weight}"
             )
 
 

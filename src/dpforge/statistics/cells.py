@@ -45,6 +45,7 @@ from dpforge.statistics.bins import NumericBins, numeric_bins
 from dpforge.statistics.projection import project_to_simplex
 
 __all__ = [
+    "CELLS_SNR",
     "FINE_CELLS",
     "adaptive_columns",
     "bins_from_edges",
@@ -62,6 +63,10 @@ FINE_CELLS = 1024
 # The fewest cells per numeric column (the bounds' point cells included), whatever the noise:
 # a public constant, measured on psid (see the module docstring).
 MIN_CELLS = 16
+
+
+# Numeric cells keep their counts this many noise sd above the noise (README, tables, 1).
+CELLS_SNR = 2.0
 
 
 def cells_for_noise(

@@ -28,6 +28,7 @@ from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
+from dpforge.statistics.cells import CELLS_SNR
 from dpforge.statistics.label_pairs import label_pair_marginals
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
@@ -35,7 +36,7 @@ from dpforge.statistics.marginals import (
     measure_marginals,
     measurement_event,
 )
-from dpforge.statistics.phase_steps import anchor_batch_size, anchor_steps
+from dpforge.statistics.phase_steps import anchor_phase
 from dpforge.statistics.selection import (
     candidate_pairs,
     model_pair_distributions,
@@ -222,9 +223,7 @@ def measure_selected_pairs(
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior)
     total = measured[0].total  # the public N the first round was projected to
-    steps = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
-    scout = replace(config, steps=steps, batch_size=anchor_batch_size(config, total))
-    train_anchor(generator, loss, n_classes, scout, torch_rng)
+    train_anchor(generator, loss, n_classes, anchor_phase(config, total), torch_rng)
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     public = (softmax, label_name, total, cell_noise)
     chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)
@@ -244,7 +243,7 @@ def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rn
     if config.label_pairs:  # label x a x b on cells merged by a public rule (label_pairs.py)
         sizes = {s.column: s.dim for s in softmax}
         std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
-        merged = (label_name, sizes, total, n_classes, std, config.cells_snr)
+        merged = (label_name, sizes, total, n_classes, std, CELLS_SNR)
     model = model_pair_distributions(generator, loss, candidates, softmax, n_classes, torch_rng)
     chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
     return label_pair_marginals(chosen, *merged) if config.label_pairs else (chosen, None)
