@@ -95,14 +95,6 @@ def test_chunks_give_the_asked_rows_and_a_row_drawn_twice_is_not_a_copy(fitted):
     assert not rows.duplicated().any()
 
 
-def test_distinct_rows_are_matched_too(fitted):
-    synth, _ = fitted
-    plain = synth.sample(1000, seed=7, move=False)
-    distinct = synth.sample(1000, seed=7, move=ReweightSettings(pool=4, distinct=True))
-    assert len(distinct) == 1000
-    assert _gap(synth, distinct) < 0.8 * _gap(synth, plain)
-
-
 def test_an_old_folder_is_refused_when_matching_is_asked_for(fitted, tmp_path, monkeypatch, capsys):
     synth, _ = fitted
     save_without_release(synth, tmp_path / "old")  # as saved before it existed
