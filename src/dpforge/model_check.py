@@ -74,7 +74,7 @@ FEATURE_RELEASE: dict[str, Any] = {
             "items": {"type": "number", "exclusiveMinimum": 0},
         },
         "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
-        # optional: folders saved before dpforge stored it lack it (stop_at_noise)
+        # optional: folders saved before dpforge stored it lack it
         "count_weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
         # optional: a map with other views than the kind's legacy ones names them
         "views": {

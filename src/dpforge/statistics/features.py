@@ -201,7 +201,7 @@ def noise_optimal_count_weight(dim: int, mean_sq_norm: float = 1.0) -> float:
     With noise multiplier ``sigma`` (fixed by the budget whatever ``c`` is), the release adds
     noise of std ``s = sigma * sqrt(1 + c^2)`` to each of the ``dim`` sums and to ``c n``, so the
     class mean ``(S + z) / (n + z' / c)`` has squared error about
-    ``sigma^2 (1 + c^2) (dim + |mu|^2 / c^2) / n^2`` (:meth:`SampleRelease.noise_levels`), least
+    ``sigma^2 (1 + c^2) (dim + |mu|^2 / c^2) / n^2``, least
     at ``c = (|mu|^2 / dim)^(1/4)``.
     """
     if dim < 1 or not 0 < mean_sq_norm <= 1:
