@@ -150,8 +150,8 @@ def test_the_plan_reads_public_inputs_and_the_ledger_keeps_its_kind(monkeypatch)
 
 
 def test_refused_without_a_label_or_without_the_selection():
-    with pytest.raises(ValueError, match="select_pairs"):
-        AnchorConfig(label_pairs=True, select_pairs=False).validate()
+    with pytest.raises(ValueError, match="pairs_per_column above 0"):
+        AnchorConfig(label_pairs=True, pairs_per_column=0).validate()
     frame, schema = _table(100)
     unlabelled = Schema(schema.columns)
     anchor = AnchorConfig(steps=0, label_pairs=True)

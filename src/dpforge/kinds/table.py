@@ -257,7 +257,7 @@ class MarginalAnchoring(Anchoring):
         in_memory = not isinstance(records, TableAggregates)
         label_pairs = label_pairs_for(
             self.config.label_pairs, n_public, epsilon, label is not None, in_memory,
-            self.config.select_pairs,
+            self.config.pairs_per_column != 0,
         )  # fmt: skip
         return replace(self.config, pairs_per_column=pairs, label_pairs=label_pairs)
 

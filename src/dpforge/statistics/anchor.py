@@ -45,12 +45,13 @@ class AnchorConfig:
     share: fraction of epsilon (after the metadata) spent on the marginal measurements; 1.0 is
         "marginals only" (no discriminator steps), 0.0 turns anchoring off ("discriminator only").
     n_bins: the most cells per numeric column (see :mod:`dpforge.statistics.bins`).
-    select_pairs: after a first round (1-way and label x column), spend part of the anchor
-        budget on choosing column pairs under DP and measuring them
-        (:mod:`dpforge.statistics.selection`).
-    pairs_per_column: with ``select_pairs``, how many pairs are measured per column (rounded,
-        at least one, at most every candidate); the selected pairs share one release's budget.
-        None (the default): it follows the released N (:mod:`dpforge.statistics.phase_steps`).
+    pairs_per_column: after a first round (1-way and label x column), part of the anchor
+        budget chooses column pairs under DP and measures them
+        (:mod:`dpforge.statistics.selection`): this many per column (rounded, at least one, at
+        most every candidate), sharing one release's budget. None (the default): it follows
+        the released N (:mod:`dpforge.statistics.phase_steps`). 0 measures no pairs (round 1
+        gets the whole budget; a faster fit, with a worse 2-way fit:
+        docs/research/anchoring-options.md).
     steps, batch_size: each anchor phase (Adam on the generator, before any GAN step: the
         scout on round 1 that scores the pairs, then the final phase on every measurement).
         None (the defaults): they follow the released N (:mod:`dpforge.statistics.phase_steps`);
@@ -58,7 +59,7 @@ class AnchorConfig:
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
-    label_pairs: with ``select_pairs`` and a label, round 2 measures each selected pair (a, b)
+    label_pairs: with pairs measured and a label, round 2 measures each selected pair (a, b)
         as the 3-way marginal label x a x b instead of a x b, on cells merged by a public rule
         so each cell's count stays ``cells.CELLS_SNR`` noise sd above the noise
         (:mod:`dpforge.statistics.label_pairs`); the generator fits it given each label.
@@ -69,7 +70,6 @@ class AnchorConfig:
 
     share: float = 1.0
     n_bins: int = 64
-    select_pairs: bool = True
     pairs_per_column: float | None = None
     steps: int | None = None
     batch_size: int | None = None
@@ -80,10 +80,13 @@ class AnchorConfig:
     def validate(self) -> None:
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
-        if self.pairs_per_column is not None and not self.pairs_per_column > 0:
-            raise ValueError(f"anchor pairs_per_column must be > 0, got {self.pairs_per_column}")
-        if self.label_pairs and not self.select_pairs:
-            raise ValueError("anchor label_pairs needs select_pairs=True (it changes round 2)")
+        if self.pairs_per_column is not None and not self.pairs_per_column >= 0:
+            raise ValueError(f"anchor pairs_per_column must be >= 0, got {self.pairs_per_column}")
+        if self.label_pairs and self.pairs_per_column == 0:
+            raise ValueError(
+                "anchor label_pairs needs pairs measured (it changes round 2): leave "
+                "pairs_per_column above 0"
+            )
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         steps = 0 if self.steps is None else self.steps

@@ -88,7 +88,7 @@ def _weights(config: AnchorConfig, spans: Sequence[Span], adaptive: bool, codes:
     """(weights of the releases, the round 1 marginals, candidate pairs, k): the public plan.
     ``codes``: the cells' release's extra share for long code lists' histograms."""
     first = default_marginals(spans, None)
-    candidates = candidate_pairs(spans) if config.select_pairs else []
+    candidates = candidate_pairs(spans) if config.pairs_per_column != 0 else []
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
     per_column = 1.0 if config.pairs_per_column is None else config.pairs_per_column
     k = pairs_to_measure(len(candidates), n_columns, per_column) if candidates else 0
