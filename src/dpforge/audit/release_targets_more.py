@@ -27,10 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpforge.audit.release_targets import ReleaseTarget, projector
-from dpforge.data.encoder import TableEncoder
+from dpforge.audit.release_targets import (
+    ReleaseTarget,
+    marginal_frames,
+    projected,
+)
 from dpforge.privacy import person
-from dpforge.schema.table import Column, Schema
+from dpforge.schema.table import Column
 from dpforge.statistics import (
     bounds_estimate,
     categories_estimate,
@@ -85,8 +88,7 @@ def _white_box(run: Callable[[bool, float, np.random.Generator], None], owner, a
             run(with_canary, noise, rng)
         return np.concatenate([np.ravel(out) for _, out in seen])
 
-    project = projector(lambda c: drawn(c, 0.0, np.random.default_rng(0)), sigma)
-    return lambda c, rng: project(drawn(c, sigma, rng))
+    return projected(drawn, sigma, sigma)
 
 
 def _bounds_statistic(values: dict[bool, np.ndarray], run, sigma: float):
@@ -150,8 +152,7 @@ def _codes_target(sigma: float, records: int) -> ReleaseTarget:
     def release(with_canary: bool, noise: float, rng: np.random.Generator) -> np.ndarray:
         return codes.measure_code_histograms(tables[with_canary], [column], noise, rng)["code"]
 
-    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, sigma)
     return ReleaseTarget("code histogram", marginals.measurement_event(sigma), statistic)
 
 
@@ -184,18 +185,9 @@ def _pairs_target(sigma: float, records: int) -> ReleaseTarget:
 def _rows_target(sigma: float, records: int) -> ReleaseTarget:
     """A person of 2k rows as the canary, k = ROWS: the rows bounded to k per person
     (person.kept_rows), then round one's marginals at noise std sigma * k * sqrt(4)."""
-    cats = ("x", "y")
-    schema = Schema(
-        tuple(Column(n, "categorical", categories=cats) for n in ("a", "b"))
-        + (Column("label", "categorical", categories=("p", "q")),),
-        label="label",
-    )
-    encoder = TableEncoder(schema)
-    others = pd.DataFrame({"a": ["x"] * records, "b": ["x"] * records, "label": ["p"] * records})
-    canary = pd.DataFrame({"a": ["y"] * 2 * ROWS, "b": ["y"] * 2 * ROWS, "label": ["q"] * 2 * ROWS})
-    keys = {False: np.arange(records).astype(str), True: np.r_[np.arange(records).astype(str),
-                                                               ["canary"] * 2 * ROWS]}  # fmt: skip
-    frames = {False: others, True: pd.concat([others, canary], ignore_index=True)}
+    encoder, frames = marginal_frames(records, 2 * ROWS)
+    persons = np.r_[np.arange(records).astype(str), ["canary"] * 2 * ROWS]
+    keys = {False: persons[:records], True: persons}
     k = len(marginals.default_marginals(encoder.spans, "label"))
 
     def release(with_canary: bool, noise: float, rng: np.random.Generator) -> np.ndarray:
@@ -206,8 +198,7 @@ def _rows_target(sigma: float, records: int) -> ReleaseTarget:
         return np.concatenate([m.noisy_counts for m in out])
 
     claimed = sigma * ROWS * math.sqrt(k)
-    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, claimed)
     return ReleaseTarget("k rows per person", marginals.measurement_event(sigma), statistic)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpforge.audit.release_targets import ReleaseTarget, projector
+from dpforge.audit.release_targets import ReleaseTarget, projected, projector
 from dpforge.audit.release_targets_more import swapped
 from dpforge.data.encoder import TableEncoder
 from dpforge.engines import federated_site
@@ -51,8 +51,7 @@ def _count_target(sigma: float, records: int) -> ReleaseTarget:
 
     ledger = PrivacyLedger()
     measure.release_count(records, sigma, ledger, np.random.default_rng(0))
-    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, sigma)
     return ReleaseTarget("record count", ledger.entries[-1].event, statistic)
 
 
@@ -119,8 +118,7 @@ def _site_target(sigma: float, records: int) -> ReleaseTarget:
 
     release(False, sigma, rng)
     event = sites[False].ledger.entries[-1].event
-    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, sigma)
     return ReleaseTarget("federated site answer", event, statistic)
 
 
@@ -152,8 +150,7 @@ def _sanitizer_target(sigma: float, records: int) -> ReleaseTarget:
         out = methods[noise]._sanitize(upstream[with_canary], generator)
         return out.detach().double().numpy().ravel()
 
-    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), 2 * sigma * CLIP)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, 2 * sigma * CLIP)
     return ReleaseTarget("GS-WGAN sanitizer", dp_accounting.GaussianDpEvent(sigma), statistic)
 
 
