@@ -89,6 +89,11 @@ def _site_counts_twice(real):
     return lambda self, exact, *rest: real(self, 2.0 * np.asarray(exact), *rest)
 
 
+def _score_sensitivity_one(real):
+    """The site derives its pair scores' sensitivity as 1 (the table alone), not 2."""
+    return lambda self, grid: real(self, grid) / 2.0
+
+
 def _quartered(real):
     return lambda *args: real(*args) / 4.0
 
@@ -136,6 +141,10 @@ MORE_RELEASE_DEFECTS = {
     "federated-site": [
         Defect(NOISE_BY_4, Trust, "noisy", _site_noise_by_4),
         Defect(SENSITIVITY_X2, Trust, "noisy", _site_counts_twice),
+    ],
+    "federated-site-scores": [
+        Defect(NOISE_BY_4, Trust, "noisy", _site_noise_by_4),
+        Defect(SENSITIVITY_X2, Trust, "score_sensitivity", _score_sensitivity_one),
     ],
     "gswgan-sanitizer": [
         Defect(NOISE_BY_4, gswgan, "gswgan_noise_std", _quartered),

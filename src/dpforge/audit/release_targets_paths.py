@@ -95,31 +95,53 @@ def _persons_target(sigma: float, records: int) -> ReleaseTarget:
 
 
 def _site_schema() -> Schema:
-    return Schema((Column("x", "continuous", lower=0.0, upper=1.0),))
+    return Schema(tuple(Column(n, "categorical", categories=("x", "y")) for n in ("a", "b")))
 
 
-def _site(records: int, rng: np.random.Generator) -> federated_site.Site:
-    """A site (trust local: the full noise) holding ``records`` records, checked."""
+def _site(frame: pd.DataFrame, rng: np.random.Generator) -> federated_site.Site:
+    """A site (trust local: the full noise) holding ``frame``, checked."""
     schema = _site_schema()
-    site = federated_site.Site(pd.DataFrame({"x": [0.5] * records}), Trust("local", 2), rng)
+    site = federated_site.Site(frame, Trust("local", 2), rng)
     site.answer({"op": "validate", "schema": schema.to_dict(), "out_of_bounds": "error"}, [])
     return site
 
 
-def _site_target(sigma: float, records: int) -> ReleaseTarget:
-    """Site.answer to a record-count query (the server's central std sigma, sensitivity 1)."""
+def _site_answers(records: int, query: dict, arrays: list, sigma: float):
+    """Two sites, without and with a canary record (the others all (x, x), the canary (y, y)),
+    answering ``query`` at central std ``noise``: the release, and the event the site records
+    for an answer at ``sigma`` (the claim)."""
+    frame = pd.DataFrame({"a": ["x"] * records, "b": ["x"] * records})
+    canary = pd.DataFrame({"a": ["y"], "b": ["y"]})
     rng = np.random.default_rng(0)
-    sites = {c: _site(records + int(c), rng) for c in (False, True)}
+    sites = {False: _site(frame, rng), True: _site(pd.concat([frame, canary]), rng)}
 
     def release(with_canary: bool, noise: float, rng: np.random.Generator) -> np.ndarray:
         site = sites[with_canary]
         site.rng = rng
-        return np.asarray(site.answer({"op": "size", "std": noise}, []), dtype=np.float64)
+        return np.asarray(site.answer({**query, "std": noise}, arrays), dtype=np.float64)
 
     release(False, sigma, rng)
-    event = sites[False].ledger.entries[-1].event
-    statistic = projected(release, sigma, sigma)
-    return ReleaseTarget("federated site answer", event, statistic)
+    return release, sites[False].ledger.entries[-1].event
+
+
+def _site_target(sigma: float, records: int) -> ReleaseTarget:
+    """Site.answer to a record-count query (the server's central std sigma, sensitivity 1)."""
+    release, event = _site_answers(records, {"op": "size"}, [], sigma)
+    return ReleaseTarget("federated site: record count", event, projected(release, sigma, sigma))
+
+
+def _site_scores_target(sigma: float, records: int) -> ReleaseTarget:
+    """Site.answer to a pair-score query from an honest server (a probability table): the
+    L1 distance between the site's table and the model scaled to the site's own size, of
+    sensitivity 2 (the table and the scaled model each move by 1), at std 2 sigma. The model
+    is the others' table, so the canary moves the score by the full 2."""
+    encoder = TableEncoder(_site_schema())
+    query = {"op": "scores", "pairs": [["a", "b"]], "label": None,
+             "encoder": federated_site.describe_encoder(encoder)}  # fmt: skip
+    model = np.array([[1.0, 0.0], [0.0, 0.0]])
+    release, event = _site_answers(records, query, [model], sigma)
+    statistic = projected(release, sigma, 2.0 * sigma)
+    return ReleaseTarget("federated site: pair score", event, statistic)
 
 
 def _gswgan(sigma: float) -> gswgan.GSWGAN:
@@ -158,5 +180,6 @@ PATH_TARGETS: dict[str, Callable[[float, int], ReleaseTarget]] = {
     "record-count": _count_target,
     "person-count": _persons_target,
     "federated-site": _site_target,
+    "federated-site-scores": _site_scores_target,
     "gswgan-sanitizer": _sanitizer_target,
 }

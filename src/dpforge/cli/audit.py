@@ -44,7 +44,7 @@ VIOLATED_EXIT = 3
 RELEASE_NAMES = (
     "marginals", "cells", "moments", "subspace", "embedding", "label-prior", "pair-scores",
     "bounds", "categories", "codes", "dates", "rows-per-person", "record-count", "person-count",
-    "federated-site", "gswgan-sanitizer",
+    "federated-site", "federated-site-scores", "gswgan-sanitizer",
 )  # fmt: skip
 STEP_NAMES = ("dpcgan-step", "dpcgan-microbatch-step", "dpwgan-step")
 REAL_PATHS = RELEASE_NAMES + STEP_NAMES
