@@ -270,13 +270,8 @@ class DataBudget:
     def _write(self, state: dict[str, Any]) -> None:
         text = json.dumps(state, indent=2)
 
-        def write(tmp: Path) -> None:
-            tmp.write_text(text)
-            os.chmod(tmp, 0o600)
-
-        try:
-            atomic_write(self.path, write, overwrite=True)
-            os.chmod(self.path, 0o600)  # private: it holds the data's hash and every ledger
+        try:  # private (0600): it holds the data's fingerprint and every ledger
+            atomic_write(self.path, lambda tmp: tmp.write_text(text), overwrite=True, private=True)
         except OSError as exc:
             raise PrivacyError(
                 f"cannot write the budget file {self.path} ({exc.strerror or exc}); give a "
