@@ -277,3 +277,22 @@ def test_a_fit_refused_before_any_release_leaves_no_charge(cancer, tmp_path):
     with pytest.raises(Exception, match="unknown class"):
         Synthesizer(schema, epsilon=2.0, delta=DELTA, progress=False).fit(bad, budget=budget)
     assert budget.status().runs == ()
+
+
+@pytest.mark.parametrize("seed", [0, 2])  # one fits, one is refused at both sizes
+def test_the_delta_check_reads_the_released_count_not_n(cancer, seed):
+    """Issue 43.9: at delta = 0.0029, 344 records fitted and 345 were refused (1/N checked on
+    the exact N). The check now reads the count released under DP: one record more moves the
+    outcome only when the noise lands within half a record of the threshold, and with the same
+    seed the noisy counts differ by one record, so (for these seeds) both sizes agree."""
+    frame, schema = cancer
+    outcomes = []
+    for n in (344, 345):
+        synth = Synthesizer(schema, epsilon=1.0, delta=0.0029, seed=seed, progress=False)
+        try:
+            synth.fit(frame.iloc[:n])
+            outcomes.append("fitted")
+        except PrivacyError as exc:
+            assert "not below 1/N" in str(exc) and str(n) not in str(exc)
+            outcomes.append("refused")
+    assert outcomes[0] == outcomes[1]

@@ -41,17 +41,15 @@ _ANCHOR_ONLY_NOTE = {
 }
 
 
-def check_delta(run: RunSettings, n_records: int | None) -> None:
-    """Refuse delta >= 1/N before any release (a bad request, like bad input: the message
-    gives an order of magnitude for delta, never N). None: N is not known here (federated
-    sites), and the pipeline checks the released N instead."""
-    if n_records is None:
-        return
-    if run.delta >= 1.0 / n_records and math.isfinite(run.epsilon):
+def check_delta(run: RunSettings, n_public: int) -> None:
+    """Refuse delta >= 1/N, N the record count released under DP or declared public (issue
+    43.9: checked on the exact N, the refusal itself told N's order of magnitude). A DP
+    outcome: the count's release is spent. The message suggests a delta, never N."""
+    if run.delta >= 1.0 / n_public and math.isfinite(run.epsilon):
         raise PrivacyError(
-            f"delta = {run.delta:g} is not below 1/N for the N records given: such a delta "
-            f"allows publishing a whole record; choose delta well below 1/N "
-            f"(e.g. {_suggest_delta(n_records):g})"
+            f"delta = {run.delta:g} is not below 1/N for the N records counted under DP: such "
+            f"a delta allows publishing a whole record; choose delta well below 1/N "
+            f"(e.g. {_suggest_delta(n_public):g})"
         )
 
 
