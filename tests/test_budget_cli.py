@@ -126,3 +126,27 @@ def test_a_killed_fit_has_already_charged_its_budget(files, tmp_path):
     )
     assert not (tmp_path / "m").exists()
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_ctrl_c_says_what_was_charged_and_how_to_resume(files, tmp_path, monkeypatch, capsys):
+    """Issue 46.9: Ctrl-C exited with 130 and printed nothing while the whole ε was charged.
+    Interrupted in its discriminator steps, the fit says in one line what stays charged to the
+    budget file and the exact command that resumes it."""
+    import dpforge.pipeline.refine as refine_stage
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(refine_stage, "train", interrupted)
+    data, schema_path = files
+    checkpoint = tmp_path / "ck"
+    extra = ["--checkpoint-dir", checkpoint]
+    code, out = _fit(data, schema_path, tmp_path / "m", monkeypatch, capsys, *extra)
+    assert code == 130
+    (line,) = [line for line in out.splitlines() if line.strip()]
+    command = " ".join(map(str, ["dpforge", "fit", data, "--schema", schema_path, "--epsilon",
+                                 "2", "--out", tmp_path / "m", *FAST, *extra]))  # fmt: skip
+    assert line.startswith("interrupted: ε = ") and "stays charged to" in line
+    assert str(tmp_path / ("data.csv" + BUDGET_SUFFIX)) in line
+    assert line.endswith(f"resume with: {command}")
+    assert not (tmp_path / "m").exists()
