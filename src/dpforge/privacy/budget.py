@@ -41,6 +41,7 @@ records in :mod:`~dpforge.privacy.budget_records`, and reading, composing and re
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from dataclasses import replace
@@ -48,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+import dp_accounting
 from filelock import FileLock, Timeout
 
 from dpforge.errors import ModelFileError, PrivacyError
@@ -75,17 +77,20 @@ __all__ = [
     "BudgetedRun",
     "RunCharge",
     "DataBudget",
+    "charge_before_release",
     "data_sha256",
+    "gaussian_bound",
+    "settle_charge",
 ]
 
 LOCK_TIMEOUT_S = 600.0
 
 
 class RunCharge(Protocol):
-    """What ``Synthesizer.fit(data, budget=...)`` calls: :class:`DataBudget` (the budget file),
-    or the tuning search's per-trial check. ``reserve`` comes before the run's first release;
-    ``settle`` once its releases ran and its discriminator steps are planned (with that ledger),
-    or when it stops on a DP outcome (with the events recorded so far)."""
+    """What :func:`charge_before_release` and :func:`settle_charge` call: :class:`DataBudget`
+    (the budget file), or the tuning search's per-trial check. ``reserve`` comes before the
+    run's first release; ``settle`` once its releases ran and its discriminator steps are
+    planned (with that ledger), or when it stops on a DP outcome (with the events so far)."""
 
     def reserve(
         self,
@@ -93,11 +98,92 @@ class RunCharge(Protocol):
         epsilon: float,
         delta: float,
         description: str,
+        bound: PrivacyLedger | None = None,
         checkpoint: str | Path | None = None,
         resume_of: str | None = None,
     ) -> Any: ...
 
-    def settle(self, run: Any, ledger: PrivacyLedger) -> Any: ...
+    def settle(self, run: Any, ledger: PrivacyLedger, *, check_total: bool = False) -> Any: ...
+
+
+# --------------------------------------------------------------------------- the one path
+
+
+def charge_before_release(
+    budget: RunCharge | None,
+    *,
+    epsilon: float,
+    delta: float,
+    description: str,
+    bound: PrivacyLedger | None = None,
+    checkpoint: str | Path | None = None,
+    resume_of: str | None = None,
+) -> Any:
+    """THE charging path of every entry point (fit, tune, federated runs, anything new; design
+    rule 13): call it before the run's first release, then :func:`settle_charge`.
+
+    Args:
+        budget: the data set's :class:`DataBudget` (or the search's per-trial check); None
+            charges nothing (``--no-budget-file``) and returns None.
+        epsilon, delta: the run's own target; ``description``: what runs, as ``budget show``
+            lists it (e.g. "marginal anchoring, target ε 1, δ 1e-05").
+        bound: events that dominate every release the run makes before it settles (e.g.
+            :func:`gaussian_bound`); the file composes them with the other runs' events at the
+            declared total δ. None: the reservation counts as its whole (ε, δ) by basic
+            composition, which spends its δ outright (two runs at the total's δ cannot both
+            fit), so pass a bound when one is known. A run whose whole ledger is known before
+            it starts passes that ledger as ``bound`` and settles it with the same ledger.
+        checkpoint: the run's checkpoint folder, recorded (never used to recognise a resume).
+        resume_of: the budget run id a checkpoint recorded: the run is found, nothing added.
+
+    Returns:
+        The run's record in the file, to pass to :func:`settle_charge`; None without a budget.
+
+    Raises:
+        BudgetExceededError: the run would take the data set past its declared total; the
+            file is unchanged and the run must release nothing.
+    """
+    if budget is None:
+        return None
+    return budget.reserve(
+        epsilon=epsilon,
+        delta=delta,
+        description=description,
+        bound=bound,
+        checkpoint=checkpoint,
+        resume_of=resume_of,
+    )
+
+
+def settle_charge(
+    budget: RunCharge | None, run: Any, ledger: PrivacyLedger, *, check_total: bool = False
+) -> Any:
+    """Replace the reservation ``run`` by ``ledger`` (what ran and what is planned, or what ran
+    when the run stops on a DP outcome). ``check_total``: the ledger may exceed the
+    reservation (a search whose event is known once its first trial is planned), so the total
+    is checked again; refused, the reservation stays and BudgetExceededError is raised."""
+    if budget is None:
+        return None
+    return budget.settle(run, ledger, check_total=check_total)
+
+
+def gaussian_bound(epsilon: float, delta: float, extra_delta: float = 0.0) -> PrivacyLedger:
+    """One Gaussian mechanism whose ε at ``delta`` is ``epsilon``, plus ``extra_delta``: it
+    dominates every composition of Gaussian mechanisms (``GaussianDpEvent``, their
+    self-compositions) whose own ε at ``delta`` is at most ``epsilon``, whatever the δ it is
+    read at. Why: such a composition is exactly μ-GDP with μ = sqrt(Σ 1/σ_i²), its ε at a fixed
+    δ grows with μ, so its μ is at most this Gaussian's. ``extra_delta`` pays δ spent outside
+    events (thresholded category lists). For ε = ∞: a non-private event."""
+    from dpforge.privacy.calibration import noise_for_target
+
+    ledger = PrivacyLedger()
+    name = "reserved: at most this until the run's plan is known"
+    if not math.isfinite(epsilon):
+        ledger.record(name, dp_accounting.NonPrivateDpEvent())
+        return ledger
+    sigma = noise_for_target(dp_accounting.GaussianDpEvent, epsilon, delta)
+    ledger.record(name, dp_accounting.GaussianDpEvent(sigma), extra_delta=extra_delta)
+    return ledger
 
 
 # --------------------------------------------------------------------------- the file
@@ -181,34 +267,19 @@ class DataBudget:
             self._write(state)
             return _status(self.path, state)
 
-    def charge(
-        self,
-        ledger: PrivacyLedger,
-        *,
-        epsilon: float,
-        delta: float,
-        description: str,
-        checkpoint: str | Path | None = None,
-    ) -> BudgetedRun:
-        """Add a run whose complete ``ledger`` is known before it reads any record (the tuning
-        search's events); refuse it if it would overspend. Every call is a new run.
-
-        Raises:
-            BudgetExceededError: with the declared total, the composed ε of the runs so far
-                and of this run added to them; the file is left unchanged.
-        """
-        return self._add(PrivacyLedger(ledger.entries), epsilon, delta, description, checkpoint)
-
     def reserve(
         self,
         *,
         epsilon: float,
         delta: float,
         description: str,
+        bound: PrivacyLedger | None = None,
         checkpoint: str | Path | None = None,
         resume_of: str | None = None,
     ) -> BudgetedRun:
-        """Reserve a run's whole target (ε, δ) before its first release (see the module notes).
+        """Reserve a run before its first release (call it through
+        :func:`charge_before_release`): counted as ``bound``'s events, or without one as its
+        whole target (ε, δ) by basic composition (see the module notes).
 
         ``resume_of``: the budget run id a checkpoint recorded; when the file holds that run,
         the run is resumed and nothing is added.
@@ -220,19 +291,26 @@ class DataBudget:
             earlier = [r for r in self.status().runs if r.run_id == resume_of]
             if earlier:
                 return earlier[0]
-        return self._add(PrivacyLedger(), epsilon, delta, description, checkpoint, reserved=True)
+        held = PrivacyLedger(() if bound is None else bound.entries)
+        return self._add(held, epsilon, delta, description, checkpoint, reserved=True)
 
-    def settle(self, run: BudgetedRun, ledger: PrivacyLedger) -> BudgetedRun:
+    def settle(
+        self, run: BudgetedRun, ledger: PrivacyLedger, *, check_total: bool = False
+    ) -> BudgetedRun:
         """Replace ``run``'s reservation (or earlier settlement) by ``ledger``: the events that
-        ran and those planned. ``ledger`` must stay within the run's own target, which the
-        pipeline's plan guarantees; the run keeps its place in the file. An empty ``ledger``
-        (the run was refused before its first release) removes the run."""
+        ran and those planned. Without ``check_total``, ``ledger`` must stay within the run's
+        own target, which the pipeline's plan guarantees; with it, the total is checked again
+        and a refusal keeps the reservation. The run keeps its place in the file. An empty
+        ``ledger`` (the run was refused before its first release) removes the run."""
         with self._locked():
             state = self._load()
             for i, item in enumerate(state["runs"]):
                 if item.get("id") != run.run_id:
                     continue
                 settled = replace(run, ledger=PrivacyLedger(ledger.entries), reserved=False)
+                if check_total:
+                    others = [r for r in _runs(state, self.path) if r.run_id != run.run_id]
+                    _refuse_overspend(state, others, settled, self.path)
                 if len(ledger):
                     state["runs"][i] = settled.to_dict()
                 else:  # refused before any release: nothing was spent, nothing to keep
