@@ -18,6 +18,7 @@ from dpforge.privacy.budget import (
     budget_path_for,
     charge_before_release,
     data_sha256,
+    records_fingerprint,
     settle_charge,
 )
 from dpforge.privacy.ledger import PrivacyLedger
@@ -94,7 +95,7 @@ def test_the_file_round_trips_and_is_private(data):
     assert saved["format"] == "dpforge.data_budget"
     assert saved["total"] == {"epsilon": 5.0, "delta": DELTA}
     assert saved["runs"][0]["ledger"] == _ledger().to_dict()  # the ledger's own serialization
-    assert saved["data_sha256"] == data_sha256(data)
+    assert saved["data_sha256"] == records_fingerprint(data)
     assert os.stat(budget.path).st_mode & 0o777 == 0o600
     again = DataBudget(budget.path).status()
     assert again.runs[0] == run and again.total_epsilon == 5.0
@@ -108,6 +109,40 @@ def test_a_renamed_copy_finds_the_budget_file_by_its_hash(data):
     other = data.with_name("other.csv")
     other.write_text("a,b\n9,9\n")
     assert DataBudget.for_data(other).path == budget_path_for(other)
+
+
+def test_the_same_records_find_the_budget_whatever_the_bytes_or_order(tmp_path):
+    """Issue 43.8: a CRLF copy or a row-shuffled copy of the same rows, in the same folder,
+    started a fresh budget (the file was keyed on its bytes). The fingerprint is of the
+    records: line endings, row order, column order and the spaces around values do not count;
+    one changed value does (docs/budget.md says so)."""
+    data = tmp_path / "records.csv"
+    data.write_text("a,b\n1,x\n3,y\n5,z\n")
+    DataBudget.for_data(data).set_total(4.0, DELTA)
+    copies = {
+        "crlf.csv": b"a,b\r\n1,x\r\n3,y\r\n5,z\r\n",
+        "shuffled.csv": b"a,b\n5,z\n1,x\n3,y\n",
+        "columns.csv": b"b;a\ny; 3\nz;5\nx;1\n",
+    }
+    for name, text in copies.items():
+        (tmp_path / name).write_bytes(text)
+        assert DataBudget.for_data(tmp_path / name).path == budget_path_for(data), name
+    changed = tmp_path / "changed.csv"
+    changed.write_text("a,b\n1,x\n3,y\n6,z\n")
+    assert DataBudget.for_data(changed).path == budget_path_for(changed)
+    assert data_sha256(data) != data_sha256(tmp_path / "crlf.csv")  # the bytes do differ
+
+
+def test_a_budget_file_that_recorded_the_bytes_still_finds_its_copy(data):
+    """Budget files written before the records' fingerprint recorded the bytes' SHA-256."""
+    budget = DataBudget.for_data(data)
+    budget.set_total(4.0, DELTA)
+    saved = json.loads(budget.path.read_text())
+    saved["data_sha256"] = data_sha256(data)
+    budget.path.write_text(json.dumps(saved))
+    copy = data.with_name("renamed.csv")
+    copy.write_bytes(data.read_bytes())
+    assert DataBudget.for_data(copy).path == budget.path
 
 
 def test_a_run_is_resumed_by_its_id_never_by_its_folder(data, tmp_path):

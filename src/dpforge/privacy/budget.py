@@ -14,11 +14,12 @@ The ε shown for the data set is the accountant's ε of the composition of ALL e
 
 Where it lives: next to the data, named after it, ``adult.csv`` → ``adult.csv.dpforge-budget.json``
 (a folder of images ``digits/`` → ``digits.dpforge-budget.json`` beside it). It also records a
-SHA-256 of the data file's bytes (of every file, for a folder): when a data set without a
-budget file of its own is a renamed copy of one with a budget file in the same folder, that
-budget file is used. Copies elsewhere cannot be recognised: point every copy at one file with
-``--budget PATH`` (``DataBudget(path)`` in Python). The hash and the ledgers come from the
-private data and stay in this private file; nothing here prints them.
+fingerprint of the records (:func:`records_fingerprint`: the multiset of rows, whatever the
+file's bytes, order or name): when a data set without a budget file of its own holds the same
+records as one with a budget file in the same folder, that budget file is used. Copies
+elsewhere, or with one record changed, cannot be recognised (``docs/budget.md``): point every
+copy at one file with ``--budget PATH`` (``DataBudget(path)`` in Python). The fingerprint and
+the ledgers come from the private data and stay in this private file; nothing prints them.
 
 Write-ahead: a fit RESERVES its whole target (ε, δ) before its first release (metadata
 estimates included), under a file lock (the ``filelock`` package, lock file
@@ -54,7 +55,12 @@ from filelock import FileLock, Timeout
 
 from dpforge.errors import ModelFileError, PrivacyError
 from dpforge.privacy.accounting import validate_delta
-from dpforge.privacy.budget_paths import BUDGET_SUFFIX, budget_path_for, data_sha256
+from dpforge.privacy.budget_paths import (
+    BUDGET_SUFFIX,
+    budget_path_for,
+    data_sha256,
+    records_fingerprint,
+)
 from dpforge.privacy.budget_records import BudgetedRun, BudgetStatus
 from dpforge.privacy.budget_state import (  # BUDGET_FORMAT, BUDGET_VERSION: re-exported
     BUDGET_FORMAT,  # noqa: F401
@@ -80,6 +86,7 @@ __all__ = [
     "charge_before_release",
     "data_sha256",
     "gaussian_bound",
+    "records_fingerprint",
     "settle_charge",
 ]
 
@@ -209,19 +216,23 @@ class DataBudget:
         """The budget file of the data file or folder ``data``.
 
         ``<data>.dpforge-budget.json`` when it exists; else a budget file in the same folder
-        that records the same SHA-256 (``data`` is a renamed copy); else the first, to be
-        created by the first run or by :meth:`set_total`.
+        that records the same records' fingerprint (``data`` is a renamed, re-saved or
+        reordered copy: :func:`records_fingerprint`); else the first, to be created by the
+        first run or by :meth:`set_total`.
         """
-        digest = data_sha256(data)
+        digest = records_fingerprint(data)
         own = budget_path_for(data)
         if own.exists():
             return cls(own, digest)
+        older: str | None = None  # files written before 43.8 recorded the bytes' SHA-256
         for other in sorted(own.parent.glob("*" + BUDGET_SUFFIX)):
             try:
                 recorded = _read(other).get("data_sha256")
             except ModelFileError:
                 continue
-            if recorded == digest:
+            if recorded != digest and recorded is not None:
+                older = older or data_sha256(data)
+            if recorded in (digest, older):
                 return cls(other, digest)
         return cls(own, digest)
 
