@@ -21,14 +21,17 @@ elsewhere, or with one record changed, cannot be recognised (``docs/budget.md``)
 copy at one file with ``--budget PATH`` (``DataBudget(path)`` in Python). The fingerprint and
 the ledgers come from the private data and stay in this private file; nothing prints them.
 
-Write-ahead: a fit RESERVES its whole target (ε, δ) before its first release (metadata
+Write-ahead, through ONE path for every entry point (:func:`charge_before_release`, then
+:func:`settle_charge`): a run RESERVES its whole target before its first release (metadata
 estimates included), under a file lock (the ``filelock`` package, lock file
-``<budget file>.lock``), and the file is replaced atomically. Once its releases have run and its
-discriminator steps are planned, the reservation is SETTLED: replaced by the run's ledger (what
-ran and what is planned; never more than the reservation). A run that stops on a DP outcome
-("no category is frequent enough") is settled with the events it recorded; a run that is
-killed keeps its whole reservation. A reservation counts as its (ε, δ) by basic composition
-with the accountant's ε of all settled events: a run can waste budget, never hide it. A run
+``<budget file>.lock``), and the file is replaced atomically. The reservation holds a bound:
+events that dominate whatever the run releases before it settles (a fit: one Gaussian at its
+target, :func:`gaussian_bound`). Once its releases have run and its discriminator steps are
+planned, the reservation is SETTLED: replaced by the run's ledger (what ran and what is
+planned). A run that stops on a DP outcome ("no category is frequent enough") is settled with
+the events it recorded; a run that is killed keeps its reservation. All events of all runs are
+composed and read at the declared total's δ; a reservation without a bound counts as its
+(ε, δ) by basic composition. A run can waste budget, never hide it. A run
 that would take the data set past its declared total is refused before it reads a record,
 with nothing written. A run resumed from a checkpoint is recognised by the budget run id its
 checkpoint records (never by a folder name) and is not charged twice.
