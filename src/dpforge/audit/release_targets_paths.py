@@ -135,7 +135,7 @@ def _site_scores_target(sigma: float, records: int) -> ReleaseTarget:
     L1 distance between the site's table and the model scaled to the site's own size, of
     sensitivity 2 (the table and the scaled model each move by 1), at std 2 sigma. The model
     is the others' table, so the canary moves the score by the full 2."""
-    encoder = TableEncoder(_site_schema())
+    encoder = TableEncoder(_site_schema(), n_bins=64)  # as the anchoring builds it (its default)
     query = {"op": "scores", "pairs": [["a", "b"]], "label": None,
              "encoder": federated_site.describe_encoder(encoder)}  # fmt: skip
     model = np.array([[1.0, 0.0], [0.0, 0.0]])
