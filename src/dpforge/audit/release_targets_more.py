@@ -49,7 +49,6 @@ __all__ = ["MORE_TARGETS", "observed", "swapped"]
 PAIR_Z = 1.25  # the pair scores' threshold without the canary, in claimed standard deviations
 ROWS = 4  # a person's most rows in the k-rows audit
 BOUNDS_RECORDS = 400  # enough for dp_bounds' fine histogram at sigma <= 1 (N >= 70 sigma)
-_EXACT = np.random.default_rng(0)  # unused: the exact counts draw no noise
 
 
 @contextmanager
@@ -94,7 +93,10 @@ def _white_box(run: Callable[[bool, float, np.random.Generator], None], owner, a
 def _bounds_statistic(values: dict[bool, np.ndarray], run, sigma: float):
     """dp_bounds' two histograms: the fine one's edges follow the coarse release, so the
     exact counts (the others', and the canary's Δ) are taken on each run's own edges."""
-    count = lambda v, edges: bounds_estimate._noisy_histogram(v, edges, 0.0, _EXACT)  # noqa: E731
+    unused = np.random.default_rng(0)  # noise 0: the exact counts
+
+    def count(v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+        return bounds_estimate._noisy_histogram(v, edges, 0.0, unused)
 
     def statistic(with_canary: bool, rng: np.random.Generator) -> float:
         with observed(bounds_estimate, "_noisy_histogram") as seen:
