@@ -74,13 +74,13 @@ def _persons_target(sigma: float, records: int) -> ReleaseTarget:
     persons = np.r_[np.arange(records), [records] * ROWS]
     tables = {c: pd.DataFrame({"id": persons[: records + ROWS * int(c)]}) for c in (False, True)}
 
-    def release(with_canary: bool, run: RunSettings) -> np.ndarray:
+    def release(with_canary: bool, run: RunSettings) -> tuple[np.ndarray, dp_accounting.DpEvent]:
         ledger = PrivacyLedger()
         n = measure.sampled_count(run, tables[with_canary], ledger, float(records))
         return np.array([n]), ledger.entries[-1].event
 
     _, event = release(False, run)
-    claimed = getattr(event, "noise_multiplier", 0.0)
+    claimed = event.noise_multiplier  # a Gaussian's, as the ledger records it
     exact_run = replace(run, epsilon=math.inf)  # no budget: the exact count
     project = projector(lambda c: release(c, exact_run)[0], claimed)
 
