@@ -53,32 +53,21 @@ DEFAULT_MAX_SITE_RECORDS = 2**20
 
 
 class ContextSites:
-    """Sites rebuilt for each message from their records and the state Flower keeps in their
-    ``Context`` (:meth:`Site.state`); ``records_of(context)`` reads the site's table,
-    ``rng_of(context, answers)`` gives its noise generator for its next answer (the OS's
-    entropy in a deployment), ``keep_ledger(context, ledger)`` may write the site's ledger."""
+    """Sites rebuilt for each message from the state Flower keeps in their ``Context``
+    (:meth:`Site.state`): ``site_of(context, answers)`` gives the site new, from its own
+    records, schema, trust model, ledger and the noise generator of its next answer (the OS's
+    entropy in a deployment)."""
 
-    def __init__(
-        self,
-        records_of: Callable[[Context], Any],
-        trust_of: Callable[[Context], Trust],
-        rng_of: Callable[[Context, int], np.random.Generator],
-        keep_ledger: Callable[[Context, Any], None] | None = None,
-        cap_of: Callable[[Context], tuple[float, float] | None] = lambda context: None,
-    ) -> None:
-        self.records_of, self.trust_of, self.rng_of = records_of, trust_of, rng_of
-        self.keep_ledger, self.cap_of = keep_ledger, cap_of
+    def __init__(self, site_of: Callable[[Context, int], Site]) -> None:
+        self.site_of = site_of
 
     def answer(self, context: Context, query: dict, arrays: list[np.ndarray]) -> Any:
         """The site's answer; its state is saved in ``context`` once the answer is ready."""
         state = site_state(context)
         answers = 0 if state is None else int(state["answers"])
-        site = Site.restore(self.records_of(context), self.trust_of(context),
-                            self.rng_of(context, answers), state, self.cap_of(context))  # fmt: skip
+        site = Site.restore(self.site_of(context, answers), state)
         answer = site.answer(query, arrays)
         context.state.config_records[SITE_STATE] = ConfigRecord({"json": json.dumps(site.state())})
-        if self.keep_ledger is not None:
-            self.keep_ledger(context, site.ledger)
         return answer
 
 
