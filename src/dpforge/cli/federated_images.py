@@ -66,9 +66,18 @@ def simulate_images(
     d_steps: int = D_STEPS,
     seed: int = typer.Option(None, "--seed", help="seeds the split, the sites and the server"),
     device: str = typer.Option(DEVICE_DEFAULT, "--device", help=DEVICE_HELP),
+    budget_file: Path = typer.Option(
+        None, "--budget",
+        help="the data set's budget file (default: DATA.dpforge-budget.json next to DATA): "
+        "the run is charged before its first message; beyond its declared total it is refused",
+    ),
+    no_budget_file: bool = typer.Option(
+        False, "--no-budget-file", help="do not record this run in a budget file"
+    ),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into image sites and train a GS-WGAN generator across them with Flower."""
+    from dpforge.cli.budget import budget_for_fit, print_budget_line
     from dpforge.engines.federated_images import split_images
     from dpforge.engines.federated_images_run import (
         FOLDER,
@@ -87,12 +96,14 @@ def simulate_images(
         clip_norm, sanitize, critic_training, warm_start_steps, d_steps,
     )  # fmt: skip
     by_label = _by_label(split)
+    budget = budget_for_fit(data, budget_file, no_budget_file)
     parts = split_images(
         read_data(IMAGE, data, labels=labels), sites, by_label, np.random.default_rng(seed)
     )
-    server, grid = simulate(parts, schema, config, seed, torch_device)
+    server, grid = simulate(parts, schema, config, seed, torch_device, budget=budget)
     save_federated_images(server, grid.traffic, out, overwrite=overwrite)
     print_summary(run_summary(server, grid.traffic), out)
+    print_budget_line(budget)
 
 
 def image_settings(
