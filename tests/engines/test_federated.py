@@ -243,3 +243,53 @@ def test_deployed_apps_fit_over_a_grid(tmp_path, monkeypatch):
     for i in range(3):
         ledger = json.loads((tmp_path / f"site{i}.ledger.json").read_text())
         assert len(ledger["entries"]) >= 5  # every release this site answered
+
+
+# -- issue 43.7: federated runs charge the budget file; issue 46.4: clipping and the unit ------
+def _simulate_files(tmp_path, monkeypatch, frame=None):
+    monkeypatch.setattr("dpforge.synthesizer.Synthesizer", partial(Synthesizer, anchor=ANCHOR))
+    table, schema = _table(600)
+    data, schema_path = tmp_path / "t.csv", tmp_path / "schema.json"
+    (table if frame is None else frame).to_csv(data, index=False)
+    schema_path.write_text(_declared(schema).to_json())
+    return data, schema_path
+
+
+def test_cli_simulate_charges_the_data_set_budget_before_its_first_release(
+    tmp_path, monkeypatch, capsys
+):
+    data, schema_path = _simulate_files(tmp_path, monkeypatch)
+    code, out = run(["budget", "set", data, "--epsilon", "4", "--delta", "1e-4"], monkeypatch,
+                    capsys)  # fmt: skip
+    assert code == 0, out
+    args = ["federated", "simulate", data, "--schema", schema_path, "--sites", "3",
+            "--epsilon", "3", "--trust", "local", "--seed", "0"]  # fmt: skip
+    code, out = run([*args, "--out", tmp_path / "m1"], monkeypatch, capsys)
+    assert code == 0, out
+    assert "data set budget" in out and "per record" in out
+    for second in ("m2", "m3"):  # ε 3 + 3 composes past the declared 4: refused, every time
+        code, out = run([*args, "--out", tmp_path / second], monkeypatch, capsys)
+        assert code != 0 and "budget" in out, out
+        assert not (tmp_path / second).exists()
+    runs = json.loads((tmp_path / "t.csv.dpforge-budget.json").read_text())["runs"]
+    assert len(runs) == 1 and not runs[0]["reserved"]  # the first run, settled with its ledger
+    ledger = json.loads((tmp_path / "m1" / "model.json").read_text())["privacy"]["ledger"]
+    charged = {e["name"] for e in runs[0]["ledger"]["entries"]}
+    assert charged <= {e["name"] for e in ledger["entries"]} and len(charged) > 3
+
+
+def test_cli_simulate_clips_out_of_bounds_values_when_asked_and_states_the_unit(
+    tmp_path, monkeypatch, capsys
+):
+    frame, _ = _table(600)
+    frame.loc[5, "age"] = 120  # outside the declared [18, 90]
+    data, schema_path = _simulate_files(tmp_path, monkeypatch, frame)
+    args = ["federated", "simulate", data, "--schema", schema_path, "--out", tmp_path / "m",
+            "--sites", "3", "--trust", "local", "--seed", "0", "--no-budget-file"]  # fmt: skip
+    code, out = run(args, monkeypatch, capsys)
+    assert code != 0 and "--clip-out-of-bounds" in out
+    code, out = run([*args, "--clip-out-of-bounds"], monkeypatch, capsys)
+    assert code == 0, out
+    assert "per record" in out and "no --privacy-unit" in " ".join(out.split())
+    code, out = run(["federated", "simulate", "--help"], monkeypatch, capsys)
+    assert "--clip-out-of-bounds" in out and "no privacy unit" in " ".join(out.split())
