@@ -283,3 +283,16 @@ def test_a_site_refuses_more_samples_than_the_warm_up_announced(tmp_path, digits
     before_answer(context, site, 4)
     with pytest.raises(DpforgeError, match="refuses a query of 5 samples"):
         before_answer(context, site, 5)
+
+
+def test_an_image_site_refuses_samples_that_are_not_a_batch_of_its_records(digits):
+    """Issue 43 (a site checks every array the server sends): shape, finite values, labels."""
+    data, schema = digits
+    site = ImageSite(data, schema, _settings("frozen"), torch.Generator().manual_seed(1))
+    good, labels = torch.zeros((4, 1, 8, 8)), torch.arange(4) % 3
+    site.check_query(good, labels)
+    bad = [(torch.zeros((4, 1, 8, 7)), labels), (torch.full((4, 1, 8, 8), float("nan")), labels),
+           (good, None), (good, torch.full((4,), 99)), (good.long(), labels)]  # fmt: skip
+    for samples, given in bad:
+        with pytest.raises(DpforgeError, match="this site refuses the query"):
+            site.check_query(samples, given)
