@@ -104,11 +104,15 @@ def test_a_server_schema_may_fill_only_undeclared_metadata():
     filled = OWN.with_columns((Column("body_mass_g", "continuous", lower=0, upper=9e3),
                                OWN.columns[1]))  # fmt: skip
     site.answer({"op": "released", "schema": filled.to_dict()}, [])  # DP bounds: accepted
-    changed = filled.with_columns((filled.columns[0], replace(OWN.columns[1], categories=("Adelie",))))
+    changed = filled.with_columns(
+        (filled.columns[0], replace(OWN.columns[1], categories=("Adelie",)))
+    )
     with pytest.raises(PrivacyError, match="'categories' differs from this site's own"):
         site.answer({"op": "released", "schema": changed.to_dict()}, [])
     with pytest.raises(PrivacyError, match="out-of-bounds values by 'error'"):
-        site.answer({"op": "validate", "schema": open_schema.to_dict(), "out_of_bounds": "clip"}, [])
+        site.answer(
+            {"op": "validate", "schema": open_schema.to_dict(), "out_of_bounds": "clip"}, []
+        )
     with pytest.raises(PrivacyError, match="operation it does not know"):
         site.answer({"op": "checked"}, [])
 
@@ -164,7 +168,9 @@ def test_a_table_site_cap_and_ledger_file_cover_every_run(tmp_path):
 
     def one_run() -> float:  # a new server run: fresh SuperNode contexts, same site files
         grid = SiteGrid(federated_app.client_app, configs)
-        engine = FederatedEngine(FlowerTransport(grid, list(grid.get_node_ids()), Trust("local", 2)))
+        engine = FederatedEngine(
+            FlowerTransport(grid, list(grid.get_node_ids()), Trust("local", 2))
+        )
         engine.read("measure").validated(OWN, "error")
         return engine.noisy_size("measure", std)
 

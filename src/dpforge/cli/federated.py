@@ -61,7 +61,8 @@ def simulate(
         2**20, "--max-site-records", help="secagg: public bound on any one site's records"
     ),
     clip_out_of_bounds: bool = typer.Option(
-        False, "--clip-out-of-bounds",
+        False,
+        "--clip-out-of-bounds",
         help="every site clips values outside the schema's bounds to them (as fit does)",
     ),
     budget_file: Path | None = typer.Option(None, "--budget", help=BUDGET_HELP),

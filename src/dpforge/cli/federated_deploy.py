@@ -41,7 +41,8 @@ MAX_EPSILON = typer.Option(
     None, "--max-epsilon", help="this site's own cap over all its runs (needs --ledger)"
 )
 BUDGET = typer.Option(
-    None, "--budget",
+    None,
+    "--budget",
     help="the federation's budget file: the run is charged there before its first release",
 )
 NO_BUDGET_FILE = typer.Option(False, "--no-budget-file", help="record this run in no budget file")

@@ -67,7 +67,8 @@ def simulate_images(
     seed: int = typer.Option(None, "--seed", help="seeds the split, the sites and the server"),
     device: str = typer.Option(DEVICE_DEFAULT, "--device", help=DEVICE_HELP),
     budget_file: Path = typer.Option(
-        None, "--budget",
+        None,
+        "--budget",
         help="the data set's budget file (default: DATA.dpforge-budget.json next to DATA): "
         "the run is charged before its first message; beyond its declared total it is refused",
     ),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from dpforge.cli.federated_deploy import (
+    BUDGET,
     CA,
     CERTIFICATE,
     CONNECT_TIMEOUT,
@@ -25,9 +26,8 @@ from dpforge.cli.federated_deploy import (
     LISTEN,
     MAX_DELTA,
     MAX_EPSILON,
-    OUT,
-    BUDGET,
     NO_BUDGET_FILE,
+    OUT,
     OVERWRITE,
     PORT,
     SERVER,

@@ -170,8 +170,8 @@ class ImageSite:
         (finite floats) with one valid label each: a function of the query and of the
         public schema only."""
         dim, n = self.features.shape[1], samples.shape[0] if samples.ndim else 0
-        if (not samples.is_floating_point() or samples.ndim < 2 or n < 1
-                or samples[0].numel() != dim or not bool(torch.isfinite(samples).all())):  # fmt: skip
+        finite = bool(torch.isfinite(samples).all()) if samples.is_floating_point() else False
+        if not finite or samples.ndim < 2 or n < 1 or samples[0].numel() != dim:
             raise DpforgeError(f"this site refuses the query: the samples are not a batch of "
                                f"finite records of {dim} values")  # fmt: skip
         if (labels is None) != (not self.n_classes) or (labels is not None and (
