@@ -266,7 +266,7 @@ def test_cli_simulate_charges_the_data_set_budget_before_its_first_release(
             "--epsilon", "3", "--trust", "local", "--seed", "0"]  # fmt: skip
     code, out = run([*args, "--out", tmp_path / "m1"], monkeypatch, capsys)
     assert code == 0, out
-    assert "data set budget" in out and "per record" in out
+    assert "data set budget" in out and "per one record" in out
     for second in ("m2", "m3"):  # ε 3 + 3 composes past the declared 4: refused, every time
         code, out = run([*args, "--out", tmp_path / second], monkeypatch, capsys)
         assert code != 0 and "budget" in out, out
@@ -290,6 +290,8 @@ def test_cli_simulate_clips_out_of_bounds_values_when_asked_and_states_the_unit(
     assert code != 0 and "--clip-out-of-bounds" in out
     code, out = run([*args, "--clip-out-of-bounds"], monkeypatch, capsys)
     assert code == 0, out
-    assert "per record" in out and "no --privacy-unit" in " ".join(out.split())
+    assert "per one record" in out and "no privacy unit" in " ".join(out.split())
+    report = json.loads((tmp_path / "m.federation.json").read_text())
+    assert report["unit"].startswith("one record")
     code, out = run(["federated", "simulate", "--help"], monkeypatch, capsys)
     assert "--clip-out-of-bounds" in out and "no privacy unit" in " ".join(out.split())

@@ -31,10 +31,6 @@ federated_app = typer.Typer(
 )
 console = Console(stderr=True)
 SPLIT_HELP = "random, or by:COLUMN (each value's rows to one site)"
-PER_RECORD = (
-    "the guarantee is per record (one row of DATA): federated runs take no --privacy-unit, so a "
-    "person with k rows is protected only at k times the epsilon (group privacy)"
-)
 BUDGET_HELP = (
     "the data set's budget file (default: DATA.dpforge-budget.json next to DATA): this run is "
     "charged before its first release; beyond its declared total it is refused"
@@ -78,7 +74,7 @@ def simulate(
     """
     from dpforge.cli.budget import budget_for_fit, print_budget_line
     from dpforge.data.tables import read_csv
-    from dpforge.engines.federated_app import federation_report, fit_federation
+    from dpforge.engines.federated_app import UNIT, federation_report, fit_federation
     from dpforge.engines.federated_sim import simulated_engine, split_table
     from dpforge.engines.federated_trust import Trust
 
@@ -106,7 +102,7 @@ def simulate(
     console.print(f"wrote model folder {out} and {report_path}")
     console.print(f"[bold]privacy spent[/bold]: {synth.privacy_spent().summary()}")
     console.print(f"trust: {federation.statement()}")
-    console.print(f"unit: {PER_RECORD}")
+    console.print(f"guarantee per {UNIT}")
     print_budget_line(budget)
 
 

@@ -107,6 +107,8 @@ def server(
     with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="dpforge-superlink-") as work:
         serve(plan, Path(work), lambda line: typer.echo(line, err=True))
     typer.echo(f"wrote model folder {out} and {out.name}.federation.json beside it", err=True)
+    typer.echo("the guarantee is per record (a row at one site): federated runs take no privacy "
+               "unit", err=True)  # fmt: skip
 
 
 def client(

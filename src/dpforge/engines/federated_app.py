@@ -93,6 +93,10 @@ def _deployed_site(context: Context, answers: int) -> Site:
 
 client_app = site_app(ContextSites(_deployed_site))  # noise from the OS's entropy
 server_app = ServerApp()
+UNIT = (
+    "one record (a row at one site): federated runs take no privacy unit, so a person with k "
+    "rows is protected only at about k times the epsilon (group privacy)"
+)
 
 
 @server_app.main()
@@ -160,6 +164,7 @@ def federation_report(synth: Synthesizer, trust: Trust, site_ledgers: list | Non
         "sites": trust.n_sites,
         "tolerate": trust.tolerate,
         "statement": trust.statement(),
+        "unit": UNIT,
         "epsilon": synth.ledger_.epsilon(delta),
         "delta": delta,
         "epsilon_if_k_sites_collude": {
