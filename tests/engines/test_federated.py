@@ -259,7 +259,7 @@ def test_cli_simulate_charges_the_data_set_budget_before_its_first_release(
     tmp_path, monkeypatch, capsys
 ):
     data, schema_path = _simulate_files(tmp_path, monkeypatch)
-    code, out = run(["budget", "set", data, "--epsilon", "4", "--delta", "1e-4"], monkeypatch,
+    code, out = run(["budget", "set", data, "--epsilon", "4", "--delta", "1e-5"], monkeypatch,
                     capsys)  # fmt: skip
     assert code == 0, out
     args = ["federated", "simulate", data, "--schema", schema_path, "--sites", "3",

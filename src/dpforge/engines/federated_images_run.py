@@ -30,7 +30,7 @@ from dpforge.engines.federated_images_site import ImageSite, SiteSettings, image
 from dpforge.engines.federated_sim import FIRST_SITE, SiteGrid
 from dpforge.errors import ModelFileError
 from dpforge.nets.mlp import FlatGenerator
-from dpforge.privacy.budget import RunCharge
+from dpforge.privacy.budget import RunCharge, charge_before_release, settle_charge
 from dpforge.privacy.federated_gswgan import RECORD_RELATION, SITE_RELATION
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema
@@ -106,18 +106,19 @@ def simulate_images(
 
 def charge_plan(server: ImageServer, budget: RunCharge | None) -> None:
     """Charge the data set's budget file with the run's planned per-record ledger, before the
-    first message: the same reserve-then-settle path as a fit (refused beyond the total)."""
+    first message, through the one charging path (refused beyond the declared total): the
+    whole ledger is known before the run starts, so it is both the bound and the settlement."""
     if budget is None:
         return
     delta = server.config.delta
     planned = server.record_ledger.epsilon(delta, "rdp")
-    run = budget.reserve(
-        epsilon=planned,
-        delta=delta,
-        description=f"federated gswgan, {len(server.nodes)} sites, per-record epsilon "
-        f"{planned:.3g}, delta {delta:g}",
+    description = (
+        f"federated gswgan, {len(server.nodes)} sites, per-record epsilon {planned:.3g}, "
+        f"delta {delta:g}"
     )
-    budget.settle(run, server.record_ledger)
+    run = charge_before_release(budget, epsilon=planned, delta=delta, description=description,
+                                bound=server.record_ledger)  # fmt: skip
+    settle_charge(budget, run, server.record_ledger)
 
 
 def run_summary(server: ImageServer, traffic: Traffic) -> dict[str, Any]:
