@@ -1,10 +1,13 @@
 """One federated site: its records stay here; it answers the server's queries with noise.
 
 A query is data (a JSON-able dict and, for pair scores, arrays), never code: the site rebuilds
-the public functions it names (cell rules, the encoder) from the public schema and releases.
-Each answer is an exact local aggregate plus this site's noise (:mod:`.federated_trust`), and
-its event is written to the site's own ledger before the answer leaves. Nothing the site
-returns or raises holds an exact value: refusal messages are redacted before they are sent.
+the public functions it names (cell rules, the encoder) after checking them against its OWN
+declared schema and inputs (:mod:`.federated_site_checks`: the server may be malicious, and
+every refusal there is a function of public inputs only). Each answer is an exact local
+aggregate plus this site's noise (:mod:`.federated_trust`); its event is checked against the
+site's cap and written to the site's own ledger, across runs when it keeps a ledger file
+(:mod:`.federated_site_ledger`), before the answer leaves. Nothing the site returns or raises
+holds an exact value: refusal messages are redacted before they are sent.
 """
 
 from __future__ import annotations
