@@ -19,7 +19,15 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from dpforge.cli.federated_deploy import TOLERATE_HELP, TRUST_HELP, client, server, tolerate_of
+from dpforge.cli.federated_deploy import (
+    DATA_BUDGET,
+    NO_BUDGET_FILE,
+    TOLERATE_HELP,
+    TRUST_HELP,
+    client,
+    server,
+    tolerate_of,
+)
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
@@ -31,10 +39,6 @@ federated_app = typer.Typer(
 )
 console = Console(stderr=True)
 SPLIT_HELP = "random, or by:COLUMN (each value's rows to one site)"
-BUDGET_HELP = (
-    "the data set's budget file (default: DATA.dpforge-budget.json next to DATA): this run is "
-    "charged before its first release; beyond its declared total it is refused"
-)
 
 
 federated_app.command("server")(server)
@@ -61,10 +65,8 @@ def simulate(
         "--clip-out-of-bounds",
         help="every site clips values outside the schema's bounds to them (as fit does)",
     ),
-    budget_file: Path | None = typer.Option(None, "--budget", help=BUDGET_HELP),
-    no_budget_file: bool = typer.Option(
-        False, "--no-budget-file", help="do not record this run in a budget file"
-    ),
+    budget_file: Path | None = DATA_BUDGET,
+    no_budget_file: bool = NO_BUDGET_FILE,
     seed: int | None = typer.Option(None, "--seed", help="seeds the split, the sites and the fit"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:

@@ -46,6 +46,13 @@ BUDGET = typer.Option(
     help="the federation's budget file: the run is charged there before its first release",
 )
 NO_BUDGET_FILE = typer.Option(False, "--no-budget-file", help="record this run in no budget file")
+# the simulations' budget: the data set's file, as for fit (federated.py, federated_images.py)
+DATA_BUDGET = typer.Option(
+    None,
+    "--budget",
+    help="the data set's budget file (default: DATA.dpforge-budget.json next to DATA): this run "
+    "is charged before its first release; beyond its declared total it is refused",
+)
 MAX_DELTA = typer.Option(None, "--max-delta", help="with --max-epsilon")
 CONNECT_TIMEOUT = typer.Option(
     60.0, "--connect-timeout", help="seconds to try to reach the server before giving up"

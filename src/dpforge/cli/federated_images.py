@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from dpforge.cli.engine import DEVICE_DEFAULT, DEVICE_HELP
+from dpforge.cli.federated_deploy import DATA_BUDGET, NO_BUDGET_FILE
 from dpforge.cli.io import read_data
 from dpforge.errors import DpforgeError
 from dpforge.options import check_device
@@ -66,15 +67,8 @@ def simulate_images(
     d_steps: int = D_STEPS,
     seed: int = typer.Option(None, "--seed", help="seeds the split, the sites and the server"),
     device: str = typer.Option(DEVICE_DEFAULT, "--device", help=DEVICE_HELP),
-    budget_file: Path = typer.Option(
-        None,
-        "--budget",
-        help="the data set's budget file (default: DATA.dpforge-budget.json next to DATA): "
-        "the run is charged before its first message; beyond its declared total it is refused",
-    ),
-    no_budget_file: bool = typer.Option(
-        False, "--no-budget-file", help="do not record this run in a budget file"
-    ),
+    budget_file: Path | None = DATA_BUDGET,
+    no_budget_file: bool = NO_BUDGET_FILE,
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into image sites and train a GS-WGAN generator across them with Flower."""
