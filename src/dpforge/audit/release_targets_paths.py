@@ -99,9 +99,9 @@ def _site_schema() -> Schema:
 
 
 def _site(frame: pd.DataFrame, rng: np.random.Generator) -> federated_site.Site:
-    """A site (trust local: the full noise) holding ``frame``, checked."""
+    """A site (trust local: the full noise) holding ``frame``, checked against its own schema."""
     schema = _site_schema()
-    site = federated_site.Site(frame, Trust("local", 2), rng)
+    site = federated_site.Site(frame, schema, Trust("local", 2), rng)
     site.answer({"op": "validate", "schema": schema.to_dict(), "out_of_bounds": "error"}, [])
     return site
 
