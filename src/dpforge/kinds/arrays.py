@@ -122,13 +122,13 @@ class _FeatureAnchoring(Anchoring):
     def measured_from_dict(self, d: dict[str, Any]) -> MeasuredArrays:
         return MeasuredArrays.from_dict(d)
 
-    def set_refine_anchor(self, method: Any, loss: Any) -> None:
+    def set_refine_anchor(self, model: Any, loss: Any) -> None:
         """The anchor loss the generator keeps during refinement: ``refine_weight`` times
         ``loss`` on the releases (post-processing, free), on batches of the anchor's size;
         none at weight 0."""
         weight = self.config.refine_weight
-        method.anchor = None if weight == 0 else (loss, weight)
-        method.anchor_batch = self.config.batch_size
+        model.anchor = None if weight == 0 else (loss, weight)
+        model.anchor_batch = self.config.batch_size
 
     def measure(
         self, run, schema, records, ledger, rng, n_public: int, prior=None
@@ -161,17 +161,16 @@ class MomentAnchoring(_FeatureAnchoring):
         )
         return MeasuredArrays(feature_seed=seeds[0], subspace=subspace, moments=moments)
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Build the Gaussian from the released moments (post-processing), unless resuming;
         a private discriminator (if any) then refines the Gaussian's parameters, keeping
         them near the released moments by ``refine_weight``."""
         measured = setup.measured
-        self.set_refine_anchor(method, MomentLoss(measured.subspace, measured.moments))
+        self.set_refine_anchor(model, MomentLoss(measured.subspace, measured.moments))
         if resumed:
             return
-        run.init_networks(method)  # the discriminator's
-        array_anchor.set_gaussian(method.generator, measured.subspace, measured.moments)
-        method.generator_average.load_state_dict(method.generator.state_dict())
+        run.init_generator(model)
+        array_anchor.set_gaussian(model.generator, measured.subspace, measured.moments)
 
 
 class EmbeddingAnchoring(_FeatureAnchoring):
@@ -192,22 +191,21 @@ class EmbeddingAnchoring(_FeatureAnchoring):
         )
         return MeasuredArrays(embedding=embedding, feature_seed=seeds[0])
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Train the generator on the released embedding (free), unless resuming."""
         layout = setup.encoder.layout
         features = array_anchor.feature_map(
             layout.kind, layout.shape, self.config, setup.measured.feature_seed
         )
         loss = array_anchor.EmbeddingLoss(setup.measured.embedding, features)
-        self.set_refine_anchor(method, loss)
+        self.set_refine_anchor(model, loss)
         if resumed:
             return
-        run.init_networks(method)
+        run.init_generator(model)
         rng = make_generator(run.seed_sequence(3), run.device)
         array_anchor.fit_generator(
-            method.generator, loss, setup.encoder.n_classes, self.config, rng
+            model.generator, loss, setup.encoder.n_classes, self.config, rng
         )
-        method.generator_average.load_state_dict(method.generator.state_dict())
 
     def sample_release(self, setup: Any) -> SampleRelease:
         """The release and its public feature parameters, for moving samples at sample time."""

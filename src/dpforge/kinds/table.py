@@ -301,24 +301,24 @@ class MarginalAnchoring(Anchoring):
             return list(measured)
         return with_class_totals(measured, label_name)
 
-    def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
+    def measure_adaptive(self, run: Any, setup: Any, model: Any, records: Any) -> None:
         """The pair selection and round 2, with a scout generator fitted to round 1
         (``records()`` reads the records, if their cells are not at hand)."""
         measured = setup.measured
         if not measured.marginals:
             return
-        _start_generator(run, method, measured)
+        _start_generator(run, model, measured)
         if measured.plan.pairs:
             blocks = measured.blocks or _blocks(setup.encoder, records())[1]
             label_name, spans = _label_name(setup.encoder), setup.encoder.spans
             config = replace(self.config, label_pairs=_planned_label_pairs(self.config, measured))
             both_rounds = measure_selected_pairs(
-                method.generator, list(measured.marginals), measured.plan, blocks, spans,
+                model.generator, list(measured.marginals), measured.plan, blocks, spans,
                 label_name, _prior(setup), config, measured.rngs,
             )  # fmt: skip
             setup.measured.marginals = tuple(self._class_totals(both_rounds, label_name))
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run
         takes the anchored generator from its checkpoint and keeps only the loss."""
         measured, encoder = setup.measured, setup.encoder
@@ -329,11 +329,11 @@ class MarginalAnchoring(Anchoring):
             measured.marginals, encoder.spans, _label_name(encoder), prior, self.config
         )
         loss = with_rules(loss, encoder, self.config.rules_weight)  # the schema's rules
-        method.anchor = (loss, self.config.weight)
+        model.anchor = (loss, self.config.weight)
         if resumed:
             return
         if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
-            _start_generator(run, method, measured)
+            _start_generator(run, model, measured)
         n_classes = 0 if prior is None else prior.shape[0]
         total = measured.marginals[0].total  # the released N
         config = replace(
@@ -341,8 +341,7 @@ class MarginalAnchoring(Anchoring):
             steps=anchor_steps(self.config, total),
             batch_size=anchor_batch_size(self.config, total),
         )
-        train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
-        method.generator_average.load_state_dict(method.generator.state_dict())
+        train_anchor(model.generator, loss, n_classes, config, measured.rngs[1])
 
     def sample_release(self, setup: Any) -> MarginalRelease | None:
         """The measured marginals, stored so that sampling matches rows to them."""
@@ -385,10 +384,10 @@ def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng)
     return {c.name: place_codes(c, counts[c.name], std, cells).to_dict() for c in long}
 
 
-def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
+def _start_generator(run: Any, model: Any, measured: MeasuredTable) -> None:
     """Initialise the networks from the run's seed, and the generators the selection and the
     fit share (numpy stream 4, torch stream 3)."""
-    run.init_networks(method)
+    run.init_generator(model)
     measured.rngs = (
         np.random.default_rng(run.seed_sequence(4)),
         make_generator(run.seed_sequence(3)),

@@ -19,6 +19,7 @@ from typing import Any
 from dpforge import options as run_options
 from dpforge.engines.base import Engine
 from dpforge.errors import DpforgeError
+from dpforge.kinds.generator import GeneratorConfig
 from dpforge.methods import METHODS
 from dpforge.pipeline import fit as fit_stage
 from dpforge.pipeline import measure as measure_stage
@@ -66,15 +67,16 @@ def run_pipeline(
         if charged is not None and run.budget_run != resume_of:
             settle_budget(budget, charged, ledger)
         raise
-    method = fit_stage.build_method(run, setup)
-    charged = settle_budget(budget, charged, planned_ledger(run, setup, method)) or charged
+    charged = settle_budget(budget, charged, planned_ledger(run, setup)) or charged
+    model = fit_stage.build_generator(run, setup)
     if setup.measuring:  # measured now, not read from a checkpoint
-        measure_stage.measure_adaptive(run, setup, method, engine)
+        measure_stage.measure_adaptive(run, setup, model, engine)
         measure_stage.save(run, engine, setup)
     resumed = is_resumed(run, setup)
-    fit_stage.fit(run, setup, method, resumed)
-    wasted = refine_stage.refine(run, setup, method, engine)
-    return release_stage.release(run, setup, method, wasted), charged
+    fit_stage.fit(run, setup, model, resumed)
+    refiner = refine_stage.build_refiner(run, setup, model, resumed)
+    wasted = refine_stage.refine(run, setup, refiner, engine)
+    return release_stage.release(run, setup, model, refiner, wasted), charged
 
 
 def _measure(
@@ -105,8 +107,13 @@ def _start(run: RunSettings, options: Any, n_public: float) -> None:
 
 
 def _resolve_config(run: RunSettings, options: Any, n: int) -> None:
-    """The method's config for ``n`` records, with the anchoring's generator."""
-    config = METHODS[run.method][0].resolve_config(options, n)
-    if not run.anchoring.alone:  # alone, no discriminator step uses the batch size (issue 21.8)
+    """The run's config for ``n`` records, with the anchoring's generator: the kind's generator
+    alone when the measurements are the whole run (no GAN config is built), else the refiner's
+    config (``options``, or its defaults) holding it."""
+    if run.anchoring.alone:  # no discriminator step uses a batch size (issue 21.8)
+        config = GeneratorConfig()
+    else:
+        method_cls, config_cls = METHODS[run.method]
+        config = method_cls.resolve_config(options or config_cls(), n)
         run_options.check_against_size(config, n)
     run.config = run.anchoring.method_config(config, run.default_options, run.schema)

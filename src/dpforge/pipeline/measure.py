@@ -132,6 +132,7 @@ def save(run: RunSettings, engine: Engine, setup: RunSetup) -> None:
         save_measured(run, setup, engine.read(MEASURE))
 
 
-def measure_adaptive(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> None:
-    """Releases chosen from the earlier noisy ones (tables: pair selection and round 2)."""
-    run.anchoring.measure_adaptive(run, setup, method, lambda: engine.read(MEASURE))
+def measure_adaptive(run: RunSettings, setup: RunSetup, model: Any, engine: Engine) -> None:
+    """Releases chosen from the earlier noisy ones (tables: pair selection and round 2, with
+    the kind's generator ``model`` as the scout)."""
+    run.anchoring.measure_adaptive(run, setup, model, lambda: engine.read(MEASURE))

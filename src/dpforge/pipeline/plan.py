@@ -11,6 +11,7 @@ once the releases ran (:mod:`dpforge.privacy.budget`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import dp_accounting
@@ -84,8 +85,20 @@ def metadata_budget(run: RunSettings) -> MetadataBudget:
 
 
 def sample_rate(run: RunSettings, n_public: float) -> float:
-    """The discriminator's Poisson sampling rate q = B / N, N the count released under DP."""
-    return METHODS[run.method][0].sample_rate(run.config, n_public)
+    """The discriminator's Poisson sampling rate q = B / N, N the count released under DP. A
+    run without discriminator steps samples nothing; its plan states the rate of the default
+    refiner's batch (its config's class default: no config is built), as plans always did."""
+    method_cls, config_cls = METHODS[run.method]
+    if run.anchoring.alone:
+        return config_cls.batch_size / n_public
+    return method_cls.sample_rate(run.config, n_public)
+
+
+def refiner_config(run: RunSettings) -> Any:
+    """The refiner's config: the run's, without clipping for the non-private baseline."""
+    if math.isfinite(run.epsilon):
+        return run.config
+    return replace(run.config, clip_norm=math.inf)
 
 
 def plan_training(run: RunSettings, n_public: float, ledger: PrivacyLedger) -> TrainingPlan:
@@ -129,15 +142,21 @@ def _calibrate(run: RunSettings, q: float, ledger: PrivacyLedger) -> tuple[float
     return sigma, steps
 
 
-def planned_ledger(run: RunSettings, setup: RunSetup, method: Any) -> PrivacyLedger:
+def planned_ledger(run: RunSettings, setup: RunSetup) -> PrivacyLedger:
     """The ledger this run will have: the releases so far and the planned discriminator steps."""
     planned = PrivacyLedger(setup.ledger.entries)
     if setup.plan.steps:
         planned.record(
             run.unit.sgd_entry(f"{run.method}: {setup.plan.steps} discriminator steps"),
-            method.step_event(setup.plan.sample_rate, setup.plan.steps),
+            refiner_event(run, setup.plan, setup.plan.steps),
         )
     return planned
+
+
+def refiner_event(run: RunSettings, plan: TrainingPlan, steps: int) -> dp_accounting.DpEvent:
+    """The DP event of ``steps`` of the planned refiner's steps (no refiner built)."""
+    method_cls = METHODS[run.method][0]
+    return method_cls.event_of(refiner_config(run), plan.noise_multiplier, plan.sample_rate, steps)
 
 
 def reserve_budget(run: RunSettings, budget: RunCharge | None, resume_of: str | None) -> Any:
