@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from dpforge.errors import DpforgeError, ModelFileError
+from dpforge.kinds.generator import GeneratorConfig
 from dpforge.methods import METHODS
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PrivacyUnit
@@ -42,7 +43,8 @@ from dpforge.statistics.cells import FINE_CELLS
 from dpforge.statistics.feature_views import VIEWS
 
 FORMAT = "dpforge-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: "method" null and "config" the generator's for a fit without refinement
+READ_VERSIONS = (1, 2)  # 1: every folder named a method and held its whole config
 DIGEST_KEY = "dpforge_manifest_sha256"
 PRIOR_TOLERANCE = 1e-6
 
@@ -130,10 +132,10 @@ MANIFEST_FORMAT: dict[str, Any] = {
     "properties": {
         "format": {"const": FORMAT},
         "format_version": {
-            "const": FORMAT_VERSION,
-            "description": f"{FORMAT_VERSION} (the model format this dpforge reads)",
+            "enum": list(READ_VERSIONS),
+            "description": f"one of {list(READ_VERSIONS)} (the model formats this dpforge reads)",
         },
-        "method": {"enum": sorted(METHODS)},
+        "method": {"enum": [*sorted(METHODS), None]},
         "schema": {"type": "object", "description": "a schema object"},
         "label_prior": {
             "type": ["array", "null"],
@@ -146,7 +148,10 @@ MANIFEST_FORMAT: dict[str, Any] = {
             },
             "description": "a list of class probabilities (>= 0, summing to 1), or null",
         },
-        "config": {"type": "object", "description": "the method's configuration object"},
+        "config": {
+            "type": "object",
+            "description": "the refiner's configuration object, or the generator's (method null)",
+        },
         "encoding": {
             "title": "the encoding",
             "type": "object",
@@ -245,6 +250,8 @@ def check_manifest(info: Any, path: Path) -> None:
         )
     check_document(info, MANIFEST_FORMAT, where, ModelFileError)
     check_schema_document(info["schema"], where, "$.schema", ModelFileError)
+    if info["method"] is None and info["format_version"] < 2:
+        raise ModelFileError(f"{where}: $.method is null, which format_version 1 never wrote")
     _check_config(info["method"], info["config"], where)
     schema = _schema(info["schema"], where)
     _check_prior(info.get("label_prior"), schema, where)
@@ -393,8 +400,8 @@ def config_format(config_cls: type) -> dict[str, Any]:
     }
 
 
-def _check_config(method: str, config: dict[str, Any], where: str) -> None:
-    config_cls = METHODS[method][1]
+def _check_config(method: str | None, config: dict[str, Any], where: str) -> None:
+    config_cls = GeneratorConfig if method is None else METHODS[method][1]
     check_document(config, config_format(config_cls), where, ModelFileError, prefix="$.config")
     try:
         build_config(method, config).validate()
@@ -402,10 +409,11 @@ def _check_config(method: str, config: dict[str, Any], where: str) -> None:
         raise ModelFileError(f"{where}: $.config: {exc}") from None
 
 
-def build_config(method: str, config: dict[str, Any]) -> Any:
-    """The method's config dataclass from a checked ``config`` object (lists become tuples)."""
+def build_config(method: str | None, config: dict[str, Any]) -> Any:
+    """The config dataclass from a checked ``config`` object (lists become tuples): the
+    refiner's, or the generator's when no method refined it."""
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
-    return METHODS[method][1](**values)
+    return (GeneratorConfig if method is None else METHODS[method][1])(**values)
 
 
 # -- the weights ----------------------------------------------------------------------------

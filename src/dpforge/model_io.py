@@ -30,6 +30,7 @@ import torch
 from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.errors import ModelFileError
 from dpforge.kinds import kind_of
+from dpforge.kinds.generator import GeneratorConfig
 from dpforge.model_check import (
     DIGEST_KEY,
     FORMAT,
@@ -40,7 +41,7 @@ from dpforge.model_check import (
     check_weights,
     manifest_digest,
 )
-from dpforge.nets.families import build_networks
+from dpforge.nets.families import build_generator
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import schema_from_dict
 from dpforge.schema.validation import read_json_text
@@ -81,7 +82,7 @@ def manifest(synth: Any) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "method": synth.method,
+        "method": None if isinstance(synth.config_, GeneratorConfig) else synth.method,
         "schema": synth.schema_.to_dict(),
         "label_prior": None
         if synth.label_prior_ is None
@@ -254,7 +255,9 @@ def restore(
 
 
 def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
-    """The schema, config, encoder and (untrained) generator that model.json describes."""
+    """The schema, config, encoder and (untrained) generator that model.json describes: the
+    generator alone, whatever refined it (a version 1 folder's GAN config gives its generator
+    fields; no discriminator is built)."""
     schema = schema_from_dict(info["schema"], allow_review=True)
     config = build_config(info["method"], info["config"])
     n_bins = (info.get("encoding") or {}).get("n_bins")
@@ -271,7 +274,8 @@ def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
             raise ModelFileError(f"{where}: $.encoding.codes: {exc}") from None
         encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells, codes=codes)
     try:
-        generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
+        spec = GeneratorConfig.of(config)
+        generator = build_generator(encoder.layout, spec, encoder.n_classes)
     except (ValueError, TypeError, RuntimeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelFileError(f"{where}: $.config describes no generator ({first})") from None
@@ -286,7 +290,6 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         method=info["method"],
         epsilon=float(privacy["target_epsilon"]),
         delta=float(privacy["delta"]),
-        method_options=config,
         progress=False,
         privacy_unit=(privacy.get("unit") or {}).get("column"),
         max_rows_per_unit=(privacy.get("unit") or {}).get("max_rows"),

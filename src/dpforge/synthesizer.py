@@ -200,7 +200,8 @@ class Synthesizer:
         run_options.check_epochs(self.epochs)
         run_options.check_seed(self.seed)
         run_options.check_device(self.device)
-        run_options.check_method_config(self.method_options, self.epsilon)
+        if self.method_options is not None:
+            run_options.check_method_config(self.method_options, self.epsilon)
         public = self._public()
         refuse_without_public(self.method_options, public)
         anchor = resolve_anchor(self.anchor, self.schema, public is not None)
@@ -210,7 +211,8 @@ class Synthesizer:
         unit = self.unit
         unit.check_schema(self.schema)
         processes = current_reducer(self.device).world_size
-        unit.refuse_refinement(alone, self.method, self.method_options, processes)
+        if not alone:
+            unit.refuse_refinement(alone, self.method, self._refiner_options(), processes)
         if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 1:
             raise PrivacyError(
                 f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"
@@ -218,6 +220,10 @@ class Synthesizer:
         count = self.record_count
         if count is not None and (not isinstance(count, numbers.Integral) or count < 1):
             raise PrivacyError(f"record_count must be a whole number >= 1, got {count!r}")
+
+    def _refiner_options(self) -> Any:
+        """The refiner's options as given, or its defaults (for a run that refines)."""
+        return self.method_options or METHODS[self.method][1]()
 
     @property
     def unit(self) -> PrivacyUnit:
@@ -297,7 +303,8 @@ class Synthesizer:
 
 
 def _method_options(method: str, options: Any) -> Any:
-    """The method's config: ``options`` checked against the method, or its defaults."""
+    """The refiner's options, checked against the method (None: its defaults, built only by a
+    run that refines)."""
     if method not in METHODS:
         raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
     config_cls = METHODS[method][1]
@@ -305,7 +312,7 @@ def _method_options(method: str, options: Any) -> Any:
         raise PrivacyError(
             f"method '{method}' takes a {config_cls.__name__}, got {type(options).__name__}"
         )
-    return options or config_cls()
+    return options
 
 
 def load(path: str | Path) -> Synthesizer:
