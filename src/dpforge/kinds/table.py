@@ -63,6 +63,7 @@ from dpforge.statistics.rounds import (
     plan_anchoring,
     planned_cell_std,
     round_one_cell_std,
+    train_scout,
 )
 from dpforge.statistics.row_totals import with_class_totals
 from dpforge.statistics.rule_penalty import with_rules
@@ -301,22 +302,37 @@ class MarginalAnchoring(Anchoring):
             return list(measured)
         return with_class_totals(measured, label_name)
 
-    def measure_adaptive(self, run: Any, setup: Any, model: Any, records: Any) -> None:
-        """The pair selection and round 2, with a scout generator fitted to round 1
-        (``records()`` reads the records, if their cells are not at hand)."""
+    def fit_scout(self, run: Any, setup: Any, model: Any) -> None:
+        """Initialise the kind's generator from the run's seed and, when pairs are to be
+        selected, fit it to round 1 as the scout that scores them (free)."""
         measured = setup.measured
         if not measured.marginals:
             return
         _start_generator(run, model, measured)
         if measured.plan.pairs:
-            blocks = measured.blocks or _blocks(setup.encoder, records())[1]
-            label_name, spans = _label_name(setup.encoder), setup.encoder.spans
-            config = replace(self.config, label_pairs=_planned_label_pairs(self.config, measured))
-            both_rounds = measure_selected_pairs(
-                model.generator, list(measured.marginals), measured.plan, blocks, spans,
-                label_name, _prior(setup), config, measured.rngs,
+            train_scout(
+                model.generator, list(measured.marginals), setup.encoder.spans,
+                _label_name(setup.encoder), _prior(setup), self._round_two(measured),
+                measured.rngs[1],
             )  # fmt: skip
-            setup.measured.marginals = tuple(self._class_totals(both_rounds, label_name))
+
+    def measure_adaptive(self, run: Any, setup: Any, model: Any, records: Any) -> None:
+        """The pair selection and round 2, scored on the scout ``model`` fitted to round 1
+        (``records()`` reads the records, if their cells are not at hand)."""
+        measured = setup.measured
+        if not measured.marginals or not measured.plan.pairs:
+            return
+        blocks = measured.blocks or _blocks(setup.encoder, records())[1]
+        label_name, spans = _label_name(setup.encoder), setup.encoder.spans
+        both_rounds = measure_selected_pairs(
+            model.generator, list(measured.marginals), measured.plan, blocks, spans,
+            label_name, _prior(setup), self._round_two(measured), measured.rngs,
+        )  # fmt: skip
+        setup.measured.marginals = tuple(self._class_totals(both_rounds, label_name))
+
+    def _round_two(self, measured: MeasuredTable) -> AnchorConfig:
+        """The config with round 2's form as the plan resolved it."""
+        return replace(self.config, label_pairs=_planned_label_pairs(self.config, measured))
 
     def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run

@@ -70,6 +70,7 @@ def run_pipeline(
     charged = settle_budget(budget, charged, planned_ledger(run, setup)) or charged
     model = fit_stage.build_generator(run, setup)
     if setup.measuring:  # measured now, not read from a checkpoint
+        fit_stage.fit_scout(run, setup, model)
         measure_stage.measure_adaptive(run, setup, model, engine)
         measure_stage.save(run, engine, setup)
     resumed = is_resumed(run, setup)

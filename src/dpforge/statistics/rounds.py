@@ -51,6 +51,7 @@ __all__ = [
     "plan_anchoring",
     "planned_cell_std",
     "round_one_cell_std",
+    "train_scout",
 ]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
@@ -222,6 +223,24 @@ def sparsified(
     ]
 
 
+def train_scout(
+    generator: torch.nn.Module,
+    measured: list[MeasuredMarginal],
+    spans: Sequence[Span],
+    label_name: str | None,
+    prior: torch.Tensor | None,
+    config: AnchorConfig,
+    torch_rng: torch.Generator,
+) -> None:
+    """Fit ``generator`` to round 1 (post-processing, free): the scout whose rows
+    :func:`measure_selected_pairs` compares with the data."""
+    loss = anchor_loss(measured, spans, label_name, prior, config)
+    total = measured[0].total  # the public N the first round was projected to
+    steps = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
+    scout = replace(config, steps=steps, batch_size=anchor_batch_size(config, total))
+    train_anchor(generator, loss, _n_classes(prior), scout, torch_rng)
+
+
 def measure_selected_pairs(
     generator: torch.nn.Module,
     measured: list[MeasuredMarginal],
@@ -233,19 +252,15 @@ def measure_selected_pairs(
     config: AnchorConfig,
     rngs: tuple[np.random.Generator, torch.Generator],
 ) -> list[MeasuredMarginal]:
-    """The adaptive releases, when planned: ``generator`` (a scout, trained here on round 1)
-    is compared with the data on every candidate pair, the noisy scores choose the pairs, and
-    round 2 measures them. Returns round 1's measurements plus round 2's."""
+    """The adaptive releases, when planned: ``generator`` (the scout, fitted to round 1 by
+    :func:`train_scout`) is compared with the data on every candidate pair, the noisy scores
+    choose the pairs, and round 2 measures them. Returns round 1's measurements plus round 2's."""
     if not plan.pairs:
         return measured
-    numpy_rng, torch_rng = rngs
-    n_classes = _n_classes(prior)
+    numpy_rng, _ = rngs
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior, config)
-    total = measured[0].total  # the public N the first round was projected to
-    steps = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
-    scout = replace(config, steps=steps, batch_size=anchor_batch_size(config, total))
-    train_anchor(generator, loss, n_classes, scout, torch_rng)
+    total = measured[0].total
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     public = (softmax, label_name, total, cell_noise)
     chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)
