@@ -21,7 +21,7 @@ from dpforge.data.arrays import ArrayData
 from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
-from dpforge.generate import Mover, RowMatcher, sample_batch, sample_mover
+from dpforge.generate import FittedModel, Mover, RowMatcher, sample_batch, sample_mover
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
 from dpforge.methods import METHODS
 from dpforge.methods.public_start import refuse_without_public
@@ -255,7 +255,8 @@ class Synthesizer:
         (series, images) or ``ReweightSettings`` (tables) gives the settings."""
         self._check_sample_request(n, seed)
         mover = self.mover(move)
-        return sample_batch(self, n, conditions or {}, make_generator(seed, self.device), mover)
+        model, generator = self.fitted_model(), make_generator(seed, self.device)
+        return sample_batch(model, n, conditions or {}, generator, mover)
 
     def sample_chunks(
         self,
@@ -273,9 +274,19 @@ class Synthesizer:
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise DataError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
         mover = self.mover(move)
-        generator = make_generator(seed, self.device)
+        model, generator = self.fitted_model(), make_generator(seed, self.device)
         for start in range(0, n, chunk_rows):
-            yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator, mover)
+            yield sample_batch(
+                model, min(chunk_rows, n - start), conditions or {}, generator, mover
+            )
+
+    def fitted_model(self) -> FittedModel:
+        """What sampling reads of this fit (:mod:`dpforge.generate` never sees the facade)."""
+        self._require_fitted()
+        return FittedModel(
+            self.schema_, self.encoder_, self.generator_, self.label_prior_, self.device,
+            getattr(self, "sample_release_", None),
+        )  # fmt: skip
 
     def mover(
         self, move: bool | MoveSettings | ReweightSettings | None

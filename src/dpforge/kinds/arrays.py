@@ -203,9 +203,7 @@ class EmbeddingAnchoring(_FeatureAnchoring):
             return
         run.init_generator(model)
         rng = make_generator(run.seed_sequence(3), run.device)
-        array_anchor.fit_generator(
-            model.generator, loss, setup.encoder.n_classes, self.config, rng
-        )
+        array_anchor.fit_generator(model.generator, loss, setup.encoder.n_classes, self.config, rng)
 
     def sample_release(self, setup: Any) -> SampleRelease:
         """The release and its public feature parameters, for moving samples at sample time."""

@@ -44,7 +44,9 @@ class GeneratorConfig:
             raise PrivacyError(f"latent_dim must be >= 1, got {self.latent_dim}")
         widths = (*self.generator_hidden, *self.generator_channels)
         if not widths or min(widths) < 1:
-            raise PrivacyError("generator widths (generator_hidden, generator_channels) must be >= 1")
+            raise PrivacyError(
+                "generator widths (generator_hidden, generator_channels) must be >= 1"
+            )
         if not self.gumbel_tau > 0:
             raise PrivacyError(f"gumbel_tau must be > 0, got {self.gumbel_tau}")
 

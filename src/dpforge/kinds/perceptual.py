@@ -19,6 +19,7 @@ __all__ = ["PerceptualAnchoring", "plan_releases"]
 
 from dpforge.errors import PrivacyError
 from dpforge.kinds.arrays import MeasuredArrays, _FeatureAnchoring
+from dpforge.methods.public_start import warm_start_on_public
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.statistics import array_anchor, perceptual
@@ -103,8 +104,6 @@ class PerceptualAnchoring(_FeatureAnchoring):
         private record read."""
         steps = getattr(refiner.config, "public_warm_start_steps", 0)
         if steps:
-            from dpforge.methods.public_start import warm_start_on_public  # methods import kinds
-
             rng = make_generator(run.seed_sequence(8), run.device)  # a stream of its own
             warm_start_on_public(refiner, self.public, steps, rng)
 

@@ -152,6 +152,10 @@ class GanMethod:
     def label_prior(self) -> torch.Tensor | None:
         return self.model.label_prior
 
+    @label_prior.setter
+    def label_prior(self, value: torch.Tensor | None) -> None:
+        self.model.label_prior = value
+
     @property
     def anchor(self) -> tuple[Any, float] | None:
         """(AnchorLoss, weight) the generator also matches (the kind's anchoring sets it)."""
