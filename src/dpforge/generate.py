@@ -6,7 +6,7 @@ condition on the label; the generator's outputs are decoded by the run's encoder
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, match
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
 Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
+SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series_move_public.md;
 # tables: bench/results/table_matching.md
 
@@ -87,6 +88,25 @@ def sample_mover(
     loss = release.loss()
     levels = release.noise_levels() if settings.stop_at_noise else None
     return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings, levels)
+
+
+def sample_chunks(
+    model: FittedModel,
+    n: int,
+    conditions: dict[str, Any],
+    generator: torch.Generator,
+    mover: Mover | RowMatcher | None,
+    chunk_rows: int,
+) -> Iterator[pd.DataFrame | ArrayData]:
+    """``n`` records as consecutive chunks of at most ``chunk_rows``, one random stream
+    through them (the same seed and chunk size give the same records)."""
+    for start in range(0, n, chunk_rows):
+        yield sample_batch(model, min(chunk_rows, n - start), conditions, generator, mover)
+
+
+def default_mover(model: FittedModel, move: Any) -> Mover | RowMatcher | None:
+    """:func:`sample_mover` for ``model``'s stored release and kind."""
+    return sample_mover(model.release, move, kind_of(model.schema).kind_name(model.schema))
 
 
 def sample_batch(

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from dpforge.errors import DpforgeError, ModelFileError
+from dpforge.kinds import kind_of
 from dpforge.kinds.generator import GeneratorConfig
 from dpforge.methods import METHODS
 from dpforge.privacy.ledger import PrivacyLedger
@@ -268,12 +269,7 @@ def _schema(document: dict[str, Any], where: str) -> Schema | ArraySchema:
         schema = schema_from_dict(document, allow_review=True)
     except DpforgeError as exc:
         raise ModelFileError(f"{where}: $.schema: {exc}") from None
-    if isinstance(schema, ArraySchema):
-        incomplete = [c.name for c in schema.incomplete_channels]
-        if schema.label is not None and schema.classes is None:
-            incomplete.append(schema.label)
-    else:
-        incomplete = [c.name for c in schema.incomplete_columns]
+    incomplete = kind_of(schema).incomplete(schema)
     if incomplete:
         raise ModelFileError(
             f"{where}: $.schema: {incomplete[0]!r} has no bounds or classes; the schema of a "
@@ -293,11 +289,8 @@ def _check_unit(unit: dict[str, Any] | None, schema: Schema | ArraySchema, where
 
 
 def _label_classes(schema: Schema | ArraySchema) -> tuple[str, ...] | None:
-    if schema.label is None:
-        return None
-    if isinstance(schema, ArraySchema):
-        return schema.classes
-    return schema.label_column.categories
+    name, classes = kind_of(schema).label(schema)
+    return None if name is None else classes
 
 
 def _check_prior(prior: list[float] | None, schema: Schema | ArraySchema, where: str) -> None:
@@ -337,7 +330,7 @@ def _check_edges(encoding: dict[str, Any], schema: Schema | ArraySchema, where: 
     edges = encoding.get("edges") or {}
     if not edges:
         return
-    if encoding.get("n_bins") is None or isinstance(schema, ArraySchema):
+    if encoding.get("n_bins") is None or not kind_of(schema).encodes_cells:
         raise ModelFileError(f"{where}: $.encoding.edges is given but $.encoding.n_bins is null")
     numeric = {c.name: c for c in schema.feature_columns if c.is_numeric}
     for name, values in edges.items():

@@ -29,6 +29,7 @@ import torch
 
 from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.errors import ModelFileError
+from dpforge.generate import FittedModel
 from dpforge.kinds import kind_of
 from dpforge.kinds.generator import GeneratorConfig
 from dpforge.model_check import (
@@ -59,7 +60,15 @@ from dpforge.storage import (
 )
 from dpforge.training import TrainingPlan
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "manifest", "read_model", "restore", "save_model"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "manifest",
+    "read_fitted",
+    "read_model",
+    "restore",
+    "save_model",
+]
 WEIGHTS = "generator.safetensors"
 MANIFEST = "model.json"
 RELEASE = "release.safetensors"
@@ -231,8 +240,9 @@ def _refuse_release(path: Path, problem: str) -> None:
 
 
 def _kind_shape(schema: Any) -> tuple[str, tuple[int, ...]]:
-    """An array schema's kind and record shape (tables have neither)."""
-    return getattr(schema, "kind", "table"), tuple(getattr(schema, "shape", ()))
+    """The schema's kind and record shape."""
+    kind = kind_of(schema)
+    return kind.kind_name(schema), kind.record_shape(schema)
 
 
 def restore(
@@ -282,6 +292,24 @@ def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
     return schema, config, encoder, generator
 
 
+def read_fitted(path: str | Path) -> FittedModel:
+    """What sampling needs of a model folder (its schema, encoder, generator, label prior and
+    stored release), without the facade: for workers that only sample."""
+    info, weights, release = read_model(path)
+    try:
+        schema, _, encoder, generator = _architecture(info)
+        generator.load_state_dict(weights, strict=True)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # a gap in the checks
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelFileError(f"model.json and the weights do not fit together ({first})") from None
+    return FittedModel(schema, encoder, generator.eval(), _prior(info), "cpu", release)
+
+
+def _prior(info: dict[str, Any]) -> np.ndarray | None:
+    prior = info.get("label_prior")
+    return None if prior is None else np.asarray(prior, dtype=np.float64)
+
+
 def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
     schema, config, encoder, generator = _architecture(info)
     privacy = info["privacy"]
@@ -298,7 +326,6 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config
     synth.generator_ = generator.eval()
     synth.ledger_ = PrivacyLedger.from_dict(privacy["ledger"])
-    prior = info.get("label_prior")
-    synth.label_prior_ = None if prior is None else np.asarray(prior, dtype=np.float64)
+    synth.label_prior_ = _prior(info)
     synth.plan_ = TrainingPlan(**info["plan"])
     return synth

@@ -21,7 +21,14 @@ from dpforge.data.arrays import ArrayData
 from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
-from dpforge.generate import FittedModel, Mover, RowMatcher, sample_batch, sample_mover
+from dpforge.generate import (
+    SAMPLE_CHUNK_ROWS,
+    FittedModel,
+    Mover,
+    RowMatcher,
+    default_mover,
+    sample_batch,
+)
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
 from dpforge.methods import METHODS
 from dpforge.methods.public_start import refuse_without_public
@@ -41,7 +48,6 @@ from dpforge.statistics.reweight import ReweightSettings
 from dpforge.training import checkpoint_lock
 
 __all__ = ["Synthesizer", "load", "resolve_anchor"]
-SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 DEFAULT_METHOD = "dpcgan"
 _FITTED = (
     "schema", "encoder", "ledger", "label_prior", "plan", "generator", "bayesian", "sample_release"
@@ -293,9 +299,7 @@ class Synthesizer:
     ) -> Mover | RowMatcher | None:
         """The moving of samples that ``move`` asks for (None: plain samples); it refuses what
         the model cannot do, so the command line calls it before any work."""
-        self._require_fitted()
-        release = getattr(self, "sample_release_", None)
-        return sample_mover(release, move, getattr(self.schema_, "kind", "table"))
+        return default_mover(self.fitted_model(), move)
 
     def _check_sample_request(self, n: Any, seed: Any) -> None:
         self._require_fitted()

@@ -44,7 +44,7 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import load_schema
 
 if TYPE_CHECKING:  # torch is imported on the server only: each site answer is a new process
-    from dpforge.synthesizer import Synthesizer
+    from dpforge import Synthesizer
 
 __all__ = [
     "client_app",
@@ -110,11 +110,13 @@ def wait_for_sites(grid: Grid, n_sites: int, wait: float) -> list[int]:
 
 
 def fit_federation(engine: FederatedEngine, schema: Any, trust: Trust, config: Any) -> Synthesizer:
-    """The pipeline over the sites; the trust model is stated in the ledger (a no-cost entry)."""
-    from dpforge.synthesizer import Synthesizer
+    """The pipeline over the sites; the trust model is stated in the ledger (a no-cost entry).
+    The server app is a user of the library: it takes the Synthesizer from dpforge's public
+    API, as any Flower app would."""
+    import dpforge
 
     seed = config.get("seed")
-    synth = Synthesizer(
+    synth = dpforge.Synthesizer(
         schema,
         epsilon=float(config.get("epsilon", 3.0)),
         delta=float(config.get("delta", 1e-5)),

@@ -9,6 +9,7 @@ random features and trains the generator to match them (:mod:`dpforge.statistics
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +21,7 @@ from dpforge.errors import DataError, PrivacyError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.resume import data_fingerprint
 from dpforge.schema.array import ArraySchema
 from dpforge.statistics import array_anchor
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
@@ -33,6 +35,29 @@ class ArrayKind:
     """Images and time series: :class:`ArrayData` checked against an :class:`ArraySchema`."""
 
     name = "array"
+    encodes_cells = False
+
+    @staticmethod
+    def kind_name(schema: ArraySchema) -> str:
+        return schema.kind  # "image" or "timeseries"
+
+    @staticmethod
+    def record_shape(schema: ArraySchema) -> tuple[int, ...]:
+        return tuple(schema.shape)
+
+    @staticmethod
+    def incomplete(schema: ArraySchema) -> list[str]:
+        """The channels without declared ranges, and a label without declared classes."""
+        names = [c.name for c in schema.incomplete_channels]
+        unlisted = schema.label is not None and schema.classes is None
+        return names + ([schema.label] if unlisted else [])
+
+    @staticmethod
+    def fingerprint(records: ArrayData) -> str:
+        """SHA-256 of the validated arrays and labels (private: the checkpoint folder only)."""
+        labels = None if records.labels is None else np.asarray(records.labels, dtype=str)
+        digest = data_fingerprint(np.asarray(records.values), labels)
+        return hashlib.sha256(digest.encode()).hexdigest()
 
     @staticmethod
     def validate(data: Any, schema: ArraySchema, out_of_bounds: str) -> ArrayData:
@@ -115,6 +140,13 @@ class MeasuredArrays(Measured):
 
 class _FeatureAnchoring(Anchoring):
     """What both array anchorings share: the budget target and the public feature seed."""
+
+    alone_note = (
+        "noise_multiplier and epochs set the discriminator's steps, but this run "
+        "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "
+        "for images and series): pass anchor=None for the discriminator alone, or a "
+        "FeatureAnchorConfig with share between 0 and 1 to refine with it"
+    )
 
     def __init__(self, config: FeatureAnchorConfig) -> None:
         self.config = config

@@ -25,6 +25,7 @@ from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.person import PrivacyUnit, coded_persons, frame_keys, kept_rows
+from dpforge.privacy.resume import data_fingerprint
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
@@ -80,6 +81,26 @@ class TableKind:
     """Tables: a pandas DataFrame checked against a column :class:`Schema`."""
 
     name = "table"
+    encodes_cells = True  # numeric columns on DP-placed cells (a model.json's encoding edges)
+
+    @staticmethod
+    def kind_name(schema: Schema) -> str:
+        return "table"
+
+    @staticmethod
+    def record_shape(schema: Schema) -> tuple[int, ...]:
+        return ()
+
+    @staticmethod
+    def incomplete(schema: Schema) -> list[str]:
+        """The columns whose bounds or categories are not declared (nor released)."""
+        return [c.name for c in schema.incomplete_columns]
+
+    @staticmethod
+    def fingerprint(records: Any) -> str:
+        """SHA-256 of the validated rows (private: kept in the checkpoint folder only)."""
+        hashed = pd.util.hash_pandas_object(records, index=False).to_numpy()
+        return data_fingerprint(hashed, np.asarray(list(records.columns), dtype=str))
 
     @staticmethod
     def validate(data: Any, schema: Schema, out_of_bounds: str) -> pd.DataFrame:
@@ -165,6 +186,13 @@ class MeasuredTable(Measured):
 
 class MarginalAnchoring(Anchoring):
     """Tables anchored on DP-measured marginals (:class:`AnchorConfig`)."""
+
+    alone_note = (
+        "noise_multiplier and epochs set the discriminator's steps, but this run "
+        "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
+        "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
+        "discriminator alone, or between 0 and 1 to refine with it"
+    )
 
     def __init__(self, config: AnchorConfig) -> None:
         self.config = config

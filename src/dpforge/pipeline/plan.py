@@ -23,23 +23,12 @@ from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.statistics.metadata import MetadataBudget
 from dpforge.training import TrainingPlan
 
 SIZE_SHARE = 0.05  # of the run's budget, for the record count N that sizes q, cells and totals
 DEFAULT_EPOCHS = 50.0
 MIN_STEPS = 100
-_ANCHOR_ONLY_NOTE = {
-    False: "noise_multiplier and epochs set the discriminator's steps, but this run "
-    "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
-    "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
-    "discriminator alone, or between 0 and 1 to refine with it",
-    True: "noise_multiplier and epochs set the discriminator's steps, but this run "
-    "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "
-    "for images and series): pass anchor=None for the discriminator alone, or a "
-    "FeatureAnchorConfig with share between 0 and 1 to refine with it",
-}
 
 
 def check_delta(run: RunSettings, n_records: int | None) -> None:
@@ -62,7 +51,7 @@ def check_request(run: RunSettings) -> None:
         raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
     alone = run.anchoring.alone
     if alone and (run.noise_multiplier is not None or run.epochs is not None):
-        raise PrivacyError(_ANCHOR_ONLY_NOTE[isinstance(run.anchor, FeatureAnchorConfig)])
+        raise PrivacyError(run.anchoring.alone_note)
     if not math.isfinite(run.epsilon) and run.epochs is None and not alone:
         raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
 
