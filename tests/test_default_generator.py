@@ -64,10 +64,16 @@ def test_a_default_table_fit_builds_no_discriminator_refiner_or_gan_config(built
     assert built["discriminator"] == 0 and loaded.sample(3, seed=1).shape[0] == 3
 
 
-def test_a_refinement_is_handed_the_kind_generator_and_builds_its_discriminator(built):
+def test_a_refinement_is_handed_the_kind_generator_and_builds_its_discriminator(built, tmp_path):
     synth = _fit("table_anchor_refine")
     assert built["discriminator"] == 1 and built["refiner"] == 1 and built["gan_config"] >= 1
     assert synth.plan_.steps > 0 and not isinstance(synth.config_, GeneratorConfig)
+    manifest = json.loads((synth.save(tmp_path / "m") / "model.json").read_text())
+    assert manifest["method"] == "dpcgan" and manifest["config"]["batch_size"] == 64
+    loaded = dpforge.load(tmp_path / "m")
+    assert built["discriminator"] == 1  # loading built none
+    expected = synth.sample(4, seed=2)
+    assert loaded.sample(4, seed=2).equals(expected)
 
 
 def test_a_refiner_trains_the_generator_it_is_handed():

@@ -33,6 +33,7 @@ from dpforge.pipeline.checkpoints import (
 from dpforge.pipeline.plan import (
     check_delta,
     check_request,
+    plan_training,
     planned_ledger,
     reserve_budget,
     settle_budget,
@@ -91,7 +92,9 @@ def _measure(
         if n_records is None:  # an engine that never learns N: delta checked on the release
             check_delta(run, round(n_public))
         _start(run, options, n_public)
-        setup = measure_stage.measure(run, engine, (n_records, n_public), ledger)
+        schema, prior, measured, n_sampled = measure_stage.measure(run, engine, n_public, ledger)
+        plan = plan_training(run, n_sampled, ledger)  # the steps that fit what is left
+        setup = RunSetup(schema, prior, ledger, plan, n_records, measured, n_public=n_public)
         setup.measuring = True
     else:
         _start(run, options, setup.n_public)
