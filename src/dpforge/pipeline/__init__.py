@@ -2,14 +2,19 @@
 
 plan     what may be released, each release's dp-accounting event in the ledger before it
          runs, and the data set's budget file charged (:mod:`.plan`);
-measure  the records checked, then the planned releases (:mod:`.measure`);
-fit      the generator fitted to the noisy measurements: post-processing (:mod:`.fit`);
-refine   optional: a private discriminator trains it further with DP-SGD (:mod:`.refine`);
+measure  the records checked, then the planned releases (:mod:`.measure`); the pipeline
+         then plans the discriminator's steps on what the budget left;
+fit      the kind's generator built and fitted to the noisy measurements: post-processing
+         (:mod:`.fit`); with adaptive releases, first fitted to the first ones as the scout
+         that chooses them, before the measure stage runs them;
+refine   only when the plan has steps: a refiner is handed the generator and trains it
+         further with DP-SGD (:mod:`.refine`);
 release  the ledger completed and checked, the generator handed out (:mod:`.release`).
 
 Only ``measure`` and ``refine`` read records, through the run's engine
 (:mod:`dpforge.engines`), which refuses any other stage. The data kind plugs in through its
-anchoring (:mod:`dpforge.kinds`); nothing here branches on the kind.
+anchoring (:mod:`dpforge.kinds`); nothing here branches on the kind. The stages go one way:
+this module calls each in turn, and none calls back into a stage above it.
 """
 
 from __future__ import annotations
