@@ -5,8 +5,9 @@ exactly the generator that was saved, or refuse with one line naming the file an
 never a traceback, never a generator that silently samples something else. Three layers:
 
 1. ``model.json`` against its declared format (:data:`MANIFEST_FORMAT`, a JSON Schema; the
-   embedded schema against the schema formats, the configuration against the method's config
-   dataclass), with the messages of :mod:`dpforge.schema.validation`;
+   embedded schema against the schema formats, the configuration against the refiner's config
+   dataclass, or the generator's when ``method`` is null: format 2's fit without refinement),
+   with the messages of :mod:`dpforge.schema.validation`;
 2. rules between values: the label prior is one probability per class and sums to 1, the
    schema is complete, the DP-placed cells belong to numeric columns and increase, the ledger
    decodes;

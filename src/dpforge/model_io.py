@@ -2,8 +2,9 @@
 
 A model folder holds exactly what may be published:
 - ``generator.safetensors``: the generator's weights (post-processing of the private training);
-- ``model.json``: the public schema (declared or DP-estimated), the configuration, the DP label
-  prior, the privacy ledger and its epsilon, and library versions;
+- ``model.json``: the public schema (declared or DP-estimated), the configuration (the
+  refiner's, or with ``method`` null the generator's: format 2; format 1 folders always named a
+  method), the DP label prior, the privacy ledger and its epsilon, and library versions;
 - ``release.safetensors`` (series and images anchored on a feature embedding): the released
   noisy per-class feature sums and counts, exactly the DP release the ledger records, with the
   public feature map's seed and parameters under ``model.json``'s ``release``; sampling moves
