@@ -20,18 +20,17 @@ from dpforge.data.rules import abiding_rows
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
-from dpforge.statistics.herding import Draw
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import indexed_cells
-from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
+from dpforge.statistics.particles import Draw, MoveSettings, SampleRelease, drawn_moved
 from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, matched_index
 
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
 Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
 SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
-MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series_move_public.md;
-# tables: bench/results/table_matching.md
+MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series/move_public.md;
+# tables: bench/results/tables/matching.md
 
 
 @dataclass(frozen=True)
@@ -86,8 +85,7 @@ def sample_mover(
         raise DataError("ReweightSettings are for tables; series and images take MoveSettings")
     settings = move if isinstance(move, MoveSettings) else MoveSettings()
     loss = release.loss()
-    levels = release.noise_levels() if settings.stop_at_noise else None
-    return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings, levels)
+    return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings)
 
 
 def sample_chunks(

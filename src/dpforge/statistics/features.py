@@ -61,7 +61,7 @@ class FeatureAnchorConfig:
         perceptual for images with a public set, moments for images without, the embedding for
         series (whose data sets are small: at n = 767 the noise on a covariance drowns its
         signal).
-    rank: the subspace dimension of ``"moments"`` (40 on MNIST: bench/results/images_moments.md).
+    rank: the subspace dimension of ``"moments"`` (40 on MNIST: bench/results/images/moments.md).
     share: fraction of epsilon (after the metadata) spent on the anchor's releases; 1.0 uses
         the anchor alone (no discriminator steps), below 1 the private discriminator refines
         with the rest.
@@ -78,14 +78,12 @@ class FeatureAnchorConfig:
         anchor phase fitted (moments: the relative moment distance; embedding: the embedding
         distance; perceptual: both), computed on batches of ``batch_size``. Free: it reads
         only the releases. 0: the adversarial loss alone.
-    pretrain_steps: perceptual anchoring only: steps that first fit the generator to the
-        PUBLIC set's own statistics (free: public data), before the ``steps`` on the releases.
     views: what the random features look at (:mod:`dpforge.statistics.feature_views`); empty:
         the kind's own (images the pixels, series the values and first differences).
     generator_net, generator_hidden: the generator when the method's options are the defaults
         (a caller who passes ``method_options`` keeps theirs): an MLP, two to three times
         cheaper per step on a CPU than the convolutional (images) and LSTM (series) generators
-        (bench/results/arrays_anchor.md).
+        (bench/results/images/arrays_anchor.md).
 
     These field defaults are the images'; :func:`feature_anchor_defaults` gives the settings
     for each data type (what ``Synthesizer(anchor="auto")`` and the command line use).
@@ -101,7 +99,6 @@ class FeatureAnchorConfig:
     batch_size: int = 500
     lr: float = 2e-3
     refine_weight: float = 1.0
-    pretrain_steps: int = 0
     views: tuple[str, ...] = ()
     generator_net: str = "mlp"
     generator_hidden: tuple[int, ...] = (256, 512)
@@ -128,12 +125,6 @@ class FeatureAnchorConfig:
             )
         if not self.count_weight > 0:
             raise ValueError(f"count_weight must be > 0, got {self.count_weight}")
-        if isinstance(self.pretrain_steps, bool) or self.pretrain_steps < 0:
-            raise ValueError(f"pretrain_steps must be >= 0, got {self.pretrain_steps!r}")
-        if self.pretrain_steps and self.statistic not in (AUTO, PERCEPTUAL):
-            raise ValueError(
-                "pretrain_steps needs a public set (perceptual anchoring): leave it at 0"
-            )
         if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.refine_weight < 0:
             raise ValueError(
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and refine_weight >= 0; "
@@ -144,19 +135,19 @@ class FeatureAnchorConfig:
 SERIES_BANDWIDTHS = (0.1, 0.2)
 # 600 anchor steps instead of 1,500: the same 1-NN DTW on the validation split (0.906 vs 0.909,
 # seeds 0 and 1) in 40 % of the time; the README's series example then fits in about a minute
-# (bench/results/italy_anchor_notes.md).
+# (bench/results/series/italy_anchor_notes.md).
 SERIES_STEPS = 600
 # Values, first differences and local windows (6 steps every 3): chosen on public UCR sets
 # (GunPoint, ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN
 # DTW 0.690 against 0.654 for values and differences, worse on 2 of 9 runs
-# (bench/results/series_views_public.md).
+# (bench/results/series/views_public.md).
 SERIES_DEFAULT_VIEWS = ("values", "differences", "windows")
 # The weight c of the class counts in the series release: (1 / D)^(1/4) rounded, for the
 # default map's D = 12,000 (noise_optimal_count_weight). Chosen on public UCR sets (GunPoint,
 # ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN DTW 0.712
-# against 0.698 for c = 0.5, worse on 2 of 9 runs (bench/results/series_znorm_public.md).
+# against 0.698 for c = 0.5, worse on 2 of 9 runs (bench/results/series/znorm_public.md).
 SERIES_COUNT_WEIGHT = 0.1
-# The setting measured in bench/results/images_perceptual.md (more steps untested for lack
+# The setting measured in bench/results/images/perceptual.md (more steps untested for lack
 # of machine time).
 PERCEPTUAL_STEPS = 300
 
@@ -177,7 +168,8 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
     own, so its curves come out jagged. Chosen on a validation split of the TRAINING part of
     ItalyPowerDemand (the test split never read; 14 settings, 2 seeds each, 1-NN DTW accuracy
     0.83 at the image defaults, 0.90 for the MLP at bandwidths <= 0.2, 0.91 for this setting,
-    0.84 for the same generator at (0.05, 0.1)); log: bench/results/italy_anchor_tuning.jsonl.
+    0.84 for the same generator at (0.05, 0.1)); log:
+    bench/results/series/italy_anchor_tuning.jsonl.
     """
     if kind == "timeseries":
         return FeatureAnchorConfig(
@@ -201,7 +193,7 @@ def noise_optimal_count_weight(dim: int, mean_sq_norm: float = 1.0) -> float:
     With noise multiplier ``sigma`` (fixed by the budget whatever ``c`` is), the release adds
     noise of std ``s = sigma * sqrt(1 + c^2)`` to each of the ``dim`` sums and to ``c n``, so the
     class mean ``(S + z) / (n + z' / c)`` has squared error about
-    ``sigma^2 (1 + c^2) (dim + |mu|^2 / c^2) / n^2`` (:meth:`SampleRelease.noise_levels`), least
+    ``sigma^2 (1 + c^2) (dim + |mu|^2 / c^2) / n^2``, least
     at ``c = (|mu|^2 / dim)^(1/4)``.
     """
     if dim < 1 or not 0 < mean_sq_norm <= 1:
