@@ -141,6 +141,7 @@ class MeasuredArrays(Measured):
 class _FeatureAnchoring(Anchoring):
     """What both array anchorings share: the budget target and the public feature seed."""
 
+    label = "random-feature anchoring"
     alone_note = (
         "noise_multiplier and epochs set the discriminator's steps, but this run "
         "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "

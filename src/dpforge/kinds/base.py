@@ -49,6 +49,7 @@ class Anchoring:
     """The pipeline's hooks for one kind and anchor configuration (see the module notes)."""
 
     config: Any = None
+    label = ""  # what a budget file calls the anchoring (``budget show``)
     alone_note = ""  # why discriminator options are refused when the measurements are all
 
     @property

@@ -180,6 +180,7 @@ class MeasuredTable(Measured):
 class MarginalAnchoring(Anchoring):
     """Tables anchored on DP-measured marginals (:class:`AnchorConfig`)."""
 
+    label = "marginal anchoring"
     alone_note = (
         "noise_multiplier and epochs set the discriminator's steps, but this run "
         "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "

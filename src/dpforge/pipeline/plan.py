@@ -176,8 +176,7 @@ def release_bound(epsilon: float, delta: float, metadata_share: float) -> Privac
 
 def run_label(run: RunSettings) -> str:
     """What ran, as ``budget show`` lists it: the anchoring, the discriminator, or both."""
-    feature = isinstance(run.anchor, FeatureAnchorConfig)
-    anchoring = "random-feature anchoring" if feature else "marginal anchoring"
+    anchoring = run.anchoring.label
     if run.anchor is None:
         return f"{run.method} discriminator"
     if run.anchoring.alone:
