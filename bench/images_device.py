@@ -14,8 +14,7 @@ a CNN trained on ``--samples`` synthetic images and tested on the 10,000 real te
 fidelity and Fréchet distance from ONE reference CNN per data set (seed 0, trained on all real
 training images), so that every row is judged by the same network. Jobs run seed by seed over
 ``--workers`` processes; after ``--budget-s`` seconds no new job starts, and the JSON and Markdown
-are
-rewritten after every job, so a stopped run keeps what it measured::
+are rewritten after every job, so a stopped run keeps what it measured::
 
     cd bench && OMP_NUM_THREADS=4 python images_device.py --data-dir ../data \\
         --device cuda --modes none,public,refine,refine-public,real --workers 3 --threads 4 \\
