@@ -16,7 +16,9 @@ The bounds below are the ones whose breach made dpforge hang or run out of memor
   planned hundreds of millions);
 - seeds are whole numbers in [0, 2**63), what the random generators take;
 - the device is one torch can use on this machine (``cpu``, ``cuda``, ``cuda:N``, ``mps``):
-  asking for an accelerator that is not there fails here, not at the first private step.
+  asking for an accelerator that is not there fails here, not at the first private step;
+- a refiner is asked for by name (``method=``, ``--refine``): with the default anchoring it gets
+  ``1 - REFINE_SHARE`` of the budget, and settings of a refiner without one are an error.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from dpforge.errors import DpforgeError, PrivacyError
@@ -40,6 +42,12 @@ MIN_DELTA = 1e-12
 MIN_NOISE_MULTIPLIER = 0.3
 MAX_NOISE_MULTIPLIER = 2.0**20
 SEED_LIMIT = 2**63
+REFINE_SHARE = 0.7  # the anchor's share when a refiner is named (README: "refining")
+# Method options that shape the generator, which a run without refinement trains too; every
+# other option (batch size, clipping, discriminator, optimizers) configures the refiner.
+GENERATOR_FIELDS = frozenset(
+    {"latent_dim", "generator_hidden", "generator_net", "generator_channels", "gumbel_tau"}
+)
 
 
 def check_seed(seed: Any, name: str = "seed") -> int | None:
@@ -144,6 +152,11 @@ def check_method_config(config: Any, epsilon: float) -> None:
     """The method's own checks, then: every number finite (C may be inf only without privacy),
     learning rates > 0."""
     config.validate()
+    if getattr(config, "bayesian_accounting", False) and not math.isfinite(epsilon):
+        raise PrivacyError(
+            "the Bayesian bound needs DP-SGD noise, and epsilon = inf trains without it: give a "
+            "finite epsilon, or leave out bayesian_accounting"
+        )
     for f in fields(config):
         value = getattr(config, f.name)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -166,6 +179,40 @@ def check_method_config(config: Any, epsilon: float) -> None:
         raise PrivacyError(
             f"--microbatches {microbatches} is larger than the batch size {config.batch_size}: "
             "choose at most the batch size (a divisor of it, e.g. batch size / 4)"
+        )
+
+
+def refined_anchor(anchor: Any, auto: bool, method: str | None) -> Any:
+    """The anchoring of a run whose refiner is named (``method``; None: not named). The
+    default anchoring (``auto``) then leaves the refiner ``1 - REFINE_SHARE`` of the budget;
+    an anchor the caller set to share 1 leaves it nothing: an error that names both."""
+    if method is None or anchor is None or anchor.share < 1:
+        return anchor
+    if auto:
+        return replace(anchor, share=REFINE_SHARE)
+    raise PrivacyError(
+        f"method '{method}' names a refiner, but the anchor's share is 1 and leaves it no "
+        f"budget: give the anchor a share below 1 (e.g. share={REFINE_SHARE}; 0 for the refiner "
+        "alone), or leave out method"
+    )
+
+
+def check_method_options_used(alone: bool, options: Any) -> None:
+    """Method options that configure the refiner (all but ``GENERATOR_FIELDS``), given to a
+    run without one: an error that names them and says how to ask for a refiner."""
+    if not alone or options is None:
+        return
+    defaults = type(options)()
+    changed = sorted(
+        f.name
+        for f in fields(options)
+        if f.name not in GENERATOR_FIELDS and getattr(options, f.name) != getattr(defaults, f.name)
+    )
+    if changed:
+        raise PrivacyError(
+            f"method_options set {', '.join(changed)}, which configure a refiner, but this run "
+            "has none (the anchor takes the whole budget): name one with method= (dpcgan, "
+            "dpwgan, gswgan), or leave these options out"
         )
 
 
