@@ -17,6 +17,7 @@ import click
 import typer
 import typer.core
 from rich.console import Console
+from rich.markup import escape
 
 from dpforge.cli.audit import audit
 from dpforge.cli.budget import budget_app
@@ -246,7 +247,7 @@ def _print_warning(
     line: str | None = None,
 ) -> None:
     """A warning as one line on stderr, without the Python file and line it came from."""
-    console.print(f"[yellow]note:[/yellow] {message}", highlight=False, soft_wrap=True)
+    console.print(f"[yellow]note:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True)
 
 
 def main() -> None:
@@ -263,7 +264,9 @@ def _run() -> None:
         # A copied context: --redact-errors lasts as long as this command.
         contextvars.copy_context().run(app)  # click handles usage errors (status 2)
     except DpforgeError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True
+        )
         sys.exit(2)
     except KeyboardInterrupt:
         console.print("interrupted; no output was written (--checkpoint-dir makes runs resumable)")

@@ -192,10 +192,14 @@ def read_options(path: Path | None, kind: str, refiner: str | None) -> FitOption
     classes = section_classes(kind, refiner)
     checked: dict[str, dict[str, Any]] = {}
     for section, table in raw.items():
+        if not isinstance(table, dict):
+            raise DpforgeError(
+                f"{where}: '{section}' stands outside any section: each key belongs to one, "
+                "such as [anchor] (what the command line takes, such as --epsilon, is not in "
+                "the file)"
+            )
         if section not in SECTIONS:
             raise DpforgeError(f"{where}: {_unknown('section', section, SECTIONS)}")
-        if not isinstance(table, dict):
-            raise DpforgeError(f"{where}: '{section}' must be a section [{section}], not a value")
         keys = section_keys(section, classes[section])
         checked[section] = {
             key: _checked_value(where, section, key, value, keys, classes[section])
@@ -276,7 +280,7 @@ def type_name(hint: Any) -> str:
     options = typing.get_args(hint)
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         inner = [type_name(o) for o in options if o is not type(None)]
-        return f"{inner[0]} (or null in JSON; leave it out for the default)"
+        return f"{inner[0]} or null"
     if typing.get_origin(hint) is tuple:
         return f"a list of {_plural(options[0])}"
     names = {bool: "true or false", int: "a whole number", float: "a number",
