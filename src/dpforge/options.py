@@ -12,7 +12,7 @@ The bounds below are the ones whose breach made dpforge hang or run out of memor
   ``SENSIBLE_EPSILON`` a warning says the samples will be noise (a delta typed as epsilon?);
 - delta is at least ``MIN_DELTA``: below it the PLD accountant's truncated tails exceed delta
   and it can only certify epsilon = inf;
-- a run plans at most ``MAX_STEPS`` private steps (``--epochs 1e7`` or a huge noise multiplier
+- a run plans at most ``MAX_STEPS`` private steps (``epochs = 1e7`` or a huge noise multiplier
   planned hundreds of millions);
 - seeds are whole numbers in [0, 2**63), what the random generators take;
 - the device is one torch can use on this machine (``cpu``, ``cuda``, ``cuda:N``, ``mps``):
@@ -161,23 +161,22 @@ def check_method_config(config: Any, epsilon: float) -> None:
         value = getattr(config, f.name)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             continue
-        flag = "--" + f.name.replace("_", "-")
         if f.name == "clip_norm" and math.isinf(value) and not math.isfinite(epsilon):
             continue
         if not math.isfinite(value):
-            raise PrivacyError(f"{f.name} ({flag}) must be a finite number, got {value}")
+            raise PrivacyError(f"{f.name} must be a finite number, got {value}")
         if "lr" in f.name.split("_") and not value > 0:
             raise PrivacyError(f"{f.name} must be > 0, got {value}")
     gp_weight = getattr(config, "gp_weight", None)
     if gp_weight is not None and gp_weight > MAX_GP_WEIGHT:
         raise PrivacyError(
-            f"--gp-weight {gp_weight:g} is above {MAX_GP_WEIGHT:g}: the gradient penalty would "
+            f"gp_weight {gp_weight:g} is above {MAX_GP_WEIGHT:g}: the gradient penalty would "
             "drown the critic's loss (the usual weight is 10)"
         )
     microbatches = getattr(config, "microbatches", None)
     if microbatches is not None and microbatches > config.batch_size:
         raise PrivacyError(
-            f"--microbatches {microbatches} is larger than the batch size {config.batch_size}: "
+            f"microbatches {microbatches} is larger than the batch size {config.batch_size}: "
             "choose at most the batch size (a divisor of it, e.g. batch size / 4)"
         )
 
@@ -222,13 +221,13 @@ def check_against_size(config: Any, n_records: int, what: str = "records") -> No
     if config.batch_size > n_records:
         raise PrivacyError(
             f"batch size {config.batch_size} is larger than the {n_records} {what} counted "
-            "under DP (the count is noisy at a small epsilon): choose a smaller --batch-size "
+            "under DP (the count is noisy at a small epsilon): choose a smaller batch_size "
             "or a larger epsilon"
         )
     critics = getattr(config, "num_discriminators", None)
     if critics is not None and critics > n_records:
         raise PrivacyError(
-            f"--num-discriminators {critics} is more than the {n_records} records counted under "
+            f"num_discriminators {critics} is more than the {n_records} records counted under "
             "DP (each critic needs its own records): choose fewer, e.g. N // 64"
         )
 
