@@ -32,7 +32,7 @@ MIN_STEPS = 100
 _ANCHOR_ONLY_NOTE = {
     False: "noise_multiplier and epochs set the discriminator's steps, but this run "
     "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
-    "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
+    "set the anchor share to 0 (anchor=None; [anchor] share = 0 with --refine) for the "
     "discriminator alone, or between 0 and 1 to refine with it",
     True: "noise_multiplier and epochs set the discriminator's steps, but this run "
     "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "

@@ -49,7 +49,7 @@ def release(run: RunSettings, setup: RunSetup, method: GanMethod, wasted: int) -
     if not all(torch.isfinite(p).all() for p in generator.parameters()):
         raise TrainingDivergedError(
             "the trained generator holds NaN or infinite weights, so nothing is released: "
-            "lower --clip-norm, --gp-weight or the learning rates and run again"
+            "lower clip_norm, gp_weight or the learning rates ([refine]) and run again"
         )
     bayesian = _bayesian_result(run, method, ledger)
     return Released(
