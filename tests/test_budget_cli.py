@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from cli_support import fast, options_file, run
+from cli_support import fast, run
 from dpforge.privacy.budget import BUDGET_SUFFIX
 
 FAST = {"refine": {"epochs": 12, "noise_multiplier": None}}

@@ -49,8 +49,8 @@ BAD_FIT_OPTIONS = [
     (_options("gswgan", num_discriminators=1000), "is more than the"),
     (_options(clip_norm=math.inf), "clip_norm must be a finite number"),
     (_options("dpwgan", gp_weight=1e30), "gp_weight 1e+30 is above"),
-    ([*_options(), "--device", "banana"], "'banana' is not a torch device: give cpu, cuda, cuda:N or mps"),
-    ([*_options(), "--device", f"cuda:{torch.cuda.device_count()}"], "CUDA device(s) on this machine"),
+    ([*_options(), "--device", "banana"], "'banana' is not a torch device: give cpu, cuda"),
+    ([*_options(), "--device", f"cuda:{torch.cuda.device_count()}"], "CUDA device(s) on this"),
 ]  # fmt: skip
 
 
@@ -63,7 +63,8 @@ def test_bad_fit_options_give_one_line_before_any_step(
     monkeypatch.setattr(synth_module, "train", lambda *a, **k: steps.append(1))
     out = tmp_path / "model"
     started = time.perf_counter()
-    code, text = run(["fit", data, "--schema", schema_path, "--out", out, *extra], monkeypatch, capsys)
+    args = ["fit", data, "--schema", schema_path, "--out", out, *extra]
+    code, text = run(args, monkeypatch, capsys)
     assert code == 2, text
     assert "Traceback" not in text and len(text.strip().splitlines()) == 1, text
     assert message in text
@@ -75,7 +76,8 @@ def test_option_errors_come_before_the_data_file_is_read(files, tmp_path, monkey
     _, schema_path = files
     missing = tmp_path / "no-such-file.csv"
     code, text = run(
-        ["fit", missing, "--schema", schema_path, "--out", tmp_path / "m", *_options(epochs=math.nan)],
+        ["fit", missing, "--schema", schema_path, "--out", tmp_path / "m",
+         *_options(epochs=math.nan)],
         monkeypatch, capsys,
     )  # fmt: skip
     assert code == 2 and "epochs must be" in text

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from cli_support import merged, options_file
 from property_support import (
     TrainingStarted,
     assert_clean_error,
@@ -23,6 +22,7 @@ from property_support import (
 )
 
 import dpforge
+from cli_support import merged, options_file
 from dpforge.errors import DpforgeError
 from dpforge.methods import METHODS
 

@@ -34,7 +34,9 @@ def check_engine(engine: str, master: str | None, remote: str | None, kind: str)
     if master and remote:
         raise DpforgeError("[engine]: give spark_master or spark_remote, not both")
     if engine == SPARK and kind != TABLE:
-        raise DpforgeError(f'[engine] name = "spark" measures tables; this schema is for {kind} data')
+        raise DpforgeError(
+            f'[engine] name = "spark" measures tables; this schema is for {kind} data'
+        )
 
 
 def spark_records(path: Path, master: str | None, remote: str | None) -> Any:
