@@ -244,3 +244,14 @@ def test_docs_page_lists_every_key_of_the_options_file():
                     assert f"`{key}`" in text, (section, key)
     for section in SECTIONS:
         assert f"[{section}]" in text
+
+
+def test_import_dpforge_exports_what_a_user_needs():
+    import dpforge
+
+    for name in dpforge.__all__:
+        assert getattr(dpforge, name) is not None, name
+    assert dpforge.Synthesizer is Synthesizer and dpforge.AnchorConfig is AnchorConfig
+    assert {"load", "draft_schema", "load_schema", "evaluate_table", "DataBudget"} <= set(
+        dpforge.__all__
+    )
