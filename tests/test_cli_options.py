@@ -193,7 +193,7 @@ def test_refine_dpwgan_with_its_options_runs(small, tmp_path, monkeypatch, capsy
     data, schema_path, _ = small
     toml = tmp_path / "run.toml"
     toml.write_text(
-        "[anchor]\nshare = 0.5\nsteps = 20\nselect_pairs = false\n"
+        "[anchor]\nshare = 0.5\nsteps = 20\npairs_per_column = 0\n"
         "[generator]\ngenerator_hidden = [16]\n"
         "[refine]\nbatch_size = 32\nepochs = 11\nd_steps = 1\ndiscriminator_hidden = [16]\n"
         "clip_decay = 0.9\n[output]\nprogress = false\n"
