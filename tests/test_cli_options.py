@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from cli_support import run
 from dpforge.cli import COMMANDS, app
 from dpforge.cli.fit_options import anchor_option, method_config
+from dpforge.cli.options_doc import markdown
 from dpforge.cli.options_file import SECTIONS, read_options, section_classes, section_keys
 from dpforge.errors import DpforgeError
 from dpforge.methods import DPCGANConfig, DPWGANConfig
@@ -244,6 +245,8 @@ def test_docs_page_lists_every_key_of_the_options_file():
                     assert f"`{key}`" in text, (section, key)
     for section in SECTIONS:
         assert f"[{section}]" in text
+    # regenerate: python -m dpforge.cli.options_doc > docs/options-file.md
+    assert text == markdown(), "docs/options-file.md is stale"
 
 
 def test_import_dpforge_exports_what_a_user_needs():

@@ -30,7 +30,7 @@ from dpforge.cli.io import (
 )
 from dpforge.cli.options_file import REFINERS, FitOptions, OutputOptions, read_options
 from dpforge.errors import DpforgeError
-from dpforge.options import check_device
+from dpforge.options import REFINE_SHARE, check_device
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
 from dpforge.storage import check_output_folder
@@ -63,7 +63,8 @@ def fit(
         None,
         "--refine",
         help="also refine the generator with a private discriminator: dpcgan, dpwgan or gswgan "
-        "(its settings: \\[refine] in --options); the anchoring keeps 0.7 of the budget",
+        f"(its settings: \\[refine] in --options); the anchoring keeps {REFINE_SHARE} of the "
+        "budget unless \\[anchor] share says otherwise",
     ),
     options_path: Path = typer.Option(None, "--options", help=OPTIONS_HELP),
     privacy_unit: str = typer.Option(

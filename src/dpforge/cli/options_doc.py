@@ -14,6 +14,7 @@ import typing
 from dataclasses import fields
 
 from dpforge.cli.options_file import REFINERS, SECTIONS, default_of, section_keys, type_name
+from dpforge.options import REFINE_SHARE
 
 __all__ = ["markdown"]
 
@@ -101,7 +102,7 @@ dpforge fit data.csv --schema schema.json --out model --refine dpwgan --options 
 ```
 
 Refinement runs only when `--refine dpcgan|dpwgan|gswgan` names it. With `--refine` and no
-`[anchor] share`, the anchoring keeps 0.7 of the budget and the refiner gets the rest;
+`[anchor] share`, the anchoring keeps {refine_share} of the budget and the refiner gets the rest;
 `share = 0` leaves the whole budget to the refiner (no anchoring). A `[refine]` section, or a
 share below 1, without `--refine` is an error that names both.
 """
@@ -109,7 +110,7 @@ share below 1, without `--refine` is an error that names both.
 
 def markdown() -> str:
     """The whole page."""
-    parts = [HEADER]
+    parts = [HEADER.format(refine_share=REFINE_SHARE)]
     for section in SECTIONS:
         parts.append(f"\n## [{section}]\n\n{SECTION_TEXT[section]}\n")
         for title, classes in _variants(section):
@@ -124,7 +125,8 @@ def _variants(section: str) -> list[tuple[str, tuple[type, ...]]]:
     from dpforge.cli.options_file import section_classes
 
     if section == "anchor":
-        return [(f"{k}s", section_classes(k, None)[section]) for k in ("table", "image")]
+        titles = {"table": "tables", "image": "images and time series (the images' defaults)"}
+        return [(titles[k], section_classes(k, None)[section]) for k in titles]
     if section in ("generator", "refine"):
         return [(f"--refine {r}", section_classes("table", r)[section]) for r in REFINERS]
     return [("", section_classes("table", None)[section])]
