@@ -85,6 +85,7 @@ def test_help_at_80_columns_shows_every_option_name_in_full():
     for name in ("fit", "schema", "sample", "evaluate", "report", "audit", "demo"):
         result = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "80"})
         assert result.exit_code == 0, result.output
+        assert max(len(line) for line in result.output.splitlines()) <= 80
         for param in group.commands[name].params:
             for flag in (o for o in param.opts if o.startswith("--")):
                 assert flag in result.output, (name, flag)
