@@ -31,7 +31,7 @@ OPTIONS = {
     "data": {"target": "diagnosis"},
     "anchor": {"share": 0},
     "refine": {"batch_size": 64, "epochs": 60},
-    "output": {"checkpoint_every": 40, "progress": False},
+    "output": {"checkpoint_every": 40},  # the progress log tells the test when to kill
 }
 FIT = ["--epsilon", "8", "--refine", "dpcgan", "--options", str(options_file(OPTIONS))]
 
