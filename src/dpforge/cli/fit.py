@@ -10,6 +10,7 @@ names it, so no setting has to be refused as "not applicable": settings of a ref
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from dpforge.cli.budget import budget_for_fit, print_budget_line
+from dpforge.cli.budget import budget_for_fit, interrupted_line, print_budget_line, run_ids
 from dpforge.cli.engine import DEVICE_DEFAULT, DEVICE_HELP, SPARK, check_engine, spark_records
 from dpforge.cli.io import (
     IMAGE,
@@ -149,7 +150,14 @@ def fit(
     # Rank 0 alone charges the budget file and writes the outputs.
     unrecorded = not options.privacy.record_budget
     data_budget = budget_for_fit(data, budget_file, unrecorded) if replicas.is_main else None
-    synth.fit(_records(kind, data, public, options), budget=data_budget)
+    records = _records(kind, data, public, options)
+    before = run_ids(data_budget)
+    try:
+        synth.fit(records, budget=data_budget)
+    except KeyboardInterrupt:  # Ctrl-C: say what stays charged and how to resume (issue 46.9)
+        resumable = checkpoint_dir is not None
+        console.print(interrupted_line(data_budget, before, resumable, sys.argv), soft_wrap=True)
+        sys.exit(130)
     if not replicas.is_main:
         return
     synth.save(out, overwrite=overwrite)
