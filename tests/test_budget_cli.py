@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from cli_support import fast, run
+from cli_support import fast, quiet, run
 from dpforge.privacy.budget import BUDGET_SUFFIX
 
 FAST = {"refine": {"epochs": 12, "noise_multiplier": None}}
@@ -149,7 +149,7 @@ def test_ctrl_c_says_what_was_charged_and_how_to_resume(files, tmp_path, monkeyp
     assert code == 130
     (line,) = [line for line in out.splitlines() if line.strip()]
     command = " ".join(map(str, ["dpforge", "fit", data, "--schema", schema_path, "--epsilon",
-                                 "2", "--out", tmp_path / "m", *FAST, *extra]))  # fmt: skip
+                                 "2", "--out", tmp_path / "m", *fast(FAST), *extra]))  # fmt: skip
     assert line.startswith("interrupted: ε = ") and "stays charged to" in line
     assert str(tmp_path / ("data.csv" + BUDGET_SUFFIX)) in line
     assert line.endswith(f"resume with: {command}")
@@ -166,7 +166,7 @@ def test_fits_at_the_totals_delta_compose_and_show_what_ran(files, tmp_path, mon
     set_total = ["budget", "set", data, "--epsilon", "4", "--delta", "1e-5"]
     assert run(set_total, monkeypatch, capsys)[0] == 0
     anchored = ["fit", data, "--schema", schema_path, "--epsilon", "1", "--delta", "1e-5",
-                "--out", tmp_path / "m1", "--seed", "0", "--quiet"]  # fmt: skip
+                "--out", tmp_path / "m1", "--seed", "0", *quiet()]  # fmt: skip
     code, out = run(anchored, monkeypatch, capsys)
     assert code == 0, out
     code, out = _fit(data, schema_path, tmp_path / "m2", monkeypatch, capsys, "--delta", "1e-5")

@@ -154,7 +154,9 @@ def test_a_kill_during_the_model_folders_save_leaves_nothing_after_the_next_run(
     it (check_output_folder -> recover_folder) and releases the complete model."""
     data, schema_path = files
     args = ["fit", str(data), "--schema", str(schema_path), "--out", str(tmp_path / "m")]
-    args += [*FIT[:-4], "--epochs", "20", "--checkpoint-dir", str(tmp_path / "ck"), "--quiet"]
+    shorter = {"refine": {"epochs": 20}, "output": {"checkpoint_every": 500, "progress": False}}
+    args += [*FIT[:-1], str(options_file(merged(OPTIONS, shorter)))]
+    args += ["--checkpoint-dir", str(tmp_path / "ck")]
     killed_in_save = (
         "import os, signal, sys; import dpforge.model_io as m; "
         "m.write_tensors = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL); "

@@ -156,7 +156,8 @@ def fit(
         synth.fit(records, budget=data_budget)
     except KeyboardInterrupt:  # Ctrl-C: say what stays charged and how to resume (issue 46.9)
         resumable = checkpoint_dir is not None
-        console.print(interrupted_line(data_budget, before, resumable, sys.argv), soft_wrap=True)
+        line = interrupted_line(data_budget, before, resumable, sys.argv)
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
         sys.exit(130)
     if not replicas.is_main:
         return
