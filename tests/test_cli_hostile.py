@@ -128,16 +128,14 @@ def test_a_table_refuses_reading_options_of_other_data_types(
     if command == "fit":
         given = ["--schema", schema, *fast({"data": extra})]
     else:
-        (key, value), = extra.items()
+        ((key, value),) = extra.items()
         given = ["--" + key.replace("_", "-"), value]
     code, text = run([command, data, "--out", out, *given], monkeypatch, capsys)
     assert topic in " ".join(_one_line_error(code, text).split())
     assert not out.exists() and not list(tmp_path.glob("*budget*"))
 
 
-def test_checkpoint_every_without_a_checkpoint_dir_is_refused(
-    files, tmp_path, monkeypatch, capsys
-):
+def test_checkpoint_every_without_a_checkpoint_dir_is_refused(files, tmp_path, monkeypatch, capsys):
     data, schema = files
     args = ["fit", data, "--schema", schema, "--out", tmp_path / "m"]
     code, text = run([*args, *fast({"output": {"checkpoint_every": 7}})], monkeypatch, capsys)

@@ -81,8 +81,17 @@ def test_every_output_is_checked_before_any_work(files, tmp_path, monkeypatch, c
     model = tmp_path / "model"
     (tmp_path / "model.csv").write_text("an earlier sample")
     code, out = run(
-        ["fit", data, "--schema", schema_path, "--out", model, "--epsilon", "8",
-         *fast({**TARGET, "output": {"samples": 10}})],
+        [
+            "fit",
+            data,
+            "--schema",
+            schema_path,
+            "--out",
+            model,
+            "--epsilon",
+            "8",
+            *fast({**TARGET, "output": {"samples": 10}}),
+        ],
         monkeypatch,
         capsys,
     )
