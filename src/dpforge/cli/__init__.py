@@ -87,7 +87,7 @@ def options(
         redact_from_now()
 
 
-TYPE_HELP = "table | image | timeseries (default: from the schema, or guessed from DATA)"
+TYPE_HELP = "table | image | timeseries (default: guessed from DATA)"
 LAYOUT_HELP = "time series CSV layout: wide (one row per series) or long (id, time, values)"
 
 
