@@ -162,8 +162,9 @@ def check_finite(method: GanMethod, state: TrainingState, plan: TrainingPlan) ->
         raise TrainingDivergedError(
             f"training diverged at private step {state.spent} of {plan.steps}: the generator's "
             "weights became NaN or infinite, so nothing is released; the last checkpoint "
-            "written before it (if any) is kept. Lower --clip-norm, --gp-weight or the "
-            "learning rates and run again (the budget of the steps run is spent)"
+            "written before it (if any) is kept. Lower clip_norm, gp_weight or the learning "
+            "rates ([refine] of the options file) and run again (the budget of the steps run "
+            "is spent)"
         )
 
 
@@ -226,8 +227,9 @@ def save_checkpoint(
     tensors["rng"] = generator.get_state()
     info = {"state": asdict(state), "skeleton": skeleton, **run_info}
     folder.mkdir(parents=True, exist_ok=True)
-    write_tensors(folder / CHECKPOINT_STATE, tensors, metadata={INFO_METADATA: json.dumps(info)})
-    write_json(folder / CHECKPOINT_INFO, info)
+    metadata = {INFO_METADATA: json.dumps(info)}
+    write_tensors(folder / CHECKPOINT_STATE, tensors, metadata=metadata, private=True)
+    write_json(folder / CHECKPOINT_INFO, info, private=True)
 
 
 def load_checkpoint(
@@ -301,7 +303,7 @@ def write_ahead_ledger(
     ledger = PrivacyLedger(setup_ledger.entries)
     ledger.record(f"{method_name}: up to {steps} discriminator steps", event)
     payload = {"steps_reserved": steps, "delta": delta, "ledger": ledger.to_dict()}
-    write_json(Path(folder) / LEDGER_AHEAD, payload, durable=True)
+    write_json(Path(folder) / LEDGER_AHEAD, payload, durable=True, private=True)
 
 
 def reserved_steps(folder: Path) -> int:
