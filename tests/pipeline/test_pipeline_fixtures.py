@@ -11,8 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
-from tests.pipeline_cases import CASES, FIXTURES, RELEASES, differences, normalised, run_case
+from tests.pipeline.pipeline_cases import (
+    CASES,
+    FIXTURES,
+    RELEASES,
+    differences,
+    normalised,
+    run_case,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from dpforge.schema.table import Column, Schema  # noqa: E402
 from lib.public_tables import (  # noqa: E402

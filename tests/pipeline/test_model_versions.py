@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.pipeline.pipeline_cases import _sample_json, differences
 
 import dpforge
-from tests.pipeline_cases import _sample_json, differences
 
 V1 = Path(__file__).parent / "fixtures" / "model_v1"
 SAMPLES = json.loads((V1 / "samples.json").read_text())

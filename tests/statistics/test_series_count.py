@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from tests.statistics.test_series_moved import FAST, fitted  # noqa: F401  (the fitted model fixture)
 
 import dpforge
 from dpforge.statistics.array_anchor import feature_map
@@ -23,7 +24,6 @@ from dpforge.statistics.features import (
     measure_embedding,
     noise_optimal_count_weight,
 )
-from tests.test_series_moved import FAST, fitted  # noqa: F401  (the fitted model fixture)
 
 
 def _curves(per_class: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

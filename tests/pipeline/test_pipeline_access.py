@@ -12,11 +12,11 @@ import inspect
 from collections import Counter
 
 import pytest
+from tests.pipeline.pipeline_cases import CASES
 
 from dpforge.engines import LocalEngine
 from dpforge.errors import PrivacyError
 from dpforge.synthesizer import Synthesizer
-from tests.pipeline_cases import CASES
 
 pytestmark = pytest.mark.slow
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from tests.statistics.test_series_moved import FAST, SCHEMA, _curves
 
 import dpforge
 from dpforge.errors import PrivacyError
@@ -29,7 +30,6 @@ from dpforge.statistics.features import (
 )
 from dpforge.statistics.particles import SampleRelease, release_shapes
 from dpforge.synthesizer import Synthesizer
-from tests.test_series_moved import FAST, SCHEMA, _curves
 
 RICH = replace(FAST, views=("values", "differences", "windows"))
 LEGACY = replace(FAST, views=())  # what maps were before views were a setting

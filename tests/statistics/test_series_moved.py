@@ -12,8 +12,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from tests.cli_support import save_without_release
 
 import dpforge
+from cli_support import run
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import DataError, ModelFileError
 from dpforge.schema.array import ArraySchema, Channel
@@ -24,8 +26,6 @@ from dpforge.statistics.features import (
     feature_anchor_defaults,
 )
 from dpforge.synthesizer import Synthesizer
-from tests.cli_support import save_without_release
-from tests.test_cli import run
 
 FAST = replace(
     feature_anchor_defaults("timeseries"), n_features=200, steps=40, batch_size=128,

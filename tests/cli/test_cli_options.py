@@ -28,7 +28,7 @@ from dpforge.statistics.anchor import AnchorConfig
 from dpforge.synthesizer import Synthesizer
 
 MAX_FIT_PARAMETERS = 15
-DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "options-file.md"
+DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "options-file.md"
 
 
 def _fit_command():

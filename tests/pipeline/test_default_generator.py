@@ -7,13 +7,13 @@ import json
 
 import pytest
 import torch
+from tests.pipeline.pipeline_cases import CASES
 
 import dpforge
 from dpforge.kinds.generator import GeneratorConfig, KindGenerator
 from dpforge.methods import METHODS
 from dpforge.methods.base import GanConfig, GanMethod
 from dpforge.nets import families
-from tests.pipeline_cases import CASES
 
 
 @pytest.fixture

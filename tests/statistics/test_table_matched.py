@@ -12,8 +12,10 @@ import json
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
+from tests.cli_support import save_without_release
 
 import dpforge
+from cli_support import run
 from dpforge.errors import DataError, ModelFileError
 from dpforge.generate import sample_mover
 from dpforge.statistics.anchor import AnchorConfig
@@ -21,8 +23,6 @@ from dpforge.statistics.marginals import encoded_cells, true_counts
 from dpforge.statistics.particles import MoveSettings
 from dpforge.statistics.reweight import MarginalTargets, ReweightSettings
 from dpforge.synthesizer import Synthesizer
-from tests.cli_support import save_without_release
-from tests.test_cli import run
 
 FAST = AnchorConfig(steps=30, batch_size=256)
 

@@ -2,10 +2,10 @@
 
 Each case is one small fit: a table, an image set or a series set; anchoring only, anchoring
 with a discriminator refining it, or the discriminator only. Its ledger, plan, epsilon and
-trained outputs are stored in ``tests/fixtures/pipeline/<case>.json`` (written by
-``python -m tests.pipeline_cases [NAME...]``) so that a change of the pipeline's shape that
-changes what a run does shows up as a difference. Re-record only for a change that is meant to
-alter a run, and say so in the commit.
+trained outputs are stored in ``tests/pipeline/fixtures/<case>.json`` (written by
+``python -m tests.pipeline.pipeline_cases [NAME...]``) so that a change of the pipeline's
+shape that changes what a run does shows up as a difference. Re-record only for a change that
+is meant to alter a run, and say so in the commit.
 
 The releases (ledger, plan, epsilon) come from NumPy's seeded generators, exact counts and the
 accountant: they are the same on every machine and are compared exactly (floats to 1e-6). The
@@ -38,7 +38,7 @@ from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.synthesizer import Synthesizer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "pipeline"
+FIXTURES = Path(__file__).parent / "fixtures"
 SMALL_IMAGE = {"generator_channels": (16, 8), "discriminator_channels": (8, 16), "latent_dim": 16}
 SMALL_SERIES = {"generator_hidden": (16,), "discriminator_hidden": (32,), "latent_dim": 8}
 TABLE_ANCHOR = AnchorConfig(steps=30, batch_size=256)

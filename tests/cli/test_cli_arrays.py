@@ -7,15 +7,15 @@ import json
 
 import numpy as np
 import pytest
+from tests.cli_support import QUIET, merged, options_file
 
+from cli_support import run
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images, write_series_csv
 from dpforge.data.images import read_images
 from dpforge.data.series import read_wide_csv
 from dpforge.datasets.images import load_digits_images
 from dpforge.datasets.series import load_italy_power_demand
-from tests.cli_support import QUIET, merged, options_file
-from tests.test_cli import run
 
 pytestmark = pytest.mark.slow
 
