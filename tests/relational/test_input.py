@@ -16,8 +16,7 @@ from dpforge.data.relational import (
 )
 from dpforge.errors import DataError, SchemaError
 from dpforge.schema.relational import RelationalSchema
-
-from .support import K_DRUGS, K_VISITS, hospital, hospital_schema
+from tests.relational.support import K_DRUGS, K_VISITS, hospital, hospital_schema
 
 
 def test_schema_round_trips_through_json():
