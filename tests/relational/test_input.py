@@ -107,7 +107,7 @@ def test_child_counts_and_join_follow_the_parent():
     visits = schema.table("visits")
     counts = child_counts(bounded["patients"], bounded["visits"], visits.link, "patient_id")
     assert counts.sum() == len(bounded["visits"]) and counts.max() <= K_VISITS
-    joined = joined_child(bounded["patients"], bounded["visits"], visits.link, "patient_id")
+    joined = joined_child(bounded, schema, visits)
     assert list(joined.columns) == ["patient_id", "ward", "cost", "sex", "age"]
     ages = bounded["patients"].set_index("patient_id")["age"]
     assert (joined["age"].to_numpy() == ages.loc[joined["patient_id"]].to_numpy()).all()

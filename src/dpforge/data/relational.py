@@ -22,7 +22,13 @@ import pandas as pd
 from dpforge.data.tables import KEY_NAME, draft_schema, read_csv
 from dpforge.errors import DataError, private
 from dpforge.privacy.person import kept_rows, unit_keys
-from dpforge.schema.relational import K_NOTE, ChildLink, RelationalSchema, RelationalTable
+from dpforge.schema.relational import (
+    K_NOTE,
+    ChildLink,
+    RelationalSchema,
+    RelationalTable,
+    joined_name,
+)
 from dpforge.schema.table import Column, Schema
 
 __all__ = [
@@ -31,6 +37,7 @@ __all__ = [
     "child_counts",
     "draft_relational_schema",
     "joined_child",
+    "parent_with_counts",
     "read_tables",
 ]
 
@@ -139,17 +146,31 @@ def child_counts(
 
 
 def joined_child(
-    parent: pd.DataFrame, child: pd.DataFrame, link: ChildLink, parent_key: str
+    bounded: Mapping[str, pd.DataFrame], schema: RelationalSchema, child: RelationalTable
 ) -> pd.DataFrame:
-    """Each child row with its parent's columns (the parent's key dropped; the child's
-    foreign key kept: it is the privacy unit of the joined table). A parent column whose name
-    the child also uses is renamed ``<parent>.<column>``."""
-    others = [c for c in parent.columns if c != parent_key]
+    """Each row of ``child`` with its parent's columns (the parent's key left out; the
+    child's foreign key kept: it is the privacy unit of the joined table), named as
+    :meth:`RelationalSchema.joined` names them."""
+    parent, key = bounded[schema.parent.name], schema.parent.key
+    rows = bounded[child.name].reset_index(drop=True)
+    others = [c for c in parent.columns if c != key]
     right = parent[others].copy()
-    right.columns = [f"{link.parent}.{c}" if c in child.columns else c for c in others]
-    right.index = unit_keys(parent[parent_key], parent_key)
-    rows = right.loc[unit_keys(child[link.foreign_key], link.foreign_key)]
-    return pd.concat([child.reset_index(drop=True), rows.reset_index(drop=True)], axis=1)
+    right.columns = [joined_name(child, child.schema.names, c) for c in others]
+    right.index = unit_keys(parent[key], key)
+    matched = right.loc[unit_keys(rows[child.link.foreign_key], child.link.foreign_key)]
+    return pd.concat([rows, matched.reset_index(drop=True)], axis=1)
+
+
+def parent_with_counts(
+    bounded: Mapping[str, pd.DataFrame], schema: RelationalSchema
+) -> pd.DataFrame:
+    """The bounded parent table with each child's count column (0..k rows per parent)."""
+    parent = schema.parent
+    table = bounded[parent.name].reset_index(drop=True).copy()
+    for child in schema.children:
+        counts = child_counts(table, bounded[child.name], child.link, parent.key)
+        table[schema.count_column(child).name] = counts
+    return table
 
 
 # -- drafting -----------------------------------------------------------------------------

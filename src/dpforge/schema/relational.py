@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import json
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dpforge.errors import SchemaError
 from dpforge.schema.formats import SCHEMA_VERSION
-from dpforge.schema.table import REVIEW_KEY, Schema
+from dpforge.schema.table import REVIEW_KEY, Column, Schema
 from dpforge.schema.validation import read_json_text
 
 __all__ = ["ChildLink", "RelationalSchema", "RelationalTable", "K_NOTE"]
@@ -112,6 +112,36 @@ class RelationalSchema:
     @property
     def children(self) -> tuple[RelationalTable, ...]:
         return tuple(t for t in self.tables if t.is_child)
+
+    # -- the tables the releases count -----------------------------------------------------
+    def count_column(self, child: RelationalTable) -> Column:
+        """The parent's column holding its number of rows in ``child``: a whole number in
+        0..k, public bounds since the bounding keeps at most k."""
+        return Column(f"n_{child.name}", "integer", lower=0, upper=child.max_rows)
+
+    def parent_with_counts(self) -> Schema:
+        """The parent table's schema with one count column per child (:meth:`count_column`)."""
+        parent = self.parent.schema
+        counts = tuple(self.count_column(c) for c in self.children)
+        clash = [c.name for c in counts if c.name in parent.names]
+        if clash:
+            raise SchemaError(
+                f"the parent table '{self.parent.name}' already has a column '{clash[0]}', the "
+                "name of a child count column: rename that column"
+            )
+        return replace(parent, columns=parent.columns + counts, rules=parent.rules)
+
+    def joined(self, child: RelationalTable) -> Schema:
+        """``child``'s schema with its parent's columns (the parent's key left out; a name the
+        child also uses becomes ``<parent>.<name>``); its foreign key stays an identifier, the
+        privacy unit of the joined table. No label: the child's rows are the records."""
+        own = child.schema
+        added = tuple(
+            replace(c, name=joined_name(child, own.names, c.name))
+            for c in self.parent.schema.columns
+            if c.name != self.parent.key
+        )
+        return Schema(own.columns + added, rules=own.rules)
 
     # -- validation ------------------------------------------------------------------------
     def validate(self) -> None:
@@ -203,6 +233,12 @@ class RelationalSchema:
     def load(cls, path: str | Path, *, allow_review: bool = False) -> RelationalSchema:
         document = read_json_text(Path(path), "schema file", SchemaError)
         return cls.from_dict(document, allow_review=allow_review)
+
+
+def joined_name(child: RelationalTable, child_names: list[str], name: str) -> str:
+    """A parent column's name in the child joined with it: ``<parent>.<name>`` where the
+    child has a column of that name."""
+    return f"{child.link.parent}.{name}" if name in child_names else name
 
 
 def check_max_rows(table: str, k: Any) -> None:
