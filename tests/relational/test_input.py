@@ -122,3 +122,10 @@ def test_csv_files_are_tables_by_file_stem(tmp_path):
     read = read_tables(paths)
     assert sorted(read) == sorted(tables)
     check_tables(read, schema)
+
+
+def test_a_bad_value_names_its_table_and_its_own_row():
+    tables, schema = hospital()
+    tables["visits"].loc[6, "ward"] = "z"
+    with pytest.raises(DataError, match=r"^table 'visits': .*'ward'.*row 7"):
+        check_tables(tables, schema)

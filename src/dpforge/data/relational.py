@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpforge.data.tables import KEY_NAME, draft_schema, read_csv
+from dpforge.data.tables import KEY_NAME, draft_schema, read_csv, validate_table
 from dpforge.errors import DataError, private
 from dpforge.privacy.person import kept_rows, unit_keys
 from dpforge.schema.relational import (
@@ -76,14 +76,23 @@ def check_tables(tables: Mapping[str, pd.DataFrame], schema: RelationalSchema) -
             f"table '{extra[0]}' is not in the schema (its tables: {schema.names}); declare it "
             "or leave it out"
         )
-    for name, frame in tables.items():
-        if not isinstance(frame, pd.DataFrame):
-            raise DataError(
-                f"table '{name}' must be a pandas DataFrame, got {type(frame).__name__}"
-            )
+    for table in schema.tables:
+        _check_values(tables[table.name], table)
     parent_keys = _parent_keys(tables, schema.parent)
     for child in schema.children:
         _check_foreign_keys(tables[child.name], child, parent_keys)
+
+
+def _check_values(frame: object, table: RelationalTable) -> None:
+    """The table's values against its own schema, so that errors name its own rows."""
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(
+            f"table '{table.name}' must be a pandas DataFrame, got {type(frame).__name__}"
+        )
+    try:
+        validate_table(frame, table.schema)
+    except DataError as exc:
+        raise DataError(f"table '{table.name}': {exc}") from None
 
 
 def _keys(frame: pd.DataFrame, table: str, column: str) -> np.ndarray:

@@ -1,0 +1,177 @@
+"""Related tables, fitted and sampled on the single-table machinery (a first version).
+
+``RelationalSynthesizer(schema, epsilon=...).fit({"patients": ..., "visits": ...})`` checks the
+tables, keeps at most k rows per parent in each child (:mod:`dpforge.data.relational`), then
+fits, with the public :class:`~dpforge.synthesizer.Synthesizer`:
+
+- the parent table with one count column per child (its rows per parent, 0..k), per record:
+  one parent is one row (releases (a) and (b) of :mod:`dpforge.privacy.relational`);
+- each child table joined with its parent's columns, with the foreign key as the privacy unit
+  and k rows per unit (release (c)); the parent columns take the public (declared or DP
+  estimated) metadata of the parent's fitted schema, so nothing is estimated twice.
+
+The budget is split evenly between these fits (a public rule), each fitted at
+``epsilon / parts`` and ``delta / parts``, and their ledgers are composed into one whose every
+entry names the unit. ``sample(n)`` draws n parents (new surrogate keys), then, per child
+table, a pool of joined rows from the child model; each parent takes as many of them as its
+generated count, the unused rows nearest its own columns (:mod:`dpforge.data.parent_match`).
+No real key is read by a model, saved or sampled.
+
+Not yet: saving and loading the models, the budget file, charging the whole plan before the
+first fit's release (each fit writes its own ledger before its releases), the command line's
+fit and sample, and a selection of the joined marginals beyond the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpforge.data.encoder import fresh_keys
+from dpforge.data.parent_match import assign_to_parents
+from dpforge.data.relational import bound_children, joined_child, parent_with_counts
+from dpforge.errors import SchemaError
+from dpforge.privacy.accounting import PrivacyReport
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.relational import unit_words
+from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
+from dpforge.synthesizer import Synthesizer
+
+__all__ = ["RelationalSynthesizer"]
+POOL_FACTOR = 3  # child rows drawn per child needed, so that each parent finds near ones
+
+
+class RelationalSynthesizer:
+    """A parent table and its child tables under one guarantee per parent (see the module
+    docstring). ``seed`` None draws the bounding and the noise from the OS (releases)."""
+
+    def __init__(
+        self,
+        schema: RelationalSchema,
+        epsilon: float = 3.0,
+        delta: float = 1e-5,
+        *,
+        seed: int | None = None,
+        anchor: Any = "auto",
+        progress: bool = True,
+    ) -> None:
+        if not isinstance(schema, RelationalSchema):
+            raise SchemaError(f"schema must be a RelationalSchema, got {type(schema).__name__}")
+        self.schema, self.epsilon, self.delta = schema, epsilon, delta
+        self.seed, self.anchor, self.progress = seed, anchor, progress
+
+    # -- fit -------------------------------------------------------------------------------
+    def fit(self, tables: Mapping[str, pd.DataFrame]) -> RelationalSynthesizer:
+        """Fit the parent model and one model per child on the private ``tables``."""
+        if self.schema.notes:
+            raise SchemaError(
+                "this relational schema is a draft read from the private files: review it, "
+                "set every max_rows_per_parent to a public bound, then remove its notes"
+            )
+        seeds, rng = self._streams()
+        bounded = bound_children(tables, self.schema, rng)
+        parts = 1 + len(self.schema.children)
+        parent = self._synthesizer(self.schema.parent_with_counts(), parts, next(seeds))
+        self.parent_model_ = parent.fit(parent_with_counts(bounded, self.schema))
+        fitted = self._with_fitted_parent(parent.schema_)
+        self.child_models_: dict[str, Synthesizer] = {}
+        for child in fitted.children:
+            unit = {"privacy_unit": child.link.foreign_key, "max_rows_per_unit": child.max_rows}
+            model = self._synthesizer(fitted.joined(child), parts, next(seeds), **unit)
+            self.child_models_[child.name] = model.fit(joined_child(bounded, fitted, child))
+        self.fitted_schema_ = fitted
+        self.ledger_ = self._composed_ledger()
+        return self
+
+    def _streams(self):
+        """Seeds of the fits and the bounding's generator (from the OS when seed is None)."""
+        if self.seed is None:
+            return iter(lambda: None, 0), np.random.default_rng()
+        sequence = np.random.SeedSequence(self.seed)
+        seeds = (int(s.generate_state(1)[0]) for s in sequence.spawn(16))
+        return seeds, np.random.default_rng(sequence.spawn(1)[0])
+
+    def _synthesizer(self, schema, parts: int, seed: int | None, **unit: Any) -> Synthesizer:
+        return Synthesizer(
+            schema, epsilon=self.epsilon / parts, delta=self.delta / parts, seed=seed,
+            anchor=self.anchor, progress=self.progress, privacy_unit=unit.get("privacy_unit"),
+            max_rows_per_unit=unit.get("max_rows_per_unit"),
+        )  # fmt: skip
+
+    def _with_fitted_parent(self, completed) -> RelationalSchema:
+        """The relational schema whose parent columns carry the parent fit's completed
+        (public or DP-estimated) metadata."""
+        parent = self.schema.parent
+        columns = tuple(completed.column(c.name) if not c.is_identifier else c
+                        for c in parent.schema.columns)  # fmt: skip
+        table = replace(parent, schema=replace(parent.schema, columns=columns))
+        return replace(self.schema, tables=(table, *self.schema.children))
+
+    def _composed_ledger(self) -> PrivacyLedger:
+        ledger, words = PrivacyLedger(), unit_words(self.schema)
+        models = {self.schema.parent.name: self.parent_model_, **self.child_models_}
+        for table, model in models.items():
+            for entry in model.ledger_.entries:
+                ledger.record(f"'{table}': {entry.name}; {words}", entry.event, entry.extra_delta)
+        return ledger
+
+    def privacy_spent(self) -> PrivacyReport:
+        """epsilon of the composed ledger at the total delta."""
+        return self.ledger_.report(self.delta)
+
+    # -- sample ----------------------------------------------------------------------------
+    def sample(
+        self, n: int, seed: int | None = None, move: bool | None = None
+    ) -> dict[str, pd.DataFrame]:
+        """``n`` parents and their children, one table per name, linked by new keys.
+        ``move`` is each model's :meth:`Synthesizer.sample` option (None: its default, rows
+        reweighted to the measured marginals where the model holds them; False: plain draws,
+        faster)."""
+        rng = np.random.default_rng(seed)
+        schema = self.fitted_schema_
+        parents = self.parent_model_.sample(n, seed=_draw(rng), move=move)
+        parents = parents.reset_index(drop=True)
+        keys = fresh_keys(n, rng)
+        out = {schema.parent.name: self._parent_rows(parents, keys)}
+        for child in schema.children:
+            out[child.name] = self._children(child, parents, keys, rng, move)
+        return out
+
+    def _parent_rows(self, parents: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
+        parent = self.fitted_schema_.parent
+        rows = parents.drop(columns=[c for c in parents.columns if c not in parent.schema.names])
+        rows.insert(0, parent.key, keys)
+        return rows
+
+    def _children(
+        self, child: RelationalTable, parents: pd.DataFrame, keys: np.ndarray, rng, move
+    ) -> pd.DataFrame:
+        """The child rows given to the generated parents, with their parent's key."""
+        schema = self.fitted_schema_
+        counts = parents[schema.count_column(child).name].to_numpy(dtype=np.int64)
+        if counts.sum() == 0:
+            return pd.DataFrame(columns=[child.link.foreign_key, *_own(child)])
+        size = int(counts.sum()) * POOL_FACTOR
+        pool = self.child_models_[child.name].sample(size, seed=_draw(rng), move=move)
+        compared = [
+            (c.name, joined_name(child, child.schema.names, c.name), c)
+            for c in schema.parent.schema.generated_columns
+        ]
+        owner = assign_to_parents(parents, pool.reset_index(drop=True), compared, counts, rng)
+        taken = np.flatnonzero(owner >= 0)
+        rows = pool.iloc[taken][_own(child)].reset_index(drop=True)
+        rows.insert(0, child.link.foreign_key, keys[owner[taken]])
+        return rows.sort_values(child.link.foreign_key, kind="stable").reset_index(drop=True)
+
+
+def _own(child: RelationalTable) -> list[str]:
+    """The child's own sampled columns (its identifiers of type "drop" are not sampled)."""
+    return [c for c in child.schema.output_names if c != child.link.foreign_key]
+
+
+def _draw(rng: np.random.Generator) -> int:
+    return int(rng.integers(0, 2**62))
