@@ -39,24 +39,20 @@ def test_k_null_is_refused_outside_a_draft():
         RelationalSchema.from_dict(hospital_schema(k_visits=None))
 
 
-def test_foreign_key_to_an_unknown_table():
+@pytest.mark.parametrize(
+    ("table", "key", "value", "message"),
+    [
+        ("visits", "parent", "patient", r"table 'visits': its parent 'patient' is not a table"),
+        ("drugs", "parent", "visits", r"'visits' is itself a child table; only one level"),
+        ("patients", "key", "sex", r"table 'patients': its key 'sex' is declared categ"),
+        ("visits", "foreign_key", "pid", r"table 'visits': its foreign_key 'pid' is not a col"),
+    ],
+)
+def test_a_bad_link_is_refused_naming_the_table_and_the_fix(table, key, value, message):
+    """A foreign key to an unknown table, a grandchild, a modelled key, an unknown column."""
     document = hospital_schema()
-    document["tables"]["visits"]["parent"] = "patient"
-    with pytest.raises(SchemaError, match=r"table 'visits': its parent 'patient' is not a table"):
-        RelationalSchema.from_dict(document)
-
-
-def test_a_grandchild_is_refused_naming_the_one_level():
-    document = hospital_schema()
-    document["tables"]["drugs"]["parent"] = "visits"
-    with pytest.raises(SchemaError, match=r"'visits' is itself a child table; only one level"):
-        RelationalSchema.from_dict(document)
-
-
-def test_a_modelled_key_is_refused():
-    document = hospital_schema()
-    document["tables"]["patients"]["key"] = "sex"
-    with pytest.raises(SchemaError, match=r"table 'patients': its key 'sex' is declared categ"):
+    document["tables"][table][key] = value
+    with pytest.raises(SchemaError, match=message):
         RelationalSchema.from_dict(document)
 
 
