@@ -39,6 +39,7 @@ from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.relational import unit_words
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
+from dpforge.schema.table import Schema
 from dpforge.synthesizer import Synthesizer
 
 __all__ = ["RelationalSynthesizer"]
@@ -72,20 +73,27 @@ class RelationalSynthesizer:
                 "this relational schema is a draft read from the private files: review it, "
                 "set every max_rows_per_parent to a public bound, then remove its notes"
             )
+        parts = 1 + len(self.schema.children)
+        self._check_models(parts)
         seeds, rng = self._streams()
         bounded = bound_children(tables, self.schema, rng)
-        parts = 1 + len(self.schema.children)
         parent = self._synthesizer(self.schema.parent_with_counts(), parts, next(seeds))
         self.parent_model_ = parent.fit(parent_with_counts(bounded, self.schema))
         fitted = self._with_fitted_parent(parent.schema_)
         self.child_models_: dict[str, Synthesizer] = {}
         for child in fitted.children:
-            unit = {"privacy_unit": child.link.foreign_key, "max_rows_per_unit": child.max_rows}
-            model = self._synthesizer(fitted.joined(child), parts, next(seeds), **unit)
+            model = self._child_model(fitted, child, parts, next(seeds))
             self.child_models_[child.name] = model.fit(joined_child(bounded, fitted, child))
         self.fitted_schema_ = fitted
         self.ledger_ = self._composed_ledger()
         return self
+
+    def _check_models(self, parts: int) -> None:
+        """Every model's options and schema checked before any record is read, so that a
+        bad one cannot stop the run after the parent's releases."""
+        self._synthesizer(self.schema.parent_with_counts(), parts, None).check_options()
+        for child in self.schema.children:
+            self._child_model(self.schema, child, parts, None).check_options()
 
     def _streams(self):
         """Seeds of the fits and the bounding's generator (from the OS when seed is None)."""
@@ -95,12 +103,22 @@ class RelationalSynthesizer:
         seeds = (int(s.generate_state(1)[0]) for s in sequence.spawn(16))
         return seeds, np.random.default_rng(sequence.spawn(1)[0])
 
-    def _synthesizer(self, schema, parts: int, seed: int | None, **unit: Any) -> Synthesizer:
+    def _synthesizer(
+        self, schema: Schema, parts: int, seed: int | None, unit: RelationalTable | None = None
+    ) -> Synthesizer:
+        """A table model at an even share of the budget; per person over ``unit``'s foreign
+        key with its k rows, where given (a child joined with its parent)."""
         return Synthesizer(
             schema, epsilon=self.epsilon / parts, delta=self.delta / parts, seed=seed,
-            anchor=self.anchor, progress=self.progress, privacy_unit=unit.get("privacy_unit"),
-            max_rows_per_unit=unit.get("max_rows_per_unit"),
+            anchor=self.anchor, progress=self.progress,
+            privacy_unit=None if unit is None else unit.link.foreign_key,
+            max_rows_per_unit=None if unit is None else unit.max_rows,
         )  # fmt: skip
+
+    def _child_model(
+        self, schema: RelationalSchema, child: RelationalTable, parts: int, seed: int | None
+    ) -> Synthesizer:
+        return self._synthesizer(schema.joined(child), parts, seed, child)
 
     def _with_fitted_parent(self, completed) -> RelationalSchema:
         """The relational schema whose parent columns carry the parent fit's completed

@@ -8,11 +8,12 @@ import pandas as pd
 import pytest
 
 from dpforge.data.parent_match import assign_to_parents
-from dpforge.errors import SchemaError
+from dpforge.errors import DpforgeError, SchemaError
 from dpforge.relational import RelationalSynthesizer
 from dpforge.schema.relational import RelationalSchema
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.anchor import AnchorConfig
+from dpforge.synthesizer import Synthesizer
 from tests.relational.support import hospital_schema
 
 K = 8
@@ -53,10 +54,22 @@ def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
 
 
 @pytest.mark.slow
-def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded():
+def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded(monkeypatch):
     tables, schema = _pbc()
+    given, fit = [], Synthesizer.fit
+
+    def spy(self, data, **options):
+        given.append(data)
+        return fit(self, data, **options)
+
+    monkeypatch.setattr(Synthesizer, "fit", spy)
     model = RelationalSynthesizer(schema, epsilon=3.0, seed=0, progress=False, anchor=FAST)
     model.fit(tables)
+    parents, visits = given
+    assert list(parents.columns) == ["id", "sex", "stage", "age", "status", "n_pbcseq"]
+    assert parents["n_pbcseq"].max() == K and len(parents) == len(tables["pbc"])
+    assert visits.groupby("id").size().max() == K  # k enforced before the models read them
+    assert tables["pbcseq"].groupby("id").size().max() > K
     unit = "per parent 'id' of 'pbc' with all its rows; child 'pbcseq' <= 8"
     entries = model.ledger_.entries
     assert {e.name.split("'")[1] for e in entries} == {"pbc", "pbcseq"}
@@ -81,6 +94,12 @@ def test_a_draft_is_refused_before_any_record_is_read():
     draft = RelationalSchema.from_dict(document, allow_review=True)
     with pytest.raises(SchemaError, match="is a draft read from the private files"):
         RelationalSynthesizer(draft, seed=0).fit({})
+
+
+def test_bad_options_are_refused_before_any_record_is_read():
+    _, schema = _pbc()
+    with pytest.raises(DpforgeError, match="epsilon"):
+        RelationalSynthesizer(schema, epsilon=-1.0, seed=0).fit({})
 
 
 def test_each_parent_takes_the_children_drawn_with_its_columns():

@@ -125,3 +125,17 @@ def test_a_bad_value_names_its_table_and_its_own_row():
     tables["visits"].loc[6, "ward"] = "z"
     with pytest.raises(DataError, match=r"^table 'visits': .*'ward'.*row 7"):
         check_tables(tables, schema)
+
+
+def test_keys_read_as_numbers_match_across_tables():
+    """A DataFrame's foreign key of floats (1.0, as pandas reads a column with gaps) names
+    the parent whose key is the whole number 1."""
+    tables, schema = hospital(n=12)
+    codes = {key: i for i, key in enumerate(tables["patients"]["patient_id"])}
+    tables["patients"]["patient_id"] = list(codes.values())
+    for name in ("visits", "drugs"):
+        tables[name]["patient_id"] = tables[name]["patient_id"].map(codes).astype(float)
+    bounded = bound_children(tables, schema, np.random.default_rng(0))
+    visits = schema.table("visits")
+    counts = child_counts(bounded["patients"], bounded["visits"], visits.link, "patient_id")
+    assert counts.sum() == len(bounded["visits"]) > 0

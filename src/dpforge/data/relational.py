@@ -19,7 +19,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpforge.data.tables import KEY_NAME, draft_schema, read_csv, validate_table
+from dpforge.data.tables import (
+    KEY_NAME,
+    canonical_text,
+    draft_schema,
+    read_csv,
+    validate_table,
+)
 from dpforge.errors import DataError, private
 from dpforge.privacy.person import kept_rows, unit_keys
 from dpforge.schema.relational import (
@@ -95,13 +101,20 @@ def _check_values(frame: object, table: RelationalTable) -> None:
         raise DataError(f"table '{table.name}': {exc}") from None
 
 
+def key_texts(values: pd.Series, name: str) -> np.ndarray:
+    """Each row's key as text, 1.0 and '1' alike (a foreign key read as floats still names
+    parent 1); a missing key is refused (:func:`dpforge.privacy.person.unit_keys`)."""
+    texts = values.map(lambda v: v if pd.isna(v) else canonical_text(v))
+    return unit_keys(texts, name)
+
+
 def _keys(frame: pd.DataFrame, table: str, column: str) -> np.ndarray:
     if column not in frame.columns:
         raise DataError(
             f"table '{table}' has no column '{column}' (its columns: {list(frame.columns)}); "
             "fix the schema's key or the file's header"
         )
-    return unit_keys(frame[column], f"{table}.{column}")
+    return key_texts(frame[column], f"{table}.{column}")
 
 
 def _parent_keys(tables: Mapping[str, pd.DataFrame], parent: RelationalTable) -> set[str]:
@@ -139,7 +152,7 @@ def bound_children(
     bounded = {schema.parent.name: tables[schema.parent.name]}
     for child in schema.children:
         frame = tables[child.name]
-        keys = unit_keys(frame[child.link.foreign_key], child.link.foreign_key)
+        keys = key_texts(frame[child.link.foreign_key], child.link.foreign_key)
         kept = kept_rows(keys, child.max_rows, rng)
         bounded[child.name] = frame.iloc[kept].reset_index(drop=True)
     return bounded
@@ -149,8 +162,8 @@ def child_counts(
     parent: pd.DataFrame, child: pd.DataFrame, link: ChildLink, parent_key: str
 ) -> np.ndarray:
     """Each parent's number of rows in a (bounded) child table, in the parent's row order."""
-    keys = unit_keys(parent[parent_key], parent_key)
-    counts = pd.Series(unit_keys(child[link.foreign_key], link.foreign_key)).value_counts()
+    keys = key_texts(parent[parent_key], parent_key)
+    counts = pd.Series(key_texts(child[link.foreign_key], link.foreign_key)).value_counts()
     return counts.reindex(keys, fill_value=0).to_numpy(dtype=np.int64)
 
 
@@ -165,8 +178,8 @@ def joined_child(
     others = [c for c in parent.columns if c != key]
     right = parent[others].copy()
     right.columns = [joined_name(child, child.schema.names, c) for c in others]
-    right.index = unit_keys(parent[key], key)
-    matched = right.loc[unit_keys(rows[child.link.foreign_key], child.link.foreign_key)]
+    right.index = key_texts(parent[key], key)
+    matched = right.loc[key_texts(rows[child.link.foreign_key], child.link.foreign_key)]
     return pd.concat([rows, matched.reset_index(drop=True)], axis=1)
 
 
