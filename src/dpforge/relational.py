@@ -7,8 +7,10 @@ fits, with the public :class:`~dpforge.synthesizer.Synthesizer`:
 - the parent table with one count column per child (its rows per parent, 0..k), per record:
   one parent is one row (releases (a) and (b) of :mod:`dpforge.privacy.relational`);
 - each child table joined with its parent's columns, with the foreign key as the privacy unit
-  and k rows per unit (release (c)); the parent columns take the public (declared or DP
-  estimated) metadata of the parent's fitted schema, so nothing is estimated twice.
+  and k rows per unit (release (c)). The parent columns keep their declared metadata: what is
+  undeclared is estimated again in this fit, under its unit. (Reusing the parent fit's DP
+  estimates would need the same per-row rule applied to the joined rows, clipping to estimated
+  bounds and dropping or pooling unreleased categories, so that no refusal names a value.)
 
 The budget is split evenly between these fits (a public rule), each fitted at
 ``epsilon / parts`` and ``delta / parts``, and their ledgers are composed into one whose every
@@ -25,7 +27,6 @@ fit and sample, and a selection of the joined marginals beyond the default.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -79,12 +80,10 @@ class RelationalSynthesizer:
         bounded = bound_children(tables, self.schema, rng)
         parent = self._synthesizer(self.schema.parent_with_counts(), parts, next(seeds))
         self.parent_model_ = parent.fit(parent_with_counts(bounded, self.schema))
-        fitted = self._with_fitted_parent(parent.schema_)
         self.child_models_: dict[str, Synthesizer] = {}
-        for child in fitted.children:
-            model = self._child_model(fitted, child, parts, next(seeds))
-            self.child_models_[child.name] = model.fit(joined_child(bounded, fitted, child))
-        self.fitted_schema_ = fitted
+        for child in self.schema.children:
+            model = self._child_model(self.schema, child, parts, next(seeds))
+            self.child_models_[child.name] = model.fit(joined_child(bounded, self.schema, child))
         self.ledger_ = self._composed_ledger()
         return self
 
@@ -120,15 +119,6 @@ class RelationalSynthesizer:
     ) -> Synthesizer:
         return self._synthesizer(schema.joined(child), parts, seed, child)
 
-    def _with_fitted_parent(self, completed) -> RelationalSchema:
-        """The relational schema whose parent columns carry the parent fit's completed
-        (public or DP-estimated) metadata."""
-        parent = self.schema.parent
-        columns = tuple(completed.column(c.name) if not c.is_identifier else c
-                        for c in parent.schema.columns)  # fmt: skip
-        table = replace(parent, schema=replace(parent.schema, columns=columns))
-        return replace(self.schema, tables=(table, *self.schema.children))
-
     def _composed_ledger(self) -> PrivacyLedger:
         ledger, words = PrivacyLedger(), unit_words(self.schema)
         models = {self.schema.parent.name: self.parent_model_, **self.child_models_}
@@ -150,7 +140,7 @@ class RelationalSynthesizer:
         reweighted to the measured marginals where the model holds them; False: plain draws,
         faster)."""
         rng = np.random.default_rng(seed)
-        schema = self.fitted_schema_
+        schema = self.schema
         parents = self.parent_model_.sample(n, seed=_draw(rng), move=move)
         parents = parents.reset_index(drop=True)
         keys = fresh_keys(n, rng)
@@ -160,7 +150,7 @@ class RelationalSynthesizer:
         return out
 
     def _parent_rows(self, parents: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
-        parent = self.fitted_schema_.parent
+        parent = self.schema.parent
         rows = parents.drop(columns=[c for c in parents.columns if c not in parent.schema.names])
         rows.insert(0, parent.key, keys)
         return rows
@@ -169,14 +159,14 @@ class RelationalSynthesizer:
         self, child: RelationalTable, parents: pd.DataFrame, keys: np.ndarray, rng, move
     ) -> pd.DataFrame:
         """The child rows given to the generated parents, with their parent's key."""
-        schema = self.fitted_schema_
+        schema, completed = self.schema, self.parent_model_.schema_
         counts = parents[schema.count_column(child).name].to_numpy(dtype=np.int64)
         if counts.sum() == 0:
             return pd.DataFrame(columns=[child.link.foreign_key, *_own(child)])
         size = int(counts.sum()) * POOL_FACTOR
         pool = self.child_models_[child.name].sample(size, seed=_draw(rng), move=move)
-        compared = [
-            (c.name, joined_name(child, child.schema.names, c.name), c)
+        compared = [  # on the parent fit's public (declared or DP-estimated) scale
+            (c.name, joined_name(child, child.schema.names, c.name), completed.column(c.name))
             for c in schema.parent.schema.generated_columns
         ]
         owner = assign_to_parents(parents, pool.reset_index(drop=True), compared, counts, rng)

