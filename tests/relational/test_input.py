@@ -34,6 +34,14 @@ def test_k_must_be_a_positive_whole_number(k):
         RelationalSchema.from_dict(hospital_schema(k_visits=k))
 
 
+def test_an_unknown_version_or_key_is_refused():
+    document = hospital_schema()
+    with pytest.raises(SchemaError, match=r"\$\.version is 7; .* version 1"):
+        RelationalSchema.from_dict({**document, "version": 7})
+    with pytest.raises(SchemaError, match=r"\$\.tabels is not a key of a relational schema"):
+        RelationalSchema.from_dict({**document, "tabels": {}})
+
+
 def test_k_null_is_refused_outside_a_draft():
     with pytest.raises(SchemaError, match=r"'visits' is null: set it to a PUBLIC bound"):
         RelationalSchema.from_dict(hospital_schema(k_visits=None))

@@ -216,6 +216,11 @@ class RelationalSchema:
         extra = sorted(set(d) - {"version", "type", "tables", REVIEW_KEY})
         if extra:
             raise SchemaError(f"$.{extra[0]} is not a key of a relational schema")
+        if d.get("version", SCHEMA_VERSION) != SCHEMA_VERSION:
+            raise SchemaError(
+                f"$.version is {json.dumps(d['version'])}; this dpforge reads relational "
+                f"schemas of version {SCHEMA_VERSION}: draft it again with dpforge schema"
+            )
         notes = tuple(d.get(REVIEW_KEY) or ())
         if notes and not allow_review:
             raise SchemaError(
