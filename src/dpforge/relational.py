@@ -26,7 +26,7 @@ fit and sample, and a selection of the joined marginals beyond the default.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -76,7 +76,7 @@ class RelationalSynthesizer:
             )
         parts = 1 + len(self.schema.children)
         self._check_models(parts)
-        seeds, rng = self._streams()
+        seeds, rng = self._streams(parts)
         bounded = bound_children(tables, self.schema, rng)
         parent = self._synthesizer(self.schema.parent_with_counts(), parts, next(seeds))
         self.parent_model_ = parent.fit(parent_with_counts(bounded, self.schema))
@@ -94,13 +94,13 @@ class RelationalSynthesizer:
         for child in self.schema.children:
             self._child_model(self.schema, child, parts, None).check_options()
 
-    def _streams(self):
-        """Seeds of the fits and the bounding's generator (from the OS when seed is None)."""
+    def _streams(self, parts: int) -> tuple[Iterator[int | None], np.random.Generator]:
+        """The fits' seeds and the bounding's generator (from the OS when seed is None)."""
         if self.seed is None:
-            return iter(lambda: None, 0), np.random.default_rng()
-        sequence = np.random.SeedSequence(self.seed)
-        seeds = (int(s.generate_state(1)[0]) for s in sequence.spawn(16))
-        return seeds, np.random.default_rng(sequence.spawn(1)[0])
+            return iter([None] * parts), np.random.default_rng()
+        streams = np.random.SeedSequence(self.seed).spawn(parts + 1)
+        seeds = iter([int(s.generate_state(1)[0]) for s in streams[:parts]])
+        return seeds, np.random.default_rng(streams[parts])
 
     def _synthesizer(
         self, schema: Schema, parts: int, seed: int | None, unit: RelationalTable | None = None
@@ -150,8 +150,9 @@ class RelationalSynthesizer:
         return out
 
     def _parent_rows(self, parents: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
+        """The parent's sampled columns (not its count columns) after its new keys."""
         parent = self.schema.parent
-        rows = parents.drop(columns=[c for c in parents.columns if c not in parent.schema.names])
+        rows = parents[[c for c in parent.schema.output_names if c != parent.key]].copy()
         rows.insert(0, parent.key, keys)
         return rows
 
