@@ -136,6 +136,8 @@ def schema(
         values = bool(drafted.notes)
     atomic_write(out, lambda p: p.write_text(drafted.to_json() + "\n"), overwrite=overwrite)
     console.print(_draft_message(out, kind, values, bool(drafted.notes)))
+    for note in drafted.notes[1:]:  # the first is the general review warning just printed
+        console.print(f"check: {note}", markup=False)
 
 
 def _draft_message(out: Path, kind: str, values: bool, flagged: bool) -> str:
