@@ -45,6 +45,10 @@ SLOW_FILES = frozenset(
         "test_property_calculator.py",
         "test_property_options.py",
         "test_property_models.py",
+        "test_resume.py",
+        "test_released_categories.py",
+        "test_anchored_fit.py",
+        "test_report.py",
     }
 )
 
