@@ -271,13 +271,23 @@ class TableEncoder:
 
 
 def snap(values: np.ndarray, column: Column) -> np.ndarray:
-    """Values on the column's public resolution (multiples of it from the lower bound)."""
+    """Values on the column's public resolution (multiples of it from the lower bound),
+    rounded to the decimals the resolution and the bound are written with, so that 19.7 is
+    written 19.7 and not 19.700000000000003."""
     if column.resolution is None:
         return values
     step, lower = float(column.resolution), float(column.lower)
     snapped = lower + np.rint((np.asarray(values, dtype=np.float64) - lower) / step) * step
     snapped = np.clip(snapped, lower, float(column.upper))
-    return np.rint(snapped).astype(np.int64) if column.type == "integer" else snapped
+    if column.type == "integer":
+        return np.rint(snapped).astype(np.int64)
+    return np.round(snapped, max(_decimals(step), _decimals(lower)))
+
+
+def _decimals(value: float) -> int:
+    """The digits after the point of ``value`` written in its shortest exact form (0.1: 1)."""
+    text = np.format_float_positional(value, trim="-")
+    return len(text.partition(".")[2])
 
 
 def with_missing(values: np.ndarray, missing: np.ndarray | None, column: Column) -> object:

@@ -32,24 +32,40 @@ FREE_TEXT_SHARE = 0.9
 # Public constants: no count from the data enters a message.
 MAX_LABEL_CLASSES = 50
 MIN_RECORDS_PER_CLASS = 5
+# A text column with more distinct values than this is drafted "drop" (names, free text):
+# a category list that long is a list of people's names or notes, not a code book.
+MAX_DRAFTED_CATEGORIES = 100
+# A number column of at most MAX_FRACTION_CODES values with fractions (0 / 0.5 / 1), each
+# of at least MIN_RECORDS_PER_CODE rows on average, is a code, drafted categorical.
+MAX_FRACTION_CODES = 5
+MIN_RECORDS_PER_CODE = 5
+# A name that ends in "id" or "key" (patient_id, PatientID, visit key) marks an identifier
+# even when its values repeat: then it is the natural privacy unit, and the draft says so.
+KEY_NAME = re.compile(r"(^|[^A-Za-z])([Ii][Dd]|[Kk]ey|KEY)$|[a-z](Id|ID)$")
+DELIMITERS = (",", ";", "\t", "|")
 _CHUNK = 1 << 20
 
 
 def read_csv(path: str | Path) -> pd.DataFrame:
     """Read a CSV file as text, so that every value can be checked and reported as written.
 
-    Refused before parsing: a file with NUL bytes (binary, or UTF-16 text: pandas would drop
-    them silently) and a header that names a column twice (pandas would rename one 'a.1').
+    The delimiter is read off the header line (:func:`header_delimiter`): a comma, or a
+    semicolon, tab or bar where the header holds no comma (spreadsheets in many locales save
+    with semicolons). Refused before parsing: a file with NUL bytes (binary, or UTF-16 text:
+    pandas would drop them silently) and a header that names a column twice (pandas would
+    rename one 'a.1').
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file {path} does not exist")
     _refuse_nul_bytes(path)
-    _refuse_duplicate_names(path)
+    delimiter = header_delimiter(path)
+    _refuse_duplicate_names(path, delimiter)
     try:
         frame = pd.read_csv(
-            path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=True
-        )
+            path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=True,
+            sep=delimiter,
+        )  # fmt: skip
     except pd.errors.EmptyDataError:
         raise DataError(f"data file {path} is empty: it needs a header line and rows") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -76,10 +92,27 @@ def _refuse_nul_bytes(path: Path) -> None:
             line += chunk.count(b"\n")
 
 
-def _refuse_duplicate_names(path: Path) -> None:
+def _header_line(path: Path) -> str:
+    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+        return next((line for line in handle if line.strip()), "")
+
+
+def header_delimiter(path: Path) -> str:
+    """The file's delimiter, read off its header line (public: the column names): a comma
+    where the header holds one, else the semicolon, tab or bar it holds most of; a header of
+    one column is read with commas."""
+    header = _header_line(path)
+    counts = {d: header.count(d) for d in DELIMITERS}
+    if counts[","]:
+        return ","
+    best = max(DELIMITERS, key=lambda d: counts[d])
+    return best if counts[best] else ","
+
+
+def _refuse_duplicate_names(path: Path, delimiter: str = ",") -> None:
     """Every column of the header line has its own name (after stripping spaces)."""
     with path.open(newline="", encoding="utf-8", errors="replace") as handle:
-        header = next((row for row in csv.reader(handle) if row), [])
+        header = next((row for row in csv.reader(handle, delimiter=delimiter) if row), [])
     names = [name.strip() for name in header]
     seen: dict[str, int] = {}
     for position, name in enumerate(names, start=1):
@@ -149,7 +182,7 @@ def check_columns(frame: pd.DataFrame, schema: Schema) -> None:
         )
 
 
-def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np.ndarray:
+def _numeric_column(series: pd.Series, column: Column) -> np.ndarray:
     values = np.empty(len(series), dtype=np.float64)
     for row, raw in enumerate(series.tolist(), start=1):
         if _is_missing(raw, column):
@@ -179,7 +212,6 @@ def _numeric_column(series: pd.Series, column: Column, out_of_bounds: str) -> np
                 "column 'continuous' in the schema or fix the value"
             )
         values[row - 1] = number
-    _check_bounds(values, column, out_of_bounds)
     return values
 
 
@@ -198,13 +230,28 @@ def read_time_column(series: pd.Series, column: Column, out_of_bounds: str) -> n
     return values
 
 
-def _check_bounds(values: np.ndarray, column: Column, out_of_bounds: str) -> None:
+def _bounds_error(values: np.ndarray, column: Column, out_of_bounds: str) -> DataError | None:
+    """The refusal of the column's values outside its declared bounds, or None."""
     if out_of_bounds != "error" or not column.is_complete:
-        return
+        return None
     outside = np.flatnonzero((values < column.lower) | (values > column.upper))  # NaN: neither
-    if outside.size:
-        row = int(outside[0]) + 1
-        raise bounds_error(column, row, float(values[row - 1]), int(outside.size))
+    if not outside.size:
+        return None
+    row = int(outside[0]) + 1
+    return bounds_error(column, row, float(values[row - 1]), int(outside.size))
+
+
+def _refuse_out_of_bounds(errors: list[DataError]) -> None:
+    """One refusal naming every column with values outside its bounds, not only the first."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise DataError(
+            f"{len(errors)} columns hold values outside their declared bounds: "
+            + "; ".join(str(e).partition("; widen")[0] for e in errors)
+            + "; widen the bounds in the schema, or clip such values to the bounds "
+            "(--clip-out-of-bounds)"
+        )
 
 
 def bounds_error(column: Column, row: int, value: float, outside: int) -> DataError:
@@ -252,7 +299,7 @@ def validate_table(
     if out_of_bounds not in ("error", "clip"):
         raise ValueError(f"out_of_bounds must be 'error' or 'clip', got {out_of_bounds!r}")
     check_columns(frame, schema)
-    clean = {}
+    clean, outside = {}, []
     for column in schema.columns:
         if column.is_identifier:  # never read: not even copied
             continue
@@ -260,9 +307,11 @@ def validate_table(
         if column.is_time:
             clean[column.name] = read_time_column(series, column, out_of_bounds)
         elif column.is_numeric:
-            clean[column.name] = _numeric_column(series, column, out_of_bounds)
+            clean[column.name] = _numeric_column(series, column)
+            outside.append(_bounds_error(clean[column.name], column, out_of_bounds))
         else:
             clean[column.name] = _categorical_column(series, column)
+    _refuse_out_of_bounds([e for e in outside if e is not None])
     table = pd.DataFrame(clean, columns=list(clean))
     _check_label(table, schema)
     return table
@@ -339,7 +388,7 @@ def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
     if fmt is not None:  # dates first: timestamps unique per row are not identifiers
         column = _draft_time_column(name, present, fmt, with_values)
     else:
-        identifier = _identifier_type(present)
+        identifier = _identifier_type(name, present)
         if identifier is not None:
             return Column(name, identifier)
         column = _typed_draft_column(name, series, present, with_values)
@@ -363,9 +412,11 @@ def _leading_zero_codes(present: list) -> bool:
     return any(re.fullmatch(r"[+-]?0\d+", str(v).strip()) for v in present)
 
 
-def _identifier_type(present: list) -> str | None:
+def _identifier_type(name: str, present: list) -> str | None:
     """ "surrogate" for keys unique per row (record numbers, codes), "drop" for names and free
-    text (unique per row, or almost, with spaces); None for anything else."""
+    text (unique per row, or almost, with spaces, or text of more than
+    MAX_DRAFTED_CATEGORIES values), and for a key named so whose values repeat (a person id:
+    :func:`draft_notes`); None for anything else."""
     texts = [str(v).strip() for v in present]
     if len(texts) < MIN_IDENTIFIER_ROWS or _has_fractions(present):
         return None
@@ -375,7 +426,44 @@ def _identifier_type(present: list) -> str | None:
         return "drop" if spaced else "surrogate"
     if spaced and distinct >= FREE_TEXT_SHARE * len(texts):
         return "drop"
+    if KEY_NAME.search(name) and distinct > MAX_CATEGORICAL_LEVELS_FOR_NUMBERS:
+        return "drop"
+    if distinct > MAX_DRAFTED_CATEGORIES and not _all_numbers(texts):
+        return "drop"
     return None
+
+
+def _all_numbers(texts: list[str]) -> bool:
+    try:
+        [float(t) for t in texts]
+    except ValueError:
+        return False
+    return True
+
+
+def draft_notes(frame: pd.DataFrame, schema: Schema) -> tuple[str, ...]:
+    """The review notes on drafted "drop" columns: a key whose values repeat (the natural
+    privacy unit when one person has several rows), and text of many values (names, or a code
+    that needs its public code list)."""
+    notes = []
+    for column in schema.columns:
+        if column.type != "drop":
+            continue
+        present = [str(v).strip() for v in frame[column.name].tolist() if str(v).strip()]
+        if KEY_NAME.search(column.name) and len(set(present)) < len(present):
+            notes.append(
+                f"column '{column.name}' looks like a person's id that repeats over rows: if one "
+                f"person can have several rows, fit with --privacy-unit {column.name} "
+                "--max-rows-per-unit K (K a public bound on rows per person), so that the "
+                "guarantee covers each person, not each row"
+            )
+        elif len(set(present)) > MAX_DRAFTED_CATEGORIES:
+            notes.append(
+                f"column '{column.name}' holds text of over {MAX_DRAFTED_CATEGORIES} values (names "
+                "or free text?) and is drafted 'drop'; if it is a code, declare it categorical "
+                "with its public code list"
+            )
+    return tuple(notes)
 
 
 def _typed_draft_column(name: str, series: pd.Series, present: list, with_values: bool) -> Column:
@@ -384,7 +472,8 @@ def _typed_draft_column(name: str, series: pd.Series, present: list, with_values
         numbers = numbers[np.isfinite(numbers)]  # validate_table refuses the others by row
         whole = _exact_whole_numbers(numbers)
         levels = len(np.unique(numbers))
-        if whole and levels <= MAX_CATEGORICAL_LEVELS_FOR_NUMBERS and len(numbers) >= 5 * levels:
+        coded = levels <= (MAX_CATEGORICAL_LEVELS_FOR_NUMBERS if whole else MAX_FRACTION_CODES)
+        if coded and len(numbers) >= MIN_RECORDS_PER_CODE * levels:
             cats = sorted({canonical_text(float(v)) for v in present}, key=float)
             return Column(name, "categorical", categories=tuple(cats) if with_values else None)
         lower, upper = _drafted_bounds(numbers) if with_values else (None, None)
@@ -476,4 +565,5 @@ def draft_schema(frame: pd.DataFrame, label: str | None = None, with_values: boo
     ]
     notes = (DRAFT_WARNING if with_values else TYPES_WARNING,)
     prior = "dp" if label is not None else "uniform"
-    return Schema(columns=tuple(columns), label=label, label_prior=prior, notes=notes)
+    drafted = Schema(columns=tuple(columns), label=label, label_prior=prior, notes=notes)
+    return replace(drafted, notes=notes + draft_notes(frame, drafted))

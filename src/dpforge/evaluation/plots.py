@@ -16,7 +16,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (the backend is chosen first)
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
+from dpforge.schema.dates import SECONDS  # noqa: E402
 from dpforge.schema.table import Column, Schema  # noqa: E402
 from dpforge.statistics.bins import numeric_bins  # noqa: E402
 
@@ -53,14 +56,30 @@ def plot_edges(column: Column, n_bins: int) -> np.ndarray:
     return np.r_[bins.values - 0.5, bins.values[-1] + 0.5]
 
 
+def _tick_text(value: float, column: Column) -> str:
+    """A tick as a reader writes the value: a date for a date column, a plain number else."""
+    if column.is_time:
+        stamp = pd.to_datetime(value * SECONDS[column.type], unit="s")
+        return stamp.strftime("%Y-%m-%d" if column.type == "date" else "%Y-%m-%d %H:%M")
+    return f"{value:,.4g}"
+
+
 def _numeric_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFrame, str]]) -> None:
+    """Shares per public cell, drawn at the cells' true positions: a column whose cells span
+    several orders of magnitude gets a symmetric-log axis, so ticks read as plain values."""
     edges = plot_edges(column, 24)
     for name, table, colour in tables:
-        values = np.clip(table[column.name].to_numpy(dtype=float), edges[0], edges[-1])
+        values = table[column.name].to_numpy(dtype=float)
+        values = np.clip(values[~np.isnan(values)], edges[0], edges[-1])
         shares = np.histogram(values, bins=edges)[0] / max(1, len(values))
-        ax.bar(np.arange(len(shares)), shares, width=1.0, alpha=0.5, color=colour, label=name)
-    ticks = np.linspace(0, len(edges) - 2, 4).round().astype(int)
-    ax.set_xticks(ticks, [f"{edges[t]:.4g}" for t in ticks])
+        ax.stairs(shares, edges, fill=True, alpha=0.45, color=colour, label=name)
+    widths = np.diff(edges)
+    if widths.max() > 20 * widths.min() and not column.is_time:
+        ax.set_xscale("symlog", linthresh=max(float(widths.min()), 1e-9))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: _tick_text(value, column)))
+    ax.set_ylabel("share of rows", fontsize=6)
 
 
 def _categorical_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFrame, str]]) -> None:
@@ -76,10 +95,18 @@ def _categorical_panel(ax, column: Column, tables: Sequence[tuple[str, pd.DataFr
     ax.set_xticklabels([c[:12] for c in order], rotation=90, fontsize=6)
 
 
+def _missing_text(column: Column, tables: Sequence[tuple[str, pd.DataFrame, str]]) -> str:
+    """The share of empty cells of a nullable column in each table, for its panel's title."""
+    if not column.nullable:
+        return ""
+    shares = [f"{name} {table[column.name].isna().mean():.0%}" for name, table, _ in tables]
+    return "\nmissing: " + ", ".join(shares)
+
+
 def histograms(schema: Schema, tables: Sequence[tuple[str, pd.DataFrame]]) -> str:
     """One panel per column, the given tables side by side: the share of rows in each public
-    cell (numeric columns: one bar per cell, ticks at cell lower edges; cells may be
-    log-spaced), or of each category."""
+    cell (numeric columns: drawn at the cells' true positions; dates as dates), or of each
+    category; a nullable column's title gives each table's share of empty cells."""
     coloured = [(n, t, c) for (n, t), c in zip(tables, (REAL, SYNTHETIC), strict=False)]
     if len(tables) == 1:
         coloured = [(tables[0][0], tables[0][1], SYNTHETIC)]
@@ -91,7 +118,7 @@ def histograms(schema: Schema, tables: Sequence[tuple[str, pd.DataFrame]]) -> st
             _numeric_panel(ax, column, coloured)
         else:
             _categorical_panel(ax, column, coloured)
-        ax.set_title(column.name, fontsize=9)
+        ax.set_title(column.name + _missing_text(column, coloured), fontsize=8)
         ax.tick_params(labelsize=6)
     for ax in list(axes.flat)[len(schema.columns) :]:
         ax.axis("off")
@@ -117,19 +144,33 @@ def association_heatmaps(matrices: Sequence[tuple[str, pd.DataFrame]]) -> str:
 def density_pair(
     schema: Schema, pair: tuple[str, str], tables: Sequence[tuple[str, pd.DataFrame]]
 ) -> str:
-    """2-D histograms of a numeric pair (Frigerio et al. Fig. 1), one panel per table."""
+    """2-D histograms of a numeric pair (Frigerio et al. Fig. 1), one panel per table: the
+    share of rows per cell on a log colour scale, empty cells white, so a few dense cells do
+    not leave the rest of the panel black."""
     x, y = (schema.column(n) for n in pair)
     ex, ey = plot_edges(x, 32), plot_edges(y, 32)
+    shares = [_cell_shares(table, (x.name, y.name), (ex, ey)) for _, table in tables]
+    seen = np.concatenate([s[~np.isnan(s)] for s in shares])
+    norm = LogNorm(*(seen.min(), seen.max()) if seen.size else (1e-3, 1.0))  # one scale for all
     fig, axes = plt.subplots(1, len(tables), figsize=(4.4 * len(tables), 3.8), squeeze=False)
-    for ax, (name, table) in zip(axes.flat, tables, strict=True):
-        xs = np.clip(table[x.name].to_numpy(dtype=float), ex[0], ex[-1])
-        ys = np.clip(table[y.name].to_numpy(dtype=float), ey[0], ey[-1])
-        ax.hist2d(xs, ys, bins=[ex, ey], density=True, cmap="magma")
+    for ax, (name, _), cells in zip(axes.flat, tables, shares, strict=True):
+        image = ax.pcolormesh(ex, ey, cells.T, cmap="viridis", norm=norm)
         ax.set_xlabel(x.name, fontsize=8)
         ax.set_ylabel(y.name, fontsize=8)
         ax.set_title(name, fontsize=9)
-    fig.tight_layout()
+    fig.colorbar(image, ax=list(axes.flat), fraction=0.046, label="share of rows (log)")
     return figure_uri(fig)
+
+
+def _cell_shares(
+    table: pd.DataFrame, names: tuple[str, str], edges: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """The share of the table's complete rows in each 2-D cell; NaN (drawn white) where empty."""
+    xs, ys = (table[n].to_numpy(dtype=float) for n in names)
+    keep = ~(np.isnan(xs) | np.isnan(ys))
+    xs, ys = (np.clip(v[keep], e[0], e[-1]) for v, e in zip((xs, ys), edges, strict=True))
+    counts = np.histogram2d(xs, ys, bins=list(edges))[0]
+    return np.where(counts > 0, counts / max(1, keep.sum()), np.nan)
 
 
 def roc_curves(attacks: dict) -> str:

@@ -105,11 +105,11 @@ def table_report(
 ) -> tuple[str, dict[str, Any]]:
     """The full (NOT differentially private) HTML report of a fitted table model, and the
     metrics it shows (the dict of :func:`~dpforge.evaluation.evaluate.evaluate_table`)."""
-    schema = model.schema_
-    if not isinstance(schema, Schema):
+    if not isinstance(model.schema_, Schema):
         raise DataError(
             "the full report supports table models; use the release report for images and series"
         )
+    schema = model.schema_.modelled  # identifiers ("drop", "surrogate") are never sampled
     pair = _check_pair(schema, pair)
     tables = evaluation_tables(model, real_train, real_test, schema, seed, n_synthetic)
     result = evaluate_tables(tables, model, classifiers, seed, EVAL_BINS, attacks, on_step)
@@ -142,9 +142,9 @@ def release_report(
         ledger_html(model),
     ]
     if isinstance(schema, Schema):
-        sections.append(
-            _synthetic_table_section(model, schema, n_synthetic, seed, _check_pair(schema, pair))
-        )
+        modelled = schema.modelled  # identifiers ("drop", "surrogate") are never sampled
+        pair = _check_pair(modelled, pair)
+        sections.append(_synthetic_table_section(model, modelled, n_synthetic, seed, pair))
     elif isinstance(schema, ArraySchema):
         sections.append(_synthetic_array_section(model, schema, seed))
     sections.append("<h2>Schema</h2><pre>" + esc(schema.to_json()) + "</pre>")

@@ -10,18 +10,24 @@ from typing import Any
 from dpforge.evaluation.report_html import _fmt, esc
 from dpforge.evaluation.report_privacy import model_description
 
+SMALL_TARGETS = 500  # below this many members, the verdict says the attack AUC is rough
+
 
 def verdict(
     epsilon: float,
     utility_ratio: float | None,
     attack_auc: float | None,
     floor_auc: float | None = None,
+    strongest_auc: float | None = None,
+    targets: int | None = None,
 ) -> list[str]:
     """Plain-words reading of the headline numbers (rules of thumb, stated as such).
 
     ``attack_auc`` is read against the attacks' floor: pass the strongest AUC above its own
     floor (``max_auc_over_floor``) and the highest floor, so that a difference between the
-    training and held-out files is not taken for leakage."""
+    training and held-out files is not taken for leakage. ``strongest_auc``: the strongest
+    attack's own AUC, as the headline shows it, so the verdict names the same figure;
+    ``targets``: members (= non-members) attacked, for the small-sample caveat."""
     words = []
     if not math.isfinite(epsilon):
         words.append("No privacy guarantee: this model was trained without differential privacy.")
@@ -46,15 +52,7 @@ def verdict(
                 "check whether it is good enough for its intended use."
             )
     if attack_auc is not None:
-        if attack_auc <= 0.55:
-            words.append("The membership attacks do no better than guessing (AUC ≤ 0.55).")
-        elif attack_auc <= 0.6:
-            words.append("The membership attacks see a weak signal (AUC ≤ 0.6).")
-        else:
-            words.append(
-                f"A membership attack reaches AUC {attack_auc:.2f}: records of the training data "
-                "can be recognised. Do not publish without review."
-            )
+        words.append(_attack_words(attack_auc, floor_auc, strongest_auc))
     if floor_auc is not None and floor_auc > 0.55:
         words.append(
             f"The attacks read AUC up to {floor_auc:.2f} even when the release is real training "
@@ -62,11 +60,41 @@ def verdict(
             "training and held-out files, not membership. The attack figure above is read "
             "against that floor."
         )
+    if targets is not None and targets < SMALL_TARGETS:
+        words.append(
+            f"The attacks ran on only {targets} members and {targets} non-members: at that size "
+            f"guessing alone gives an AUC anywhere within 0.5 ± {guessing_spread(targets):.2f} "
+            "(95 %), so read the attack figures as rough."
+        )
     words.append(
         "Thresholds used: ε ≤ 1 strong, ≤ 5 moderate; utility ratio ≥ 0.95 / 0.85; attack AUC "
         "(above its floor) ≤ 0.55 / 0.6. They are rules of thumb, not guarantees."
     )
     return words
+
+
+def guessing_spread(targets: int) -> float:
+    """Half-width of the 95 % range of the AUC that guessing gives with ``targets`` members
+    and as many non-members (the Mann-Whitney statistic's standard error under no signal)."""
+    return 1.96 * math.sqrt((2 * targets + 1) / (12 * targets * targets))
+
+
+def _attack_words(over_floor: float, floor: float | None, strongest: float | None) -> str:
+    """The attack line of the verdict: the AUC above the floor, named beside the headline's."""
+    seen = ""
+    if strongest is not None and floor is not None and abs(strongest - over_floor) > 0.005:
+        seen = (
+            f"The strongest attack reaches AUC {strongest:.2f} against a floor of {floor:.2f}, "
+            f"so {over_floor - 0.5:+.2f} above guessing once the floor is taken off: "
+        )
+    if over_floor <= 0.55:
+        return seen + "the membership attacks do no better than guessing (AUC ≤ 0.55)."
+    if over_floor <= 0.6:
+        return seen + "the membership attacks see a weak signal (AUC ≤ 0.6)."
+    return seen + (
+        f"a membership attack reaches AUC {over_floor:.2f}: records of the training data can "
+        "be recognised. Do not publish without review."
+    )
 
 
 # -- the headline --------------------------------------------------------------------------
@@ -81,7 +109,7 @@ def headline_html(model: Any, result: dict | None) -> str:
         ("ε (RDP)", _fmt(report.epsilon_rdp)),
         ("δ", f"{model.delta:g}"),
     ]
-    ratio = auc = floor = None
+    ratio = auc = floor = strongest = targets = None
     if result is not None:
         utility = result["utility"]
         if utility is not None:
@@ -111,6 +139,7 @@ def headline_html(model: Any, result: dict | None) -> str:
             attacks = result["attacks"]
             auc = attacks.get("max_auc_over_floor", attacks["max_auc"])
             floor = attacks.get("max_floor_auc")
+            strongest, targets = attacks["max_auc"], attacks["targets"]["members"]
             rows.append(
                 (
                     "strongest membership attack",
@@ -121,7 +150,10 @@ def headline_html(model: Any, result: dict | None) -> str:
             )
     body = "".join(f"<tr><td><b>{esc(k)}</b></td><td>{esc(v)}</td></tr>" for k, v in rows)
     words = (
-        "".join(f"<li>{esc(w)}</li>" for w in verdict(report.epsilon, ratio, auc, floor))
+        "".join(
+            f"<li>{esc(w)}</li>"
+            for w in verdict(report.epsilon, ratio, auc, floor, strongest, targets)
+        )
         if result is not None
         else ""
     )

@@ -115,7 +115,8 @@ def _fidelity_section(
         ]
     parts += [
         "<h3>Association matrices (Cramér's V / correlation ratio / |Pearson|)</h3>",
-        f"<p>Mean absolute difference {_fmt(association['mean_abs_difference'])}.</p>",
+        f"<p>Mean absolute difference {_fmt(association['mean_abs_difference'])}. "
+        f"{esc(_worst_pair_text(matrices))}</p>",
         img_html(
             plots.association_heatmaps(matrices),
             "association matrices: real, synthetic, difference",
@@ -137,6 +138,22 @@ def _fidelity_section(
             ),
         ]
     return "\n".join(parts)
+
+
+def _worst_pair_text(matrices: list[tuple[str, pd.DataFrame]]) -> str:
+    """The pair whose association differs most between real and synthetic rows: where a
+    dependence the data do not have (or one the model lost) shows first."""
+    real, synthetic = matrices[0][1], matrices[1][1]
+    gap = (synthetic - real).abs().to_numpy(dtype=float, copy=True)
+    np.fill_diagonal(gap, np.nan)
+    if np.all(np.isnan(gap)):
+        return ""
+    i, j = np.unravel_index(np.nanargmax(gap), gap.shape)
+    a, b = real.columns[i], real.columns[j]
+    return (
+        f"Largest difference: {a} × {b}, real {real.iloc[i, j]:.2f} against synthetic "
+        f"{synthetic.iloc[i, j]:.2f}."
+    )
 
 
 def attack_html(result: dict) -> str:
