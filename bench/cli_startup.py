@@ -4,7 +4,7 @@ and wall seconds of each case, the median and range over ``--repeats`` fresh int
     OMP_NUM_THREADS=1 python bench/cli_startup.py SRC --repeats 3 [--log results/x.jsonl]
 
 SRC is the ``src`` folder to time (put on PYTHONPATH); time a copy of an older commit's ``src``
-back to back with the current one to compare (bench/results/cli_startup.md).
+back to back with the current one to compare (bench/results/cli_startup/cli_startup.md).
 """
 
 from __future__ import annotations

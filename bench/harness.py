@@ -3,8 +3,10 @@
 Numbers are only worth keeping if one can tell how they were made, so every script records the
 command as run, the date, the machine and versions next to its figures, through ONE writer
 (:func:`write_results`: JSON plus the Markdown next to it, each replaced atomically). The data
-folder (``--data-dir``, else $DPSYNTH_DATA_DIR, else ``../shared/datasets`` next to the
-repository) and the seeds (``--seeds``: a count or a comma list) are parsed here too.
+folder (``--data-dir``, else $DPFORGE_DATA_DIR, the variable the library reads too, else
+``../shared/datasets`` next to the repository) and the seeds (``--seeds``: a count or a comma
+list) are parsed here too. Each suite writes under ``bench/results/<suite>/`` (:func:`results`),
+and every row a suite logs carries the command that made it (:func:`append_jsonl`).
 """
 
 from __future__ import annotations
@@ -28,19 +30,23 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
-DATA_DIR_ENV = "DPSYNTH_DATA_DIR"
-LIBRARY_DATA_DIR_ENV = "DPFORGE_DATA_DIR"  # what dpforge.datasets reads on its own
+DATA_DIR_ENV = "DPFORGE_DATA_DIR"  # what dpforge.datasets reads on its own too
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "datasets"
 
 
 # -- command-line values ---------------------------------------------------------------------------
 def data_dir(given: str | Path | None = None) -> Path:
-    """The benchmark data folder: ``given``, else $DPSYNTH_DATA_DIR (or the library's
-    $DPFORGE_DATA_DIR), else ``../shared/datasets`` relative to the repository root."""
+    """The benchmark data folder: ``given``, else $DPFORGE_DATA_DIR, else ``../shared/datasets``
+    relative to the repository root."""
     if given is not None:
         return Path(given)
-    env = os.environ.get(DATA_DIR_ENV) or os.environ.get(LIBRARY_DATA_DIR_ENV)
+    env = os.environ.get(DATA_DIR_ENV)
     return Path(env) if env else DEFAULT_DATA_DIR
+
+
+def results(suite: str, name: str = "") -> Path:
+    """Where suite ``suite`` writes: ``bench/results/<suite>/<name>``."""
+    return RESULTS / suite / name if name else RESULTS / suite
 
 
 def seed_list(text: str, first: int = 0) -> list[int]:
@@ -290,6 +296,7 @@ def write_results(out: Path, record: dict[str, Any], title: str, body: list[str]
     ``body=None``: JSON only (where the ``.md`` next to it is a hand-written analysis)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    record = {"command": command_line(sys.argv[0]), **record}
     _atomic(out, json.dumps(jsonable(record), indent=2) + "\n")
     if body is not None:
         text = "\n".join([*header(record, title), *body]).rstrip() + "\n"
@@ -309,7 +316,9 @@ def read_jsonl(path: str | Path | None) -> list[dict[str, Any]]:
 
 
 def append_jsonl(path: str | Path, row: dict[str, Any]) -> None:
-    """Append one row to a JSON-lines file (a tuning log)."""
+    """Append one row to a JSON-lines file (a tuning log), with the command that made it (the
+    row's own ``command`` where it has one)."""
+    row = {"command": command_line(sys.argv[0]), **row}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with Path(path).open("a") as f:
         f.write(json.dumps(jsonable(row)) + "\n")

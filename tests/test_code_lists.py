@@ -83,11 +83,11 @@ def test_a_declared_list_of_100000_codes_fits_in_bounded_time_and_memory():
     """3,000 flights with a skewed postal-code column over 100,000 declared codes, epsilon 3.
 
     The bounds fail on dpforge before code lists (one output unit per code: a 512 x 100,000
-    softmax each step; measured at 20,000 codes in bench/results/code_lists.md). The TVD bound
-    is what the release allows at this N: 3,000 rows spread over about 1,200 codes, 988 of
+    softmax each step; measured at 20,000 codes in bench/results/tables/code_lists.md). The TVD
+    bound is what the release allows at this N: 3,000 rows spread over about 1,200 codes, 988 of
     them held by one row, which no DP release can name (measured 0.56 with 14 CPU s and
     121 MiB; rows drawn from the true generator itself are at 0.38 from this sample; AIM at
-    0.99, bench/results/code_lists_100k.md)."""
+    0.99, bench/results/tables/code_lists_100k.md)."""
     result = _child(3000, 3.0)
     assert result["in_domain"]
     assert result["head"] <= 512  # the generator's output for the column is bounded

@@ -4,7 +4,7 @@ that the empty cells depend on the label (on time or not).
 
 Why not the penguins: 344 rows, 2 empty cells per measured column, 11 per sex. The anchor's
 1-way and label x column marginals are released with a per-cell noise std of 21 counts at
-epsilon 1 and 8 at epsilon 3 (bench/results/missing_rates.md), i.e. 0.062 and 0.023 on a
+epsilon 1 and 8 at epsilon 3 (bench/results/tables/missing_rates.md), i.e. 0.062 and 0.023 on a
 rate over 344 rows and 0.05-0.12 on a rate per species at epsilon 3: a missing rate within 0.01
 is out of reach of the noise alone there. On 10,000 flights the same noise is 0.0024 of a rate
 at epsilon 1 (the noise does not grow with the rows).

@@ -1,4 +1,4 @@
-"""The public tables of bench/public_tables.py: schemas that fit the shipped data and the
+"""The public tables of bench/lib/public_tables.py: schemas that fit the shipped data and the
 documented ranges, and the clipping to the declared bounds every tool sees."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from dpforge.schema.table import Column, Schema  # noqa: E402
-from public_tables import (  # noqa: E402
+from lib.public_tables import (  # noqa: E402
     HOLDOUT_TABLES,
     PUBLIC_TABLES,
     clip_to_bounds,

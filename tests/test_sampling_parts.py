@@ -2,7 +2,7 @@
 a folder of part files in parallel worker processes, each streaming its partition in chunks.
 
 The figures at scale (10^7 and more rows, time and memory per worker) are in
-bench/results/sampling_parts.md (bench/bench_sampling_parts.py).
+bench/results/spark_scale/sampling_parts.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``Synthesizer.sample_chunks`` yields consecutive chunks from one random stream; the command
 line writes them to one CSV as they come. Peak memory for 10^6 and 10^7 rows is measured by
-bench/bench_memory.py (bench/results/bench_memory.md).
+bench/memory.py (bench/results/memory/sample_and_fit.md).
 """
 
 from __future__ import annotations

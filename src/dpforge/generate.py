@@ -29,8 +29,8 @@ from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, match
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
 Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
-MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series_move_public.md;
-# tables: bench/results/table_matching.md
+MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series/move_public.md;
+# tables: bench/results/tables/matching.md
 
 
 @dataclass(frozen=True)

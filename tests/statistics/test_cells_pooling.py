@@ -22,7 +22,8 @@ def test_the_cap_holds_until_a_capped_blocks_noise_outweighs_a_cell():
     assert block_size(100.0, 6400) == 16  # wants (1024 * 100 / 6400)^2 = 256: at the line
     assert not noise_outweighs_a_cell(100.0, 6400)  # noise sd 400 = 6400 / 16: capped
     assert noise_outweighs_a_cell(101.0, 6400) and block_size(101.0, 6400) == 512  # wants 261
-    # the benchmark's noisiest tables (bench/results/block_rule.jsonl, seed 0: sd, released N)
+    # the benchmark's noisiest tables (bench/results/tables/block_rule.jsonl, seed 0: sd,
+    # released N)
     assert block_size(29.8, 2924) == 16  # nmes at epsilon 1 (wants 109): capped as before
     assert block_size(15.05, 497) == 1024  # psid at epsilon 3 (wants 961): the whole grid
     assert block_size(15.05, 497, n_fine=567) == 512  # a shorter grid (wants 295)

@@ -54,7 +54,7 @@ def load_italy_power_demand(
     the length 24 and the two classes (UCR's documentation). The channel bounds are left null,
     so fit estimates them under DP and charges the budget. A z-normalised curve of length L
     lies within ±sqrt(L - 1), a bound that reads no data, but declaring it (or ±3) scored no
-    better on public UCR sets (bench/results/series_range_public.md). Label prior: uniform.
+    better on public UCR sets (bench/results/series/range_public.md). Label prior: uniform.
     """
     sktime_loader = _sktime_loader("italy_power_demand")
     from sklearn.model_selection import train_test_split

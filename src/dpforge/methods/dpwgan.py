@@ -60,8 +60,8 @@ class DPWGANConfig(GanConfig):
     gp_weight: float = 10.0
     bayesian_accounting: bool = False
     bayesian_confidence: float = 0.95
-    # Adult validation runs (bench/results/adult_methods.md): n_critic 2 and batch 128 beat the
-    # WGAN-GP habit of 5 and 64 under DP, since every critic step costs budget.
+    # Adult validation runs (bench/results/tables/adult_methods.md): n_critic 2 and batch 128 beat
+    # the WGAN-GP habit of 5 and 64 under DP, since every critic step costs budget.
     batch_size: int = 128
     d_steps: int = 2
     optimizer: str = "adam"

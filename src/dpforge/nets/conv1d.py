@@ -2,12 +2,13 @@
 
 An MLP maps each output step on its own, so nothing ties neighbouring hours together and its
 curves come out jagged; under DTW, a jagged curve is far from every real one and a 1-NN
-classifier trained on such curves loses the class signal (bench/results/italy_anchor_notes.md).
-Here the curve is built coarse to fine: ``z`` and the one-hot label go through a small MLP to
-``channels[0]`` feature maps of length ``ceil(L / 2**len(channels))``; each block doubles the
-length by linear interpolation (smooth by construction) and applies a 5-wide convolution and
-ReLU; a last 5-wide convolution maps to the series' channels, the result is centre-cropped to
-the length L and squashed by tanh. No normalisation layer holds batch statistics.
+classifier trained on such curves loses the class signal
+(bench/results/series/italy_anchor_notes.md). Here the curve is built coarse to fine: ``z`` and the
+one-hot label go through a small MLP to ``channels[0]`` feature maps of length ``ceil(L /
+2**len(channels))``; each block doubles the length by linear interpolation (smooth by construction)
+and applies a 5-wide convolution and ReLU; a last 5-wide convolution maps to the series' channels,
+the result is centre-cropped to the length L and squashed by tanh. No normalisation layer holds
+batch statistics.
 """
 
 from __future__ import annotations

@@ -209,8 +209,8 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
 
     Calibration asks for ε of the spent releases composed with a candidate σ dozens of times,
     and dp-accounting builds every Gaussian's PLD afresh each time (a third of a small table's
-    accounting; bench/results/fit_speed_s38.md). A Gaussian's PLD depends only on its standard
-    deviation, the grid and the neighbouring relation, and PLDs are immutable, so composing
+    accounting; bench/results/tables_speed/fit_speed.md). A Gaussian's PLD depends only on its
+    standard deviation, the grid and the neighbouring relation, and PLDs are immutable, so composing
     the stored one gives the same ε to the last digit (tests/privacy/test_accounting_reuse.py).
     Every other event goes to dp-accounting's own code. It composes into the base class's
     ``_pld``, as dp-accounting's own branch does (pinned below 0.7 in pyproject.toml; the

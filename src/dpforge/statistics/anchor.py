@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-RULES_WEIGHT = 10.0  # the rules' penalty in the fit (bench/results/rules.md)
+RULES_WEIGHT = 10.0  # the rules' penalty in the fit (bench/results/tables/rules.md)
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,13 @@ class AnchorConfig:
         sd of its noise above 0, and each pool's count is spread by the column's 1-way
         distribution (``class_rows.pooled_class_rows``); 0 (the default) keeps the rows as
         measured. Off by default: classes of 100-200 records lose their relations
-        (Thyroid, bench/results/quality_gaps.md, session 36).
+        (Thyroid, bench/results/tables/quality_gaps.md, session 36).
     class_totals: make each class's row of every marginal led by the label a histogram of
         the class's total pooled over the label x column marginals, scaled to the released N
         (``row_totals.with_class_totals``; free post-processing). Off by default (each table
         projected as a whole onto N): it helps a class heaped on one value (psid LR AUC
         +0.017 / +0.037 at epsilon 3 / 1) and costs nmes 0.007 RF AUC and wage 0.008 LR AUC
-        (bench/results/quality_gaps.md, session 36).
+        (bench/results/tables/quality_gaps.md, session 36).
     zero_below: measured counts below this many noise standard deviations are set to 0
         before the projection (``rounds.sparsified``); 0 keeps them.
     within_cell: how each numeric cell's count beyond its fine cells that stand out from the
@@ -99,7 +99,7 @@ class AnchorConfig:
         its measured label x column marginals imply (0: none).
     loss: "l1" (the default), "chi2" (the two-halves chi-square estimate on every target) or
         "l1-chi2" (L1 on the 1-way and label x column targets, chi2 on the pairs;
-        bench/results/quality_trials.md, fifth round).
+        bench/results/tables/quality_trials.md, fifth round).
     rules_weight: weight of the penalty on the mass the generator puts on rows that break the
         schema's rules (:mod:`dpforge.statistics.rule_penalty`); 0 fits without it.
     label_pairs: with ``select_pairs`` and a label, round 2 measures each selected pair (a, b)
@@ -111,7 +111,7 @@ class AnchorConfig:
         (:func:`.label_pairs.label_pairs_for`).
     one_way: with a label, round 1 measures every column's 1-way marginal besides label x
         column (True, the default); False measures label x column alone, whose tables hold
-        the 1-way marginals, so each cell gets less noise (bench/results/quality_gaps.md,
+        the 1-way marginals, so each cell gets less noise (bench/results/tables/quality_gaps.md,
         "Session 35: nmes's LR gap"). Without a label the 1-way marginals are always measured.
     label_scores: with ``label_pairs``, the selection scores every candidate on the label x a
         x b table it would measure, not on a x b.

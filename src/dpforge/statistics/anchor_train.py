@@ -60,7 +60,8 @@ def train_anchor(
 @contextmanager
 def single_thread(device: torch.device) -> Iterator[None]:
     """One intra-op thread on CPU for the anchor's many small operations: measured 48 ms per
-    step against 290 ms with two threads on a busy 2-core machine (bench/results/anchor_*)."""
+    step against 290 ms with two threads on a busy 2-core machine
+    (bench/results/tables/anchor_defaults.md)."""
     if torch.device(device).type != "cpu":
         yield
         return

@@ -25,9 +25,10 @@ makes the same trade when it drops marginals too large for its budget). Never fe
 ``MIN_CELLS`` (16): below that the cells themselves cost more than their noise saves (on the
 502-row psid table the rule gave 4 and 8 cells at epsilon 1 and 3; 16 took the 1-way TVD from
 0.33 / 0.19 to 0.26 / 0.14 and the 2-way from 0.57 / 0.38 to 0.51 / 0.32, at a cost in
-linear-classifier AUC at epsilon 3, bench/results/table_trials_s31.md). An integer column with
-at most ``2 k`` values keeps one cell per value (:func:`dpforge.statistics.bins.numeric_bins`);
-a wider one, however many values it has, gets k cells placed by its fine histogram.
+linear-classifier AUC at epsilon 3, bench/results/tables/trials_pairs_within_cell.md). An integer
+column with at most ``2 k`` values keeps one cell per value
+(:func:`dpforge.statistics.bins.numeric_bins`); a wider one, however many values it has, gets k
+cells placed by its fine histogram.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def noise_outweighs_a_cell(std: float, total: float) -> bool:
     noise worth a whole cell, and cells are placed on it. For a grid of ``n_fine`` fine cells
     this is a wanted block over ``(n_fine / (MIN_CELLS * sqrt(MAX_BLOCK))) ** 2``, 256 on the
     full grid: psid (502 records) asks for 961 at epsilon 3; nmes at epsilon 1, the next
-    noisiest benchmark table, for 109 (bench/results/quality_gaps.md, session 35)."""
+    noisiest benchmark table, for 109 (bench/results/tables/quality_gaps.md, session 35)."""
     return std * math.sqrt(MAX_BLOCK) * MIN_CELLS > total
 
 
@@ -229,7 +230,7 @@ def within_cell_mass(
     spread evenly over the whole range, whatever the records, and a heaped fine cell
     outweighs its cell's share of it, so every value of the cell is decoded onto the heap
     (creditcard's share at epsilon 1: 593 records in [0, 0.072), 204 of them in the first
-    fine cell, all 591 synthetic values on it; bench/results/quality_gaps.md, session 37)."""
+    fine cell, all 591 synthetic values on it; bench/results/tables/quality_gaps.md, session 37)."""
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
     standout = np.where(raw >= threshold, raw, 0.0)
     at = _fine_index(column, edges)

@@ -5,7 +5,7 @@ numeric cells is sized for N / K records a class (:func:`.cells.cells_for_noise`
 class's row then holds fewer records a cell than the noise it carries (nmes at epsilon 1: 640
 records of the smaller class on 11-21 cells, noise sd 34 a cell), its empty cells keep their
 positive noise through the projection, and the generator learns class relations that are not
-there (bench/results/quality_gaps.md, "Session 35: nmes's LR gap").
+there (bench/results/tables/quality_gaps.md, "Session 35: nmes's LR gap").
 
 Here, in each class's row whose records over its cells stand under ``z`` noise sd a cell (``n
 < z * sd * C``), a cell whose noisy count stands ``ALONE * z`` sd above 0 on its own keeps its
@@ -36,7 +36,7 @@ from dpforge.statistics.row_totals import class_totals
 __all__ = ["pooled_class_rows", "pooled_row"]
 
 # A cell keeps its own count when it stands ALONE * z noise sd above 0 (trials on nmes and
-# psid at epsilon 1, bench/results/quality_gaps.md, "Session 35: per-class rows").
+# psid at epsilon 1, bench/results/tables/quality_gaps.md, "Session 35: per-class rows").
 ALONE = 2.0
 
 

@@ -4,7 +4,7 @@ A categorical column with tens of thousands of public categories cannot be one o
 and one marginal cell per category: at 20,000 codes the generator's head alone is 5 million
 weights, every training step computes a 1,024 x 20,000 softmax, and the label x column
 marginal holds 20,000 cells per class, nearly all of them noise when N is a few thousand.
-Measured on 3,000 flights (bench/results/code_lists.md): 2.5 CPU s per anchor step (some
+Measured on 3,000 flights (bench/results/tables/code_lists.md): 2.5 CPU s per anchor step (some
 80 CPU minutes for a default fit) and a peak of 14 GB, against 0.02 s and 0.6 GB here. A
 column with more than ``LONG_CODES`` categories is therefore modelled on at most
 ``MAX_CODE_CELLS`` cells:

@@ -61,7 +61,7 @@ class FeatureAnchorConfig:
         perceptual for images with a public set, moments for images without, the embedding for
         series (whose data sets are small: at n = 767 the noise on a covariance drowns its
         signal).
-    rank: the subspace dimension of ``"moments"`` (40 on MNIST: bench/results/images_moments.md).
+    rank: the subspace dimension of ``"moments"`` (40 on MNIST: bench/results/images/moments.md).
     share: fraction of epsilon (after the metadata) spent on the anchor's releases; 1.0 uses
         the anchor alone (no discriminator steps), below 1 the private discriminator refines
         with the rest.
@@ -85,7 +85,7 @@ class FeatureAnchorConfig:
     generator_net, generator_hidden: the generator when the method's options are the defaults
         (a caller who passes ``method_options`` keeps theirs): an MLP, two to three times
         cheaper per step on a CPU than the convolutional (images) and LSTM (series) generators
-        (bench/results/arrays_anchor.md).
+        (bench/results/images/arrays_anchor.md).
 
     These field defaults are the images'; :func:`feature_anchor_defaults` gives the settings
     for each data type (what ``Synthesizer(anchor="auto")`` and the command line use).
@@ -144,19 +144,19 @@ class FeatureAnchorConfig:
 SERIES_BANDWIDTHS = (0.1, 0.2)
 # 600 anchor steps instead of 1,500: the same 1-NN DTW on the validation split (0.906 vs 0.909,
 # seeds 0 and 1) in 40 % of the time; the README's series example then fits in about a minute
-# (bench/results/italy_anchor_notes.md).
+# (bench/results/series/italy_anchor_notes.md).
 SERIES_STEPS = 600
 # Values, first differences and local windows (6 steps every 3): chosen on public UCR sets
 # (GunPoint, ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN
 # DTW 0.690 against 0.654 for values and differences, worse on 2 of 9 runs
-# (bench/results/series_views_public.md).
+# (bench/results/series/views_public.md).
 SERIES_DEFAULT_VIEWS = ("values", "differences", "windows")
 # The weight c of the class counts in the series release: (1 / D)^(1/4) rounded, for the
 # default map's D = 12,000 (noise_optimal_count_weight). Chosen on public UCR sets (GunPoint,
 # ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN DTW 0.712
-# against 0.698 for c = 0.5, worse on 2 of 9 runs (bench/results/series_znorm_public.md).
+# against 0.698 for c = 0.5, worse on 2 of 9 runs (bench/results/series/znorm_public.md).
 SERIES_COUNT_WEIGHT = 0.1
-# The setting measured in bench/results/images_perceptual.md (more steps untested for lack
+# The setting measured in bench/results/images/perceptual.md (more steps untested for lack
 # of machine time).
 PERCEPTUAL_STEPS = 300
 
@@ -177,7 +177,8 @@ def feature_anchor_defaults(kind: str, public: bool = False) -> FeatureAnchorCon
     own, so its curves come out jagged. Chosen on a validation split of the TRAINING part of
     ItalyPowerDemand (the test split never read; 14 settings, 2 seeds each, 1-NN DTW accuracy
     0.83 at the image defaults, 0.90 for the MLP at bandwidths <= 0.2, 0.91 for this setting,
-    0.84 for the same generator at (0.05, 0.1)); log: bench/results/italy_anchor_tuning.jsonl.
+    0.84 for the same generator at (0.05, 0.1)); log:
+    bench/results/series/italy_anchor_tuning.jsonl.
     """
     if kind == "timeseries":
         return FeatureAnchorConfig(

@@ -31,7 +31,7 @@ where each class's 3-way tables keep their cells. On Adult (30,162 rows) with th
 it lifted the RF AUC from 0.883 to 0.887 at epsilon = 3 at the same 2-way TVD (0.0275 /
 0.0279); at epsilon = 1 the merging rule coarsens the wide columns and the 2-way TVD rose from
 0.0372 to 0.0400 for RF AUC 0.879 -> 0.882; on the public tables of 2,000-5,900 rows it was
-level or lower (bench/results/matching_balance.md).
+level or lower (bench/results/tables/matching_balance.md).
 """
 
 from __future__ import annotations

@@ -280,7 +280,7 @@ def channel_bound(values: np.ndarray, sigma: float, rng: np.random.Generator) ->
     budget this setting gave [-2.83, 2.83] in the median and clipped at most 0.7 % of the
     values; the level 1e-3 (instead of 1e-2) cut the draws in which a noise bin far out on the
     public grid became the bound from 0.6 % to 0.1 %. Chosen on the training part only
-    (bench/results/italy_anchor_notes.md).
+    (bench/results/series/italy_anchor_notes.md).
     """
     return dp_bounds(
         values, sigma, rng, fine=False, bins_per_octave=4, widen_octaves=0.5,

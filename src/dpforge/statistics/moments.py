@@ -35,7 +35,7 @@ __all__ = [
 
 # Chosen on scikit-learn's 8x8 digits (public, shipped offline) at epsilon 10: rank 10 (the
 # variance of direction 10 is 0.38 times the noise term) beat ranks 3, 5, 20 and 40 there;
-# on MNIST it keeps about 30 of 40 directions at epsilon 1 (bench/results/images_moments.md).
+# on MNIST it keeps about 30 of 40 directions at epsilon 1 (bench/results/images/moments.md).
 RANK_MARGIN = 0.25
 
 

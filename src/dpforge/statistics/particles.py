@@ -6,8 +6,8 @@ Moving the N samples themselves, jointly, a few hundred Adam steps on the same l
 distance between their per-class mean embedding and the release: kernel herding, a set whose
 mean embedding matches spreads over the distribution) is post-processing of two public things:
 the DP release (already in the ledger) and the public random feature map (rebuilt from its
-seed). It reads no record and costs nothing (bench/results/italy_series_trials.md, rows 19-20;
-the library's figures in bench/results/italy_series_moved.md).
+seed). It reads no record and costs nothing (bench/results/series/italy_trials.md, rows 19-20;
+the library's figures in bench/results/series/italy_moved.md).
 
 :class:`SampleRelease` is what moving needs and what the model folder stores for it:
 ``release.safetensors`` (the noisy per-class sums and counts, exactly the release) and
@@ -40,7 +40,7 @@ class MoveSettings:
         step size. Chosen on PUBLIC series only: sktime's offline UCR sets GunPoint, ArrowHead
         and OSULeaf (never ItalyPowerDemand) at its noise-to-signal, the best mean 1-NN DTW of
         a 3 x 3 grid (100, 300, 1,000 steps; 0.003, 0.01, 0.03) and no moving
-        (bench/series_move_public.py, bench/results/series_move_public.md).
+        (bench/results/series/move_public.md).
     chunk: samples moved together; each chunk matches the release on its own, so memory stays
         bounded (a chunk's features: chunk x feature dimension floats).
     stop_at_noise: stop a chunk's moving (before ``steps``) once its loss is at or below the
@@ -50,7 +50,7 @@ class MoveSettings:
         from the release's public noise multiplier, count weight and released counts. Off by
         default: on the public sets it stops after a few steps and scores below moving 100
         steps on 5 of 6 runs (mean 1-NN DTW 0.594 against 0.686; not moved 0.566:
-        bench/results/italy_series_stop.md).
+        bench/results/series/italy_stop.md).
     pool: draw ``pool`` times as many records as asked, per chunk and class, and keep those
         that kernel herding picks to match the release (:mod:`dpforge.statistics.herding`)
         before moving them; 1 keeps the draws as they come. Memory: pool x chunk x feature

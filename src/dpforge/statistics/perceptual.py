@@ -51,7 +51,7 @@ EXTRACTOR_WIDTHS = (16, 32, 32)  # channels of the three convolution blocks
 FEATURE_DIM = sum(w * g * g for w, g in zip(EXTRACTOR_WIDTHS, POOLS, strict=True))  # 416
 EXTRACTOR_STEPS = 200
 EXTRACTOR_BATCH = 128
-MOMENT_WEIGHT = 1.0  # of the relative moment loss (0, 0.1, 1 in bench/results/images_perceptual.md)
+MOMENT_WEIGHT = 1.0  # of the relative moment loss (0, 0.1, 1 in bench/results/images/perceptual.md)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ A larger table's marginals are measured on finer cells and with less noise relat
 counts, so the generator needs more steps to reach them, and it can afford more measured pairs
 (each pair's cells keep enough signal); a small table needs few steps, should fit in seconds,
 and would drown more pairs in noise; a table smaller than the batch fitted its marginals on
-more generated rows a step than it has records (bench/results/small_table_speed.md). Every rule
-reads only the released (noisy) number of records: post-processing of a DP release, so it
+more generated rows a step than it has records (bench/results/tables_speed/small_table_speed.md).
+Every rule reads only the released (noisy) number of records: post-processing of a DP release, so it
 reveals nothing more about any record.
 """
 
@@ -31,20 +31,21 @@ __all__ = [
 
 # One step per ROWS_PER_STEP released records, STEPS_RANGE at the ends. Small tables (up to
 # 9,000 rows) keep 300, which fits them in seconds; Adult (~30,000 rows) gets 1,000, which its
-# 2-way TVD needed (bench/results/quality_trials.md, third round).
+# 2-way TVD needed (bench/results/tables/quality_trials.md, third round).
 ROWS_PER_STEP = 30.0
 STEPS_RANGE = (300, 1000)
 # The batch of both phases: the released N rounded up to a multiple of BATCH_STEP, within
 # BATCH_RANGE. A table of 500 rows fits its marginals on batches of 512 generated rows, not
 # 1,024; from 1,024 rows on, 1,024 as before. (The smallest power of two holding N put psid,
 # 502 rows, on 1,024 whenever the noise released more than 512.) Fewer steps or a smaller
-# batch for the scout phase of larger tables cost quality (bench/results/small_table_speed.md).
+# batch for the scout phase of larger tables cost quality
+# (bench/results/tables_speed/small_table_speed.md).
 BATCH_RANGE = (256, 1024)
 BATCH_STEP = 64
 # From this many released records, three pairs per column: on Adult (30,162 rows) two took the
 # 2-way TVD from 0.047 to 0.045 at epsilon 1 and 0.045 to 0.037 at epsilon 3 (fourth round),
 # three to 0.042 and 0.036 with RF AUC 0.879 and 0.886 against 0.878 and 0.882 (fifth round;
-# 3 seeds each, bench/results/quality_trials.md); on wage and fair (2,000 and 4,244 rows) two
+# 3 seeds each, bench/results/tables/quality_trials.md); on wage and fair (2,000 and 4,244 rows) two
 # changed nothing (second round). Tables between were not tried.
 PAIRS_RULE = (20_000.0, 3.0)
 

@@ -20,7 +20,7 @@ post-processing, the ledger unchanged.
 
 Off by default (``AnchorConfig.class_totals``): it lifts psid's LR AUC (a class whose members
 all share one value, 0 hours) by 0.017 at epsilon 3 and 0.037 at epsilon 1 over 10 seeds, but
-costs nmes 0.007 RF AUC and wage 0.008 LR AUC (bench/results/quality_gaps.md, session 36).
+costs nmes 0.007 RF AUC and wage 0.008 LR AUC (bench/results/tables/quality_gaps.md, session 36).
 """
 
 from __future__ import annotations

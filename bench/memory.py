@@ -1,0 +1,202 @@
+"""Peak memory of sampling and fitting large tables through the command line (issue 14, Scale).
+
+Measured, each in its own process (peak resident set size from ``/usr/bin/time -v``):
+
+- ``dpforge sample`` of 10^6 and 10^7 rows of a 20-column table to CSV (streamed in chunks);
+- the same 10^6 rows through the in-memory path ``Synthesizer.sample(n)`` + ``to_csv``, the
+  way the command line sampled before streaming, side by side;
+- ``dpforge fit`` on a 1,000,000 x 20 table (the default for tables: marginal anchoring).
+
+The table is synthetic and public by construction (10 numeric columns, 9 categorical ones and a
+binary label, drawn from a fixed generator), with every bound and category declared in the
+schema, so no DP metadata estimate is involved. Results go to bench/results/memory/sample_and_fit.md
+(and .json) with the command that reproduced them, rewritten after every measurement.
+
+    OMP_NUM_THREADS=1 nice -n 10 python bench/memory.py --work /tmp/bench_memory
+
+Options split the work (``--sample-rows``, ``--model`` to sample an existing model,
+``--sample-timeout`` / ``--fit-timeout`` to stop a run and keep its peak so far, ``--fit-rows 0``
+to skip the big fit, ``--results`` for the output file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import harness
+from dpforge.schema.table import Column, Schema
+
+RESULTS = harness.results("memory", "sample_and_fit.md")
+TITLE = "Peak memory: sampling and fitting 20-column tables (bench/memory.py)"
+CLI = [sys.executable, "-c", "from dpforge.cli import main; main()"]
+IN_MEMORY = """
+import sys
+from dpforge import load
+load(sys.argv[1]).sample(int(sys.argv[2]), seed=0).to_csv(sys.argv[3], index=False)
+"""
+
+
+def make_table(n_rows: int, rng: np.random.Generator) -> pd.DataFrame:
+    """A public 20-column table: numeric x0..x9, categorical c0..c8, binary label y."""
+    columns = {}
+    for i in range(10):
+        columns[f"x{i}"] = np.clip(rng.normal(50.0, 15.0, n_rows), 0.0, 100.0).round(3)
+    for i in range(9):
+        columns[f"c{i}"] = rng.choice(np.array([f"k{j}" for j in range(6)]), n_rows)
+    columns["y"] = rng.choice(np.array(["no", "yes"]), n_rows, p=[0.7, 0.3])
+    return pd.DataFrame(columns)
+
+
+def make_schema() -> Schema:
+    numeric = [Column(f"x{i}", "continuous", lower=0.0, upper=100.0) for i in range(10)]
+    categories = tuple(f"k{j}" for j in range(6))
+    categorical = [Column(f"c{i}", "categorical", categories=categories) for i in range(9)]
+    label = Column("y", "categorical", categories=("no", "yes"))
+    return Schema(columns=(*numeric, *categorical, label), label="y")
+
+
+def measured(command: list[str], timeout: float | None = None) -> dict[str, Any]:
+    """Run ``command`` under /usr/bin/time -v; its wall time and peak RSS. After ``timeout``
+    seconds the command is stopped (SIGKILL to it, not to time) and the peak so far is kept,
+    with ``stopped`` set."""
+    timer = harness.Timer()
+    process = subprocess.Popen(
+        ["/usr/bin/time", "-v", *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    stopped = False
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for child in _children(process.pid):
+            os.kill(child, signal.SIGKILL)
+        _, err = process.communicate()
+        stopped = True
+    seconds = timer.elapsed
+    if process.returncode != 0 and not stopped:
+        raise RuntimeError(f"{command} failed:\n{err[-3000:]}")
+    peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)[1])
+    return {
+        "seconds": round(seconds, 1),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "stopped": stopped,
+    }
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bench_memory"))
+    parser.add_argument("--sample-rows", type=int, nargs="*", default=[10**6, 10**7])
+    parser.add_argument("--sample-timeout", type=float, default=None)
+    parser.add_argument("--model", type=Path, default=None, help="sample this model (no fit)")
+    parser.add_argument("--in-memory", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--fit-rows", type=int, default=10**6, help="0: no big fit")
+    parser.add_argument("--fit-timeout", type=float, default=900.0)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="markdown file to write")
+    args = parser.parse_args()
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    schema_path = work / "schema.json"
+    schema_path.write_text(make_schema().to_json())
+    rows: list[tuple[str, str, dict[str, Any]]] = []
+    record = {**harness.provenance(__file__), "rows": []}
+
+    def save() -> None:
+        record["rows"] = [{"what": w, "command": c, **r} for w, c, r in rows]
+        harness.write_results(args.results.with_suffix(".json"), record, TITLE, markdown(rows))
+
+    def measure(what: str, command: list[str], timeout: float | None = None) -> dict[str, Any]:
+        result = measured(command, timeout)
+        if result["stopped"]:
+            what += f" (stopped after {timeout:g} s)"
+        shown = " ".join(c for c in command if "\n" not in c)
+        rows.append((what, shown, result))
+        print(what, result, flush=True)
+        save()
+        return result
+
+    measure.rewrite = save  # after adding a note
+    model = args.model or work / "model"
+    if args.sample_rows and args.model is None:
+        small = work / "small.csv"
+        make_table(20_000, rng).to_csv(small, index=False)
+        fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
+        measure("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
+    for n in args.sample_rows:
+        sample_once(measure, model, n, work, args.sample_timeout)
+        if n <= 10**6 and args.in_memory:
+            memory_out = work / "in_memory.csv"
+            cmd = [sys.executable, "-c", IN_MEMORY, str(model), str(n), str(memory_out)]
+            measure(f"Synthesizer.sample({n:,}) + to_csv (in memory, as before)", cmd)
+            memory_out.unlink()
+    if args.fit_rows:
+        big = work / "big.csv"
+        make_table(args.fit_rows, rng).to_csv(big, index=False)
+        out = work / "big"
+        fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(out)]
+        command = [*fit_big, "--overwrite", "--quiet", "--delta", "1e-7"]
+        measure(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
+
+
+def sample_once(measure, model: Path, n: int, work: Path, timeout: float | None) -> None:
+    """``dpforge sample`` of ``n`` rows; when stopped, how many rows it had streamed out."""
+    out = work / f"sample_{n}.csv"
+    cmd = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite", "--seed", "0"]
+    result = measure(f"dpforge sample {n:,} rows (streamed)", cmd, timeout)
+    if result["stopped"]:
+        partial = sorted(work.glob(f".{out.name}.*.tmp"))
+        written = sum(_lines(p) for p in partial) - len(partial)  # headers
+        print(f"  stopped after {written:,} rows written", flush=True)
+        rows_note = f"{written:,} of {n:,} rows written when stopped"
+        result["note"] = rows_note
+        measure.rewrite()
+        for p in partial:
+            p.unlink()
+    out.unlink(missing_ok=True)
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+def markdown(rows) -> list[str]:
+    """The Markdown body: one table row per measured command, then the commands."""
+    lines = [
+        "Peak RSS of each command's process from `/usr/bin/time -v`.",
+        "",
+        "| what | peak RSS (MB) | wall (s) |",
+        "|---|---:|---:|",
+    ]
+    for what, _, result in rows:
+        note = f" ({result['note']})" if result.get("note") else ""
+        lines.append(f"| {what}{note} | {result['peak_rss_mb']:,} | {result['seconds']} |")
+    lines += ["", "Commands:", ""]
+    return lines + [f"- {what}: `{command}`" for what, command, _ in rows]
+
+
+if __name__ == "__main__":
+    main()
