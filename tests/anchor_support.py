@@ -6,7 +6,7 @@ from __future__ import annotations
 import dpforge
 from dpforge.statistics.anchor import AnchorConfig
 
-NO_TRAINING = AnchorConfig(steps=0, scout_steps=0, batch_size=64)
+NO_TRAINING = AnchorConfig(steps=0, batch_size=64)
 
 
 def released_fit(cancer, anchor: AnchorConfig = NO_TRAINING, epsilon: float = 1.0):

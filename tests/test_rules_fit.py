@@ -33,7 +33,7 @@ RULES = (
     # break a rule often, so that redrawing and the repair are exercised.
     Inequality("age", "<=", "hours-per-week"),
 )
-FAST = AnchorConfig(steps=60, batch_size=256, select_pairs=False, generator_hidden=(64,))
+FAST = AnchorConfig(steps=60, batch_size=256, pairs_per_column=0, generator_hidden=(64,))
 
 
 @pytest.fixture(scope="module")

@@ -95,14 +95,6 @@ def test_chunks_give_the_asked_rows_and_a_row_drawn_twice_is_not_a_copy(fitted):
     assert not rows.duplicated().any()
 
 
-def test_distinct_rows_are_matched_too(fitted):
-    synth, _ = fitted
-    plain = synth.sample(1000, seed=7, move=False)
-    distinct = synth.sample(1000, seed=7, move=ReweightSettings(pool=4, distinct=True))
-    assert len(distinct) == 1000
-    assert _gap(synth, distinct) < 0.8 * _gap(synth, plain)
-
-
 def test_an_old_folder_is_refused_when_matching_is_asked_for(fitted, tmp_path, monkeypatch, capsys):
     synth, _ = fitted
     save_without_release(synth, tmp_path / "old")  # as saved before it existed
@@ -151,7 +143,7 @@ def test_a_tampered_release_is_refused_on_load(fitted, tmp_path, tamper):
         marginals = info["release"]["marginals"]
         if tamper == "column":
             marginals[0]["columns"] = ["no_such_column"]
-        else:  # class totals (AnchorConfig.class_totals) negative, or off the total
+        else:  # class totals (folders fitted with class_totals) negative, or off the total
             led = next(m for m in marginals if len(m["columns"]) == 2)
             rows = [led["total"] / led["shape"][0]] * led["shape"][0]
             rows[0] = -5.0 if tamper == "row_totals" else 1e6

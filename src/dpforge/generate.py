@@ -20,10 +20,9 @@ from dpforge.data.rules import abiding_rows
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
-from dpforge.statistics.herding import Draw
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import indexed_cells
-from dpforge.statistics.particles import MoveSettings, SampleRelease, drawn_moved
+from dpforge.statistics.particles import Draw, MoveSettings, SampleRelease, drawn_moved
 from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, matched_index
 
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
@@ -73,8 +72,7 @@ def sample_mover(
         raise DataError("ReweightSettings are for tables; series and images take MoveSettings")
     settings = move if isinstance(move, MoveSettings) else MoveSettings()
     loss = release.loss()
-    levels = release.noise_levels() if settings.stop_at_noise else None
-    return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings, levels)
+    return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings)
 
 
 def sample_batch(

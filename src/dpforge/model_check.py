@@ -74,7 +74,7 @@ FEATURE_RELEASE: dict[str, Any] = {
             "items": {"type": "number", "exclusiveMinimum": 0},
         },
         "noise_multiplier": {"type": "number", "minimum": 0, "maximum": 1e300},
-        # optional: folders saved before dpforge stored it lack it (stop_at_noise)
+        # optional: folders saved before dpforge stored it lack it
         "count_weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
         # optional: a map with other views than the kind's legacy ones names them
         "views": {
@@ -111,7 +111,7 @@ TABLE_RELEASE_FORMAT: dict[str, Any] = {
                     "row_totals": {
                         "type": "array",
                         "description": "each class's total its row is projected onto "
-                        "(statistics/row_totals.py)",
+                        "(folders fitted with the removed AnchorConfig.class_totals)",
                         "items": {"type": "number", "minimum": 0, "maximum": 1e300},
                     },
                 },

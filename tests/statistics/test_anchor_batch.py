@@ -38,7 +38,7 @@ def phases(monkeypatch) -> list[tuple[int, int]]:
 
     def record(generator, loss, n_classes, config, rng, **options):
         taken.append((config.steps, config.batch_size))
-        return real(generator, loss, n_classes, replace(config, steps=1), rng, **options)
+        return real(generator, loss, n_classes, config._replace(steps=1), rng, **options)
 
     monkeypatch.setattr(table_kind, "train_anchor", record)
     monkeypatch.setattr(rounds, "train_anchor", record)
@@ -72,6 +72,6 @@ def test_the_phases_follow_the_released_count_not_the_records(phases):
 def test_the_ledger_is_the_same_as_with_the_old_fixed_settings(phases):
     frame, schema = _frame(400)
     following = _fit(frame, schema)
-    fixed = _fit(frame, schema, AnchorConfig(steps=300, scout_steps=300, batch_size=1024))
+    fixed = _fit(frame, schema, AnchorConfig(steps=300, batch_size=1024))
     assert phases == [(300, 448), (300, 448), (300, 1024), (300, 1024)]
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()

@@ -34,7 +34,7 @@ def steps_taken(monkeypatch) -> list[int]:
 
     def record(generator, loss, n_classes, config, rng, **options):
         taken.append(config.steps)
-        return real(generator, loss, n_classes, replace(config, steps=1), rng, **options)
+        return real(generator, loss, n_classes, config._replace(steps=1), rng, **options)
 
     monkeypatch.setattr(table_kind, "train_anchor", record)
     monkeypatch.setattr(rounds, "train_anchor", record)

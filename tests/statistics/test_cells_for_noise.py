@@ -5,13 +5,16 @@ from __future__ import annotations
 import dp_accounting
 import numpy as np
 import pandas as pd
+import pytest
 
 import dpforge
+from dpforge.engines.aggregates import NoisyCells
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.cells import MIN_CELLS, cells_for_noise
+from dpforge.statistics.rounds import AnchorPlan, round_one_cell_std
 
-NO_TRAINING = AnchorConfig(steps=0, scout_steps=0, batch_size=64)
+NO_TRAINING = AnchorConfig(steps=0, batch_size=64)
 
 
 def _fit(frame, schema, epsilon, anchor=NO_TRAINING):
@@ -104,3 +107,23 @@ def test_pooling_sized_to_the_noise_keeps_mass_where_the_records_are():
     noisy = counts + np.random.default_rng(0).normal(0.0, 45.0, counts.size)
     outside = [fine_mass(noisy, 3000.0, b)[100:].sum() / 3000.0 for b in (1, 16)]
     assert outside[1] < 0.5 * outside[0]  # pooled: far less mass spread where nobody is
+
+
+class _SiteNoisedCells(NoisyCells):
+    """Counts noised where the records are, as a federated engine's: every site adds its own
+    noise, so the sum carries ``noise_factor`` times the asked sd."""
+
+    noise_factor = 3.0
+
+    def noisy_counts(self, marginals, std):
+        raise NotImplementedError
+
+    def noisy_scores(self, model, std):
+        raise NotImplementedError
+
+
+def test_round_one_cell_noise_is_what_the_counts_carry_at_the_sites():
+    plan = AnchorPlan(round_one_noise=5.0)
+    here = round_one_cell_std(plan, 4, {"y": np.zeros(3, dtype=np.int64)})
+    assert here == pytest.approx(5.0 * 2)  # noise x rows x sqrt(4 marginals released together)
+    assert round_one_cell_std(plan, 4, _SiteNoisedCells()) == pytest.approx(3 * here)

@@ -14,7 +14,7 @@ from dpforge.statistics import cells
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.cells import MAX_BLOCK, MIN_CELLS, block_size, noise_outweighs_a_cell
 
-NO_TRAINING = AnchorConfig(steps=0, scout_steps=0, batch_size=64)
+NO_TRAINING = AnchorConfig(steps=0, batch_size=64)
 
 
 def test_the_cap_holds_until_a_capped_blocks_noise_outweighs_a_cell():

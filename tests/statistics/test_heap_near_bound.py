@@ -68,16 +68,14 @@ def test_a_cells_count_mixes_its_fine_sum_and_round_one_by_their_noise():
     assert np.allclose(cell_counts(column, noisy, edges, 2.0, (released[0], 0.0)), released[0])
 
 
-def test_a_heaps_cell_keeps_its_continuous_part_when_the_pooling_is_wider_than_the_cell():
+def test_a_heaps_cell_keeps_its_continuous_part():
     column = Column("x", "continuous", 0.0, 1.0)
     noisy = np.zeros(FINE_CELLS + 2)
     noisy[1] = 200.0  # the heap in the first fine cell
     noisy[2:74] = 5.0  # 360 records spread over the rest of the first cell [0, 73/1024)
     edges = np.array([0.0, FINE[73], 1.0])
-    pooled = within_cell_mass(column, noisy, 560.0, edges, 40.0, block=FINE_CELLS)
-    assert pooled[1:73].sum() < 0.25 * pooled[0]  # the grid-wide pool: the heap takes most
     counts = cell_counts(column, noisy, edges, 5.0)
-    kept = within_cell_mass(column, noisy, 560.0, edges, 40.0, FINE_CELLS, counts)
+    kept = within_cell_mass(column, noisy, edges, 40.0, counts)
     assert np.isclose(kept[:73].sum(), 560.0)  # the heap and all 360 spread over the cell
     assert np.isclose(kept[0], 200.0 + 360.0 / 73) and np.allclose(kept[1:73], 360.0 / 73)
 
@@ -105,8 +103,8 @@ def _heaped_table(n: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
     return frame, schema
 
 
-def _fit(frame, schema, within_cell: str = "cell", steps: int = 300):
-    anchor = AnchorConfig(steps=steps, scout_steps=steps // 2, within_cell=within_cell)
+def _fit(frame, schema, steps: int = 300):
+    anchor = AnchorConfig(steps=steps)
     return dpforge.Synthesizer(
         schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)
@@ -132,16 +130,12 @@ def test_exact_zeros_and_the_mass_just_above_them_come_back_apart(heaped):
     assert 0.5 * np.abs(real - synthetic).sum() < 0.15
 
 
-def test_the_change_is_post_processing_cells_and_ledger_as_before(heaped):
+def test_the_number_of_cells_does_not_follow_a_private_value(heaped):
     frame, schema, synth = heaped
-    pooled = _fit(frame, schema, "pooled", steps=0)
-    cell = _fit(frame, schema, "cell", steps=0)
-    assert pooled.ledger_.to_dict() == cell.ledger_.to_dict()
-    edges = [s.encoder_.bins["share"].edges.tolist() for s in (pooled, cell)]
-    assert edges[0] == edges[1]
+    cell = _fit(frame, schema, steps=0)
     changed = frame.copy()
     changed.loc[0, "share"] = 0.9  # a private value moves: the number of cells does not
-    other = _fit(changed, schema, "cell", steps=0)
+    other = _fit(changed, schema, steps=0)
     assert other.encoder_.bins["share"].size == cell.encoder_.bins["share"].size
 
 
@@ -152,15 +146,10 @@ def test_a_nullable_column_reads_its_own_cells_of_round_one():
         Column("share", "continuous", 0.0, 1.0, nullable=True) if c.name == "share" else c
         for c in schema.columns
     )
-    synth = _fit(frame, Schema(columns, label="y"), "cell", steps=0)
+    synth = _fit(frame, Schema(columns, label="y"), steps=0)
     bins = synth.encoder_.bins["share"]
     assert bins.fine_mass is not None and np.all(np.isfinite(bins.fine_mass))
     span = next(s for s in synth.encoder_.spans if s.column == "share")
     assert span.dim == bins.size + 1  # the "missing" cell, last: not read as an interior cell
     mass = np.asarray(bins.fine_mass)
     assert mass[:2].sum() > 0.5 * mass.sum()  # the records just above 0 keep their place
-
-
-def test_within_cell_is_checked():
-    with pytest.raises(ValueError, match="within_cell"):
-        AnchorConfig(within_cell="uniform").validate()

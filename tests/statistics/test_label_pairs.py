@@ -29,7 +29,6 @@ from dpforge.statistics.marginals import (
     MeasuredMarginal,
     measure_marginals,
 )
-from dpforge.statistics.selection import pair_scores
 
 SIZES = {"y": 3, "a": 20, "b": 7, "c": 5}
 
@@ -67,23 +66,6 @@ def test_one_record_moves_one_cell_of_each_3way_marginal_by_one():
         assert np.sqrt(sum((d**2).sum() for d in diffs)) == pytest.approx(np.sqrt(2))
     assert full[0].shape == (3, 7, 7) and full[1].shape == (3, 7, 5)
     assert full[0].noisy_counts.sum() == 3000.0
-
-
-def test_each_3way_score_moves_by_at_most_one_with_one_record():
-    cells = _cells(np.random.default_rng(2), 3000)
-    pairs = [("a", "b"), ("a", "c"), ("b", "c")]
-    triples, groups = label_pair_marginals(pairs, "y", dict(SIZES), 3000.0, 3, 10.0, 2.0)
-    rng = np.random.default_rng(3)  # any model distribution: the bound holds for every one
-    shapes = [m.shape for m in measure_marginals(cells, triples, 0.0, rng, 3000.0, groups=groups)]
-    assert shapes == [(3, 7, 7), (3, 10, 5), (3, 7, 5)]
-    model = {
-        t: rng.dirichlet(np.ones(int(np.prod(s)))).reshape(s)
-        for t, s in zip(triples, shapes, strict=True)
-    }
-    full = pair_scores(cells, model, 3000.0, groups)
-    for row in (0, 1234, 2999):
-        less = pair_scores(_drop(cells, row), model, 3000.0, groups)
-        assert np.abs(full - less).max() <= 1.0 + 1e-9 and np.abs(full - less).max() > 0
 
 
 def test_merged_marginal_round_trips_and_the_loss_fits_it_given_each_label():
@@ -132,10 +114,7 @@ def _table(n: int = 400) -> tuple[pd.DataFrame, Schema]:
     return frame, Schema(columns, label="y", label_prior="uniform")
 
 
-def _fit(
-    frame, schema, monkeypatch, label_pairs=True, steps: int = 0, scores: bool = False,
-    epsilon: float = 1.0,
-):  # fmt: skip
+def _fit(frame, schema, monkeypatch, label_pairs=True, steps: int = 0, epsilon: float = 1.0):
     seen = []
     real = measure_marginals  # the module's own, not an earlier spy
 
@@ -144,10 +123,7 @@ def _fit(
         return real(blocks, marginals, noise, rng, total, rows, groups)
 
     monkeypatch.setattr(rounds, "measure_marginals", spy)
-    anchor = AnchorConfig(
-        steps=steps, scout_steps=steps, batch_size=64, label_pairs=label_pairs,
-        label_scores=scores,
-    )  # fmt: skip
+    anchor = AnchorConfig(steps=steps, batch_size=64, label_pairs=label_pairs)
     synth = dpforge.Synthesizer(
         schema, epsilon=epsilon, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)
@@ -171,22 +147,14 @@ def test_the_plan_reads_public_inputs_and_the_ledger_keeps_its_kind(monkeypatch)
     changed.loc[0, "u"], changed.loc[1, "y"] = 29, "no" if frame.loc[1, "y"] == "yes" else "yes"
     _, seen_changed = _fit(changed, schema, monkeypatch)
     assert seen_changed[-1][1] == round_two[1]  # the merging: unchanged by private values
-    scored, seen_scored = _fit(frame, schema, monkeypatch, scores=True)
-    assert all(m[0] == "y" and len(m) == 3 for m in seen_scored[-1][0])
-    entries = [
-        {k: v for k, v in e.items() if k != "name"} for e in scored.ledger_.to_dict()["entries"]
-    ]
-    assert entries == strip  # scored on 3-way tables: the same events
 
 
 def test_refused_without_a_label_or_without_the_selection():
-    with pytest.raises(ValueError, match="select_pairs"):
-        AnchorConfig(label_pairs=True, select_pairs=False).validate()
-    with pytest.raises(ValueError, match="label_scores needs label_pairs"):
-        AnchorConfig(label_scores=True).validate()
+    with pytest.raises(ValueError, match="pairs_per_column above 0"):
+        AnchorConfig(label_pairs=True, pairs_per_column=0).validate()
     frame, schema = _table(100)
     unlabelled = Schema(schema.columns)
-    anchor = AnchorConfig(steps=0, scout_steps=0, label_pairs=True)
+    anchor = AnchorConfig(steps=0, label_pairs=True)
     synth = dpforge.Synthesizer(unlabelled, epsilon=1.0, seed=0, progress=False, anchor=anchor)
     with pytest.raises(ValueError, match="label_pairs needs a label"):
         synth.fit(frame)

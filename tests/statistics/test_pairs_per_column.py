@@ -12,7 +12,7 @@ from dpforge.statistics.selection import pairs_to_measure
 
 
 def _selected(frame, schema, per_column: float) -> tuple[int, float]:
-    anchor = AnchorConfig(steps=0, scout_steps=0, batch_size=64, pairs_per_column=per_column)
+    anchor = AnchorConfig(steps=0, batch_size=64, pairs_per_column=per_column)
     synth = dpforge.Synthesizer(
         schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)
@@ -36,6 +36,17 @@ def test_twice_the_pairs_per_column_measures_twice_the_pairs_in_the_same_budget(
     assert spent_one <= 1.0 and spent_two <= 1.0  # the same target: the pairs share it
 
 
-def test_a_non_positive_count_is_refused():
+def test_a_negative_count_is_refused():
     with pytest.raises(ValueError, match="pairs_per_column"):
-        AnchorConfig(pairs_per_column=0).validate()
+        AnchorConfig(pairs_per_column=-1.0).validate()
+
+
+def test_zero_pairs_per_column_measures_round_one_alone(cancer):
+    frame, schema = cancer
+    anchor = AnchorConfig(steps=0, batch_size=64, pairs_per_column=0)
+    synth = dpforge.Synthesizer(
+        schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
+    ).fit(frame)
+    names = [e.name for e in synth.ledger_.entries]
+    assert not any("pairs" in n for n in names) and any("marginals" in n for n in names)
+    assert synth.privacy_spent().epsilon <= 1.0

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from dpforge.statistics.inclusion import distinct_sample
 from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
 from dpforge.statistics.pool_cells import PoolCells
 from dpforge.statistics.reweight import (
@@ -53,7 +52,7 @@ def test_weights_bring_the_pool_to_dependent_targets():
     )
     index = targets.cell_index(cells)
     equal = np.full(4000, 1 / 4000)
-    w = fit_weights(targets, index, ReweightSettings(steps=300))
+    w = fit_weights(targets, index)
     assert w.sum() == pytest.approx(1.0)
     assert _distance(targets, index, w) < 0.15 * _distance(targets, index, equal)
 
@@ -115,7 +114,7 @@ def test_matched_indices_follow_the_target():
     rng = np.random.default_rng(3)
     cells = {"a": CellColumn(rng.integers(0, 3, 2800), 3)}
     targets = MarginalTargets([_marginal(("a",), (3,), [0.8, 0.1, 0.1])])
-    index = matched_index(targets, cells, 700, ReweightSettings(steps=200), rng)
+    index = matched_index(targets, cells, 700, ReweightSettings(), rng)
     assert len(index) == 700 and index.max() < 2800
     share = np.bincount(cells["a"].index[index], minlength=3) / 700
     assert share[0] == pytest.approx(0.8, abs=0.03)
@@ -155,30 +154,7 @@ def test_the_draw_along_the_sorted_pool_follows_the_weights_to_a_row_per_stratum
     assert np.mean([e["y"] for e in shuffled]) > 5
 
 
-def test_distinct_rows_along_the_sorted_pool_follow_their_probabilities():
-    rng = np.random.default_rng(6)
-    cells, targets = _pool(8000, rng), _one_column_targets()
-    pi = np.full(8000, 0.25)
-    order = stratified_order(targets, targets.cell_index(cells), rng)
-    picks = order[distinct_sample(pi[order], rng)]
-    assert len(np.unique(picks)) == len(picks) == 2000
-    errors = _column_errors(cells, picks, pi, 2000)
-    assert errors["y"] < 1 and errors["a"] < 2
-
-
-def test_the_random_order_is_still_offered():
-    rng = np.random.default_rng(7)
-    cells = {"a": CellColumn(rng.integers(0, 3, 2800), 3)}
-    targets = MarginalTargets([_marginal(("a",), (3,), [0.8, 0.1, 0.1])])
-    settings = ReweightSettings(steps=200, order="random")
-    index = matched_index(targets, cells, 700, settings, rng)
-    share = np.bincount(cells["a"].index[index], minlength=3) / 700
-    assert share[0] == pytest.approx(0.8, abs=0.03)
-
-
-@pytest.mark.parametrize(
-    "bad", [{"pool": 0}, {"steps": 1.5}, {"lr": 0.0}, {"spread": -1.0}, {"order": "sorted"}]
-)
+@pytest.mark.parametrize("bad", [{"pool": 0}, {"chunk": 1.5}, {"balance": -1}])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError, match="ReweightSettings"):
         ReweightSettings(**bad)

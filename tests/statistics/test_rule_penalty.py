@@ -3,7 +3,6 @@ exact probability that a row drawn from them breaks a rule."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from dpforge.data.encoder import TableEncoder
@@ -58,20 +57,6 @@ def test_an_inequality_costs_the_probability_of_a_wrong_order():
 def test_no_rule_or_no_weight_leaves_the_loss_alone():
     assert with_rules(zero, encoder(), 1.0) is zero
     assert with_rules(zero, encoder(Inequality("a", "<=", "b")), 0.0) is zero
-
-
-def test_a_rules_weight_without_a_rule_to_act_on_is_refused():
-    """An option that does not apply is refused, never ignored (issue 21.8)."""
-    from dpforge.errors import PrivacyError
-    from dpforge.kinds import resolve_anchor
-    from dpforge.statistics.anchor import AnchorConfig
-
-    with pytest.raises(
-        PrivacyError, match="rules_weight=0 applies to .* this run has no such rule"
-    ):
-        resolve_anchor(AnchorConfig(rules_weight=0.0), Schema(COLUMNS, label="y", rules=(CODE,)))
-    rules = Schema(COLUMNS, label="y", rules=(Inequality("a", "<=", "b"),))
-    assert resolve_anchor(AnchorConfig(rules_weight=3.0), rules).rules_weight == 3.0
 
 
 def test_dates_in_an_inequality_are_penalised_on_their_time_axis():

@@ -18,7 +18,7 @@ from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.statistics import array_anchor, image_sizes
-from dpforge.statistics.anchor import RULES_WEIGHT, AnchorConfig
+from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.feature_views import check_views
 from dpforge.statistics.features import (
     MOMENTS,
@@ -98,7 +98,6 @@ def resolve_anchor(
         if schema.kind == "image":
             image_sizes.check_shape(tuple(schema.shape), resolved)  # before any release
         return resolved
-    _check_rules_weight(anchor, schema)
     return anchor
 
 
@@ -116,20 +115,6 @@ def _check_views(anchor: FeatureAnchorConfig, schema: Any) -> None:
         check_views(tuple(anchor.views), schema.kind, tuple(schema.shape))
     except ValueError as exc:
         raise PrivacyError(str(exc)) from None
-
-
-def _check_rules_weight(anchor: AnchorConfig, schema: Schema) -> None:
-    """A rules weight other than the default needs a fit it can act on: refused otherwise."""
-    if anchor.rules_weight == RULES_WEIGHT:
-        return
-    penalised = [r for r in schema.rules if r.kind in ("forbid", "inequality")]
-    if not penalised or anchor.share == 0:
-        raise PrivacyError(
-            f"anchor rules_weight={anchor.rules_weight:g} applies to a marginal-anchored fit "
-            "(share > 0) of a schema with forbid or inequality rules; this run has "
-            f"{'no anchoring' if penalised else 'no such rule'}: leave rules_weight at "
-            f"{RULES_WEIGHT:g}"
-        )
 
 
 def _check_anchor_type(anchor: Any, schema: Any) -> None:

@@ -91,8 +91,6 @@ class PerceptualAnchoring(_FeatureAnchoring):
         if resumed:
             return
         run.init_networks(method)
-        if self.config.pretrain_steps:
-            self._pretrain(method.generator, features, measured.subspace, setup, run)
         rng = make_generator(run.seed_sequence(3), run.device)
         perceptual.fit_perceptual(
             method.generator, (embedding, moments), setup.encoder.n_classes, self.config, rng
@@ -107,21 +105,6 @@ class PerceptualAnchoring(_FeatureAnchoring):
         if steps:
             rng = make_generator(run.seed_sequence(8), run.device)  # a stream of its own
             warm_start_on_public(method, self.public, steps, rng)
-
-    def _pretrain(self, generator, features, subspace, setup, run) -> None:
-        """Fit the generator to the PUBLIC set's own statistics first (public data: no
-        budget, no ledger entry; the private records are not read here)."""
-        k = setup.encoder.n_classes
-        embedding, moments = perceptual.public_targets(
-            features, self.public, k, subspace, self.config.count_weight
-        )
-        losses = (
-            array_anchor.EmbeddingLoss(embedding, features),
-            perceptual.MomentLoss(subspace, moments),
-        )
-        config = replace(self.config, steps=self.config.pretrain_steps)
-        rng = make_generator(run.seed_sequence(7), run.device)  # a stream of its own
-        perceptual.fit_perceptual(generator, losses, k, config, rng)
 
 
 def plan_releases(

@@ -28,17 +28,16 @@ from dpforge.privacy.person import PrivacyUnit, coded_persons, frame_keys, kept_
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.cells import (
+    CELLS_SNR,
     adaptive_columns,
     bins_from_edges,
     block_size,
     cell_counts,
     cells_for_noise,
-    class_count,
     measure_fine_histograms,
     quantile_bins,
     within_cell_mass,
 )
-from dpforge.statistics.class_rows import pooled_class_rows
 from dpforge.statistics.codes import (
     code_cell_count,
     codes_from_dict,
@@ -50,11 +49,7 @@ from dpforge.statistics.label_pairs import label_pairs_for
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
-from dpforge.statistics.phase_steps import (
-    anchor_batch_size,
-    anchor_pairs_per_column,
-    anchor_steps,
-)
+from dpforge.statistics.phase_steps import anchor_pairs_per_column, anchor_phase
 from dpforge.statistics.rounds import (
     AnchorPlan,
     anchor_loss,
@@ -64,9 +59,7 @@ from dpforge.statistics.rounds import (
     planned_cell_std,
     round_one_cell_std,
 )
-from dpforge.statistics.row_totals import with_class_totals
-from dpforge.statistics.rule_penalty import with_rules
-from dpforge.statistics.tails import trimmed_tails
+from dpforge.statistics.rule_penalty import RULES_WEIGHT, with_rules
 
 FINE_MASS_THRESHOLD = 4.0  # public: about the largest of 1,024 cells of pure noise (z 3.9)
 CLIP_NOTE = (
@@ -198,7 +191,7 @@ class MarginalAnchoring(Anchoring):
         _check_label_pairs(self.config, label, records)
         config = self._resolved(label, records, n_public, run.epsilon)
         target = self._target(run, ledger)
-        n_cells = self.cells_per_column(public, target, ledger, (n_public, prior), run.unit.rows)
+        n_cells = self.cells_per_column(public, target, ledger, n_public, run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
         long = long_code_columns(schema.generated_columns)
         plan = plan_anchoring(
@@ -217,32 +210,20 @@ class MarginalAnchoring(Anchoring):
         encoder = self.encoder(TableKind, schema, MeasuredTable(
             cell_edges=edges, code_cells=codes))  # fmt: skip
         label_name, cells = _blocks(encoder, records)
-        measured = measure_round_one(
-            plan, cells, encoder.spans, label_name, rng, n_public, self.config.zero_below
-        )
+        measured = measure_round_one(plan, cells, encoder.spans, label_name, rng, n_public)
         cell_std = round_one_cell_std(plan, len(measured), cells)  # per cell, public
         round_one = (measured, label_name, cell_std)
         counts = self._cell_counts(adaptive, fine, std, edges, round_one)
-        masses = _fine_masses(adaptive, fine, std, edges, (n_public, pooling, counts))
-        numeric = [c.name for c in schema.generated_columns if c.is_numeric]
-        measured = trimmed_tails(measured, label_name, numeric, cell_std, self.config.tail_trim)
-        nullable = {c.name: c.nullable for c in schema.generated_columns if c.is_numeric}
-        measured = pooled_class_rows(
-            measured, label_name, nullable, cell_std, self.config.class_rows
-        )
-        measured = self._class_totals(measured, label_name)
+        masses = _fine_masses(adaptive, fine, std, edges, counts)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
         return MeasuredTable(tuple(measured), edges, masses, plan, cells, code_cells=codes)
 
     def _cell_counts(
         self, adaptive: list, fine: dict, std: float, edges: dict, round_one: tuple
     ) -> dict[str, np.ndarray]:
-        """With ``within_cell="cell"``, each adaptive column's cell counts for drawing values
-        inside its cells (free, ``cells.cell_counts``): its fine histogram (noise sd ``std``)
-        mixed with ``round_one`` = (round 1's marginals as released, the label, their noise
-        sd a cell); else none (each cell sized from the pooled fine histogram)."""
-        if self.config.within_cell != "cell":
-            return {}
+        """Each adaptive column's cell counts for drawing values inside its cells (free,
+        ``cells.cell_counts``): its fine histogram (noise sd ``std``) mixed with ``round_one``
+        = (round 1's marginals as released, the label, their noise sd a cell)."""
         counts = {}
         for c in adaptive:
             released = _released_cells(c.name, len(edges[c.name]) - 1, *round_one)
@@ -250,20 +231,16 @@ class MarginalAnchoring(Anchoring):
         return counts
 
     def cells_per_column(
-        self, public: TableEncoder, target, ledger, sizes: tuple, rows: int = 1
+        self, public: TableEncoder, target, ledger, n_public: float, rows: int = 1
     ) -> int:
-        """Cells per numeric column from public inputs only: ``sizes`` (the released N, the
-        label prior as released or declared), the label's classes and the noise the plan will
-        give round 1 (:func:`dpforge.statistics.cells.cells_for_noise`), ``rows`` times larger
-        per person with a privacy unit."""
+        """Cells per numeric column from public inputs only: the released N, the label's
+        classes (sized for N / K records a class) and the noise the plan will give round 1
+        (:func:`dpforge.statistics.cells.cells_for_noise`), ``rows`` times larger per person
+        with a privacy unit."""
         label_name = _label_name(public)
         std = rows * planned_cell_std(self.config, public.spans, label_name, target, ledger)
-        n_public, prior = sizes
-        classes = max(1, public.n_classes)  # the default rule: N / K records a class
-        if self.config.cells_class != "mean":
-            per_class = class_count(n_public, prior, public.n_classes, self.config.cells_class)
-            classes = n_public / per_class if per_class > 0 else classes
-        return cells_for_noise(n_public, std, classes, self.config.n_bins, self.config.cells_snr)
+        classes = max(1, public.n_classes)
+        return cells_for_noise(n_public, std, classes, self.config.n_bins, CELLS_SNR)
 
     def _place_cells(self, adaptive, fine: dict, n_public: int, n_bins: int, blocks) -> dict:
         """Each adaptive column's ``n_bins`` cell edges, from its noisy fine histogram pooled
@@ -280,7 +257,7 @@ class MarginalAnchoring(Anchoring):
         in_memory = not isinstance(records, TableAggregates)
         label_pairs = label_pairs_for(
             self.config.label_pairs, n_public, epsilon, label is not None, in_memory,
-            self.config.select_pairs,
+            self.config.pairs_per_column != 0,
         )  # fmt: skip
         return replace(self.config, pairs_per_column=pairs, label_pairs=label_pairs)
 
@@ -292,14 +269,6 @@ class MarginalAnchoring(Anchoring):
         share = self.config.share
         spent_share = min(1.0, run.metadata_share + (1 - run.metadata_share) * share)
         return run.epsilon * spent_share, run.delta * spent_share - ledger.extra_delta()
-
-    def _class_totals(self, measured, label_name: str | None) -> list:
-        """``measured`` with the rows led by the label made histograms of the classes' pooled
-        totals when ``class_totals`` is set (round 1, and again with round 2's label x a x b
-        marginals), else as they are."""
-        if not self.config.class_totals:
-            return list(measured)
-        return with_class_totals(measured, label_name)
 
     def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
         """The pair selection and round 2, with a scout generator fitted to round 1
@@ -316,7 +285,7 @@ class MarginalAnchoring(Anchoring):
                 method.generator, list(measured.marginals), measured.plan, blocks, spans,
                 label_name, _prior(setup), config, measured.rngs,
             )  # fmt: skip
-            setup.measured.marginals = tuple(self._class_totals(both_rounds, label_name))
+            setup.measured.marginals = tuple(both_rounds)
 
     def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run
@@ -325,23 +294,16 @@ class MarginalAnchoring(Anchoring):
         if not measured.marginals:
             return
         prior = _prior(setup)
-        loss = anchor_loss(
-            measured.marginals, encoder.spans, _label_name(encoder), prior, self.config
-        )
-        loss = with_rules(loss, encoder, self.config.rules_weight)  # the schema's rules
+        loss = anchor_loss(measured.marginals, encoder.spans, _label_name(encoder), prior)
+        loss = with_rules(loss, encoder, RULES_WEIGHT)  # the schema's rules
         method.anchor = (loss, self.config.weight)
         if resumed:
             return
         if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
             _start_generator(run, method, measured)
         n_classes = 0 if prior is None else prior.shape[0]
-        total = measured.marginals[0].total  # the released N
-        config = replace(
-            self.config,
-            steps=anchor_steps(self.config, total),
-            batch_size=anchor_batch_size(self.config, total),
-        )
-        train_anchor(method.generator, loss, n_classes, config, measured.rngs[1])
+        phase = anchor_phase(self.config, measured.marginals[0].total)  # the released N
+        train_anchor(method.generator, loss, n_classes, phase, measured.rngs[1])
         method.generator_average.load_state_dict(method.generator.state_dict())
 
     def sample_release(self, setup: Any) -> MarginalRelease | None:
@@ -379,7 +341,7 @@ def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng)
     counts = measure_code_histograms(records, long, std, rng)
     std *= noise_factor(records)  # the noise the counts carry (a sum of site noises)
     label = encoder.schema.label_column
-    first = default_marginals(encoder.spans, label and label.name, plan.one_way)
+    first = default_marginals(encoder.spans, label and label.name)
     round_one_std = plan.round_one_noise * plan.rows * math.sqrt(len(first))
     cells = code_cell_count(n_public, round_one_std, encoder.n_classes)
     return {c.name: place_codes(c, counts[c.name], std, cells).to_dict() for c in long}
@@ -396,20 +358,19 @@ def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
 
 
 def _fine_masses(
-    adaptive: list, fine: dict, std: float, edges: dict, pooling: tuple[float, dict, dict]
+    adaptive: list, fine: dict, std: float, edges: dict, counts: dict
 ) -> dict[str, list[float]]:
     """Each adaptive column's fine mass for drawing values inside their cells (free,
     ``cells.within_cell_mass``): the noisy counts that stand out from the noise (at least
     FINE_MASS_THRESHOLD standard deviations, about the largest that 1,024 cells of pure noise
     reach), and the rest of each cell's count spread evenly over it. An empty cell of a
-    nullable column is on no fine cell, so nothing of it spreads over the grid. ``pooling``:
-    the released N, each column's block and each column's cell counts (``cells.cell_counts``;
-    a column without them: its pooled, projected fine histogram's)."""
-    threshold, (total, blocks, counts) = FINE_MASS_THRESHOLD * std, pooling
+    nullable column is on no fine cell, so nothing of it spreads over the grid. ``counts``:
+    each column's cell counts (``cells.cell_counts``)."""
+    threshold = FINE_MASS_THRESHOLD * std
 
     def mass(c: Any) -> np.ndarray:
-        cut, block = np.asarray(edges[c.name]), blocks[c.name]
-        return within_cell_mass(c, fine[c.name], total, cut, threshold, block, counts.get(c.name))
+        cut = np.asarray(edges[c.name])
+        return within_cell_mass(c, fine[c.name], cut, threshold, counts[c.name])
 
     return {c.name: _rounded(mass(c)) for c in adaptive}
 

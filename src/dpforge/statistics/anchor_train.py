@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
 if TYPE_CHECKING:
-    from dpforge.statistics.anchor import AnchorConfig
+    from dpforge.statistics.features import FeatureAnchorConfig
+    from dpforge.statistics.phase_steps import AnchorPhase
 
 __all__ = ["single_thread", "stratified_labels", "train_anchor"]
 
@@ -27,7 +28,7 @@ def train_anchor(
     generator: torch.nn.Module,
     loss: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
     n_classes: int,
-    config: AnchorConfig | Any,
+    config: AnchorPhase | FeatureAnchorConfig,
     rng: torch.Generator,
     *,
     betas: tuple[float, float] = (0.9, 0.999),

@@ -25,10 +25,10 @@ makes the same trade when it drops marginals too large for its budget). Never fe
 ``MIN_CELLS`` (16): below that the cells themselves cost more than their noise saves (on the
 502-row psid table the rule gave 4 and 8 cells at epsilon 1 and 3; 16 took the 1-way TVD from
 0.33 / 0.19 to 0.26 / 0.14 and the 2-way from 0.57 / 0.38 to 0.51 / 0.32, at a cost in
-linear-classifier AUC at epsilon 3, bench/results/tables/trials_pairs_within_cell.md). An integer
-column with at most ``2 k`` values keeps one cell per value
-(:func:`dpforge.statistics.bins.numeric_bins`); a wider one, however many values it has, gets k
-cells placed by its fine histogram.
+linear-classifier AUC at epsilon 3,
+bench/results/tables/trials_pairs_within_cell.md). An integer column with at most ``2 k``
+values keeps one cell per value (:func:`dpforge.statistics.bins.numeric_bins`); a wider one,
+however many values it has, gets k cells placed by its fine histogram.
 """
 
 from __future__ import annotations
@@ -46,14 +46,13 @@ from dpforge.statistics.bins import NumericBins, numeric_bins
 from dpforge.statistics.projection import project_to_simplex
 
 __all__ = [
+    "CELLS_SNR",
     "FINE_CELLS",
     "adaptive_columns",
     "bins_from_edges",
     "block_size",
     "cell_counts",
     "cells_for_noise",
-    "class_count",
-    "WITHIN_CELL",
     "within_cell_mass",
     "fine_mass",
     "measure_fine_histograms",
@@ -67,6 +66,10 @@ FINE_CELLS = 1024
 MIN_CELLS = 16
 
 
+# Numeric cells keep their counts this many noise sd above the noise (README, tables, 1).
+CELLS_SNR = 2.0
+
+
 def cells_for_noise(
     n_public: float, cell_std: float, n_classes: int, n_bins: int, snr: float
 ) -> int:
@@ -77,17 +80,6 @@ def cells_for_noise(
         return n_bins
     k = math.floor(n_public / (max(1, n_classes) * snr * cell_std))
     return int(min(n_bins, max(MIN_CELLS, k)))
-
-
-def class_count(n_public: float, prior, n_classes: int, rule: str) -> float:
-    """The records of one class the cells are sized for, from public inputs only: N / K
-    (``rule`` "mean") or N times the smallest share of ``prior`` (the label's class shares as
-    released by the metadata, or declared; "smallest"). N without a label."""
-    if n_classes <= 1 or prior is None:
-        return n_public / max(1, n_classes)
-    if rule == "mean":
-        return n_public / n_classes
-    return n_public * float(np.min(prior))
 
 
 def adaptive_columns(columns: Sequence[Column], n_bins: int) -> list[Column]:
@@ -205,41 +197,23 @@ def quantile_bins(
     return NumericBins(column.name, fine.lower, fine.upper, fine.integer, edges, np.zeros(0))
 
 
-WITHIN_CELL = ("cell", "pooled")  # how a cell's continuous part is sized (within_cell_mass)
-
-
 def within_cell_mass(
-    column: Column,
-    noisy: np.ndarray,
-    total: float,
-    edges: np.ndarray,
-    threshold: float,
-    block: int = 1,
-    counts: np.ndarray | None = None,
+    column: Column, noisy: np.ndarray, edges: np.ndarray, threshold: float, counts: np.ndarray
 ) -> np.ndarray:
     """The interior fine cells' mass that decoding draws values from inside each cell (free):
     the noisy counts at or above ``threshold`` (heaped values, dense spots), plus the cell's
     continuous part spread evenly over its fine cells (without it, a cell's one
     standing-out fine cell would take all of its values).
 
-    The continuous part of a cell is its count beyond the standouts: ``counts`` (one
-    released estimate per interior cell, :func:`cell_counts`) when given, else what the
-    projected histogram pooled ``block`` fine cells at a time puts in the cell (the rule
-    before session 37). The pooled form fails where the block is as wide as the cell or
-    wider (the noise asks for it on small tables, ``block_size``): the pooled mass is then
-    spread evenly over the whole range, whatever the records, and a heaped fine cell
-    outweighs its cell's share of it, so every value of the cell is decoded onto the heap
-    (creditcard's share at epsilon 1: 593 records in [0, 0.072), 204 of them in the first
-    fine cell, all 591 synthetic values on it; bench/results/tables/quality_gaps.md, session 37)."""
+    The continuous part of a cell is its count beyond the standouts, from ``counts`` (one
+    released estimate per interior cell, :func:`cell_counts`). Sizing it from the fine
+    histogram pooled as for placing the cells instead fails on small tables, where the pool
+    is as wide as the cell (docs/research/anchoring-options.md, ``within_cell``)."""
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
     standout = np.where(raw >= threshold, raw, 0.0)
     at = _fine_index(column, edges)
-    pairs = list(zip(at[:-1], at[1:], strict=True))
-    if counts is None:
-        projected = fine_mass(noisy, total, block)
-        counts = np.array([projected[a:b].sum() for a, b in pairs])
     mass = standout.copy()
-    for k, (first, last) in enumerate(pairs):
+    for k, (first, last) in enumerate(zip(at[:-1], at[1:], strict=True)):
         if last > first:
             rest = counts[k] - standout[first:last].sum()
             mass[first:last] += max(0.0, rest) / (last - first)

@@ -12,11 +12,8 @@ The views (series only, except ``values``):
 
 * ``values``: the record itself (images: the pixels);
 * ``differences``: first differences along time (the shape of a curve, not only its level);
-* ``second_differences``: differences of those (the bends: where a curve peaks);
-* ``coarse``: means of consecutive pairs of time steps (the curve at half the resolution);
 * ``windows``: local windows of ``WINDOW`` time steps every ``WINDOW // 2`` steps, one block
   each (the kernel compares the same stretch of the day of two curves, stretch by stretch);
-* ``cumulative``: the running sum divided by the length (where along the curve its mass lies).
 
 A series is ``(n, channels, length)``; every view keeps the channels together.
 """
@@ -35,12 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = ["SERIES_VIEWS", "VIEWS", "RandomFeatures", "legacy_views", "view_blocks", "view_of"]
 
-VALUES, DIFFERENCES = "values", "differences"
-SECOND, COARSE, WINDOWS, CUMULATIVE = "second_differences", "coarse", "windows", "cumulative"
-SERIES_VIEWS = (VALUES, DIFFERENCES, SECOND, COARSE, WINDOWS, CUMULATIVE)
+VALUES, DIFFERENCES, WINDOWS = "values", "differences", "windows"
+SERIES_VIEWS = (VALUES, DIFFERENCES, WINDOWS)
 VIEWS = SERIES_VIEWS
 WINDOW = 6  # time steps per local window (a quarter of a day of hourly values)
-MIN_LENGTH = {VALUES: 1, DIFFERENCES: 2, SECOND: 3, COARSE: 2, WINDOWS: 2, CUMULATIVE: 1}
+MIN_LENGTH = {VALUES: 1, DIFFERENCES: 2, WINDOWS: 2}
 
 
 def legacy_views(kind: str) -> tuple[str, ...]:
@@ -84,15 +80,6 @@ def view_of(x: torch.Tensor, name: str) -> torch.Tensor:
         return x.flatten(1)
     if name == DIFFERENCES:
         return (x[..., 1:] - x[..., :-1]).flatten(1)
-    if name == SECOND:
-        d = x[..., 1:] - x[..., :-1]
-        return (d[..., 1:] - d[..., :-1]).flatten(1)
-    if name == COARSE:
-        half = x.shape[-1] // 2
-        pairs = x[..., : 2 * half].reshape(*x.shape[:-1], half, 2)
-        return pairs.mean(-1).flatten(1)
-    if name == CUMULATIVE:
-        return (torch.cumsum(x, dim=-1) / x.shape[-1]).flatten(1)
     if name == WINDOWS:
         parts = [x[..., a:b].flatten(1) for a, b in _windows(x.shape[-1])]
         return torch.cat(parts, dim=1)

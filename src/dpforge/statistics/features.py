@@ -78,8 +78,6 @@ class FeatureAnchorConfig:
         anchor phase fitted (moments: the relative moment distance; embedding: the embedding
         distance; perceptual: both), computed on batches of ``batch_size``. Free: it reads
         only the releases. 0: the adversarial loss alone.
-    pretrain_steps: perceptual anchoring only: steps that first fit the generator to the
-        PUBLIC set's own statistics (free: public data), before the ``steps`` on the releases.
     views: what the random features look at (:mod:`dpforge.statistics.feature_views`); empty:
         the kind's own (images the pixels, series the values and first differences).
     generator_net, generator_hidden: the generator when the method's options are the defaults
@@ -101,7 +99,6 @@ class FeatureAnchorConfig:
     batch_size: int = 500
     lr: float = 2e-3
     refine_weight: float = 1.0
-    pretrain_steps: int = 0
     views: tuple[str, ...] = ()
     generator_net: str = "mlp"
     generator_hidden: tuple[int, ...] = (256, 512)
@@ -128,12 +125,6 @@ class FeatureAnchorConfig:
             )
         if not self.count_weight > 0:
             raise ValueError(f"count_weight must be > 0, got {self.count_weight}")
-        if isinstance(self.pretrain_steps, bool) or self.pretrain_steps < 0:
-            raise ValueError(f"pretrain_steps must be >= 0, got {self.pretrain_steps!r}")
-        if self.pretrain_steps and self.statistic not in (AUTO, PERCEPTUAL):
-            raise ValueError(
-                "pretrain_steps needs a public set (perceptual anchoring): leave it at 0"
-            )
         if self.steps < 0 or self.batch_size < 1 or not self.lr > 0 or self.refine_weight < 0:
             raise ValueError(
                 "anchor steps must be >= 0, batch_size >= 1, lr > 0 and refine_weight >= 0; "
@@ -202,7 +193,7 @@ def noise_optimal_count_weight(dim: int, mean_sq_norm: float = 1.0) -> float:
     With noise multiplier ``sigma`` (fixed by the budget whatever ``c`` is), the release adds
     noise of std ``s = sigma * sqrt(1 + c^2)`` to each of the ``dim`` sums and to ``c n``, so the
     class mean ``(S + z) / (n + z' / c)`` has squared error about
-    ``sigma^2 (1 + c^2) (dim + |mu|^2 / c^2) / n^2`` (:meth:`SampleRelease.noise_levels`), least
+    ``sigma^2 (1 + c^2) (dim + |mu|^2 / c^2) / n^2``, least
     at ``c = (|mu|^2 / dim)^(1/4)``.
     """
     if dim < 1 or not 0 < mean_sq_norm <= 1:

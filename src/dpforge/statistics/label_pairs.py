@@ -11,12 +11,7 @@ record's cell lies in one merged cell), so the vector has L2 sensitivity ``sqrt(
 sqrt(k)`` for a person's ``r`` rows) and the noise ``sigma * sqrt(k)`` per cell is one
 ``GaussianDpEvent(sigma)``, the same event the plan records for the pairs.
 
-Selection: by default the pairs are chosen as without the option (on a x b scores). With
-``label_scores`` every candidate is scored on the table it would be measured as: the L1
-distance, in counts, between the data's label x a x b table on the merged cells and the
-scout generator's (its distribution given each label times the label prior, scaled to the
-public N). One record moves one cell of each table by one, so each score still has
-sensitivity 1: the scores' release is the same ``GaussianDpEvent``.
+Selection: the pairs are chosen as without the option (on a x b scores).
 
 Cells: a 3-way table has K times the cells of the pair, so each holds K times fewer records
 against the same noise. As :func:`dpforge.statistics.cells.cells_for_noise` sizes a numeric
@@ -39,12 +34,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-import torch
-
-from dpforge.statistics.anchor_l1 import conditional_distribution, merge_matrices
-from dpforge.statistics.anchor_train import stratified_labels
-
 LABEL_PAIRS_FROM = 20_000.0  # released records from which label_pairs=None turns it on,
 LABEL_PAIRS_SIGNAL = 50_000.0  # when epsilon x released records is at least this
 
@@ -56,7 +45,6 @@ __all__ = [
     "label_pair_marginals",
     "merge_map",
     "merged_sizes",
-    "model_label_pair_distributions",
 ]
 
 MIN_MERGED = 2  # the fewest merged cells of a column in a label x column x column marginal
@@ -107,33 +95,6 @@ def label_pair_marginals(
         marginals.append((label, a, b))
         groups.append(((), merge_map(sizes[a], ga), merge_map(sizes[b], gb)))
     return marginals, groups
-
-
-@torch.no_grad()
-def model_label_pair_distributions(
-    generator: torch.nn.Module,
-    loss,
-    marginals: Sequence[tuple[str, str, str]],
-    groups: Sequence[tuple],
-    spans: Sequence,
-    rng: torch.Generator,
-    rows: int = 8192,
-) -> dict[tuple[str, str, str], np.ndarray]:
-    """The scout generator's joint distribution of each (label, a, b) on its merged cells:
-    its distribution given each label (``rows`` generated rows, every class in turn) times
-    the label prior of ``loss`` (public)."""
-    by_name = {s.column: s for s in spans}
-    prior = loss.prior
-    device = next(generator.parameters()).device
-    labels = stratified_labels(rows, prior.shape[0], device)
-    probs = generator(generator.sample_latent(rows, rng), labels)
-    _, class_means = loss.row_weights(labels, probs)
-    out = {}
-    for marginal, merge in zip(marginals, groups, strict=True):
-        pair = (by_name[marginal[1]], by_name[marginal[2]])
-        given = conditional_distribution(probs, pair, class_means, merge_matrices(merge)[1:])
-        out[marginal] = (prior.to(given)[:, None, None] * given).cpu().numpy()
-    return out
 
 
 def label_pairs_for(

@@ -53,8 +53,9 @@ class MeasuredMarginal:
     total: float  # the public number of records the counts are projected to
     # Per column, its cells' map to merged cells (public); an empty map: its own cells.
     groups: tuple[tuple[int, ...], ...] = ()
-    # The public total of each row along the first column (released or post-processed; they
-    # sum to ``total``); empty: the table is projected as a whole (statistics.row_totals).
+    # The public total of each row along the first column (post-processed; they sum to
+    # ``total``); empty: the table is projected as a whole. Only model folders fitted with the
+    # removed ``AnchorConfig.class_totals`` hold them (docs/research/anchoring-options.md).
     row_totals: tuple[float, ...] = ()
 
     def is_label_by(self, label: str, columns: Container[str] | None = None) -> bool:
@@ -175,18 +176,13 @@ def encoded_cells(
     }
 
 
-def default_marginals(
-    spans: Sequence[Span], label_name: str | None, one_way: bool = True
-) -> list[tuple[str, ...]]:
+def default_marginals(spans: Sequence[Span], label_name: str | None) -> list[tuple[str, ...]]:
     """The public rule: every column's 1-way marginal and, with a label, label x each column.
-    With a label and ``one_way`` False, label x each column alone (each column's 1-way is the
-    sum of its label x column table over the label: measuring it too splits the budget).
 
     Numeric columns take part only when binned (a softmax span over public cells).
     """
     columns = [s.column for s in spans if s.activation == SOFTMAX]
-    alone = one_way or label_name is None
-    marginals: list[tuple[str, ...]] = [(c,) for c in columns] if alone else []
+    marginals: list[tuple[str, ...]] = [(c,) for c in columns]
     if label_name is not None:
         marginals += [(label_name, c) for c in columns]
     return marginals

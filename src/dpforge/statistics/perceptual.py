@@ -35,8 +35,7 @@ from torch import nn
 from dpforge.errors import DataError
 from dpforge.nets.init import initialise
 from dpforge.statistics.anchor import train_anchor
-from dpforge.statistics.features import MeasuredEmbedding, exact_embedding
-from dpforge.statistics.moments import ClassMoments, Subspace, class_moments
+from dpforge.statistics.moments import ClassMoments, Subspace
 
 __all__ = [
     "MomentLoss",
@@ -255,24 +254,3 @@ class AnchorLoss:
 
     def __call__(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.embedding(x, labels) + MOMENT_WEIGHT * self.moments(x, labels)
-
-
-def public_targets(
-    features: PerceptualFeatures,
-    public: PublicImages,
-    n_classes: int,
-    subspace: Subspace,
-    count_weight: float,
-) -> tuple[MeasuredEmbedding, ClassMoments]:
-    """The PUBLIC set's own per-class mean embeddings and moments in the released subspace,
-    exactly (public data: no noise, no ledger entry): the targets of generator pre-training.
-    Public class j stands for private class j mod K; unlabelled images go round the classes
-    (every class then gets the public set's overall statistics)."""
-    k = max(1, n_classes)
-    n = len(public.values)
-    labels = np.arange(n) % k if public.labels is None else np.asarray(public.labels) % k
-    sums, counts = exact_embedding(features, public.values, labels, k)
-    embedding = MeasuredEmbedding(sums, counts, 0.0)
-    no_draws = np.random.default_rng(0)  # noise multiplier 0: nothing is drawn from it
-    moments = class_moments(public.values, labels, k, subspace, 0.0, count_weight, no_draws)
-    return embedding, moments

@@ -13,7 +13,7 @@ reveals nothing more about any record.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from dpforge.statistics.anchor import AnchorConfig
@@ -24,7 +24,9 @@ __all__ = [
     "PAIRS_RULE",
     "ROWS_PER_STEP",
     "STEPS_RANGE",
+    "AnchorPhase",
     "anchor_batch_size",
+    "anchor_phase",
     "anchor_pairs_per_column",
     "anchor_steps",
 ]
@@ -48,6 +50,23 @@ BATCH_STEP = 64
 # 3 seeds each, bench/results/tables/quality_trials.md); on wage and fair (2,000 and 4,244 rows) two
 # changed nothing (second round). Tables between were not tried.
 PAIRS_RULE = (20_000.0, 3.0)
+# Adam's step size in both phases, decaying linearly to 0 over each.
+ANCHOR_LR = 1e-2
+
+
+class AnchorPhase(NamedTuple):
+    """One anchoring phase as it trains (:func:`dpforge.statistics.anchor.train_anchor`)."""
+
+    steps: int
+    batch_size: int
+    lr: float = ANCHOR_LR
+
+
+def anchor_phase(config: AnchorConfig, n_public: float) -> AnchorPhase:
+    """The scout phase (round 1 alone) and the final phase both take these steps and batch
+    (:func:`anchor_steps`, :func:`anchor_batch_size`); the final phase goes on from the
+    scout."""
+    return AnchorPhase(anchor_steps(config, n_public), anchor_batch_size(config, n_public))
 
 
 def anchor_steps(config: AnchorConfig, n_public: float) -> int:

@@ -1,5 +1,5 @@
-"""A pool's cells on every marginal as sparse matrices, shared by the weights and the
-inclusion probabilities that match a pool of generated rows to released marginals."""
+"""A pool's cells on every marginal as sparse matrices, for the weights that match a pool of
+generated rows to released marginals (:mod:`dpforge.statistics.reweight`)."""
 
 from __future__ import annotations
 

@@ -32,17 +32,20 @@ import numpy as np
 import torch
 
 from dpforge.statistics.balance import balance_cells, balance_marginals, balanced_counts
-from dpforge.statistics.inclusion import distinct_sample, fit_inclusion
 from dpforge.statistics.marginals import CellColumn, MeasuredMarginal
 from dpforge.statistics.pool_cells import PoolCells
 
 __all__ = [
-    "ORDERS", "ReweightSettings", "MarginalTargets", "objective", "fit_weights", "resample",
+    "ReweightSettings", "MarginalTargets", "objective", "fit_weights", "resample",
     "matched_index", "stratified_order",
 ]  # fmt: skip
 
 
-ORDERS = ("cells", "random")  # how the pool is ordered before the systematic draw
+# Adam on the pool rows' log-weights: its step size and steps, and the weight of the KL
+# divergence of the weights from equal weights (bench/results/table_matching.md).
+REWEIGHT_LR = 0.05
+REWEIGHT_STEPS = 300
+SPREAD = 0.01
 
 
 @dataclass(frozen=True)
@@ -50,31 +53,19 @@ class ReweightSettings:
     """How sampled table rows are matched to the released marginals (public settings).
 
     pool: rows drawn per row returned.
-    steps, lr: Adam steps on the rows' log-weights, and their step size.
-    spread: weight of the KL divergence of the weights from equal weights.
     chunk: rows returned per matched chunk; each chunk matches the release on its own, so
         memory stays bounded (pool x chunk rows and their cells per marginal).
-    distinct: draw distinct pool rows with fitted inclusion probabilities instead of weights
-        and resampling (:mod:`dpforge.statistics.inclusion`; ``spread`` is then unused, as
-        no row can be drawn twice); needs ``pool`` >= 2.
-    order: the pool's order for the systematic draw: "cells" (sorted by the one-column
-        marginals' cells, :func:`stratified_order`) or "random" (the draw's own noise added).
     balance: rounds of exchanges of drawn rows for undrawn ones that bring the drawn rows'
         counts on every column and pair of columns to the weighted pool's
         (:mod:`dpforge.statistics.balance`); 0 keeps the systematic draw as it is.
     """
 
     pool: int = 8
-    steps: int = 300
-    lr: float = 0.05
-    spread: float = 0.01
     chunk: int = 20_000
-    distinct: bool = False
-    order: str = "cells"
     balance: int = 40
 
     def __post_init__(self) -> None:
-        for name in ("pool", "steps", "chunk"):
+        for name in ("pool", "chunk"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(
@@ -83,14 +74,6 @@ class ReweightSettings:
         if isinstance(self.balance, bool) or not isinstance(self.balance, int) or self.balance < 0:
             raise ValueError(
                 f"ReweightSettings.balance must be a whole number >= 0, got {self.balance!r}"
-            )
-        if self.distinct and self.pool < 2:
-            raise ValueError("ReweightSettings(distinct=True) needs pool >= 2")
-        if self.order not in ORDERS:
-            raise ValueError(f"ReweightSettings.order must be one of {ORDERS}, got {self.order!r}")
-        if not self.lr > 0 or not self.spread >= 0:
-            raise ValueError(
-                f"ReweightSettings needs lr > 0 and spread >= 0, got {self.lr}, {self.spread}"
             )
 
 
@@ -173,9 +156,7 @@ def objective(
     return value, w * (grad_w - w @ grad_w)
 
 
-def fit_weights(
-    targets: MarginalTargets, index: np.ndarray, settings: ReweightSettings
-) -> np.ndarray:
+def fit_weights(targets: MarginalTargets, index: np.ndarray) -> np.ndarray:
     """Weights (summing to 1) of the pool's rows that minimise :func:`objective`, by Adam on
     the log-weights from equal weights. ``index`` is :meth:`MarginalTargets.cell_index` of the
     pool."""
@@ -184,9 +165,9 @@ def fit_weights(
         return np.full(size, 1.0 / max(size, 1))
     cells = PoolCells(index, targets.flat.size)
     theta = torch.zeros(size, dtype=torch.float64)
-    opt = torch.optim.Adam([theta], lr=settings.lr)
-    for _ in range(settings.steps):
-        _, grad = objective(theta.numpy(), cells, targets.flat, settings.spread)
+    opt = torch.optim.Adam([theta], lr=REWEIGHT_LR)
+    for _ in range(REWEIGHT_STEPS):
+        _, grad = objective(theta.numpy(), cells, targets.flat, SPREAD)
         theta.grad = torch.from_numpy(grad)
         opt.step()
     w = np.exp(theta.numpy() - theta.numpy().max())
@@ -226,19 +207,12 @@ def matched_index(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """``n`` indices into a pool whose cells are ``cells``: weights fitted to ``targets``
-    (:func:`fit_weights`), rows drawn by them systematically along ``settings.order``
-    (:func:`resample`, or distinct rows by :func:`distinct_sample`), returned in random order."""
+    (:func:`fit_weights`), rows drawn by them systematically along the pool sorted by its
+    cells (:func:`stratified_order`, :func:`resample`), returned in random order."""
     index = targets.cell_index(cells)
-    if settings.order == "cells":
-        order = stratified_order(targets, index, rng)
-    else:
-        order = rng.permutation(index.shape[1])
-    if settings.distinct:
-        expected = fit_inclusion(targets.flat, PoolCells(index, targets.flat.size), n, settings)
-        picks = order[distinct_sample(expected[order], rng)]
-    else:
-        expected = n * fit_weights(targets, index, settings)
-        picks = order[resample(expected[order], n, rng)]
+    order = stratified_order(targets, index, rng)
+    expected = n * fit_weights(targets, index)
+    picks = order[resample(expected[order], n, rng)]
     if settings.balance:
         counts = np.bincount(picks, minlength=index.shape[1])
         stored = [t.columns for t in targets.targets]

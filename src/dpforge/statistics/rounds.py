@@ -28,14 +28,15 @@ from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
-from dpforge.statistics.label_pairs import label_pair_marginals, model_label_pair_distributions
+from dpforge.statistics.cells import CELLS_SNR
+from dpforge.statistics.label_pairs import label_pair_marginals
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
     default_marginals,
     measure_marginals,
     measurement_event,
 )
-from dpforge.statistics.phase_steps import anchor_batch_size, anchor_steps
+from dpforge.statistics.phase_steps import anchor_phase
 from dpforge.statistics.selection import (
     candidate_pairs,
     model_pair_distributions,
@@ -74,7 +75,6 @@ class AnchorPlan:
     cells_noise: float = 0.0  # fine histograms of the columns whose cells follow the data
     rows: int = 1  # a person's most rows (1: per record): every release's noise std x rows
     label_pairs: bool = False  # round 2 as label x a x b (the setting as the plan resolved it)
-    one_way: bool = True  # round 1 measures the 1-way marginals too (AnchorConfig.one_way)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,7 +88,7 @@ def _weights(config: AnchorConfig, spans: Sequence[Span], adaptive: bool, codes:
     """(weights of the releases, the round 1 marginals, candidate pairs, k): the public plan.
     ``codes``: the cells' release's extra share for long code lists' histograms."""
     first = default_marginals(spans, None)
-    candidates = candidate_pairs(spans) if config.select_pairs else []
+    candidates = candidate_pairs(spans) if config.pairs_per_column != 0 else []
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
     per_column = 1.0 if config.pairs_per_column is None else config.pairs_per_column
     k = pairs_to_measure(len(candidates), n_columns, per_column) if candidates else 0
@@ -118,7 +118,7 @@ def planned_cell_std(
     sigma = noise_for_target(
         dp_accounting.GaussianDpEvent, target[0], target[1], "rdp", ledger.event()
     )
-    n_marginals = len(default_marginals(spans, label_name, config.one_way))
+    n_marginals = len(default_marginals(spans, label_name))
     return sigma / math.sqrt(weights[0]) * math.sqrt(n_marginals)
 
 
@@ -141,7 +141,7 @@ def plan_anchoring(
     """
     what = f"{adaptive} numeric columns" + (f" and {codes} code lists" if codes else "")
     adaptive += codes
-    first = default_marginals(spans, label_name, config.one_way)
+    first = default_marginals(spans, label_name)
     extra = min(CODES_WEIGHT, codes / len(first)) if codes else 0.0
     weights, _, candidates, k = _weights(config, spans, bool(adaptive), extra)
     sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
@@ -149,12 +149,11 @@ def plan_anchoring(
     cells_noise = noises.pop() if adaptive else 0.0
     plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
     plan = replace(plan, rows=unit.rows, label_pairs=bool(config.label_pairs and k))
-    plan = replace(plan, one_way=config.one_way or label_name is None)
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
         name = f"anchor: fine histograms of {what} (cells)"
         ledger.record(unit.entry(name), measurement_event(cells_noise))
-    kinds = "1-way, label x column" if plan.one_way else "label x column"
+    kinds = "1-way, label x column"
     name = f"anchor: {len(first)} marginals ({kinds})"
     ledger.record(unit.entry(name), measurement_event(noises[0]))
     if k:
@@ -190,36 +189,17 @@ def measure_round_one(
     label_name: str | None,
     rng: np.random.Generator,
     total: float,
-    zero_below: float = 0.0,
 ) -> list[MeasuredMarginal]:
-    """The first round's release (already in the ledger); ``total`` is the public N.
-    ``zero_below``: see :func:`sparsified`."""
-    chosen = default_marginals(spans, label_name, plan.one_way)
-    measured = measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
-    return sparsified(measured, round_one_cell_std(plan, len(chosen), blocks), zero_below)
+    """The first round's release (already in the ledger); ``total`` is the public N."""
+    chosen = default_marginals(spans, label_name)
+    return measure_marginals(blocks, chosen, plan.round_one_noise, rng, total, plan.rows)
 
 
 def round_one_cell_std(plan: AnchorPlan, n_marginals: int, blocks: Mapping) -> float:
     """The noise standard deviation one cell count of round 1 carries, from public inputs:
     the plan's noise, the sensitivity rows, the marginals released together, and the engine's
-    factor (a federated release sums every site's noise, so it carries more than asked).
-    Thresholds in noise sd (``zero_below``, ``tail_trim``, ``class_rows``) read this."""
+    factor (a federated release sums every site's noise, so it carries more than asked)."""
     return plan.round_one_noise * plan.rows * math.sqrt(n_marginals) * noise_factor(blocks)
-
-
-def sparsified(
-    measured: list[MeasuredMarginal], std: float, zero_below: float
-) -> list[MeasuredMarginal]:
-    """Noisy counts under ``zero_below`` noise standard deviations set to 0 (free
-    post-processing): most cells of a sparse marginal (numbers heaped on a few points, pairs
-    of related columns) are empty, and their positive noise would otherwise survive the
-    projection as mass spread where there is none."""
-    if zero_below <= 0 or std <= 0:
-        return measured
-    return [
-        replace(m, noisy_counts=np.where(m.noisy_counts >= zero_below * std, m.noisy_counts, 0.0))
-        for m in measured
-    ]
 
 
 def measure_selected_pairs(
@@ -241,22 +221,20 @@ def measure_selected_pairs(
     numpy_rng, torch_rng = rngs
     n_classes = _n_classes(prior)
     softmax = [s for s in spans if s.activation == SOFTMAX]
-    loss = anchor_loss(measured, spans, label_name, prior, config)
+    loss = anchor_loss(measured, spans, label_name, prior)
     total = measured[0].total  # the public N the first round was projected to
-    steps = anchor_steps(config, total) if config.scout_steps is None else config.scout_steps
-    scout = replace(config, steps=steps, batch_size=anchor_batch_size(config, total))
-    train_anchor(generator, loss, n_classes, scout, torch_rng)
+    train_anchor(generator, loss, n_classes, anchor_phase(config, total), torch_rng)
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     public = (softmax, label_name, total, cell_noise)
     chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)
     pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows, groups)
-    return measured + sparsified(pairs, cell_noise * noise_factor(blocks), config.zero_below)
+    return measured + pairs
 
 
 def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rngs) -> tuple:
     """(the marginals round 2 measures, their cell merging or None): the pairs with the best
-    noisy scores, as a x b, or with ``label_pairs`` as label x a x b on merged cells (scored
-    as such with ``label_scores``). ``public``: the softmax spans, the label's name, the
+    noisy scores, as a x b, or with ``label_pairs`` as label x a x b on merged cells.
+    ``public``: the softmax spans, the label's name, the
     released N and each measured cell's noise std."""
     softmax, label_name, total, cell_noise = public
     numpy_rng, torch_rng = rngs
@@ -265,15 +243,7 @@ def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rn
     if config.label_pairs:  # label x a x b on cells merged by a public rule (label_pairs.py)
         sizes = {s.column: s.dim for s in softmax}
         std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
-        merged = (label_name, sizes, total, n_classes, std, config.cells_snr)
-    if config.label_pairs and config.label_scores:  # scored on the tables to be measured
-        triples, merges = label_pair_marginals(candidates, *merged)
-        model = model_label_pair_distributions(generator, loss, triples, merges, softmax, torch_rng)
-        merging = dict(zip(triples, merges, strict=True))
-        chosen = select_pairs(
-            blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows, groups=merges
-        )
-        return chosen, [merging[c] for c in chosen]
+        merged = (label_name, sizes, total, n_classes, std, CELLS_SNR)
     model = model_pair_distributions(generator, loss, candidates, softmax, n_classes, torch_rng)
     chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
     return label_pair_marginals(chosen, *merged) if config.label_pairs else (chosen, None)
@@ -283,11 +253,6 @@ def _n_classes(prior: torch.Tensor | None) -> int:
     return 0 if prior is None else prior.shape[0]
 
 
-def anchor_loss(measured, spans, label_name, prior, config: AnchorConfig) -> AnchorLoss:
-    """The loss on ``measured``, with every candidate pair not measured held near the
-    distribution its measured columns imply (``config.implied_weight``)."""
-    taken = {frozenset(c for c in m.columns if c != label_name) for m in measured}
-    softmax = [s for s in spans if s.activation == SOFTMAX]
-    unmeasured = [p for p in candidate_pairs(softmax) if frozenset(p) not in taken]
-    implied = (unmeasured, config.implied_weight)
-    return AnchorLoss(measured, spans, label_name, prior, implied, config.loss)
+def anchor_loss(measured, spans, label_name, prior) -> AnchorLoss:
+    """The L1 anchor loss on ``measured``."""
+    return AnchorLoss(measured, spans, label_name, prior)

@@ -31,6 +31,9 @@ POINTS_PER_CELL = 32  # public points per numeric cell for the shares
 Loss = Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]
 
 
+RULES_WEIGHT = 10.0  # the rules' penalty in the table fit (bench/results/rules.md)
+
+
 @dataclass(frozen=True)
 class _Factor:
     """The mass of one head on the cells that meet a rule's condition(s) on one column."""

@@ -71,13 +71,11 @@ def pair_scores(
     blocks: Mapping[str, np.ndarray],
     model: Mapping[tuple[str, ...], np.ndarray],
     total: float,
-    groups: Sequence | None = None,
 ) -> np.ndarray:
     """Each pair's L1 distance between the data's count table and the model's, scaled to the
     public ``total`` (the record count released under DP). With ``total`` fixed, adding or
-    removing one record moves one cell of each table by 1: every score by at most 1. The
-    tables may be label x a x b on merged cells (``groups``, :mod:`.label_pairs`): the same."""
-    tables = count_tables(blocks, list(model), groups)  # an engine computes them in one pass
+    removing one record moves one cell of each table by 1: every score by at most 1."""
+    tables = count_tables(blocks, list(model))  # an engine computes them in one pass
     scaled = (total * model[p] for p in model)
     return np.array([np.abs(t - m).sum() for t, m in zip(tables, scaled, strict=True)])
 
@@ -91,23 +89,20 @@ def select_pairs(
     rng: np.random.Generator,
     total: float,
     rows: int = 1,
-    groups: Sequence | None = None,
 ) -> list[tuple[str, ...]]:
     """The ``k`` pairs with the largest noisy, penalised scores (see the module docstring).
 
     ``score_noise`` is the noise multiplier of the score release, ``measure_noise`` the noise
     std per cell that the selected pairs' measurement will have (for the penalty), ``total``
     the public number of records the model's distributions are scaled to, ``rows`` a
-    person's most rows (1 per record), ``groups`` the tables' cell merging (or None).
+    person's most rows (1 per record).
     """
     pairs = list(model)
     std = score_noise * rows * math.sqrt(len(pairs))
     if isinstance(blocks, NoisyCells):  # each site scores its own part (see NoisyCells)
-        if groups:
-            raise ValueError("merged cells are not scored at the sites: pass label_pairs=False")
         scores = blocks.noisy_scores(model, std)
     else:
-        scores = pair_scores(blocks, model, total, groups)
+        scores = pair_scores(blocks, model, total)
         scores = scores + rng.normal(0.0, std, len(pairs)) if score_noise > 0 else scores
     cell_noise = measure_noise * noise_factor(blocks)  # the noise the sum will carry
     penalty = np.array([math.sqrt(2 / math.pi) * cell_noise * model[p].size for p in pairs])
