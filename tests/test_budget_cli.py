@@ -42,7 +42,7 @@ def test_fits_are_composed_and_the_run_beyond_the_total_refused(
     saved = json.loads(budget_file.read_text())
     assert len(saved["runs"]) == 1
     code, out = run(["budget", "show", data], monkeypatch, capsys)
-    assert code == 0 and "dpcgan fit" in out and "over 1 run(s)" in out
+    assert code == 0 and "dpcgan discriminator" in out and "over 1 run(s)" in out
     # Opting out is explicit, and said.
     code, out = _fit(data, schema_path, tmp_path / "m3", monkeypatch, capsys, "--no-budget-file")
     assert code == 0 and "not recorded in a budget file" in out
@@ -119,10 +119,60 @@ def test_a_killed_fit_has_already_charged_its_budget(files, tmp_path):
     assert len(saved["runs"]) == 1
     run = saved["runs"][0]
     entries = run["ledger"]["entries"]
-    # Killed at once after the file appeared: the run's whole target is reserved (counted at
-    # epsilon = 2), or, if the kill came later, settled with the planned discriminator steps.
-    assert (run["reserved"] and run["epsilon"] == 2.0 and not entries) or (
+    # Killed at once after the file appeared: the run's whole target is reserved (counted as
+    # one Gaussian at epsilon = 2), or, if the kill came later, settled with the planned steps.
+    reserved = [e["name"] for e in entries] == [
+        "reserved: at most this until the run's plan is known"
+    ]
+    assert (run["reserved"] and run["epsilon"] == 2.0 and reserved) or (
         entries[-1]["name"].startswith("dpcgan:") and "discriminator steps" in entries[-1]["name"]
     )
     assert not (tmp_path / "m").exists()
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_ctrl_c_says_what_was_charged_and_how_to_resume(files, tmp_path, monkeypatch, capsys):
+    """Issue 46.9: Ctrl-C exited with 130 and printed nothing while the whole ε was charged.
+    Interrupted in its discriminator steps, the fit says in one line what stays charged to the
+    budget file and the exact command that resumes it."""
+    import dpforge.pipeline.refine as refine_stage
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(refine_stage, "train", interrupted)
+    data, schema_path = files
+    checkpoint = tmp_path / "ck"
+    extra = ["--checkpoint-dir", checkpoint]
+    code, out = _fit(data, schema_path, tmp_path / "m", monkeypatch, capsys, *extra)
+    assert code == 130
+    (line,) = [line for line in out.splitlines() if line.strip()]
+    command = " ".join(map(str, ["dpforge", "fit", data, "--schema", schema_path, "--epsilon",
+                                 "2", "--out", tmp_path / "m", *FAST, *extra]))  # fmt: skip
+    assert line.startswith("interrupted: ε = ") and "stays charged to" in line
+    assert str(tmp_path / ("data.csv" + BUDGET_SUFFIX)) in line
+    assert line.endswith(f"resume with: {command}")
+    assert not (tmp_path / "m").exists()
+
+
+def test_fits_at_the_totals_delta_compose_and_show_what_ran(files, tmp_path, monkeypatch, capsys):
+    """Issue 46.2: under 'budget set --epsilon 4 --delta 1e-5', every second fit at delta
+    1e-5 was refused, at any epsilon, with advice to lower epsilon; 'budget show' called
+    marginal anchoring "dpcgan fit". The runs' events are composed and read at the total's
+    delta, a reservation counts as a Gaussian bound (not its whole delta), and a refusal says
+    which of epsilon or delta binds."""
+    data, schema_path = files
+    set_total = ["budget", "set", data, "--epsilon", "4", "--delta", "1e-5"]
+    assert run(set_total, monkeypatch, capsys)[0] == 0
+    anchored = ["fit", data, "--schema", schema_path, "--epsilon", "1", "--delta", "1e-5",
+                "--out", tmp_path / "m1", "--seed", "0", "--quiet"]  # fmt: skip
+    code, out = run(anchored, monkeypatch, capsys)
+    assert code == 0, out
+    code, out = _fit(data, schema_path, tmp_path / "m2", monkeypatch, capsys, "--delta", "1e-5")
+    assert code == 0, out
+    assert "over 2 run(s)" in out
+    code, out = run(["budget", "show", data], monkeypatch, capsys, unwrap=True)
+    assert "marginal anchoring, target" in out and "dpcgan discriminator, target" in out
+    code, out = _fit(data, schema_path, tmp_path / "m3", monkeypatch, capsys, "--epsilon", "6")
+    assert code == 2 and "ε binds: lower --epsilon" in " ".join(out.split())
+    assert not (tmp_path / "m3").exists()

@@ -139,3 +139,25 @@ def test_a_diverging_run_stops_keeps_its_checkpoint_and_releases_nothing(files, 
     state = json.loads((folder / CHECKPOINT_INFO).read_text())["state"]
     assert state["step"] == 0  # the last good checkpoint, not a diverged one
     assert not (folder / ".checkpoint.safetensors.k1.tmp").exists()  # cleaned up under the lock
+
+
+def test_a_kill_during_the_model_folders_save_leaves_nothing_after_the_next_run(files, tmp_path):
+    """Issue 46.11: a kill during the model folder's save left an empty hidden staging folder
+    beside it. No write can outlive a SIGKILL, so the next run that names the folder removes
+    it (check_output_folder -> recover_folder) and releases the complete model."""
+    data, schema_path = files
+    args = ["fit", str(data), "--schema", str(schema_path), "--out", str(tmp_path / "m")]
+    args += [*FIT[:-4], "--epochs", "20", "--checkpoint-dir", str(tmp_path / "ck"), "--quiet"]
+    killed_in_save = (
+        "import os, signal, sys; import dpforge.model_io as m; "
+        "m.write_tensors = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL); "
+        "from dpforge.cli import main; main()"
+    )
+    first = subprocess.run([sys.executable, "-c", killed_in_save, *args], env=_env(), timeout=300)
+    assert first.returncode == -signal.SIGKILL
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".m.")]  # the leftover
+    assert not (tmp_path / "m").exists()
+    again = subprocess.run([*CLI, *args], capture_output=True, text=True, env=_env(), timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == sorted([MANIFEST, WEIGHTS])
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m.")]

@@ -8,6 +8,8 @@ step. Runs stop at their first checkpoint (step 0), so no training step runs her
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 import torch
@@ -189,3 +191,19 @@ def test_a_checkpoint_is_one_unit_step_and_networks_together(digits, tmp_path, m
     method = method_cls(CONFIGS["dpcgan"], encoder.layout, encoder.n_classes, prior, 1.0, "cpu")
     state, _ = load_checkpoint(folder, method, synth_module.make_generator(0))
     assert state.step == 0
+
+
+def test_checkpoint_files_are_private_to_their_owner(digits, tmp_path, monkeypatch):
+    """Issue 43.10: a checkpoint holds the exact N, the records' fingerprint and the
+    non-private discriminator: its files are 0600 whatever the umask (the budget file is too)."""
+    data, schema = digits
+    folder = tmp_path / "ckpt"
+    old = os.umask(0o022)
+    try:
+        _interrupted(schema, data, folder, monkeypatch, **_options("dpcgan"))
+    finally:
+        os.umask(old)
+    written = [p for p in folder.iterdir() if p.is_file() and not p.name.endswith(".lock")]
+    assert {"checkpoint.json", "checkpoint.safetensors"} <= {p.name for p in written}
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in written}
+    assert modes == dict.fromkeys(modes, 0o600)

@@ -188,3 +188,47 @@ def test_only_the_released_trial_prints(cancer, capsys):
     for line in lines:
         assert re.fullmatch(rf"step \d+/{steps}  G -?\d+\.\d{{3}}\s*", line), line
     assert "step " not in captured.err
+
+
+def test_the_search_is_charged_before_its_first_release(cancer, tmp_path, monkeypatch):
+    """Issue 43.6: the search released the noisy record count (and trial 1's metadata and
+    anchoring) before it charged the budget file. It is charged first now, through the one
+    charging path, with a bound that covers the count and the first trial's early releases."""
+    import dpforge.tuning as tuning
+
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    seen = []
+    original = tuning.release_count
+
+    def counting(*args, **kwargs):
+        seen.append(budget.status().runs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tuning, "release_count", counting)
+    monkeypatch.setattr(Synthesizer, "fit", lambda self, data, budget=None: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        tune(_candidates(schema), frame, PublicScore(_balance), Repetitions(2.0, 1.0),
+             np.random.default_rng(3), budget=budget)  # fmt: skip
+    (runs,) = seen
+    assert len(runs) == 1 and runs[0].reserved
+    assert runs[0].ledger.entries[0].name.startswith("record count")
+    assert "hyperparameter search" in runs[0].description
+
+
+def test_a_trial_that_stops_on_a_dp_outcome_has_spent_its_budget(cancer, tmp_path):
+    """Issue 43.6: a trial that stopped on a DP outcome (a batch larger than the count
+    released under DP) charged nothing but printed the count. Now the search's reservation
+    stays, and the message gives the noisy count only, never N."""
+    from dpforge.methods.dpcgan import DPCGANConfig
+
+    frame, schema = cancer
+    budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
+    too_big = Synthesizer(schema, epsilon=2.0, delta=DELTA, anchor=None, epochs=12.0,
+                          progress=False, method_options=DPCGANConfig(batch_size=5000))  # fmt: skip
+    with pytest.raises(PrivacyError, match="counted under DP") as caught:
+        tune([too_big], frame, PublicScore(_balance), Repetitions(2.0, 1.0),
+             np.random.default_rng(3), budget=budget)  # fmt: skip
+    assert f" {len(frame)} " not in str(caught.value)
+    (run,) = budget.status().runs
+    assert run.reserved and budget.status().spent.epsilon > 2.0

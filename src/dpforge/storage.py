@@ -29,17 +29,26 @@ from typing import TYPE_CHECKING, Any
 
 from dpforge.errors import ModelFileError, OutputExistsError
 
+PRIVATE_MODE = 0o600  # owner only: files that hold values computed from the private records
+
 if TYPE_CHECKING:  # torch and safetensors load with the tensor functions: a federated site's
     import torch  # per-answer process writes only JSON
 
 
 def atomic_write(
-    path: Path, write: Callable[[Path], None], *, overwrite: bool, durable: bool = False
+    path: Path,
+    write: Callable[[Path], None],
+    *,
+    overwrite: bool,
+    durable: bool = False,
+    private: bool = False,
 ) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place.
 
     An interrupted or failed write leaves no partial ``path`` behind. ``durable`` also flushes
     the file and its folder to disk before returning (for records that must survive a crash).
+    ``private`` keeps the file at mode 0600 (owner only, whatever the umask): checkpoints and
+    the budget file hold the exact record count and the records' fingerprint.
     """
     path = Path(path)
     if path.exists() and not overwrite:
@@ -50,7 +59,7 @@ def atomic_write(
     tmp = Path(tmp_name)
     try:
         write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the user's usual mode
+        os.chmod(tmp, PRIVATE_MODE if private else 0o666 & ~_umask())  # mkstemp makes 0600
         if durable:
             _fsync(tmp)
         os.replace(tmp, path)
@@ -76,10 +85,17 @@ def _umask() -> int:
 
 
 def write_json(
-    path: Path, payload: dict[str, Any], *, overwrite: bool = True, durable: bool = False
+    path: Path,
+    payload: dict[str, Any],
+    *,
+    overwrite: bool = True,
+    durable: bool = False,
+    private: bool = False,
 ) -> None:
+    """Write ``payload`` as JSON atomically (``private``: mode 0600, see :func:`atomic_write`)."""
     text = json.dumps(payload, indent=2)
-    atomic_write(path, lambda p: p.write_text(text), overwrite=overwrite, durable=durable)
+    write = lambda p: p.write_text(text)  # noqa: E731
+    atomic_write(path, write, overwrite=overwrite, durable=durable, private=private)
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -97,12 +113,15 @@ def write_tensors(
     *,
     overwrite: bool = True,
     metadata: dict[str, str] | None = None,
+    private: bool = False,
 ) -> None:
-    """Write ``tensors`` (and text ``metadata`` in the same file) atomically as safetensors."""
+    """Write ``tensors`` (and text ``metadata`` in the same file) atomically as safetensors
+    (``private``: mode 0600, see :func:`atomic_write`)."""
     from safetensors.torch import save_file
 
     cpu = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    atomic_write(path, lambda p: save_file(cpu, str(p), metadata=metadata), overwrite=overwrite)
+    write = lambda p: save_file(cpu, str(p), metadata=metadata)  # noqa: E731
+    atomic_write(path, write, overwrite=overwrite, private=private)
 
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:

@@ -226,8 +226,9 @@ def save_checkpoint(
     tensors["rng"] = generator.get_state()
     info = {"state": asdict(state), "skeleton": skeleton, **run_info}
     folder.mkdir(parents=True, exist_ok=True)
-    write_tensors(folder / CHECKPOINT_STATE, tensors, metadata={INFO_METADATA: json.dumps(info)})
-    write_json(folder / CHECKPOINT_INFO, info)
+    metadata = {INFO_METADATA: json.dumps(info)}
+    write_tensors(folder / CHECKPOINT_STATE, tensors, metadata=metadata, private=True)
+    write_json(folder / CHECKPOINT_INFO, info, private=True)
 
 
 def load_checkpoint(
@@ -301,7 +302,7 @@ def write_ahead_ledger(
     ledger = PrivacyLedger(setup_ledger.entries)
     ledger.record(f"{method_name}: up to {steps} discriminator steps", event)
     payload = {"steps_reserved": steps, "delta": delta, "ledger": ledger.to_dict()}
-    write_json(Path(folder) / LEDGER_AHEAD, payload, durable=True)
+    write_json(Path(folder) / LEDGER_AHEAD, payload, durable=True, private=True)
 
 
 def reserved_steps(folder: Path) -> int:

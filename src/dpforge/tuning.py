@@ -60,11 +60,11 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import PrivacyError
-from dpforge.pipeline.measure import release_count
-from dpforge.pipeline.plan import size_noise
+from dpforge.pipeline.measure import COUNT_ENTRY, release_count
+from dpforge.pipeline.plan import release_bound, size_noise
 from dpforge.privacy.accounting import epsilon as event_epsilon
 from dpforge.privacy.accounting import format_epsilon
-from dpforge.privacy.budget import DataBudget
+from dpforge.privacy.budget import DataBudget, charge_before_release, settle_charge
 from dpforge.privacy.ledger import PrivacyLedger, event_to_dict
 from dpforge.synthesizer import Synthesizer
 
@@ -233,8 +233,11 @@ class TuningResult:
 class _TrialGuard:
     """Passed to ``Synthesizer.fit`` as its budget: sees each trial's plan before training.
 
-    The first plan fixes the trial event; the tuning event is charged to the data set's budget
-    then, before anything trains. Later plans must spend exactly the same event.
+    The search is charged to the data set's budget before its first release
+    (:meth:`charge_search`: the record count and what the first trial may release before its
+    plan, bounded). The first trial's plan fixes the trial event; the charge is then settled
+    with the search's event (count + ``RepeatAndSelectDpEvent``), the total checked again.
+    Later plans must spend exactly the same event.
     """
 
     def __init__(self, score: Score, repetitions: Repetitions, budget: DataBudget | None):
@@ -242,6 +245,26 @@ class _TrialGuard:
         self.trial_event: dp_accounting.DpEvent | None = None
         self.search_ledger = PrivacyLedger()  # the releases made once for the whole search
         self.trial_index = 0
+        self.charge: Any = None
+
+    def charge_search(self, candidate: Synthesizer, count_sigma: float | None) -> None:
+        """Charge the search before its first release (design rule 11), through the one path:
+        the record count's release (unless the candidates declare it) and a bound of what the
+        first trial releases before its plan is known."""
+        eps, delta = candidate.epsilon, candidate.delta
+        bound = PrivacyLedger()
+        if count_sigma is not None:
+            bound.record(COUNT_ENTRY, _count_event(count_sigma))
+        for entry in release_bound(eps, delta, candidate.metadata_share).entries:
+            bound.record(entry.name, entry.event, entry.extra_delta)
+        self.charge = charge_before_release(
+            self.budget,
+            epsilon=math.inf if not math.isfinite(eps) else bound.report(delta).epsilon,
+            delta=delta,
+            description=f"hyperparameter search ({self.repetitions.describe()}), target "
+            f"epsilon {eps:g} per trial, delta {delta:g}",
+            bound=bound,
+        )
 
     def reserve(
         self,
@@ -249,16 +272,16 @@ class _TrialGuard:
         epsilon: float,
         delta: float,
         description: str,
+        bound: PrivacyLedger | None = None,
         checkpoint: Any = None,
         resume_of: str | None = None,
     ) -> None:
-        """Keep the trial's target; the search is charged once the first trial's plan is known
-        (:meth:`settle`), since the search's event is made of the trial's."""
-        self.target = (epsilon, delta, description)
+        """Keep the trial's δ: the search was charged before its first release
+        (:meth:`charge_search`), and is settled once the first trial's plan is known."""
+        self.delta = delta
 
-    def settle(self, run: Any, ledger: PrivacyLedger) -> None:
-        """Check the trial's planned ``ledger`` (and charge the search, at the first trial)."""
-        epsilon, delta, description = self.target
+    def settle(self, run: Any, ledger: PrivacyLedger, *, check_total: bool = False) -> None:
+        """Check the trial's planned ``ledger`` (and settle the search, at the first trial)."""
         if ledger.extra_delta() > 0:
             raise PrivacyError(
                 "a tuning trial pays delta outside its events (categories released by a DP "
@@ -268,8 +291,7 @@ class _TrialGuard:
         event = dp_accounting.ComposedDpEvent([ledger.event(), self.score.event])
         if self.trial_event is None:
             self.trial_event = event
-            if self.budget is not None:
-                self._charge_budget(epsilon, delta, description)
+            settle_charge(self.budget, self.charge, self.search_event(), check_total=True)
         elif event_to_dict(event) != event_to_dict(self.trial_event):
             raise PrivacyError(
                 f"tuning trial {self.trial_index + 1} plans other DP events than the first trial; "
@@ -278,21 +300,21 @@ class _TrialGuard:
                 "here and nothing is released"
             )
 
-    def _charge_budget(self, epsilon: float, delta: float, description: str) -> None:
-        tuning = PrivacyLedger(self.search_ledger.entries)
-        tuning.record(self.entry_name(), self.repetitions.event(self.trial_event))
-        self.budget.charge(
-            tuning,
-            epsilon=event_epsilon(tuning.event(), delta, "rdp"),
-            delta=delta,
-            description=f"tuning ({self.repetitions.describe()}) of {description}",
-        )
+    def search_event(self) -> PrivacyLedger:
+        """The whole search: the count released once, and the best of K trials."""
+        ledger = PrivacyLedger(self.search_ledger.entries)
+        ledger.record(self.entry_name(), self.repetitions.event(self.trial_event))
+        return ledger
 
     def entry_name(self) -> str:
         return (
             f"hyperparameter search: best of a random number of trials "
             f"({self.repetitions.describe()}), scored by {self.score.description}"
         )
+
+
+def _count_event(sigma: float) -> dp_accounting.DpEvent:
+    return dp_accounting.GaussianDpEvent(sigma) if sigma > 0 else dp_accounting.NonPrivateDpEvent()
 
 
 def tune(
@@ -314,13 +336,49 @@ def tune(
         repetitions: the distribution of the number of trials K.
         rng: all randomness of the search (K, picks, trial seeds, score noise). For a
             release, create it without a seed (``np.random.default_rng()``: OS entropy).
-        budget: the data set's budget file; the whole search is charged to it before the
-            first trial trains.
+        budget: the data set's budget file; the search is charged to it before its first
+            release (the record count), and settled with the search's event once the first
+            trial's plan is known, before anything trains.
 
     Returns:
         The best trial (highest score) with the tuning event in its ledger: its
         ``privacy_spent()`` and saved model report the search's ε, not one trial's.
     """
+    _check_search(candidates, score, rng)
+    guard = _TrialGuard(score, repetitions, budget)
+    trials = repetitions.draw(rng)
+    if trials > MAX_TRIALS:  # depends on the draw only, never on the data
+        raise PrivacyError(
+            f"drew {trials} trials, more than {MAX_TRIALS}; use a smaller mean (the search "
+            "must run every trial drawn, so it stops here before any trial)"
+        )
+    if trials == 0:  # nothing reads the records: nothing to charge
+        return TuningResult(None, None, None, 0, repetitions, None, _kind(score))
+    first = candidates[0]
+    count_sigma = None if first.record_count is not None else size_noise(first.epsilon, first.delta)
+    guard.charge_search(first, count_sigma)
+    record_count = _released_count(first, data, guard.search_ledger, rng, count_sigma)
+    best: tuple[float, int, Synthesizer, _Transcript] | None = None
+    for index in range(trials):
+        guard.trial_index = index
+        choice = int(rng.integers(len(candidates)))
+        trial = copy.deepcopy(candidates[choice])
+        trial.seed = int(rng.integers(2**_SEED_BITS))
+        trial.record_count = record_count  # every trial sized by the same public count
+        with _held_output() as transcript:
+            trial.fit(data, budget=guard)
+            value = score(trial, rng)
+        if best is None or value > best[0]:
+            best = (value, choice, trial, transcript)
+    value, choice, synthesizer, transcript = best
+    transcript.replay()  # the released trial's output only
+    synthesizer.ledger_ = guard.search_event()
+    event = synthesizer.ledger_.event()  # the whole search: the count and the trials
+    return TuningResult(synthesizer, choice, value, trials, repetitions, event, _kind(score))
+
+
+def _check_search(candidates: Sequence[Synthesizer], score: Score, rng: Any) -> None:
+    """Refuse a search whose candidates, score or generator cannot be accounted."""
     if not candidates or not all(isinstance(c, Synthesizer) for c in candidates):
         raise PrivacyError("candidates must be a non-empty list of unfitted Synthesizer objects")
     if not isinstance(score, PublicScore | PrivateScore):
@@ -337,34 +395,6 @@ def tune(
             "the hyperparameter search releases its record count and scores per row, not per "
             "person: fit one Synthesizer with the privacy unit, or search without privacy_unit"
         )
-    guard = _TrialGuard(score, repetitions, budget)
-    trials = repetitions.draw(rng)
-    if trials > MAX_TRIALS:  # depends on the draw only, never on the data
-        raise PrivacyError(
-            f"drew {trials} trials, more than {MAX_TRIALS}; use a smaller mean (the search "
-            "must run every trial drawn, so it stops here before any trial)"
-        )
-    record_count = _released_count(candidates[0], data, guard.search_ledger, rng)
-    best: tuple[float, int, Synthesizer, _Transcript] | None = None
-    for index in range(trials):
-        guard.trial_index = index
-        choice = int(rng.integers(len(candidates)))
-        trial = copy.deepcopy(candidates[choice])
-        trial.seed = int(rng.integers(2**_SEED_BITS))
-        trial.record_count = record_count  # every trial sized by the same public count
-        with _held_output() as transcript:
-            trial.fit(data, budget=guard)
-            value = score(trial, rng)
-        if best is None or value > best[0]:
-            best = (value, choice, trial, transcript)
-    if best is None:
-        return TuningResult(None, None, None, 0, repetitions, None, _kind(score))
-    value, choice, synthesizer, transcript = best
-    transcript.replay()  # the released trial's output only
-    synthesizer.ledger_ = PrivacyLedger(guard.search_ledger.entries)
-    synthesizer.ledger_.record(guard.entry_name(), repetitions.event(guard.trial_event))
-    event = synthesizer.ledger_.event()  # the whole search: the count and the trials
-    return TuningResult(synthesizer, choice, value, trials, repetitions, event, _kind(score))
 
 
 @dataclass
@@ -401,14 +431,17 @@ def _held_output() -> Iterator[_Transcript]:
 
 
 def _released_count(
-    candidate: Synthesizer, data: Any, ledger: PrivacyLedger, rng: np.random.Generator
+    candidate: Synthesizer,
+    data: Any,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+    sigma: float | None,
 ) -> int | None:
-    """The record count every trial is sized by: the candidates' public one, else released
-    once for the whole search (trials that each released their own would plan different
-    events, and RepeatAndSelect needs one trial event)."""
-    if candidate.record_count is not None:
+    """The record count every trial is sized by: the candidates' public one (``sigma`` None),
+    else released once for the whole search (trials that each released their own would plan
+    different events, and RepeatAndSelect needs one trial event)."""
+    if sigma is None:
         return candidate.record_count
-    sigma = size_noise(candidate.epsilon, candidate.delta)
     return int(release_count(len(data), sigma, ledger, rng))
 
 

@@ -19,7 +19,13 @@ from rich.console import Console
 
 from dpforge.applicable import refuse_anchor_flags
 from dpforge.cli.audit import audit
-from dpforge.cli.budget import budget_app, budget_for_fit, print_budget_line
+from dpforge.cli.budget import (
+    budget_app,
+    budget_for_fit,
+    interrupted_line,
+    print_budget_line,
+    run_ids,
+)
 from dpforge.cli.engine import (
     DEVICE_DEFAULT,
     DEVICE_HELP,
@@ -374,7 +380,13 @@ def fit(
             id_column=id_column,
             channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
         )
-    synth.fit(records, budget=data_budget)
+    before = run_ids(data_budget)
+    try:
+        synth.fit(records, budget=data_budget)
+    except KeyboardInterrupt:  # Ctrl-C: say what stays charged and how to resume (issue 46.9)
+        resumable = checkpoint_dir is not None
+        console.print(interrupted_line(data_budget, before, resumable, sys.argv), soft_wrap=True)
+        sys.exit(130)
     if not replicas.is_main:
         return
     synth.save(out, overwrite=overwrite)

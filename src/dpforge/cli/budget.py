@@ -6,6 +6,7 @@ rules are described in :mod:`dpforge.privacy.budget`.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,44 @@ def budget_for_fit(data: Path, budget_file: Path | None, no_budget_file: bool) -
             f"({status.summary()})"
         )
     return budget
+
+
+def run_ids(budget: DataBudget | None) -> frozenset[str]:
+    """The ids of the runs the budget file holds now (before a fit, to find the fit's own)."""
+    return frozenset() if budget is None else frozenset(r.run_id for r in budget.status().runs)
+
+
+def interrupted_line(
+    budget: DataBudget | None, before: frozenset[str], resumable: bool, argv: list[str]
+) -> str:
+    """The one line printed when Ctrl-C stops a fit (issue 46.9): what the budget file now
+    holds for this run, and the exact command that resumes it (or why none can)."""
+    from dpforge.privacy.accounting import format_epsilon
+
+    command = shlex.join(["dpforge", *argv[1:]])
+    if budget is None:
+        charged = "no budget file: nothing was recorded, count the run's whole target as spent"
+    else:
+        new = [r for r in budget.status().runs if r.run_id not in before]
+        if not new:
+            charged = f"nothing new was charged to {budget.path} (nothing released, or resumed)"
+        elif new[0].reserved:
+            charged = (
+                f"its whole target ε = {format_epsilon(new[0].epsilon)} at δ = "
+                f"{new[0].delta:g} stays charged to {budget.path}"
+            )
+        else:
+            spent = new[0].ledger.report(new[0].delta).epsilon
+            charged = (
+                f"ε = {format_epsilon(spent)} at δ = {new[0].delta:g} (what ran and what was "
+                f"planned) stays charged to {budget.path}"
+            )
+    if resumable:
+        return f"interrupted: {charged}; resume with: {command}"
+    return (
+        f"interrupted: {charged}; no --checkpoint-dir, so it cannot resume: rerunning "
+        f"({command}) starts anew and is charged again"
+    )
 
 
 def print_budget_line(budget: DataBudget | None) -> None:

@@ -108,18 +108,23 @@ class SparkTable(TableAggregates):
         return SparkTable(self._persist(kept), self._persisted)
 
     def released(self, schema: Any) -> SparkTable:
-        """The rows whose every categorical value is a released category; a column with an
+        """The rows whose every categorical value is a released category, or missing in a
+        nullable column (its own cell, as in memory: ``keep_released_rows``); a column with an
         ``other`` value keeps every row, its unreleased values becoming ``other``."""
         from pyspark.sql import functions as F
 
         frame = self.frame
         for c in schema.columns:
-            if not c.is_numeric and c.categories is not None and c.other is not None:
-                known = column(c.name).isin(list(c.categories)) | column(c.name).isNull()
+            if c.is_numeric or c.categories is None:
+                continue
+            known = column(c.name).isin(list(c.categories)) | column(c.name).isNull()
+            if c.other is not None:
                 frame = frame.withColumn(
                     c.name, F.when(known, column(c.name)).otherwise(F.lit(c.other))
                 )
-            elif not c.is_numeric and c.categories is not None:
+            elif c.nullable:  # isin is null on a null value: a filter on it alone dropped them
+                frame = frame.filter(known)
+            else:
                 frame = frame.filter(column(c.name).isin(list(c.categories)))
         return SparkTable(frame, self._persisted)
 

@@ -55,7 +55,6 @@ def run_pipeline(
     if run.checkpoint_dir is not None and not engine.supports_checkpoints:
         raise DpforgeError(f"{type(engine).__name__} runs cannot resume: drop checkpoint_dir")
     n_records = measure_stage.check_records(run, engine)  # bad input: refused, nothing charged
-    check_delta(run, n_records)
     resume_of = checkpoint_budget_run(run)
     charged = reserve_budget(run, budget, resume_of)
     run.budget_run = getattr(charged, "run_id", None)
@@ -85,8 +84,7 @@ def _measure(
     setup = checkpoint_setup(run)
     if setup is None:
         n_public = measure_stage.release_size(run, n_records, ledger, engine)
-        if n_records is None:  # an engine that never learns N: delta checked on the release
-            check_delta(run, round(n_public))
+        check_delta(run, round(n_public))  # the released (or declared) N, never N itself
         _start(run, options, n_public)
         setup = measure_stage.measure(run, engine, (n_records, n_public), ledger)
         setup.measuring = True

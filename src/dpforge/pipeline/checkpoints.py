@@ -75,7 +75,7 @@ def bounding_seed(run: RunSettings) -> int | None:
         return int(read_json(path)["seed"])
     seed = secrets.randbits(63)
     Path(run.checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    write_json(path, {"seed": seed})
+    write_json(path, {"seed": seed}, private=True)
     return seed
 
 
@@ -107,7 +107,7 @@ def save_measured(run: RunSettings, setup: RunSetup, records: Any) -> None:
         BUDGET_RUN_KEY: run.budget_run,
     }
     Path(run.checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    write_json(Path(run.checkpoint_dir) / MEASURED, info)
+    write_json(Path(run.checkpoint_dir) / MEASURED, info, private=True)
 
 
 def records_fingerprint(records: Any) -> str:

@@ -19,7 +19,12 @@ from dpforge import options as run_options
 from dpforge.errors import PrivacyError
 from dpforge.methods import METHODS
 from dpforge.pipeline.run import RunSettings, RunSetup
-from dpforge.privacy.budget import RunCharge
+from dpforge.privacy.budget import (
+    RunCharge,
+    charge_before_release,
+    gaussian_bound,
+    settle_charge,
+)
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.statistics.features import FeatureAnchorConfig
@@ -41,17 +46,15 @@ _ANCHOR_ONLY_NOTE = {
 }
 
 
-def check_delta(run: RunSettings, n_records: int | None) -> None:
-    """Refuse delta >= 1/N before any release (a bad request, like bad input: the message
-    gives an order of magnitude for delta, never N). None: N is not known here (federated
-    sites), and the pipeline checks the released N instead."""
-    if n_records is None:
-        return
-    if run.delta >= 1.0 / n_records and math.isfinite(run.epsilon):
+def check_delta(run: RunSettings, n_public: int) -> None:
+    """Refuse delta >= 1/N, N the record count released under DP or declared public (issue
+    43.9: checked on the exact N, the refusal itself told N's order of magnitude). A DP
+    outcome: the count's release is spent. The message suggests a delta, never N."""
+    if run.delta >= 1.0 / n_public and math.isfinite(run.epsilon):
         raise PrivacyError(
-            f"delta = {run.delta:g} is not below 1/N for the N records given: such a delta "
-            f"allows publishing a whole record; choose delta well below 1/N "
-            f"(e.g. {_suggest_delta(n_records):g})"
+            f"delta = {run.delta:g} is not below 1/N for the N records counted under DP: such "
+            f"a delta allows publishing a whole record; choose delta well below 1/N "
+            f"(e.g. {_suggest_delta(n_public):g})"
         )
 
 
@@ -141,24 +144,42 @@ def planned_ledger(run: RunSettings, setup: RunSetup, method: Any) -> PrivacyLed
 
 
 def reserve_budget(run: RunSettings, budget: RunCharge | None, resume_of: str | None) -> Any:
-    """Reserve the run's whole target in the data set's budget file, before the first release
-    (a resumed run finds its reservation through the id its checkpoint recorded)."""
-    if budget is None:
-        return None
-    return budget.reserve(
+    """Charge the data set's budget file before the first release, through the one charging
+    path (:func:`~dpforge.privacy.budget.charge_before_release`); a resumed run finds its
+    charge through the id its checkpoint recorded."""
+    return charge_before_release(
+        budget,
         epsilon=run.epsilon,
         delta=run.delta,
-        description=f"{run.method} fit, target epsilon {run.epsilon:g}, delta {run.delta:g}",
+        description=f"{run_label(run)}, target epsilon {run.epsilon:g}, delta {run.delta:g}",
+        bound=release_bound(run.epsilon, run.delta, run.metadata_share),
         checkpoint=run.checkpoint_dir,
         resume_of=resume_of,
     )
 
 
+def release_bound(epsilon: float, delta: float, metadata_share: float) -> PrivacyLedger:
+    """What a fit may release before its plan settles the charge: the record and person
+    counts, the metadata and the measurements, all Gaussian mechanisms within the run's
+    (epsilon, delta), plus the thresholded categories' delta (half the metadata's): one
+    Gaussian at the run's target dominates them (:func:`gaussian_bound`)."""
+    return gaussian_bound(epsilon, delta, extra_delta=delta * metadata_share / 2)
+
+
+def run_label(run: RunSettings) -> str:
+    """What ran, as ``budget show`` lists it: the anchoring, the discriminator, or both."""
+    feature = isinstance(run.anchor, FeatureAnchorConfig)
+    anchoring = "random-feature anchoring" if feature else "marginal anchoring"
+    if run.anchor is None:
+        return f"{run.method} discriminator"
+    if run.anchoring.alone:
+        return anchoring
+    return f"{anchoring} + {run.method} discriminator"
+
+
 def settle_budget(budget: RunCharge | None, record: Any, ledger: PrivacyLedger) -> Any:
     """Replace the reservation by ``ledger`` (the events that ran and those planned)."""
-    if budget is None:
-        return None
-    return budget.settle(record, ledger)
+    return settle_charge(budget, record, ledger)
 
 
 def _suggest_delta(n_public: float) -> float:

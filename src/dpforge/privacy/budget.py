@@ -14,20 +14,24 @@ The ε shown for the data set is the accountant's ε of the composition of ALL e
 
 Where it lives: next to the data, named after it, ``adult.csv`` → ``adult.csv.dpforge-budget.json``
 (a folder of images ``digits/`` → ``digits.dpforge-budget.json`` beside it). It also records a
-SHA-256 of the data file's bytes (of every file, for a folder): when a data set without a
-budget file of its own is a renamed copy of one with a budget file in the same folder, that
-budget file is used. Copies elsewhere cannot be recognised: point every copy at one file with
-``--budget PATH`` (``DataBudget(path)`` in Python). The hash and the ledgers come from the
-private data and stay in this private file; nothing here prints them.
+fingerprint of the records (:func:`records_fingerprint`: the multiset of rows, whatever the
+file's bytes, order or name): when a data set without a budget file of its own holds the same
+records as one with a budget file in the same folder, that budget file is used. Copies
+elsewhere, or with one record changed, cannot be recognised (``docs/budget.md``): point every
+copy at one file with ``--budget PATH`` (``DataBudget(path)`` in Python). The fingerprint and
+the ledgers come from the private data and stay in this private file; nothing prints them.
 
-Write-ahead: a fit RESERVES its whole target (ε, δ) before its first release (metadata
+Write-ahead, through ONE path for every entry point (:func:`charge_before_release`, then
+:func:`settle_charge`): a run RESERVES its whole target before its first release (metadata
 estimates included), under a file lock (the ``filelock`` package, lock file
-``<budget file>.lock``), and the file is replaced atomically. Once its releases have run and its
-discriminator steps are planned, the reservation is SETTLED: replaced by the run's ledger (what
-ran and what is planned; never more than the reservation). A run that stops on a DP outcome
-("no category is frequent enough") is settled with the events it recorded; a run that is
-killed keeps its whole reservation. A reservation counts as its (ε, δ) by basic composition
-with the accountant's ε of all settled events: a run can waste budget, never hide it. A run
+``<budget file>.lock``), and the file is replaced atomically. The reservation holds a bound:
+events that dominate whatever the run releases before it settles (a fit: one Gaussian at its
+target, :func:`gaussian_bound`). Once its releases have run and its discriminator steps are
+planned, the reservation is SETTLED: replaced by the run's ledger (what ran and what is
+planned). A run that stops on a DP outcome ("no category is frequent enough") is settled with
+the events it recorded; a run that is killed keeps its reservation. All events of all runs are
+composed and read at the declared total's δ; a reservation without a bound counts as its
+(ε, δ) by basic composition. A run can waste budget, never hide it. A run
 that would take the data set past its declared total is refused before it reads a record,
 with nothing written. A run resumed from a checkpoint is recognised by the budget run id its
 checkpoint records (never by a folder name) and is not charged twice.
@@ -41,6 +45,7 @@ records in :mod:`~dpforge.privacy.budget_records`, and reading, composing and re
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from dataclasses import replace
@@ -48,11 +53,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+import dp_accounting
 from filelock import FileLock, Timeout
 
 from dpforge.errors import ModelFileError, PrivacyError
 from dpforge.privacy.accounting import validate_delta
-from dpforge.privacy.budget_paths import BUDGET_SUFFIX, budget_path_for, data_sha256
+from dpforge.privacy.budget_paths import (
+    BUDGET_SUFFIX,
+    budget_path_for,
+    data_sha256,
+    records_fingerprint,
+)
 from dpforge.privacy.budget_records import BudgetedRun, BudgetStatus
 from dpforge.privacy.budget_state import (  # BUDGET_FORMAT, BUDGET_VERSION: re-exported
     BUDGET_FORMAT,  # noqa: F401
@@ -75,17 +86,21 @@ __all__ = [
     "BudgetedRun",
     "RunCharge",
     "DataBudget",
+    "charge_before_release",
     "data_sha256",
+    "gaussian_bound",
+    "records_fingerprint",
+    "settle_charge",
 ]
 
 LOCK_TIMEOUT_S = 600.0
 
 
 class RunCharge(Protocol):
-    """What ``Synthesizer.fit(data, budget=...)`` calls: :class:`DataBudget` (the budget file),
-    or the tuning search's per-trial check. ``reserve`` comes before the run's first release;
-    ``settle`` once its releases ran and its discriminator steps are planned (with that ledger),
-    or when it stops on a DP outcome (with the events recorded so far)."""
+    """What :func:`charge_before_release` and :func:`settle_charge` call: :class:`DataBudget`
+    (the budget file), or the tuning search's per-trial check. ``reserve`` comes before the
+    run's first release; ``settle`` once its releases ran and its discriminator steps are
+    planned (with that ledger), or when it stops on a DP outcome (with the events so far)."""
 
     def reserve(
         self,
@@ -93,11 +108,92 @@ class RunCharge(Protocol):
         epsilon: float,
         delta: float,
         description: str,
+        bound: PrivacyLedger | None = None,
         checkpoint: str | Path | None = None,
         resume_of: str | None = None,
     ) -> Any: ...
 
-    def settle(self, run: Any, ledger: PrivacyLedger) -> Any: ...
+    def settle(self, run: Any, ledger: PrivacyLedger, *, check_total: bool = False) -> Any: ...
+
+
+# --------------------------------------------------------------------------- the one path
+
+
+def charge_before_release(
+    budget: RunCharge | None,
+    *,
+    epsilon: float,
+    delta: float,
+    description: str,
+    bound: PrivacyLedger | None = None,
+    checkpoint: str | Path | None = None,
+    resume_of: str | None = None,
+) -> Any:
+    """THE charging path of every entry point (fit, tune, federated runs, anything new; design
+    rule 13): call it before the run's first release, then :func:`settle_charge`.
+
+    Args:
+        budget: the data set's :class:`DataBudget` (or the search's per-trial check); None
+            charges nothing (``--no-budget-file``) and returns None.
+        epsilon, delta: the run's own target; ``description``: what runs, as ``budget show``
+            lists it (e.g. "marginal anchoring, target ε 1, δ 1e-05").
+        bound: events that dominate every release the run makes before it settles (e.g.
+            :func:`gaussian_bound`); the file composes them with the other runs' events at the
+            declared total δ. None: the reservation counts as its whole (ε, δ) by basic
+            composition, which spends its δ outright (two runs at the total's δ cannot both
+            fit), so pass a bound when one is known. A run whose whole ledger is known before
+            it starts passes that ledger as ``bound`` and settles it with the same ledger.
+        checkpoint: the run's checkpoint folder, recorded (never used to recognise a resume).
+        resume_of: the budget run id a checkpoint recorded: the run is found, nothing added.
+
+    Returns:
+        The run's record in the file, to pass to :func:`settle_charge`; None without a budget.
+
+    Raises:
+        BudgetExceededError: the run would take the data set past its declared total; the
+            file is unchanged and the run must release nothing.
+    """
+    if budget is None:
+        return None
+    return budget.reserve(
+        epsilon=epsilon,
+        delta=delta,
+        description=description,
+        bound=bound,
+        checkpoint=checkpoint,
+        resume_of=resume_of,
+    )
+
+
+def settle_charge(
+    budget: RunCharge | None, run: Any, ledger: PrivacyLedger, *, check_total: bool = False
+) -> Any:
+    """Replace the reservation ``run`` by ``ledger`` (what ran and what is planned, or what ran
+    when the run stops on a DP outcome). ``check_total``: the ledger may exceed the
+    reservation (a search whose event is known once its first trial is planned), so the total
+    is checked again; refused, the reservation stays and BudgetExceededError is raised."""
+    if budget is None:
+        return None
+    return budget.settle(run, ledger, check_total=check_total)
+
+
+def gaussian_bound(epsilon: float, delta: float, extra_delta: float = 0.0) -> PrivacyLedger:
+    """One Gaussian mechanism whose ε at ``delta`` is ``epsilon``, plus ``extra_delta``: it
+    dominates every composition of Gaussian mechanisms (``GaussianDpEvent``, their
+    self-compositions) whose own ε at ``delta`` is at most ``epsilon``, whatever the δ it is
+    read at. Why: such a composition is exactly μ-GDP with μ = sqrt(Σ 1/σ_i²), its ε at a fixed
+    δ grows with μ, so its μ is at most this Gaussian's. ``extra_delta`` pays δ spent outside
+    events (thresholded category lists). For ε = ∞: a non-private event."""
+    from dpforge.privacy.calibration import noise_for_target
+
+    ledger = PrivacyLedger()
+    name = "reserved: at most this until the run's plan is known"
+    if not math.isfinite(epsilon):
+        ledger.record(name, dp_accounting.NonPrivateDpEvent())
+        return ledger
+    sigma = noise_for_target(dp_accounting.GaussianDpEvent, epsilon, delta)
+    ledger.record(name, dp_accounting.GaussianDpEvent(sigma), extra_delta=extra_delta)
+    return ledger
 
 
 # --------------------------------------------------------------------------- the file
@@ -123,19 +219,23 @@ class DataBudget:
         """The budget file of the data file or folder ``data``.
 
         ``<data>.dpforge-budget.json`` when it exists; else a budget file in the same folder
-        that records the same SHA-256 (``data`` is a renamed copy); else the first, to be
-        created by the first run or by :meth:`set_total`.
+        that records the same records' fingerprint (``data`` is a renamed, re-saved or
+        reordered copy: :func:`records_fingerprint`); else the first, to be created by the
+        first run or by :meth:`set_total`.
         """
-        digest = data_sha256(data)
+        digest = records_fingerprint(data)
         own = budget_path_for(data)
         if own.exists():
             return cls(own, digest)
+        older: str | None = None  # files written before 43.8 recorded the bytes' SHA-256
         for other in sorted(own.parent.glob("*" + BUDGET_SUFFIX)):
             try:
                 recorded = _read(other).get("data_sha256")
             except ModelFileError:
                 continue
-            if recorded == digest:
+            if recorded != digest and recorded is not None:
+                older = older or data_sha256(data)
+            if recorded in (digest, older):
                 return cls(other, digest)
         return cls(own, digest)
 
@@ -181,34 +281,19 @@ class DataBudget:
             self._write(state)
             return _status(self.path, state)
 
-    def charge(
-        self,
-        ledger: PrivacyLedger,
-        *,
-        epsilon: float,
-        delta: float,
-        description: str,
-        checkpoint: str | Path | None = None,
-    ) -> BudgetedRun:
-        """Add a run whose complete ``ledger`` is known before it reads any record (the tuning
-        search's events); refuse it if it would overspend. Every call is a new run.
-
-        Raises:
-            BudgetExceededError: with the declared total, the composed ε of the runs so far
-                and of this run added to them; the file is left unchanged.
-        """
-        return self._add(PrivacyLedger(ledger.entries), epsilon, delta, description, checkpoint)
-
     def reserve(
         self,
         *,
         epsilon: float,
         delta: float,
         description: str,
+        bound: PrivacyLedger | None = None,
         checkpoint: str | Path | None = None,
         resume_of: str | None = None,
     ) -> BudgetedRun:
-        """Reserve a run's whole target (ε, δ) before its first release (see the module notes).
+        """Reserve a run before its first release (call it through
+        :func:`charge_before_release`): counted as ``bound``'s events, or without one as its
+        whole target (ε, δ) by basic composition (see the module notes).
 
         ``resume_of``: the budget run id a checkpoint recorded; when the file holds that run,
         the run is resumed and nothing is added.
@@ -220,19 +305,26 @@ class DataBudget:
             earlier = [r for r in self.status().runs if r.run_id == resume_of]
             if earlier:
                 return earlier[0]
-        return self._add(PrivacyLedger(), epsilon, delta, description, checkpoint, reserved=True)
+        held = PrivacyLedger(() if bound is None else bound.entries)
+        return self._add(held, epsilon, delta, description, checkpoint, reserved=True)
 
-    def settle(self, run: BudgetedRun, ledger: PrivacyLedger) -> BudgetedRun:
+    def settle(
+        self, run: BudgetedRun, ledger: PrivacyLedger, *, check_total: bool = False
+    ) -> BudgetedRun:
         """Replace ``run``'s reservation (or earlier settlement) by ``ledger``: the events that
-        ran and those planned. ``ledger`` must stay within the run's own target, which the
-        pipeline's plan guarantees; the run keeps its place in the file. An empty ``ledger``
-        (the run was refused before its first release) removes the run."""
+        ran and those planned. Without ``check_total``, ``ledger`` must stay within the run's
+        own target, which the pipeline's plan guarantees; with it, the total is checked again
+        and a refusal keeps the reservation. The run keeps its place in the file. An empty
+        ``ledger`` (the run was refused before its first release) removes the run."""
         with self._locked():
             state = self._load()
             for i, item in enumerate(state["runs"]):
                 if item.get("id") != run.run_id:
                     continue
                 settled = replace(run, ledger=PrivacyLedger(ledger.entries), reserved=False)
+                if check_total:
+                    others = [r for r in _runs(state, self.path) if r.run_id != run.run_id]
+                    _refuse_overspend(state, others, settled, self.path)
                 if len(ledger):
                     state["runs"][i] = settled.to_dict()
                 else:  # refused before any release: nothing was spent, nothing to keep
@@ -270,13 +362,8 @@ class DataBudget:
     def _write(self, state: dict[str, Any]) -> None:
         text = json.dumps(state, indent=2)
 
-        def write(tmp: Path) -> None:
-            tmp.write_text(text)
-            os.chmod(tmp, 0o600)
-
-        try:
-            atomic_write(self.path, write, overwrite=True)
-            os.chmod(self.path, 0o600)  # private: it holds the data's hash and every ledger
+        try:  # private (0600): it holds the data's fingerprint and every ledger
+            atomic_write(self.path, lambda tmp: tmp.write_text(text), overwrite=True, private=True)
         except OSError as exc:
             raise PrivacyError(
                 f"cannot write the budget file {self.path} ({exc.strerror or exc}); give a "

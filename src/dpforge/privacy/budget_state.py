@@ -87,19 +87,20 @@ def _runs(state: dict[str, Any], path: Path) -> list[BudgetedRun]:
 
 
 def _composed(runs: Iterable[BudgetedRun], delta: float | None) -> PrivacyReport | None:
-    """The accountant's ε of every settled run's events, at ``delta`` (default: Σ run δ) less
-    the reservations' δ, plus the reservations' ε (basic composition)."""
+    """The accountant's ε, at ``delta`` (default: Σ run δ), of every run's events composed: a
+    settled run's ledger, and a reservation's bound (events that dominate what it may release
+    before it settles). A reservation without a bound (older files, or a caller that knew none)
+    counts as its whole (ε, δ) by basic composition: its δ is taken from ``delta`` and its ε
+    added."""
     runs = list(runs)
     if not runs:
         return None
     if delta is None:
         delta = min(math.fsum(run.delta for run in runs), 0.5)
-    held = [run for run in runs if run.reserved]
+    held = [run for run in runs if run.reserved and not len(run.ledger)]
     reserved_eps = math.fsum(run.epsilon for run in held)
     reserved_delta = math.fsum(run.delta for run in held)
-    ledger = PrivacyLedger(
-        entry for run in runs if not run.reserved for entry in run.ledger.entries
-    )
+    ledger = PrivacyLedger(entry for run in runs if run not in held for entry in run.ledger.entries)
     if not len(ledger):
         return PrivacyReport(reserved_eps, reserved_eps, delta)
     report = ledger.report(delta - reserved_delta)
@@ -142,9 +143,36 @@ def _refuse_overspend(
     with_run = "more δ than the total" if after is None else f"ε = {_eps(after)}"
     raise BudgetExceededError(
         f"refused before training: this run would take the data set's spend to {with_run} "
-        f"(composed over {len(runs) + 1} runs; {so_far}), beyond the declared total "
-        f"ε = {eps:g} at δ = {delta:g} in {path}. Lower --epsilon, or raise the total with "
-        "'dpforge budget set' if the data's owner agrees"
+        f"(composed over {len(runs) + 1} runs at the total's δ; {so_far}), beyond the declared "
+        f"total ε = {eps:g} at δ = {delta:g} in {path}. {_advice([*runs, run], delta)}"
+    )
+
+
+def _advice(runs: list[BudgetedRun], delta: float) -> str:
+    """Which of ε or δ binds, and what to do about it (issue 46.2: the refusal said "lower
+    --epsilon" when only δ was short)."""
+    outside = math.fsum(run.ledger.extra_delta() for run in runs)
+    held = [run for run in runs if run.reserved and not len(run.ledger)]
+    held_delta = math.fsum(run.delta for run in held)
+    if outside + held_delta < delta:
+        return (
+            "ε binds: lower --epsilon, or raise the total with 'dpforge budget set' if the "
+            "data's owner agrees"
+        )
+    parts = []
+    if outside:
+        parts.append(
+            f"δ = {outside:.3g} paid outside the accountant (categories released by a DP "
+            "threshold: declare them in the schema)"
+        )
+    if held:
+        parts.append(
+            f"δ = {held_delta:.3g} held by {len(held)} unfinished run(s) counted at their "
+            "whole target (a run still going, or killed before its plan)"
+        )
+    return (
+        f"δ binds, not ε: {' and '.join(parts)} leave nothing of the total δ; raise the total "
+        "δ with 'dpforge budget set' if the data's owner agrees"
     )
 
 
