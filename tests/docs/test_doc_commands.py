@@ -16,8 +16,10 @@ from pathlib import Path
 import click
 import pytest
 import typer
+from dpforge.cli.options_file import read_options
 
 from dpforge.cli import app
+from dpforge.errors import DpforgeError
 
 ROOT = Path(__file__).resolve().parents[2]
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
@@ -102,3 +104,41 @@ def test_examples_are_read_from_code_blocks(tmp_path: Path) -> None:
 def test_every_example_is_a_real_command(path: Path, root: click.Group) -> None:
     wrong = [f"dpforge {line}: {why}" for line in examples(path) if (why := problem(root, line))]
     assert not wrong, "\n".join(wrong)
+
+
+_TOML = re.compile(r"^```toml\n(.*?)^```", re.M | re.S)
+KINDS = ("table", "image", "timeseries")
+REFINERS = (None, "dpcgan", "dpwgan", "gswgan")
+
+
+def toml_examples(path: Path) -> list[str]:
+    """The options-file examples (```toml blocks) of a markdown file."""
+    return _TOML.findall(path.read_text(encoding="utf-8"))
+
+
+def option_file_problem(text: str, folder: Path) -> str | None:
+    """Why an options-file example is refused for every data kind and refiner, or None when
+    ``dpforge fit --options`` accepts it for one of them."""
+    path = folder / "run.toml"
+    path.write_text(text, encoding="utf-8")
+    errors = []
+    for kind in KINDS:
+        for refiner in REFINERS:
+            try:
+                read_options(path, kind, refiner)
+            except DpforgeError as error:
+                errors.append(str(error))
+            else:
+                return None
+    return errors[0]
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_options_file_example_is_valid(path: Path, tmp_path: Path) -> None:
+    wrong = [why for text in toml_examples(path) if (why := option_file_problem(text, tmp_path))]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_wrong_key_in_an_options_example_is_reported(tmp_path: Path) -> None:
+    assert option_file_problem("[anchor]\nshare = 0.5\n", tmp_path) is None
+    assert "shar" in option_file_problem("[anchor]\nshar = 0.5\n", tmp_path)
