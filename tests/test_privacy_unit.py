@@ -278,7 +278,8 @@ def test_an_unseeded_run_keeps_the_same_rows_when_it_resumes_from_its_checkpoint
     """Without a seed the rows kept are drawn from the OS once per checkpoint folder and kept
     there, so that a resumed run reads the records its checkpoint's fingerprint was made on."""
     from dpforge.engines import LocalEngine
-    from dpforge.pipeline.checkpoints import BOUNDING_SEED, records_fingerprint
+    from dpforge.kinds import TableKind
+    from dpforge.pipeline.checkpoints import BOUNDING_SEED
     from dpforge.pipeline.measure import check_records
     from dpforge.synthesizer import Synthesizer
 
@@ -291,7 +292,7 @@ def test_an_unseeded_run_keeps_the_same_rows_when_it_resumes_from_its_checkpoint
         )
         engine = LocalEngine(frame)
         assert check_records(synth._run_settings(), engine) == 40 * K
-        kept.append(records_fingerprint(engine.read("measure")))
+        kept.append(TableKind.fingerprint(engine.read("measure")))
     assert kept[0] == kept[1] and (tmp_path / "ck" / BOUNDING_SEED).is_file()
 
 

@@ -49,7 +49,7 @@ from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
 
 if TYPE_CHECKING:  # torch is imported on the server only: each site answer is a new process
-    from dpforge.synthesizer import Synthesizer
+    from dpforge import Synthesizer
 
 __all__ = [
     "client_app",
@@ -137,11 +137,12 @@ def fit_federation(
 ) -> Synthesizer:
     """The pipeline over the sites, charged to ``budget`` (the data set's budget file) before
     its first release by the same path as any fit; the trust model is stated in the ledger
-    (a no-cost entry)."""
-    from dpforge.synthesizer import Synthesizer
+    (a no-cost entry). The server app is a user of the library: it takes the Synthesizer from
+    dpforge's public API, as any Flower app would."""
+    import dpforge
 
     seed = config.get("seed")
-    synth = Synthesizer(
+    synth = dpforge.Synthesizer(
         schema,
         epsilon=float(config.get("epsilon", 3.0)),
         delta=float(config.get("delta", 1e-5)),
