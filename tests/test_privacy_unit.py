@@ -251,11 +251,11 @@ def test_per_row_dp_sgd_with_a_privacy_unit_is_refused_before_the_data_are_read(
         for method in ("dpwgan", "dpcgan"):
             Synthesizer(SCHEMA, method=method, anchor=anchor, **unit).check_options()
         refused = [
-            ({"method": "gswgan"}, "use --method dpwgan or dpcgan"),
+            ({"method": "gswgan"}, "use --refine dpwgan or dpcgan"),
             ({"method": "dpwgan", "method_options": DPWGANConfig(bayesian_accounting=True)},
-             "leave out --bayesian"),
+             "leave out bayesian_accounting"),
             ({"method": "dpcgan", "method_options": DPCGANConfig(microbatches=4)},
-             "leave out --microbatches"),
+             "leave out microbatches"),
         ]  # fmt: skip
         for options, message in refused:
             synth = Synthesizer(SCHEMA, anchor=anchor, **options, **unit)

@@ -16,7 +16,6 @@ from typing import Any
 import pandas as pd
 
 from dpforge import options as run_options
-from dpforge.applicable import refuse_inapplicable
 from dpforge.data.arrays import ArrayData
 from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
@@ -62,9 +61,11 @@ class Synthesizer:
     schema: the public metadata: a :class:`dpforge.schema.table.Schema` (tables, fit on a DataFrame)
         or an :class:`dpforge.schema.array.ArraySchema` (images or time series, fit on
         :class:`dpforge.data.arrays.ArrayData`).
-    method: "dpcgan" (default), "dpwgan" or "gswgan": the private discriminator that trains
-        (or, with anchoring, refines) the generator. Naming one, or passing discriminator
-        options, for a run that trains no discriminator (anchor share 1) is refused.
+    method: the refiner (``dpforge fit --refine``): "dpcgan", "dpwgan" or "gswgan", a private
+        discriminator that refines the anchored generator (or, with ``anchor=None``, trains
+        it). Naming one with the default anchoring leaves it ``1 - options.REFINE_SHARE`` of
+        the budget; None (default) refines only when the anchor leaves budget (share below 1,
+        or ``anchor=None``), with dpcgan. Refiner options for a run without one are an error.
     epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
         the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
     noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
@@ -122,7 +123,7 @@ class Synthesizer:
         max_rows_per_unit: int | None = None,
         public_data: ArrayData | None = None,
     ) -> None:
-        self.method_given = method is not None  # a method for no discriminator is refused
+        self.method_given = method is not None  # a named refiner gets part of the budget
         self.method = DEFAULT_METHOD if method is None else method
         self.schema, self.epsilon, self.delta = schema, epsilon, delta
         self.noise_multiplier, self.epochs = noise_multiplier, epochs
@@ -181,7 +182,7 @@ class Synthesizer:
         if kind.may_clip(self.schema, self.out_of_bounds):
             warnings.warn(CLIP_NOTE, stacklevel=4)  # public settings only, never a count
         public = self._public()
-        self.anchor_ = resolve_anchor(self.anchor, self.schema, public is not None)
+        self.anchor_ = self._resolved_anchor(public)
         return RunSettings(
             self.schema, self.method, self.epsilon, self.delta, self.noise_multiplier,
             self.epochs, self.metadata_share, self.method_options, self.default_method_options,
@@ -194,6 +195,13 @@ class Synthesizer:
         """The declared public images, scaled by the schema's declared ranges (never read
         through the engine, never charged)."""
         return None if self.public_data is None else public_images(self.public_data, self.schema)
+
+    def _resolved_anchor(self, public: PublicImages | None) -> Any:
+        """The run's anchoring: the kind's default for "auto", with a share for the refiner
+        when one is named (:func:`dpforge.options.refined_anchor`)."""
+        anchor = resolve_anchor(self.anchor, self.schema, public is not None)
+        named = self.method if self.method_given else None
+        return run_options.refined_anchor(anchor, isinstance(self.anchor, str), named)
 
     def _seed_sequence(self, stream: int) -> int | None:
         return seed_sequence(self.seed, stream)
@@ -210,10 +218,9 @@ class Synthesizer:
             run_options.check_method_config(self.method_options, self.epsilon)
         public = self._public()
         refuse_without_public(self.method_options, public)
-        anchor = resolve_anchor(self.anchor, self.schema, public is not None)
-        alone = anchoring_for(anchor, public).alone
+        alone = anchoring_for(self._resolved_anchor(public), public).alone
         given = None if self.default_method_options else self.method_options
-        refuse_inapplicable(alone, self.method_given, self.method, given, self.epsilon)
+        run_options.check_method_options_used(alone, given)
         unit = self.unit
         unit.check_schema(self.schema)
         processes = current_reducer(self.device).world_size

@@ -184,7 +184,7 @@ class MarginalAnchoring(Anchoring):
     alone_note = (
         "noise_multiplier and epochs set the discriminator's steps, but this run "
         "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
-        "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
+        "set the anchor share to 0 (anchor=None; [anchor] share = 0 with --refine) for the "
         "discriminator alone, or between 0 and 1 to refine with it"
     )
 

@@ -58,7 +58,7 @@ def release(
     if not all(torch.isfinite(p).all() for p in generator.parameters()):
         raise TrainingDivergedError(
             "the trained generator holds NaN or infinite weights, so nothing is released: "
-            "lower --clip-norm, --gp-weight or the learning rates and run again"
+            "lower clip_norm, gp_weight or the learning rates ([refine]) and run again"
         )
     bayesian = None if refiner is None else _bayesian_result(run, refiner, ledger)
     return Released(
