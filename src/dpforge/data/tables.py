@@ -347,11 +347,16 @@ def _check_label(table: pd.DataFrame, schema: Schema) -> None:
         return
     classes = pd.unique(table[schema.label])
     if len(classes) < 2:
-        raise DataError(
-            f"label column '{schema.label}' holds a single class ({private(classes[0], 'r')}) "
-            "in all rows; a conditional model needs at least two classes: choose "
-            "another label (the schema's, or [data] target) or none"
-        )
+        raise single_class_error(schema.label, classes[0])
+
+
+def single_class_error(label: str, value: object) -> DataError:
+    """The refusal of a label with one class in all rows (in memory and on Spark alike)."""
+    return DataError(
+        f"label column '{label}' holds a single class ({private(value, 'r')}) in all rows; a "
+        "conditional model needs at least two classes: choose another label (the schema's, or "
+        "[data] target) or none"
+    )
 
 
 # -- drafting a schema -----------------------------------------------------------------------

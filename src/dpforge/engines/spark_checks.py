@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpforge.data.tables import MISSING_TOKENS, bounds_error, validate_table
+from dpforge.data.tables import MISSING_TOKENS, bounds_error, single_class_error, validate_table
 from dpforge.errors import DataError, private
 from dpforge.privacy.person import UNIT_MISSING_TOKENS, unit_keys
 
@@ -201,11 +201,7 @@ def _summary(typed: Any, source: Any, schema: Any, found: list[Rules]) -> int:
     if not summary["n"]:
         raise DataError("the data have no rows")
     if schema.label is not None and summary["low"] == summary["high"]:
-        raise DataError(
-            f"label column '{schema.label}' holds a single class ({private(summary['low'], 'r')}) "
-            "in all rows; a conditional model needs at least two classes: choose "
-            "another target ([data] target) or none"
-        )
+        raise single_class_error(schema.label, summary["low"])
     return int(summary["n"])
 
 

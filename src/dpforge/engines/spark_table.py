@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpforge.data.tables import check_columns, validate_table
+from dpforge.data.tables import check_columns, single_class_error, validate_table
 from dpforge.engines import spark_checks as checks
 from dpforge.engines.aggregates import (
     Assign,
@@ -28,7 +28,7 @@ from dpforge.engines.aggregates import (
     dense_counts,
 )
 from dpforge.engines.spark_checks import UNIT
-from dpforge.errors import DataError, private, redacted_errors, redacting
+from dpforge.errors import DataError, redacted_errors, redacting
 from dpforge.privacy.person import check_unit_column, frame_keys
 
 ERROR = "__dpforge_error__"
@@ -280,11 +280,7 @@ def _check_summary(checked: Any, label: str | None) -> int:
     if not summary["n"]:
         raise DataError("the data have no rows")
     if label is not None and summary["low"] == summary["high"]:
-        raise DataError(
-            f"label column '{label}' holds a single class ({private(summary['low'], 'r')}) "
-            "in all rows; a conditional model needs at least two classes: choose "
-            "another target ([data] target) or none"
-        )
+        raise single_class_error(label, summary["low"])
     return int(summary["n"])
 
 

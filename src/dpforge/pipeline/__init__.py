@@ -115,10 +115,11 @@ def _start(run: RunSettings, options: Any, n_public: float) -> None:
 
 def _resolve_config(run: RunSettings, options: Any, n: int) -> None:
     """The run's config for ``n`` records, with the anchoring's generator: the kind's generator
-    alone when the measurements are the whole run (no GAN config is built), else the refiner's
-    config (``options``, or its defaults) holding it."""
+    alone when the measurements are the whole run (no GAN config is built; the generator fields
+    of ``options``, when given, are kept), else the refiner's config (``options``, or its
+    defaults) holding it."""
     if run.anchoring.alone:  # no discriminator step uses a batch size (issue 21.8)
-        config = GeneratorConfig()
+        config = GeneratorConfig() if options is None else GeneratorConfig.of(options)
     else:
         method_cls, config_cls = METHODS[run.method]
         config = method_cls.resolve_config(options or config_cls(), n)
