@@ -13,7 +13,6 @@ import pytest
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.bound_atoms import (
-    ATOM_SNR,
     bound_estimate,
     empty_ends,
     is_atom,

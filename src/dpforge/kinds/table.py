@@ -393,9 +393,7 @@ def _fine_masses(
 
     def mass(c: Any) -> np.ndarray:
         cut = np.asarray(edges[c.name])
-        return within_cell_mass(
-            c, fine[c.name], cut, threshold, cell_count[c.name], spread[c.name]
-        )
+        return within_cell_mass(c, fine[c.name], cut, threshold, cell_count[c.name], spread[c.name])
 
     return {c.name: _rounded(mass(c)) for c in adaptive}
 

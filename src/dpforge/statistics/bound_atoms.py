@@ -12,8 +12,9 @@ column's noisy fine histogram (adaptive columns, :mod:`dpforge.statistics.cells`
 round 1's marginals, weighed by the inverse of their noise variances; a bound whose estimate
 stays below ``ATOM_SNR`` of its noise standard deviations (public) is no atom; so is each
 interior cell from such a bound inward whose count does not stand out either (cells placed on
-noise, :func:`empty_ends`). Every marginal's cells on them are marked empty (:attr:`MeasuredMarginal.empty`): they get no mass
-when the marginals are made distributions, for the generator's loss and for sampling.
+noise, :func:`empty_ends`). Every marginal's cells on them are marked empty
+(:attr:`MeasuredMarginal.empty`): they get no mass when the marginals are made
+distributions, for the generator's loss and for sampling.
 """
 
 from __future__ import annotations
