@@ -4,13 +4,14 @@ Without a unit, neighbouring tables differ by one record (add/remove one row). W
 ``PrivacyUnit(column, k)`` they differ by one person: every row whose ``column`` holds that
 person's key. The measure stage first keeps at most ``k`` rows per key, those of smallest
 priority, a hash of each row's values keyed by the run's seed (:func:`row_priority`: uniform
-over distinct rows, and the same rows on Spark as in memory; contribution bounding, as
-Google's PipelineDP does before each aggregation); after that a person adds or removes at
-most ``k`` rows. Every release of the table path is a histogram in which one row adds one
-to one cell, so one person changes it by a vector of non-negative whole numbers summing to at most ``k``, whose L2 norm is at most ``k`` (all
-``k`` rows in one cell). Each release therefore adds ``k`` times the noise it adds per record
-and keeps its dp-accounting event: ``GaussianDpEvent(sigma)`` is the Gaussian mechanism of
-noise std ``sigma * sensitivity``, here ``sigma * k * (the per-record sensitivity)``.
+over distinct rows, and the same rows on Spark as in memory; contribution bounding, as Google's
+PipelineDP does before each aggregation); after that a person adds or removes at most ``k``
+rows. Every release of the table path is a histogram in which one row adds one to one cell, so
+one person changes it by a vector of non-negative whole numbers summing to at most ``k``, whose
+L2 norm is at most ``k`` (all ``k`` rows in one cell). Each release therefore adds ``k`` times
+the noise it adds per record and keeps its dp-accounting event: ``GaussianDpEvent(sigma)`` is
+the Gaussian mechanism of noise std ``sigma * sensitivity``, here ``sigma * k * (the per-record
+sensitivity)``.
 
 The discriminator's DP-SGD is per person too (user-level DP-SGD): whole persons are
 Poisson-sampled at rate q = B / P, P the number of persons released under DP (its own Gaussian
