@@ -46,9 +46,9 @@ def _penguins() -> tuple[pd.DataFrame, Schema]:
             Column("body_mass_g", "continuous", 0.0, 10000.0, nullable=True),
             Column("sex", "categorical", categories=("female", "male"), nullable=True),
         ),
-        label="sex",
+        label="species",
     )
-    return frame[frame["sex"].notna()].reset_index(drop=True), schema
+    return frame, schema
 
 
 CANCER_BOUNDS = {
