@@ -7,10 +7,13 @@ columns of sklearn's breast cancer table (every measure from 0 to a round number
 its range). Each run fits the default on a public split's training two thirds (seed 0) and
 samples 5,000 rows; fidelity is against the training rows, the AUC (logistic regression,
 ``dpforge.evaluation.evaluate.utility_scores``) on the test third. ``--label`` names the code
-measured (``before``: run with ``PYTHONPATH`` at the commit before the fix); the runs
-accumulate in bench/results/tables/bound_spikes.json and its Markdown::
+measured (``before``: run with ``PYTHONPATH`` at the commit before the fix, into another
+file, then ``--merge`` it); the runs accumulate in bench/results/tables/bound_spikes.json and
+its Markdown::
 
-    python bench/tables.py spikes --label after --epsilons 1 3 --seeds 0
+    python bench/tables.py spikes --label after --epsilons 1 3 --seeds 0 1 2
+    PYTHONPATH=OLD/src python bench/tables.py spikes --label before --out /tmp/before.json
+    python bench/tables.py spikes --merge /tmp/before.json
 """
 
 from __future__ import annotations
@@ -110,22 +113,24 @@ def _body(runs: list[dict]) -> list[str]:
         "Largest excess: the most that a bound's synthetic share exceeds its real share, over",
         "the numeric columns and both bounds (done: at most 0.01).",
         "",
-        "| code | table | ε | seed | largest excess | where | 1-way TVD | 2-way TVD | LR macro AuROC |",
+        "| code | table | ε | seed | largest excess | where (its shares) | 1-way TVD | 2-way TVD "
+        "| LR macro AuROC |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         where = max(r["synthetic"], key=lambda n: max(r["synthetic"][n]))
         lines.append(
             f"| {r['label']} | {r['table']} | {r['epsilon']:g} | {r['seed']} | "
-            f"{r['excess']:.3f} | {where} {r['synthetic'][where]} | {r['tvd1']:.3f} | "
-            f"{r['tvd2']:.3f} | {r['auc']:.3f} |"
+            f"{r['excess']:.3f} | {where} {[round(v, 3) for v in r['synthetic'][where]]} "
+            f"| {r['tvd1']:.3f} | {r['tvd2']:.3f} | {r['auc']:.3f} |"
         )
     return lines
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="tables.py spikes", description=__doc__.split("\n\n")[0])
-    p.add_argument("--label", required=True, help="which code is measured (before / after)")
+    p.add_argument("--label", default="after", help="which code is measured (before / after)")
+    p.add_argument("--merge", type=Path, help="add the runs of this results file (no fits)")
     p.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
     p.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 3.0])
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
@@ -133,6 +138,10 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     doc = json.loads(args.out.read_text()) if args.out.is_file() else {"runs": []}
     doc.update(harness.provenance(__file__, ["spikes", *(argv or [])]))
+    if args.merge is not None:
+        doc["runs"] += json.loads(args.merge.read_text())["runs"]
+        harness.write_results(args.out, doc, TITLE, _body(doc["runs"]))
+        return
     for table in args.tables:
         for epsilon in args.epsilons:
             for seed in args.seeds:
