@@ -76,7 +76,7 @@ def run(setting: dict, train, test, schema, args) -> dict:
             trust = Trust(
                 setting["trust"], args.sites, args.tolerate if setting["trust"] == "secagg" else 0
             )
-            data, sites = simulated_engine(parts, trust, seed=1000 + setting["seed"])
+            data, sites = simulated_engine(parts, schema, trust, seed=1000 + setting["seed"])
             sites = sites.site_ledgers
         synth.fit(data)
     synthetic = synth.sample(len(train), seed=7 + setting["seed"])

@@ -8,14 +8,13 @@ alone; "-reg": the anchor loss on the released statistics kept in the generator'
 (``--refine-weight``); "refine-public-warm": the discriminator first trained without privacy
 on the public set against the anchored generator (``--warm-steps``); "-both": the two.
 
-Every fit is ``Synthesizer(schema, epsilon=..., public_data=..., device=...)`` with the
-defaults (the anchor's settings as the Synthesizer picks them; ``--pretrain-steps`` adds the
-pre-training). Each fit is scored as in lib/images_run.py: a CNN trained on ``--samples``
-synthetic images and tested on the 10,000 real test images; label fidelity and Fréchet
-distance from ONE reference CNN per data set (seed 0, trained on all real training images),
-so that every row is judged by the same network. Jobs run seed by seed over ``--workers``
-processes; after ``--budget-s`` seconds no new job starts, and the JSON and Markdown are
-rewritten after every job, so a stopped run keeps what it measured::
+Every fit is ``Synthesizer(schema, epsilon=..., public_data=..., device=...)`` with the defaults
+(the anchor's settings as the Synthesizer picks them). Each fit is scored as in lib/images_run.py:
+a CNN trained on ``--samples`` synthetic images and tested on the 10,000 real test images; label
+fidelity and Fréchet distance from ONE reference CNN per data set (seed 0, trained on all real
+training images), so that every row is judged by the same network. Jobs run seed by seed over
+``--workers`` processes; after ``--budget-s`` seconds no new job starts, and the JSON and Markdown
+are rewritten after every job, so a stopped run keeps what it measured::
 
     cd bench && OMP_NUM_THREADS=4 python images_device.py --data-dir ../data \\
         --device cuda --modes none,public,refine,refine-public,real --workers 3 --threads 4 \\
@@ -82,7 +81,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=10000)
     p.add_argument("--cnn-epochs", type=int, default=5)
     p.add_argument("--reference-epochs", type=int, default=3)
-    p.add_argument("--pretrain-steps", type=int, default=300)
     p.add_argument("--anchor-steps", type=int, default=None, help="(tiny checks only)")
     p.add_argument("--refine-weight", type=float, default=1.0, help="lambda of the -reg rows")
     p.add_argument("--warm-steps", type=int, default=300, help="public steps of -warm rows")
@@ -106,10 +104,8 @@ def _anchor(args: argparse.Namespace, mode: str):
         config = replace(config, share=REFINE_SHARE, refine_weight=weight)
     if args.anchor_steps is not None:
         config = replace(config, steps=args.anchor_steps)
-    if mode == "pretrain":
-        config = replace(config, pretrain_steps=args.pretrain_steps)
-    if mode == "long":  # the same with LONG_STEPS of each (epsilon 10, after the others)
-        config = replace(config, steps=LONG_STEPS, pretrain_steps=LONG_STEPS)
+    if mode == "long":  # the same with LONG_STEPS of anchoring (epsilon 10, after the others)
+        config = replace(config, steps=LONG_STEPS)
     return config
 
 

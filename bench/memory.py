@@ -140,11 +140,14 @@ def main() -> None:
 
     measure.rewrite = save  # after adding a note
     model = args.model or work / "model"
+    quiet = work / "quiet.toml"  # dpforge fit's options file: no progress bar
+    quiet.write_text("[output]\nprogress = false\n")
     if args.sample_rows and args.model is None:
         small = work / "small.csv"
         make_table(20_000, rng).to_csv(small, index=False)
         fit = [*CLI, "fit", str(small), "--schema", str(schema_path), "--out", str(model)]
-        measure("fit 20,000 x 20 (the model sampled below)", [*fit, "--overwrite", "--quiet"])
+        quiet_fit = [*fit, "--overwrite", "--options", str(quiet)]
+        measure("fit 20,000 x 20 (the model sampled below)", quiet_fit)
     for n in args.sample_rows:
         sample_once(measure, model, n, work, args.sample_timeout)
         if n <= 10**6 and args.in_memory:
@@ -157,7 +160,7 @@ def main() -> None:
         make_table(args.fit_rows, rng).to_csv(big, index=False)
         out = work / "big"
         fit_big = [*CLI, "fit", str(big), "--schema", str(schema_path), "--out", str(out)]
-        command = [*fit_big, "--overwrite", "--quiet", "--delta", "1e-7"]
+        command = [*fit_big, "--overwrite", "--options", str(quiet), "--delta", "1e-7"]
         measure(f"dpforge fit {args.fit_rows:,} x 20", command, args.fit_timeout)
 
 

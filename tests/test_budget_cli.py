@@ -10,15 +10,16 @@ import time
 
 import pytest
 
-from cli_support import run
+from cli_support import fast, quiet, run
 from dpforge.privacy.budget import BUDGET_SUFFIX
 
-FAST = ["--anchor-share", "0", "--batch-size", "64", "--epochs", "12", "--seed", "0", "--quiet"]
+FAST = {"refine": {"epochs": 12, "noise_multiplier": None}}
+UNRECORDED = {**FAST, "privacy": {"record_budget": False}}
 
 
-def _fit(data, schema_path, out, monkeypatch, capsys, *extra):
-    args = ["fit", data, "--schema", schema_path, "--epsilon", "2", "--out", out, *FAST, *extra]
-    return run(args, monkeypatch, capsys)
+def _fit(data, schema_path, out, monkeypatch, capsys, *extra, sections=FAST):
+    args = ["fit", data, "--schema", schema_path, "--epsilon", "2", "--out", out]
+    return run([*args, *fast(sections), *extra], monkeypatch, capsys)
 
 
 @pytest.mark.slow
@@ -44,7 +45,7 @@ def test_fits_are_composed_and_the_run_beyond_the_total_refused(
     code, out = run(["budget", "show", data], monkeypatch, capsys)
     assert code == 0 and "dpcgan discriminator" in out and "over 1 run(s)" in out
     # Opting out is explicit, and said.
-    code, out = _fit(data, schema_path, tmp_path / "m3", monkeypatch, capsys, "--no-budget-file")
+    code, out = _fit(data, schema_path, tmp_path / "m3", monkeypatch, capsys, sections=UNRECORDED)
     assert code == 0 and "not recorded in a budget file" in out
     assert len(json.loads(budget_file.read_text())["runs"]) == 1
 
@@ -79,9 +80,9 @@ def test_bad_budget_input_is_one_line(files, tmp_path, monkeypatch, capsys):
         tmp_path / "m",
         monkeypatch,
         capsys,
-        "--no-budget-file",
         "--budget",
         tmp_path / "b.json",
+        sections=UNRECORDED,
     )
     assert code == 2 and "not both" in out
 
@@ -92,7 +93,7 @@ def test_an_unwritable_budget_place_fails_before_training(files, tmp_path, monke
     blocker.write_text("a file where the budget's folder should be")
     code, out = _fit(data, schema_path, tmp_path / "m", monkeypatch, capsys, "--budget",
                      blocker / "budget.json")  # fmt: skip
-    assert code == 2 and "cannot write the budget file" in out and "--no-budget-file" in out
+    assert code == 2 and "cannot write the budget file" in out and "record_budget = false" in out
     assert not (tmp_path / "m").exists()
 
 
@@ -103,7 +104,7 @@ def test_a_killed_fit_has_already_charged_its_budget(files, tmp_path):
     data, schema_path = files
     budget_file = tmp_path / ("data.csv" + BUDGET_SUFFIX)
     args = ["fit", data, "--schema", schema_path, "--epsilon", "2", "--out", tmp_path / "m"]
-    args += ["--anchor-share", "0", "--batch-size", "64", "--epochs", "60", "--quiet"]
+    args += fast({"refine": {"epochs": 60, "noise_multiplier": None}}, seed=None)
     process = subprocess.Popen(
         [sys.executable, "-c", "from dpforge.cli import main; main()", *map(str, args)],
         stdout=subprocess.DEVNULL,
@@ -148,7 +149,7 @@ def test_ctrl_c_says_what_was_charged_and_how_to_resume(files, tmp_path, monkeyp
     assert code == 130
     (line,) = [line for line in out.splitlines() if line.strip()]
     command = " ".join(map(str, ["dpforge", "fit", data, "--schema", schema_path, "--epsilon",
-                                 "2", "--out", tmp_path / "m", *FAST, *extra]))  # fmt: skip
+                                 "2", "--out", tmp_path / "m", *fast(FAST), *extra]))  # fmt: skip
     assert line.startswith("interrupted: ε = ") and "stays charged to" in line
     assert str(tmp_path / ("data.csv" + BUDGET_SUFFIX)) in line
     assert line.endswith(f"resume with: {command}")
@@ -165,7 +166,7 @@ def test_fits_at_the_totals_delta_compose_and_show_what_ran(files, tmp_path, mon
     set_total = ["budget", "set", data, "--epsilon", "4", "--delta", "1e-5"]
     assert run(set_total, monkeypatch, capsys)[0] == 0
     anchored = ["fit", data, "--schema", schema_path, "--epsilon", "1", "--delta", "1e-5",
-                "--out", tmp_path / "m1", "--seed", "0", "--quiet"]  # fmt: skip
+                "--out", tmp_path / "m1", "--seed", "0", *quiet()]  # fmt: skip
     code, out = run(anchored, monkeypatch, capsys)
     assert code == 0, out
     code, out = _fit(data, schema_path, tmp_path / "m2", monkeypatch, capsys, "--delta", "1e-5")

@@ -9,14 +9,13 @@ import sys
 import pandas as pd
 import pytest
 
-from cli_support import run
+from cli_support import fast, quiet, run
 from dpforge.privacy.budget import BUDGET_SUFFIX, DataBudget
 
 BUDGET_FILE = "data.csv" + BUDGET_SUFFIX
 
 # The discriminator path (no marginal anchoring), at a fixed noise multiplier.
-FAST = ["--anchor-share", "0", "--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0"]
-FAST += ["--quiet"]
+FAST = fast()
 
 
 def test_fit_then_sample_with_a_condition(files, tmp_path, monkeypatch, capsys):
@@ -28,15 +27,13 @@ def test_fit_then_sample_with_a_condition(files, tmp_path, monkeypatch, capsys):
             data,
             "--schema",
             schema_path,
-            "--target",
-            "diagnosis",
             "--epsilon",
             "8",
             "--delta",
             "1e-5",
             "--out",
             model,
-            *FAST,
+            *fast({"data": {"target": "diagnosis"}}),
         ],
         monkeypatch,
         capsys,
@@ -188,44 +185,27 @@ def test_console_script_exit_code_without_traceback(tmp_path):
     assert "error:" in result.stderr
 
 
-def test_fit_with_dpwgan_and_options_of_another_method(files, tmp_path, monkeypatch, capsys):
+def test_fit_with_dpwgan_and_its_options(files, tmp_path, monkeypatch, capsys):
     data, schema_path = files
-    args = [
-        "fit",
-        data,
-        "--schema",
-        schema_path,
-        "--epsilon",
-        "8",
-        "--method",
-        "dpwgan",
-        "--batch-size",
-        "64",
-        "--noise-multiplier",
-        "1.5",
-        "--anchor-share",
-        "0",
-        "--seed",
-        "0",
-        "--quiet",
-    ]
-    code, out = run(
-        [*args, "--out", tmp_path / "w", "--optimizer", "sgd", "--clip-decay", "0.9"],
-        monkeypatch,
-        capsys,
-    )
+    args = ["fit", data, "--schema", schema_path, "--epsilon", "8"]
+    wgan = fast({"refine": {"optimizer": "sgd", "clip_decay": 0.9}})
+    wgan[1] = "dpwgan"
+    code, out = run([*args, "--out", tmp_path / "w", *wgan], monkeypatch, capsys)
     assert code == 0, out
     manifest = json.loads((tmp_path / "w" / "model.json").read_text())
     assert manifest["method"] == "dpwgan" and manifest["config"]["clip_decay"] == 0.9
-    code, out = run([*args, "--out", tmp_path / "x", "--microbatches", "4"], monkeypatch, capsys)
-    assert "--microbatches do(es) not apply to method 'dpwgan'" in _one_line_error(code, out)
+    wgan = fast({"refine": {"microbatches": 4}})
+    wgan[1] = "dpwgan"
+    code, out = run([*args, "--out", tmp_path / "x", *wgan], monkeypatch, capsys)
+    line = _one_line_error(code, out)
+    assert "[refine] unknown key 'microbatches'" in line and "clip_decay" in line
 
 
 def test_default_fit_of_a_table_anchors_on_measured_marginals(files, tmp_path, monkeypatch, capsys):
     data, schema_path = files
     model = tmp_path / "model"
     args = ["fit", data, "--schema", schema_path, "--epsilon", "3", "--out", model, "--seed", "0"]
-    code, out = run([*args, "--quiet"], monkeypatch, capsys)
+    code, out = run([*args, *quiet()], monkeypatch, capsys)
     assert code == 0, out
     manifest = json.loads((model / "model.json").read_text())
     names = [e["name"] for e in manifest["privacy"]["ledger"]["entries"]]
@@ -234,6 +214,9 @@ def test_default_fit_of_a_table_anchors_on_measured_marginals(files, tmp_path, m
     assert manifest["encoding"]["n_bins"] == 64
     assert manifest["privacy"]["report"]["epsilon"] <= 3.0
     code, out = run(
-        [*args, "--out", tmp_path / "m2", "--noise-multiplier", "1.5"], monkeypatch, capsys
+        [*args, "--out", tmp_path / "m2", *quiet({"refine": {"noise_multiplier": 1.5}})],
+        monkeypatch,
+        capsys,
     )
-    assert "anchor=None" in _one_line_error(code, out) or "anchor" in out
+    line = _one_line_error(code, out)
+    assert "[refine] noise_multiplier" in line and "--refine" in line

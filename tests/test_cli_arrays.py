@@ -14,6 +14,7 @@ from dpforge.data.images import read_images
 from dpforge.data.series import read_wide_csv
 from dpforge.datasets.images import load_digits_images
 from dpforge.datasets.series import load_italy_power_demand
+from tests.cli_support import QUIET, merged, options_file
 from tests.test_cli import run
 
 pytestmark = pytest.mark.slow
@@ -45,10 +46,10 @@ def test_images_from_a_png_folder(tmp_path, monkeypatch, capsys):
     _reviewed(schema, label_prior="uniform")
 
     model = tmp_path / "model"
-    args = ["fit", folder, "--schema", schema, "--out", model, "--type", "image"]
-    fast = ["--batch-size", "32", "--epochs", "2.5", "--epsilon", "30", "--delta", "1e-4"]
-    fast += ["--anchor-share", "0"]  # the discriminator alone (feature anchoring is the default)
-    code, out = run([*args, *fast, "--seed", "0", "--quiet"], monkeypatch, capsys)
+    args = ["fit", folder, "--schema", schema, "--out", model, "--epsilon", "30", "--delta", "1e-4"]
+    # the discriminator alone (feature anchoring is the default)
+    sections = {"anchor": {"share": 0}, "refine": {"batch_size": 32, "epochs": 2.5}}
+    code, out = run([*args, *_refined("dpcgan", sections), "--seed", "0"], monkeypatch, capsys)
     assert code == 0, out
     assert "privacy spent" in out
 
@@ -74,19 +75,6 @@ def test_images_from_a_png_folder(tmp_path, monkeypatch, capsys):
     assert read_images(arrays_only / "images.npz").values.shape == (5, 1, 8, 8)
 
 
-def test_type_must_agree_with_the_schema(tmp_path, monkeypatch, capsys):
-    train, _, schema = load_italy_power_demand()
-    data, schema_path = tmp_path / "series.csv", tmp_path / "schema.json"
-    write_series_csv(train, data, label="class")
-    schema_path.write_text(schema.to_json())
-    code, out = run(
-        ["fit", data, "--schema", schema_path, "--out", tmp_path / "m", "--type", "image"],
-        monkeypatch,
-        capsys,
-    )
-    assert code == 2 and "--type image but the schema describes timeseries data" in out
-
-
 def test_time_series_from_a_wide_csv(tmp_path, monkeypatch, capsys):
     train, _, _ = load_italy_power_demand()
     data, schema = tmp_path / "series.csv", tmp_path / "schema.json"
@@ -104,10 +92,12 @@ def test_time_series_from_a_wide_csv(tmp_path, monkeypatch, capsys):
     model, out_csv = tmp_path / "model", tmp_path / "synthetic.csv"
     code, out = run(
         [
-            "fit", data, "--schema", schema, "--out", model, "--method", "dpwgan",
-            "--batch-size", "64", "--epochs", "9", "--epsilon", "30", "--delta", "1e-4",
-            "--anchor-share", "0",
-            "--seed", "0", "--quiet", "-n", "20", "--samples-out", out_csv,
+            "fit", data, "--schema", schema, "--out", model, "--epsilon", "30", "--delta", "1e-4",
+            *_refined("dpwgan", {
+                "anchor": {"share": 0}, "refine": {"batch_size": 64, "epochs": 9},
+                "output": {"samples": 20, "samples_out": str(out_csv)},
+            }),
+            "--seed", "0",
         ],
         monkeypatch,
         capsys,
@@ -136,23 +126,33 @@ def test_images_default_to_moment_anchoring_and_the_statistic_is_checked(
     ledger = json.dumps(saved["privacy"])
     assert "principal subspace" in ledger and "covariance in that subspace" in ledger
     assert saved["config"]["generator_net"] == "gaussian"
-    code, out = run([*args, "--anchor-statistic", "kernels", "--overwrite"], monkeypatch, capsys)
-    assert code != 0 and "--anchor-statistic must be one of" in out and "Traceback" not in out
+    kernels = options_file({"anchor": {"statistic": "kernels"}})
+    code, out = run([*args, "--options", kernels, "--overwrite"], monkeypatch, capsys)
+    assert code != 0 and "statistic must be one of" in out and "Traceback" not in out
 
 
 def test_the_command_line_anchors_each_kind_on_its_defaults():
-    """--anchor-share alone keeps the data type's defaults (series: the 1-D generator and the
+    """[anchor] share alone keeps the data type's defaults (series: the 1-D generator and the
     narrow kernels of feature_anchor_defaults), as the Python API's anchor="auto" does."""
     from dataclasses import replace
 
     from dpforge.cli.fit_options import anchor_option
+    from dpforge.cli.options_file import FitOptions
     from dpforge.statistics.features import feature_anchor_defaults
 
     _, _, series = load_italy_power_demand()
     _, _, images = load_digits_images()
-    assert anchor_option(series, None, None, None) == feature_anchor_defaults("timeseries")
-    assert anchor_option(series, 0.5, None, None) == replace(
+    half = FitOptions(anchor={"share": 0.5})
+    assert anchor_option(FitOptions(), series, None, False) == "auto"
+    assert anchor_option(half, series, "dpcgan", False) == replace(
         feature_anchor_defaults("timeseries"), share=0.5
     )
-    assert anchor_option(images, None, None, None) == feature_anchor_defaults("image")
-    assert anchor_option(series, 0.0, None, None) is None
+    assert anchor_option(FitOptions(anchor={"rank": 8}), images, None, False) == replace(
+        feature_anchor_defaults("image"), rank=8
+    )
+    assert anchor_option(FitOptions(anchor={"share": 0}), series, "dpcgan", False) is None
+
+
+def _refined(refiner: str, sections: dict) -> list:
+    """``--refine`` and an options file holding ``sections`` (no progress bar)."""
+    return ["--refine", refiner, "--options", options_file(merged(QUIET, sections))]

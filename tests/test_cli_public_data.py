@@ -1,14 +1,16 @@
-"""--public-data on the command line: perceptual anchoring for images by default, refused for
+"""[data] public_data of the options file: perceptual anchoring for images by default, refused for
 other data types before any private record is read."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 
-from cli_support import run
+from cli_support import options_file, run
 from dpforge.cli.fit_options import anchor_option
+from dpforge.cli.options_file import FitOptions
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
 from dpforge.datasets.images import load_digits_images
@@ -18,9 +20,12 @@ from dpforge.statistics.features import feature_anchor_defaults
 
 def test_a_public_set_makes_perceptual_the_images_default():
     _, _, images = load_digits_images()
-    assert anchor_option(images, None, None, None, True) == feature_anchor_defaults("image", True)
+    rank = FitOptions(anchor={"rank": 8})
+    assert anchor_option(rank, images, None, True) == replace(
+        feature_anchor_defaults("image", True), rank=8
+    )
     assert feature_anchor_defaults("image", True).statistic == "perceptual"
-    assert anchor_option(images, None, None, None).statistic == "moments"
+    assert anchor_option(rank, images, None, False).statistic == "moments"
 
 
 def test_public_data_for_series_is_refused_before_the_data_are_read(tmp_path, monkeypatch, capsys):
@@ -32,5 +37,6 @@ def test_public_data_for_series_is_refused_before_the_data_are_read(tmp_path, mo
     train, _, _ = load_digits_images()
     write_images(ArrayData(np.rint(train.values * 255 / 16), None), public, grid=False)
     args = ["fit", missing, "--schema", schema_path, "--out", tmp_path / "m"]
-    code, out = run([*args, "--public-data", public / "images"], monkeypatch, capsys)
-    assert code != 0 and "--public-data is for images" in out and "Traceback" not in out
+    options = options_file({"data": {"public_data": str(public / "images")}})
+    code, out = run([*args, "--options", options], monkeypatch, capsys)
+    assert code != 0 and "[data] public_data is for images" in out and "Traceback" not in out

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from cli_support import quiet
 from cli_support import run as run_cli
 
-FAST = ["--batch-size", "64", "--noise-multiplier", "1.5", "--seed", "0", "--quiet"]
+FAST = [*quiet(), "--seed", "0"]
 
 
 def run(args, monkeypatch, capsys) -> tuple[int, str]:

@@ -70,8 +70,8 @@ def test_help_of_every_command_loads_no_heavy_library_and_names_its_options():
         missing = [o for o in help_["options"] if o not in help_["output"]]
         assert not missing, (name, missing)
     assert "fit" in helps[""]["output"] and "budget" in helps[""]["output"]
-    assert "--anchor-share" in helps["fit"]["options"]
-    assert "Train a private synthesizer on DATA" in helps["fit"]["output"]
+    assert "--refine" in helps["fit"]["options"] and "--options" in helps["fit"]["options"]
+    assert "Fit a private model of DATA" in helps["fit"]["output"]
     assert "mlp,lr,rf,gb,svm,knn,nb,dt,ada,bag" in helps["evaluate"]["output"]
 
 

@@ -20,14 +20,20 @@ import time
 import numpy as np
 from filelock import FileLock
 
+from cli_support import merged, options_file
 from dpforge.model_io import MANIFEST, WEIGHTS
 from dpforge.privacy.accounting import dpsgd_event
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.training import CHECKPOINT_INFO, LEDGER_AHEAD, LOCK
 
 CLI = [sys.executable, "-c", "from dpforge.cli import main; main()"]
-FIT = ["--target", "diagnosis", "--anchor-share", "0", "--batch-size", "64", "--epsilon", "8"]
-FIT += ["--epochs", "60", "--checkpoint-every", "40"]
+OPTIONS = {
+    "data": {"target": "diagnosis"},
+    "anchor": {"share": 0},
+    "refine": {"batch_size": 64, "epochs": 60},
+    "output": {"checkpoint_every": 40},  # the progress log tells the test when to kill
+}
+FIT = ["--epsilon", "8", "--refine", "dpcgan", "--options", str(options_file(OPTIONS))]
 
 
 def _env() -> dict[str, str]:
@@ -114,7 +120,7 @@ def test_a_second_fit_on_a_locked_checkpoint_folder_fails_at_once(files, tmp_pat
     (folder / ".checkpoint.json.abc123.tmp").write_bytes(b"")  # a killed run's leftover
     data, schema_path = files
     args = [*CLI, "fit", str(data), "--schema", str(schema_path), "--out", str(tmp_path / "m")]
-    args += [*FIT, "--checkpoint-dir", str(folder), "--quiet"]
+    args += [*FIT, "--checkpoint-dir", str(folder)]
     with FileLock(folder / LOCK):
         result = subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=120)
     assert result.returncode == 2
@@ -129,7 +135,8 @@ def test_a_diverging_run_stops_keeps_its_checkpoint_and_releases_nothing(files, 
     (folder).mkdir()
     (folder / ".checkpoint.safetensors.k1.tmp").write_bytes(b"")  # a killed run's leftover
     args = [*CLI, "fit", str(data), "--schema", str(schema_path), "--out", str(tmp_path / "m")]
-    args += [*FIT, "--checkpoint-dir", str(folder), "--quiet", "--clip-norm", "1e38"]
+    diverging = options_file(merged(OPTIONS, {"refine": {"clip_norm": 1e38}}))
+    args += [*FIT[:-1], str(diverging), "--checkpoint-dir", str(folder)]
     result = subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=300)
     assert result.returncode == 2, result.stderr
     assert "training diverged at private step" in result.stderr
@@ -147,7 +154,9 @@ def test_a_kill_during_the_model_folders_save_leaves_nothing_after_the_next_run(
     it (check_output_folder -> recover_folder) and releases the complete model."""
     data, schema_path = files
     args = ["fit", str(data), "--schema", str(schema_path), "--out", str(tmp_path / "m")]
-    args += [*FIT[:-4], "--epochs", "20", "--checkpoint-dir", str(tmp_path / "ck"), "--quiet"]
+    shorter = {"refine": {"epochs": 20}, "output": {"checkpoint_every": 500, "progress": False}}
+    args += [*FIT[:-1], str(options_file(merged(OPTIONS, shorter)))]
+    args += ["--checkpoint-dir", str(tmp_path / "ck")]
     killed_in_save = (
         "import os, signal, sys; import dpforge.model_io as m; "
         "m.write_tensors = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL); "

@@ -16,36 +16,42 @@ import pytest
 import torch
 
 import dpforge.pipeline.refine as synth_module
-from cli_support import run
+from cli_support import merged, options_file, run
 from dpforge.errors import DpforgeError, PrivacyError
 from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.methods.dpwgan import DPWGANConfig
 from dpforge.options import MAX_STEPS, MIN_NOISE_MULTIPLIER, check_device
 from dpforge.synthesizer import Synthesizer
 
-BASE = ["--anchor-share", "0", "--quiet", "--epsilon", "8", "--target", "diagnosis"]
+BASE = {"anchor": {"share": 0}, "output": {"progress": False}, "data": {"target": "diagnosis"}}
+
+
+def _options(refiner: str = "dpcgan", **refine: object) -> list[str]:
+    """``--refine`` and an options file with the discriminator alone and ``refine``'s keys."""
+    path = options_file(merged(BASE, {"refine": refine}))
+    return ["--epsilon", "8", "--refine", refiner, "--options", str(path)]
 
 
 BAD_FIT_OPTIONS = [
-    (["--batch-size", "0"], "batch size must be >= 1"),
-    (["--epochs", "nan"], "epochs must be a finite number > 0"),
-    (["--epochs", "inf"], "epochs must be a finite number > 0"),
-    (["--epochs", "0"], "epochs must be a finite number > 0"),
-    (["--epochs", "1e7"], f"more than {MAX_STEPS:,} private steps"),
-    (["--noise-multiplier", "1e6"], f"more than {MAX_STEPS:,} private steps"),
-    (["--noise-multiplier", "1e-9"], f"must be between {MIN_NOISE_MULTIPLIER}"),
-    (["--seed", "-1"], "seed=-1 must be between 0 and 2**63 - 1"),
-    (["--seed", str(2**63)], "must be between 0 and 2**63 - 1"),
-    (["--seed", str(2**64)], "must be between 0 and 2**63 - 1"),
-    (["--epsilon", "1e300"], "is above 100"),
-    (["--microbatches", "100", "--batch-size", "64"], "larger than the batch size 64"),
-    (["--method", "gswgan", "--num-discriminators", "0"], "num_discriminators must be >= 1"),
-    (["--method", "gswgan", "--num-discriminators", "1000"], "is more than the"),
-    (["--clip-norm", "inf"], "clip_norm (--clip-norm) must be a finite number"),
-    (["--method", "dpwgan", "--gp-weight", "1e30"], "--gp-weight 1e+30 is above"),
-    (["--device", "banana"], "'banana' is not a torch device: give cpu, cuda, cuda:N or mps"),
-    (["--device", f"cuda:{torch.cuda.device_count()}"], "CUDA device(s) on this machine"),
-]
+    (_options(batch_size=0), "batch size must be >= 1"),
+    (_options(epochs=math.nan), "epochs must be a finite number > 0"),
+    (_options(epochs=math.inf), "epochs must be a finite number > 0"),
+    (_options(epochs=0), "epochs must be a finite number > 0"),
+    (_options(epochs=1e7), f"more than {MAX_STEPS:,} private steps"),
+    (_options(noise_multiplier=1e6), f"more than {MAX_STEPS:,} private steps"),
+    (_options(noise_multiplier=1e-9), f"must be between {MIN_NOISE_MULTIPLIER}"),
+    ([*_options(), "--seed", "-1"], "seed=-1 must be between 0 and 2**63 - 1"),
+    ([*_options(), "--seed", str(2**63)], "must be between 0 and 2**63 - 1"),
+    ([*_options(), "--seed", str(2**64)], "must be between 0 and 2**63 - 1"),
+    ([*_options(), "--epsilon", "1e300"], "is above 100"),
+    (_options(microbatches=100, batch_size=64), "larger than the batch size 64"),
+    (_options("gswgan", num_discriminators=0), "num_discriminators must be >= 1"),
+    (_options("gswgan", num_discriminators=1000), "is more than the"),
+    (_options(clip_norm=math.inf), "clip_norm must be a finite number"),
+    (_options("dpwgan", gp_weight=1e30), "gp_weight 1e+30 is above"),
+    ([*_options(), "--device", "banana"], "'banana' is not a torch device: give cpu, cuda"),
+    ([*_options(), "--device", f"cuda:{torch.cuda.device_count()}"], "CUDA device(s) on this"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("extra", "message"), BAD_FIT_OPTIONS)
@@ -57,9 +63,8 @@ def test_bad_fit_options_give_one_line_before_any_step(
     monkeypatch.setattr(synth_module, "train", lambda *a, **k: steps.append(1))
     out = tmp_path / "model"
     started = time.perf_counter()
-    code, text = run(
-        ["fit", data, "--schema", schema_path, "--out", out, *BASE, *extra], monkeypatch, capsys
-    )
+    args = ["fit", data, "--schema", schema_path, "--out", out, *extra]
+    code, text = run(args, monkeypatch, capsys)
     assert code == 2, text
     assert "Traceback" not in text and len(text.strip().splitlines()) == 1, text
     assert message in text
@@ -71,8 +76,8 @@ def test_option_errors_come_before_the_data_file_is_read(files, tmp_path, monkey
     _, schema_path = files
     missing = tmp_path / "no-such-file.csv"
     code, text = run(
-        ["fit", missing, "--schema", schema_path, "--out", tmp_path / "m", *BASE, "--epochs",
-         "nan"],
+        ["fit", missing, "--schema", schema_path, "--out", tmp_path / "m",
+         *_options(epochs=math.nan)],
         monkeypatch, capsys,
     )  # fmt: skip
     assert code == 2 and "epochs must be" in text
@@ -81,8 +86,8 @@ def test_option_errors_come_before_the_data_file_is_read(files, tmp_path, monkey
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"method_options": DPCGANConfig(g_lr=math.inf)}, "g_lr .* must be a finite number"),
-        ({"method_options": DPWGANConfig(d_lr=math.nan)}, "d_lr .* must be a finite number"),
+        ({"method_options": DPCGANConfig(g_lr=math.inf)}, "g_lr must be a finite number"),
+        ({"method_options": DPWGANConfig(d_lr=math.nan)}, "d_lr must be a finite number"),
         ({"method_options": DPCGANConfig(d_lr_start=0.0)}, "d_lr_start must be > 0"),
         ({"seed": 2**63}, "between 0 and 2"),
         ({"seed": 1.5}, "must be a whole number"),

@@ -14,13 +14,13 @@ import os
 import pytest
 
 import dpforge.storage as storage
-from cli_support import run
+from cli_support import fast, run
 from dpforge.cli.io import check_sample_outputs
 from dpforge.errors import OutputExistsError
 from dpforge.model_io import MANIFEST, MODEL_FOLDER, WEIGHTS
 
-FAST = ["--anchor-share", "0", "--batch-size", "64", "--noise-multiplier", "1.5", "--quiet"]
-FAST += ["--epsilon", "8", "--target", "diagnosis", "--seed", "0"]
+TARGET = {"data": {"target": "diagnosis"}}
+FAST = ["--epsilon", "8", *fast(TARGET)]
 
 
 def _listing(folder):
@@ -81,7 +81,17 @@ def test_every_output_is_checked_before_any_work(files, tmp_path, monkeypatch, c
     model = tmp_path / "model"
     (tmp_path / "model.csv").write_text("an earlier sample")
     code, out = run(
-        ["fit", data, "--schema", schema_path, "--out", model, "-n", "10", *FAST],
+        [
+            "fit",
+            data,
+            "--schema",
+            schema_path,
+            "--out",
+            model,
+            "--epsilon",
+            "8",
+            *fast({**TARGET, "output": {"samples": 10}}),
+        ],
         monkeypatch,
         capsys,
     )
@@ -89,8 +99,8 @@ def test_every_output_is_checked_before_any_work(files, tmp_path, monkeypatch, c
     assert not model.exists()  # refused before training, not after writing the model
     # samples written onto the data file are refused even with --overwrite
     code, out = run(
-        ["fit", data, "--schema", schema_path, "--out", model, "-n", "10", "--samples-out",
-         data, "--overwrite", *FAST],
+        ["fit", data, "--schema", schema_path, "--out", model, "--overwrite", "--epsilon", "8",
+         *fast({**TARGET, "output": {"samples": 10, "samples_out": str(data)}})],
         monkeypatch, capsys,
     )  # fmt: skip
     _refused(code, out, "never replaces its inputs")

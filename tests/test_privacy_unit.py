@@ -257,11 +257,11 @@ def test_per_row_dp_sgd_with_a_privacy_unit_is_refused_before_the_data_are_read(
         for method in ("dpwgan", "dpcgan"):
             Synthesizer(SCHEMA, method=method, anchor=anchor, **unit).check_options()
         refused = [
-            ({"method": "gswgan"}, "use --method dpwgan or dpcgan"),
+            ({"method": "gswgan"}, "use --refine dpwgan or dpcgan"),
             ({"method": "dpwgan", "method_options": DPWGANConfig(bayesian_accounting=True)},
-             "leave out --bayesian"),
+             "leave out bayesian_accounting"),
             ({"method": "dpcgan", "method_options": DPCGANConfig(microbatches=4)},
-             "leave out --microbatches"),
+             "leave out microbatches"),
         ]  # fmt: skip
         for options, message in refused:
             synth = Synthesizer(SCHEMA, anchor=anchor, **options, **unit)
@@ -284,7 +284,8 @@ def test_an_unseeded_run_keeps_the_same_rows_when_it_resumes_from_its_checkpoint
     """Without a seed the rows kept are drawn from the OS once per checkpoint folder and kept
     there, so that a resumed run reads the records its checkpoint's fingerprint was made on."""
     from dpforge.engines import LocalEngine
-    from dpforge.pipeline.checkpoints import BOUNDING_SEED, records_fingerprint
+    from dpforge.kinds import TableKind
+    from dpforge.pipeline.checkpoints import BOUNDING_SEED
     from dpforge.pipeline.measure import check_records
     from dpforge.synthesizer import Synthesizer
 
@@ -297,7 +298,7 @@ def test_an_unseeded_run_keeps_the_same_rows_when_it_resumes_from_its_checkpoint
         )
         engine = LocalEngine(frame)
         assert check_records(synth._run_settings(), engine) == 40 * K
-        kept.append(records_fingerprint(engine.read("measure")))
+        kept.append(TableKind.fingerprint(engine.read("measure")))
     assert kept[0] == kept[1] and (tmp_path / "ck" / BOUNDING_SEED).is_file()
 
 

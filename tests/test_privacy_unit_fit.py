@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from cli_support import run
+from cli_support import merged, options_file, run
 from dpforge.errors import DataError
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.anchor import AnchorConfig
@@ -102,20 +101,19 @@ def test_a_unit_column_absent_from_the_data_or_with_a_missing_key_is_refused():
         _fit(data, privacy_unit="tailnum", max_rows_per_unit=K)
 
 
-@dataclass(frozen=True)
-class FastAnchor(AnchorConfig):
-    """The command line's anchoring, with the steps of a test."""
-
-    steps: int = 20
-    batch_size: int = 256
+# The command line's anchoring with the steps of a test, unrecorded, writing 200 samples.
+OPTIONS = {
+    "anchor": {"steps": 20, "batch_size": 256},
+    "privacy": {"record_budget": False},
+    "output": {"progress": False, "samples": 200},
+}
 
 
 def test_the_command_line_fits_per_person_and_says_so(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("dpforge.cli.fit_options.AnchorConfig", FastAnchor)
     _flights().to_csv(tmp_path / "flights.csv", index=False)
     (tmp_path / "schema.json").write_text(SCHEMA.to_json())
     args = ["fit", tmp_path / "flights.csv", "--schema", tmp_path / "schema.json", "--seed", "0"]
-    args += ["--out", tmp_path / "model", "--no-budget-file", "--quiet", "-n", "200"]
+    args += ["--out", tmp_path / "model", "--options", options_file(OPTIONS)]
     code, text = run(
         [*args, "--privacy-unit", "tailnum", "--max-rows-per-unit", str(K)],
         monkeypatch,
@@ -131,14 +129,7 @@ def test_the_command_line_fits_per_person_and_says_so(tmp_path, monkeypatch, cap
     assert "tailnum" not in samples.columns and len(samples) == 200
 
 
-REFINE_PER_PERSON = [
-    "--privacy-unit",
-    "tailnum",
-    "--max-rows-per-unit",
-    "2",
-    "--anchor-share",
-    "0.5",
-]
+REFINE_PER_PERSON = ["--privacy-unit", "tailnum", "--max-rows-per-unit", "2"]
 
 
 def _frequent_flights(aircraft: int = 300, each: int = 6) -> pd.DataFrame:
@@ -159,13 +150,12 @@ def _frequent_flights(aircraft: int = 300, each: int = 6) -> pd.DataFrame:
 def test_the_command_line_refines_with_dpwgan_per_person(tmp_path, monkeypatch, capsys):
     """DP-SGD per person through the CLI: persons sampled at q = B / (a DP count of persons),
     each person's gradient clipped; the ledger says so and the guarantee is per person."""
-    monkeypatch.setattr("dpforge.cli.fit_options.AnchorConfig", FastAnchor)
     data = _frequent_flights()
     data.to_csv(tmp_path / "flights.csv", index=False)
     (tmp_path / "schema.json").write_text(SCHEMA.to_json())
     args = ["fit", tmp_path / "flights.csv", "--schema", tmp_path / "schema.json", "--seed", "0"]
-    args += ["--out", tmp_path / "model", "--no-budget-file", "--quiet", "-n", "200"]
-    args += ["--method", "dpwgan", "--anchor-share", "0.5"]
+    half = options_file(merged(OPTIONS, {"anchor": {"share": 0.5}}))
+    args += ["--out", tmp_path / "model", "--refine", "dpwgan", "--options", half]
     args += ["--privacy-unit", "tailnum", "--max-rows-per-unit", str(K)]
     code, text = run(args, monkeypatch, capsys, unwrap=True)
     assert code == 0, text
@@ -192,12 +182,18 @@ def test_the_command_line_refines_with_dpwgan_per_person(tmp_path, monkeypatch, 
         (["--privacy-unit", "tailnum"], "needs max_rows_per_unit"),
         (["--privacy-unit", "carrier", "--max-rows-per-unit", "2"], 'give it "type": "drop"'),
         (
-            [*REFINE_PER_PERSON, "--method", "gswgan"],
-            "use --method dpwgan or dpcgan (per-person DP-SGD), or --anchor-share 1",
+            [*REFINE_PER_PERSON, "--refine", "gswgan"],
+            "use --refine dpwgan or dpcgan (per-person DP-SGD), or no --refine",
         ),
         (
-            [*REFINE_PER_PERSON, "--microbatches", "4"],
-            "leave out --microbatches",
+            [
+                *REFINE_PER_PERSON,
+                "--refine",
+                "dpcgan",
+                "--options",
+                options_file({"refine": {"microbatches": 4}}),
+            ],
+            "leave out microbatches",
         ),
     ],
 )
@@ -208,7 +204,7 @@ def test_bad_unit_flags_are_refused_on_one_line_before_the_data_are_read(
     (tmp_path / "data.csv").write_text("not read\n")
     args = ["fit", tmp_path / "data.csv", "--schema", tmp_path / "schema.json"]
     code, text = run(
-        [*args, "--out", tmp_path / "m", "--no-budget-file", *flags], monkeypatch, capsys,
+        [*args, "--out", tmp_path / "m", *flags], monkeypatch, capsys,
         unwrap=True,
     )  # fmt: skip
     assert code == 2 and message in text and not (tmp_path / "m").exists()

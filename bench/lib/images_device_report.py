@@ -12,7 +12,7 @@ REFINE_MODES = (
     "refine", "refine-reg", "refine-public", "refine-public-warm", "refine-public-reg",
     "refine-public-both", "refine-public-both-nn",
 )  # fmt: skip
-MODES = ("none", "public", "public-nn", "pretrain", *REFINE_MODES, "real", "long")
+MODES = ("none", "public", "public-nn", *REFINE_MODES, "real", "long")
 LONG_STEPS = 1000
 REFINE_STEPS = 300  # discriminator steps of the refinement rows (the default, 50 epochs, is
 # about 47,000 steps at 60,000 images: far past the device call)

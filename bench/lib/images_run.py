@@ -73,7 +73,6 @@ def anchor_option(args: argparse.Namespace) -> FeatureAnchorConfig | None:
         "bandwidths": args.anchor_bandwidths,
         "statistic": args.anchor_statistic,
         "rank": args.anchor_rank,
-        "pretrain_steps": args.anchor_pretrain_steps,
     }
     return with_overrides(feature_anchor_defaults("image", args.public != "none"), given)
 
@@ -111,10 +110,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--public-n", type=int, default=None, help="first N public images only")
     p.add_argument("--public-unlabelled", action="store_true", help="drop the public labels")
     p.add_argument("--anchor-rank", type=int, default=None)
-    p.add_argument(
-        "--anchor-pretrain-steps", type=int, default=None,
-        help="generator pre-training steps on the public set's own statistics (free)",
-    )  # fmt: skip
     p.add_argument("--reference-epochs", type=int, default=3)
     p.add_argument("--no-real", action="store_true", help="skip the real-data reference")
     p.add_argument("--no-auroc", action="store_true", help="skip the LR / MLP AuROC")

@@ -6,7 +6,7 @@ condition on the label; the generator's outputs are decoded by the run's encoder
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,21 @@ from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, match
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
 Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
+SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series/move_public.md;
 # tables: bench/results/tables/matching.md
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """What sampling reads of a fit (or of a loaded model folder): nothing else of the facade."""
+
+    schema: Any
+    encoder: Any
+    generator: torch.nn.Module
+    label_prior: np.ndarray | None
+    device: str
+    release: SampleRelease | MarginalRelease | None = None
 
 
 @dataclass(frozen=True)
@@ -75,75 +88,100 @@ def sample_mover(
     return lambda draw, labels, n: drawn_moved(draw, labels, n, loss, settings)
 
 
+def sample_chunks(
+    model: FittedModel,
+    n: int,
+    conditions: dict[str, Any],
+    generator: torch.Generator,
+    mover: Mover | RowMatcher | None,
+    chunk_rows: int,
+) -> Iterator[pd.DataFrame | ArrayData]:
+    """``n`` records as consecutive chunks of at most ``chunk_rows``, one random stream
+    through them (the same seed and chunk size give the same records)."""
+    for start in range(0, n, chunk_rows):
+        yield sample_batch(model, min(chunk_rows, n - start), conditions, generator, mover)
+
+
+def default_mover(model: FittedModel, move: Any) -> Mover | RowMatcher | None:
+    """:func:`sample_mover` for ``model``'s stored release and kind."""
+    return sample_mover(model.release, move, kind_of(model.schema).kind_name(model.schema))
+
+
 def sample_batch(
-    synth: Any,
+    model: FittedModel,
     n: int,
     conditions: dict[str, Any],
     generator: torch.Generator,
     mover: Mover | None = None,
 ) -> pd.DataFrame | ArrayData:
-    """``n`` records from ``synth``'s fitted generator (moved by ``mover`` if given), decoded;
+    """``n`` records from ``model``'s fitted generator (moved by ``mover`` if given), decoded;
     rows that break a rule of the schema are drawn again, then repaired
     (:mod:`dpforge.data.rules`); table rows matched to the release by a :class:`RowMatcher`."""
     if isinstance(mover, RowMatcher):
-        return _matched(synth, n, conditions, generator, mover)
-    labels = condition_labels(synth, n, conditions, generator)
-    rows = _decode(synth, _generated(synth, labels, n, generator, mover), labels, generator)
-    return _abiding(synth, rows, labels, generator)
+        return _matched(model, n, conditions, generator, mover)
+    labels = condition_labels(model, n, conditions, generator)
+    rows = _decode(model, _generated(model, labels, n, generator, mover), labels, generator)
+    return _abiding(model, rows, labels, generator)
 
 
-def _abiding(synth: Any, rows: Any, labels: torch.Tensor | None, generator: torch.Generator):
+def _abiding(
+    model: FittedModel, rows: Any, labels: torch.Tensor | None, generator: torch.Generator
+):
     """``rows`` with those that break a rule of the schema drawn again, then repaired."""
-    schema = getattr(synth.encoder_, "schema", None)
+    schema = getattr(model.encoder, "schema", None)
     if not getattr(schema, "rules", ()):
         return rows
     labels_np = None if labels is None else labels.cpu().numpy()
 
     def draw(index: np.ndarray) -> pd.DataFrame:
         chosen = None if labels is None else labels[torch.as_tensor(index, device=labels.device)]
-        return _decode(synth, _generated(synth, chosen, len(index), generator), chosen, generator)
+        return _decode(model, _generated(model, chosen, len(index), generator), chosen, generator)
 
     seed = int(torch.randint(2**62, (1,), generator=generator))
     return abiding_rows(rows, labels_np, schema, draw, np.random.default_rng(seed))
 
 
 def _matched(
-    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator, matcher: RowMatcher
+    model: FittedModel,
+    n: int,
+    conditions: dict[str, Any],
+    generator: torch.Generator,
+    matcher: RowMatcher,
 ) -> pd.DataFrame:
     """``n`` table rows, chunk by chunk: ``pool`` times as many drawn down to their cells,
     weighted to the stored marginals (given the conditioned class, if any) and resampled,
     then decoded (a pool row drawn twice gets values inside its cells and keys of its own).
     Post-processing of the release."""
-    encoder, settings = synth.encoder_, matcher.settings
-    name, _ = kind_of(synth.schema_).label(synth.schema_)
-    targets = MarginalTargets(matcher.release.marginals, name, condition_class(synth, conditions))
+    encoder, settings = model.encoder, matcher.settings
+    name, _ = kind_of(model.schema).label(model.schema)
+    targets = MarginalTargets(matcher.release.marginals, name, condition_class(model, conditions))
     rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
     softmax = [s for s in encoder.spans if s.activation == SOFTMAX]
     parts = []
     for start in range(0, n, settings.chunk):
         size = min(settings.chunk, n - start)
-        cells, dense, labels = _pool(synth, settings.pool * size, conditions, generator, rng)
+        cells, dense, labels = _pool(model, settings.pool * size, conditions, generator, rng)
         pool = indexed_cells(cells.T, softmax, labels, name, encoder.n_classes)
         chosen = matched_index(targets, pool, size, settings, rng)
-        picked = None if labels is None else torch.as_tensor(labels[chosen], device=synth.device)
+        picked = None if labels is None else torch.as_tensor(labels[chosen], device=model.device)
         features = encoder.with_cells(cells[chosen], dense[chosen])
-        rows = _decode(synth, features, picked, generator)
-        parts.append(_abiding(synth, rows, picked, generator))
+        rows = _decode(model, features, picked, generator)
+        parts.append(_abiding(model, rows, picked, generator))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
 POOL_BATCH = 16_384  # generator outputs held at once while a pool is drawn down to its cells
 
 
-def _pool(synth: Any, size: int, conditions, generator: torch.Generator, rng):
+def _pool(model: FittedModel, size: int, conditions, generator: torch.Generator, rng):
     """``size`` generated rows as their cells (rows, softmax blocks), their other outputs and
     their labels, drawn ``POOL_BATCH`` at a time so that memory stays at a few integers a row."""
-    encoder, dense_at = synth.encoder_, synth.encoder_.dense_positions()
+    encoder, dense_at = model.encoder, model.encoder.dense_positions()
     cells, dense, labels = [], [], []
     for start in range(0, size, POOL_BATCH):
         count = min(POOL_BATCH, size - start)
-        chosen = condition_labels(synth, count, conditions, generator)
-        drawn = _generated(synth, chosen, count, generator)
+        chosen = condition_labels(model, count, conditions, generator)
+        drawn = _generated(model, chosen, count, generator)
         cells.append(encoder.picked_cells(drawn, rng))
         dense.append(drawn[:, dense_at])
         labels.append(None if chosen is None else chosen.cpu().numpy())
@@ -152,7 +190,7 @@ def _pool(synth: Any, size: int, conditions, generator: torch.Generator, rng):
 
 
 def _generated(
-    synth: Any,
+    model: FittedModel,
     labels: torch.Tensor | None,
     n: int,
     generator: torch.Generator,
@@ -162,21 +200,24 @@ def _generated(
 
     def draw(chosen: torch.Tensor | None, count: int) -> torch.Tensor:
         with torch.no_grad():
-            return synth.generator_(synth.generator_.sample_latent(count, generator), chosen)
+            return model.generator(model.generator.sample_latent(count, generator), chosen)
 
     rows = draw(labels, n) if mover is None else mover(draw, labels, n)
     return rows.cpu().numpy()
 
 
 def _decode(
-    synth: Any, features: np.ndarray, labels: torch.Tensor | None, generator: torch.Generator
+    model: FittedModel,
+    features: np.ndarray,
+    labels: torch.Tensor | None,
+    generator: torch.Generator,
 ) -> pd.DataFrame | ArrayData:
     """Generator outputs decoded by the encoder (cells drawn with a seed from ``generator``)."""
     labels_np = None if labels is None else labels.cpu().numpy()
-    if not _draws_cells(synth.encoder_):
-        return synth.encoder_.inverse_transform(features, labels_np)
+    if not _draws_cells(model.encoder):
+        return model.encoder.inverse_transform(features, labels_np)
     seed = int(torch.randint(2**62, (1,), generator=generator))
-    return synth.encoder_.inverse_transform(features, labels_np, np.random.default_rng(seed))
+    return model.encoder.inverse_transform(features, labels_np, np.random.default_rng(seed))
 
 
 def _draws_cells(encoder: Any) -> bool:
@@ -188,9 +229,9 @@ def _draws_cells(encoder: Any) -> bool:
     return any(c.type == "surrogate" for c in getattr(schema, "columns", ()))
 
 
-def condition_class(synth: Any, conditions: dict[str, Any]) -> int | None:
+def condition_class(model: FittedModel, conditions: dict[str, Any]) -> int | None:
     """The class index a condition on the label fixes (None without a condition)."""
-    name, classes = kind_of(synth.schema_).label(synth.schema_)
+    name, classes = kind_of(model.schema).label(model.schema)
     unknown = [k for k in conditions if name is None or k != name]
     if unknown:
         raise DataError(
@@ -207,13 +248,13 @@ def condition_class(synth: Any, conditions: dict[str, Any]) -> int | None:
 
 
 def condition_labels(
-    synth: Any, n: int, conditions: dict[str, Any], generator: torch.Generator
+    model: FittedModel, n: int, conditions: dict[str, Any], generator: torch.Generator
 ) -> torch.Tensor | None:
     """The label of each record: the condition's class, else drawn from the label prior."""
-    fixed = condition_class(synth, conditions)
-    if kind_of(synth.schema_).label(synth.schema_)[0] is None:
+    fixed = condition_class(model, conditions)
+    if kind_of(model.schema).label(model.schema)[0] is None:
         return None
     if fixed is not None:
-        return torch.full((n,), fixed, dtype=torch.long, device=synth.device)
-    prior = torch.as_tensor(synth.label_prior_, dtype=torch.float32, device=synth.device)
+        return torch.full((n,), fixed, dtype=torch.long, device=model.device)
+    prior = torch.as_tensor(model.label_prior, dtype=torch.float32, device=model.device)
     return torch.multinomial(prior, n, replacement=True, generator=generator)

@@ -5,8 +5,9 @@ exactly the generator that was saved, or refuse with one line naming the file an
 never a traceback, never a generator that silently samples something else. Three layers:
 
 1. ``model.json`` against its declared format (:data:`MANIFEST_FORMAT`, a JSON Schema; the
-   embedded schema against the schema formats, the configuration against the method's config
-   dataclass), with the messages of :mod:`dpforge.schema.validation`;
+   embedded schema against the schema formats, the configuration against the refiner's config
+   dataclass, or the generator's when ``method`` is null: format 2's fit without refinement),
+   with the messages of :mod:`dpforge.schema.validation`;
 2. rules between values: the label prior is one probability per class and sums to 1, the
    schema is complete, the DP-placed cells belong to numeric columns and increase, the ledger
    decodes;
@@ -31,6 +32,8 @@ import numpy as np
 import torch
 
 from dpforge.errors import DpforgeError, ModelFileError
+from dpforge.kinds import kind_of
+from dpforge.kinds.generator import GeneratorConfig
 from dpforge.methods import METHODS
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PrivacyUnit
@@ -42,7 +45,8 @@ from dpforge.statistics.cells import FINE_CELLS
 from dpforge.statistics.feature_views import VIEWS
 
 FORMAT = "dpforge-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: "method" null and "config" the generator's for a fit without refinement
+READ_VERSIONS = (1, 2)  # 1: every folder named a method and held its whole config
 DIGEST_KEY = "dpforge_manifest_sha256"
 PRIOR_TOLERANCE = 1e-6
 
@@ -136,10 +140,10 @@ MANIFEST_FORMAT: dict[str, Any] = {
     "properties": {
         "format": {"const": FORMAT},
         "format_version": {
-            "const": FORMAT_VERSION,
-            "description": f"{FORMAT_VERSION} (the model format this dpforge reads)",
+            "enum": list(READ_VERSIONS),
+            "description": f"one of {list(READ_VERSIONS)} (the model formats this dpforge reads)",
         },
-        "method": {"enum": sorted(METHODS)},
+        "method": {"enum": [*sorted(METHODS), None]},
         "schema": {"type": "object", "description": "a schema object"},
         "label_prior": {
             "type": ["array", "null"],
@@ -152,7 +156,10 @@ MANIFEST_FORMAT: dict[str, Any] = {
             },
             "description": "a list of class probabilities (>= 0, summing to 1), or null",
         },
-        "config": {"type": "object", "description": "the method's configuration object"},
+        "config": {
+            "type": "object",
+            "description": "the refiner's configuration object, or the generator's (method null)",
+        },
         "encoding": {
             "title": "the encoding",
             "type": "object",
@@ -251,6 +258,8 @@ def check_manifest(info: Any, path: Path) -> None:
         )
     check_document(info, MANIFEST_FORMAT, where, ModelFileError)
     check_schema_document(info["schema"], where, "$.schema", ModelFileError)
+    if info["method"] is None and info["format_version"] < 2:
+        raise ModelFileError(f"{where}: $.method is null, which format_version 1 never wrote")
     _check_config(info["method"], info["config"], where)
     schema = _schema(info["schema"], where)
     _check_prior(info.get("label_prior"), schema, where)
@@ -267,12 +276,7 @@ def _schema(document: dict[str, Any], where: str) -> Schema | ArraySchema:
         schema = schema_from_dict(document, allow_review=True)
     except DpforgeError as exc:
         raise ModelFileError(f"{where}: $.schema: {exc}") from None
-    if isinstance(schema, ArraySchema):
-        incomplete = [c.name for c in schema.incomplete_channels]
-        if schema.label is not None and schema.classes is None:
-            incomplete.append(schema.label)
-    else:
-        incomplete = [c.name for c in schema.incomplete_columns]
+    incomplete = kind_of(schema).incomplete(schema)
     if incomplete:
         raise ModelFileError(
             f"{where}: $.schema: {incomplete[0]!r} has no bounds or classes; the schema of a "
@@ -292,11 +296,8 @@ def _check_unit(unit: dict[str, Any] | None, schema: Schema | ArraySchema, where
 
 
 def _label_classes(schema: Schema | ArraySchema) -> tuple[str, ...] | None:
-    if schema.label is None:
-        return None
-    if isinstance(schema, ArraySchema):
-        return schema.classes
-    return schema.label_column.categories
+    name, classes = kind_of(schema).label(schema)
+    return None if name is None else classes
 
 
 def _check_prior(prior: list[float] | None, schema: Schema | ArraySchema, where: str) -> None:
@@ -336,7 +337,7 @@ def _check_edges(encoding: dict[str, Any], schema: Schema | ArraySchema, where: 
     edges = encoding.get("edges") or {}
     if not edges:
         return
-    if encoding.get("n_bins") is None or isinstance(schema, ArraySchema):
+    if encoding.get("n_bins") is None or not kind_of(schema).encodes_cells:
         raise ModelFileError(f"{where}: $.encoding.edges is given but $.encoding.n_bins is null")
     numeric = {c.name: c for c in schema.feature_columns if c.is_numeric}
     for name, values in edges.items():
@@ -399,8 +400,8 @@ def config_format(config_cls: type) -> dict[str, Any]:
     }
 
 
-def _check_config(method: str, config: dict[str, Any], where: str) -> None:
-    config_cls = METHODS[method][1]
+def _check_config(method: str | None, config: dict[str, Any], where: str) -> None:
+    config_cls = GeneratorConfig if method is None else METHODS[method][1]
     check_document(config, config_format(config_cls), where, ModelFileError, prefix="$.config")
     try:
         build_config(method, config).validate()
@@ -408,10 +409,11 @@ def _check_config(method: str, config: dict[str, Any], where: str) -> None:
         raise ModelFileError(f"{where}: $.config: {exc}") from None
 
 
-def build_config(method: str, config: dict[str, Any]) -> Any:
-    """The method's config dataclass from a checked ``config`` object (lists become tuples)."""
+def build_config(method: str | None, config: dict[str, Any]) -> Any:
+    """The config dataclass from a checked ``config`` object (lists become tuples): the
+    refiner's, or the generator's when no method refined it."""
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
-    return METHODS[method][1](**values)
+    return (GeneratorConfig if method is None else METHODS[method][1])(**values)
 
 
 # -- the weights ----------------------------------------------------------------------------

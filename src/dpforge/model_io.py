@@ -2,8 +2,9 @@
 
 A model folder holds exactly what may be published:
 - ``generator.safetensors``: the generator's weights (post-processing of the private training);
-- ``model.json``: the public schema (declared or DP-estimated), the configuration, the DP label
-  prior, the privacy ledger and its epsilon, and library versions;
+- ``model.json``: the public schema (declared or DP-estimated), the configuration (the
+  refiner's, or with ``method`` null the generator's: format 2; format 1 folders always named a
+  method), the DP label prior, the privacy ledger and its epsilon, and library versions;
 - ``release.safetensors`` (series and images anchored on a feature embedding): the released
   noisy per-class feature sums and counts, exactly the DP release the ledger records, with the
   public feature map's seed and parameters under ``model.json``'s ``release``; sampling moves
@@ -29,7 +30,9 @@ import torch
 
 from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.errors import ModelFileError
+from dpforge.generate import FittedModel
 from dpforge.kinds import kind_of
+from dpforge.kinds.generator import GeneratorConfig
 from dpforge.model_check import (
     DIGEST_KEY,
     FORMAT,
@@ -40,7 +43,7 @@ from dpforge.model_check import (
     check_weights,
     manifest_digest,
 )
-from dpforge.nets.families import build_networks
+from dpforge.nets.families import build_generator
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import schema_from_dict
 from dpforge.schema.validation import read_json_text
@@ -58,7 +61,15 @@ from dpforge.storage import (
 )
 from dpforge.training import TrainingPlan
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "manifest", "read_model", "restore", "save_model"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "manifest",
+    "read_fitted",
+    "read_model",
+    "restore",
+    "save_model",
+]
 WEIGHTS = "generator.safetensors"
 MANIFEST = "model.json"
 RELEASE = "release.safetensors"
@@ -81,7 +92,7 @@ def manifest(synth: Any) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "method": synth.method,
+        "method": None if isinstance(synth.config_, GeneratorConfig) else synth.method,
         "schema": synth.schema_.to_dict(),
         "label_prior": None
         if synth.label_prior_ is None
@@ -230,8 +241,9 @@ def _refuse_release(path: Path, problem: str) -> None:
 
 
 def _kind_shape(schema: Any) -> tuple[str, tuple[int, ...]]:
-    """An array schema's kind and record shape (tables have neither)."""
-    return getattr(schema, "kind", "table"), tuple(getattr(schema, "shape", ()))
+    """The schema's kind and record shape."""
+    kind = kind_of(schema)
+    return kind.kind_name(schema), kind.record_shape(schema)
 
 
 def restore(
@@ -254,7 +266,9 @@ def restore(
 
 
 def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
-    """The schema, config, encoder and (untrained) generator that model.json describes."""
+    """The schema, config, encoder and (untrained) generator that model.json describes: the
+    generator alone, whatever refined it (a version 1 folder's GAN config gives its generator
+    fields; no discriminator is built)."""
     schema = schema_from_dict(info["schema"], allow_review=True)
     config = build_config(info["method"], info["config"])
     n_bins = (info.get("encoding") or {}).get("n_bins")
@@ -271,11 +285,30 @@ def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
             raise ModelFileError(f"{where}: $.encoding.codes: {exc}") from None
         encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells, codes=codes)
     try:
-        generator = build_networks(encoder.layout, config, encoder.n_classes).make_generator()
+        spec = GeneratorConfig.of(config)
+        generator = build_generator(encoder.layout, spec, encoder.n_classes)
     except (ValueError, TypeError, RuntimeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelFileError(f"{where}: $.config describes no generator ({first})") from None
     return schema, config, encoder, generator
+
+
+def read_fitted(path: str | Path) -> FittedModel:
+    """What sampling needs of a model folder (its schema, encoder, generator, label prior and
+    stored release), without the facade: for workers that only sample."""
+    info, weights, release = read_model(path)
+    try:
+        schema, _, encoder, generator = _architecture(info)
+        generator.load_state_dict(weights, strict=True)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # a gap in the checks
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelFileError(f"model.json and the weights do not fit together ({first})") from None
+    return FittedModel(schema, encoder, generator.eval(), _prior(info), "cpu", release)
+
+
+def _prior(info: dict[str, Any]) -> np.ndarray | None:
+    prior = info.get("label_prior")
+    return None if prior is None else np.asarray(prior, dtype=np.float64)
 
 
 def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) -> Any:
@@ -286,7 +319,6 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
         method=info["method"],
         epsilon=float(privacy["target_epsilon"]),
         delta=float(privacy["delta"]),
-        method_options=config,
         progress=False,
         privacy_unit=(privacy.get("unit") or {}).get("column"),
         max_rows_per_unit=(privacy.get("unit") or {}).get("max_rows"),
@@ -295,7 +327,6 @@ def _rebuild(cls: type, info: dict[str, Any], weights: dict[str, torch.Tensor]) 
     synth.schema_, synth.encoder_, synth.config_ = schema, encoder, config
     synth.generator_ = generator.eval()
     synth.ledger_ = PrivacyLedger.from_dict(privacy["ledger"])
-    prior = info.get("label_prior")
-    synth.label_prior_ = None if prior is None else np.asarray(prior, dtype=np.float64)
+    synth.label_prior_ = _prior(info)
     synth.plan_ = TrainingPlan(**info["plan"])
     return synth

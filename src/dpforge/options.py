@@ -12,11 +12,13 @@ The bounds below are the ones whose breach made dpforge hang or run out of memor
   ``SENSIBLE_EPSILON`` a warning says the samples will be noise (a delta typed as epsilon?);
 - delta is at least ``MIN_DELTA``: below it the PLD accountant's truncated tails exceed delta
   and it can only certify epsilon = inf;
-- a run plans at most ``MAX_STEPS`` private steps (``--epochs 1e7`` or a huge noise multiplier
+- a run plans at most ``MAX_STEPS`` private steps (``epochs = 1e7`` or a huge noise multiplier
   planned hundreds of millions);
 - seeds are whole numbers in [0, 2**63), what the random generators take;
 - the device is one torch can use on this machine (``cpu``, ``cuda``, ``cuda:N``, ``mps``):
-  asking for an accelerator that is not there fails here, not at the first private step.
+  asking for an accelerator that is not there fails here, not at the first private step;
+- a refiner is asked for by name (``method=``, ``--refine``): with the default anchoring it gets
+  ``1 - REFINE_SHARE`` of the budget, and settings of a refiner without one are an error.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from dpforge.errors import DpforgeError, PrivacyError
@@ -40,6 +42,12 @@ MIN_DELTA = 1e-12
 MIN_NOISE_MULTIPLIER = 0.3
 MAX_NOISE_MULTIPLIER = 2.0**20
 SEED_LIMIT = 2**63
+REFINE_SHARE = 0.7  # the anchor's share when a refiner is named (README: "refining")
+# Method options that shape the generator, which a run without refinement trains too; every
+# other option (batch size, clipping, discriminator, optimizers) configures the refiner.
+GENERATOR_FIELDS = frozenset(
+    {"latent_dim", "generator_hidden", "generator_net", "generator_channels", "gumbel_tau"}
+)
 
 
 def check_seed(seed: Any, name: str = "seed") -> int | None:
@@ -144,28 +152,66 @@ def check_method_config(config: Any, epsilon: float) -> None:
     """The method's own checks, then: every number finite (C may be inf only without privacy),
     learning rates > 0."""
     config.validate()
+    if getattr(config, "bayesian_accounting", False) and not math.isfinite(epsilon):
+        raise PrivacyError(
+            "the Bayesian bound needs DP-SGD noise, and epsilon = inf trains without it: give a "
+            "finite epsilon, or leave out bayesian_accounting"
+        )
     for f in fields(config):
         value = getattr(config, f.name)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             continue
-        flag = "--" + f.name.replace("_", "-")
         if f.name == "clip_norm" and math.isinf(value) and not math.isfinite(epsilon):
             continue
         if not math.isfinite(value):
-            raise PrivacyError(f"{f.name} ({flag}) must be a finite number, got {value}")
+            raise PrivacyError(f"{f.name} must be a finite number, got {value}")
         if "lr" in f.name.split("_") and not value > 0:
             raise PrivacyError(f"{f.name} must be > 0, got {value}")
     gp_weight = getattr(config, "gp_weight", None)
     if gp_weight is not None and gp_weight > MAX_GP_WEIGHT:
         raise PrivacyError(
-            f"--gp-weight {gp_weight:g} is above {MAX_GP_WEIGHT:g}: the gradient penalty would "
+            f"gp_weight {gp_weight:g} is above {MAX_GP_WEIGHT:g}: the gradient penalty would "
             "drown the critic's loss (the usual weight is 10)"
         )
     microbatches = getattr(config, "microbatches", None)
     if microbatches is not None and microbatches > config.batch_size:
         raise PrivacyError(
-            f"--microbatches {microbatches} is larger than the batch size {config.batch_size}: "
+            f"microbatches {microbatches} is larger than the batch size {config.batch_size}: "
             "choose at most the batch size (a divisor of it, e.g. batch size / 4)"
+        )
+
+
+def refined_anchor(anchor: Any, auto: bool, method: str | None) -> Any:
+    """The anchoring of a run whose refiner is named (``method``; None: not named). The
+    default anchoring (``auto``) then leaves the refiner ``1 - REFINE_SHARE`` of the budget;
+    an anchor the caller set to share 1 leaves it nothing: an error that names both."""
+    if method is None or anchor is None or anchor.share < 1:
+        return anchor
+    if auto:
+        return replace(anchor, share=REFINE_SHARE)
+    raise PrivacyError(
+        f"method '{method}' names a refiner, but the anchor's share is 1 and leaves it no "
+        f"budget: give the anchor a share below 1 (e.g. share={REFINE_SHARE}; 0 for the refiner "
+        "alone), or leave out method"
+    )
+
+
+def check_method_options_used(alone: bool, options: Any) -> None:
+    """Method options that configure the refiner (all but ``GENERATOR_FIELDS``), given to a
+    run without one: an error that names them and says how to ask for a refiner."""
+    if not alone or options is None:
+        return
+    defaults = type(options)()
+    changed = sorted(
+        f.name
+        for f in fields(options)
+        if f.name not in GENERATOR_FIELDS and getattr(options, f.name) != getattr(defaults, f.name)
+    )
+    if changed:
+        raise PrivacyError(
+            f"method_options set {', '.join(changed)}, which configure a refiner, but this run "
+            "has none (the anchor takes the whole budget): name one with method= (dpcgan, "
+            "dpwgan, gswgan), or leave these options out"
         )
 
 
@@ -175,13 +221,13 @@ def check_against_size(config: Any, n_records: int, what: str = "records") -> No
     if config.batch_size > n_records:
         raise PrivacyError(
             f"batch size {config.batch_size} is larger than the {n_records} {what} counted "
-            "under DP (the count is noisy at a small epsilon): choose a smaller --batch-size "
+            "under DP (the count is noisy at a small epsilon): choose a smaller batch_size "
             "or a larger epsilon"
         )
     critics = getattr(config, "num_discriminators", None)
     if critics is not None and critics > n_records:
         raise PrivacyError(
-            f"--num-discriminators {critics} is more than the {n_records} records counted under "
+            f"num_discriminators {critics} is more than the {n_records} records counted under "
             "DP (each critic needs its own records): choose fewer, e.g. N // 64"
         )
 

@@ -16,12 +16,18 @@ from typing import Any
 import pandas as pd
 
 from dpforge import options as run_options
-from dpforge.applicable import refuse_inapplicable
 from dpforge.data.arrays import ArrayData
 from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
 from dpforge.errors import DataError, PrivacyError
-from dpforge.generate import Mover, RowMatcher, sample_batch, sample_mover
+from dpforge.generate import (
+    SAMPLE_CHUNK_ROWS,
+    FittedModel,
+    Mover,
+    RowMatcher,
+    default_mover,
+    sample_batch,
+)
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
 from dpforge.methods import METHODS
 from dpforge.methods.public_start import refuse_without_public
@@ -41,7 +47,6 @@ from dpforge.statistics.reweight import ReweightSettings
 from dpforge.training import checkpoint_lock
 
 __all__ = ["Synthesizer", "load", "resolve_anchor"]
-SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
 DEFAULT_METHOD = "dpcgan"
 _FITTED = (
     "schema", "encoder", "ledger", "label_prior", "plan", "generator", "bayesian", "sample_release"
@@ -56,9 +61,11 @@ class Synthesizer:
     schema: the public metadata: a :class:`dpforge.schema.table.Schema` (tables, fit on a DataFrame)
         or an :class:`dpforge.schema.array.ArraySchema` (images or time series, fit on
         :class:`dpforge.data.arrays.ArrayData`).
-    method: "dpcgan" (default), "dpwgan" or "gswgan": the private discriminator that trains
-        (or, with anchoring, refines) the generator. Naming one, or passing discriminator
-        options, for a run that trains no discriminator (anchor share 1) is refused.
+    method: the refiner (``dpforge fit --refine``): "dpcgan", "dpwgan" or "gswgan", a private
+        discriminator that refines the anchored generator (or, with ``anchor=None``, trains
+        it). Naming one with the default anchoring leaves it ``1 - options.REFINE_SHARE`` of
+        the budget; None (default) refines only when the anchor leaves budget (share below 1,
+        or ``anchor=None``), with dpcgan. Refiner options for a run without one are an error.
     epsilon, delta: the total privacy budget, metadata included. ``epsilon=math.inf`` trains
         the non-private baseline of the same code path (sigma = 0, C = inf); it needs ``epochs``.
     noise_multiplier, epochs: give at most one to fix it; the other is calibrated by the
@@ -116,7 +123,7 @@ class Synthesizer:
         max_rows_per_unit: int | None = None,
         public_data: ArrayData | None = None,
     ) -> None:
-        self.method_given = method is not None  # a method for no discriminator is refused
+        self.method_given = method is not None  # a named refiner gets part of the budget
         self.method = DEFAULT_METHOD if method is None else method
         self.schema, self.epsilon, self.delta = schema, epsilon, delta
         self.noise_multiplier, self.epochs = noise_multiplier, epochs
@@ -175,7 +182,7 @@ class Synthesizer:
         if kind.may_clip(self.schema, self.out_of_bounds):
             warnings.warn(CLIP_NOTE, stacklevel=4)  # public settings only, never a count
         public = self._public()
-        self.anchor_ = resolve_anchor(self.anchor, self.schema, public is not None)
+        self.anchor_ = self._resolved_anchor(public)
         return RunSettings(
             self.schema, self.method, self.epsilon, self.delta, self.noise_multiplier,
             self.epochs, self.metadata_share, self.method_options, self.default_method_options,
@@ -189,6 +196,13 @@ class Synthesizer:
         through the engine, never charged)."""
         return None if self.public_data is None else public_images(self.public_data, self.schema)
 
+    def _resolved_anchor(self, public: PublicImages | None) -> Any:
+        """The run's anchoring: the kind's default for "auto", with a share for the refiner
+        when one is named (:func:`dpforge.options.refined_anchor`)."""
+        anchor = resolve_anchor(self.anchor, self.schema, public is not None)
+        named = self.method if self.method_given else None
+        return run_options.refined_anchor(anchor, isinstance(self.anchor, str), named)
+
     def _seed_sequence(self, stream: int) -> int | None:
         return seed_sequence(self.seed, stream)
 
@@ -200,17 +214,18 @@ class Synthesizer:
         run_options.check_epochs(self.epochs)
         run_options.check_seed(self.seed)
         run_options.check_device(self.device)
-        run_options.check_method_config(self.method_options, self.epsilon)
+        if self.method_options is not None:
+            run_options.check_method_config(self.method_options, self.epsilon)
         public = self._public()
         refuse_without_public(self.method_options, public)
-        anchor = resolve_anchor(self.anchor, self.schema, public is not None)
-        alone = anchoring_for(anchor, public).alone
+        alone = anchoring_for(self._resolved_anchor(public), public).alone
         given = None if self.default_method_options else self.method_options
-        refuse_inapplicable(alone, self.method_given, self.method, given, self.epsilon)
+        run_options.check_method_options_used(alone, given)
         unit = self.unit
         unit.check_schema(self.schema)
         processes = current_reducer(self.device).world_size
-        unit.refuse_refinement(alone, self.method, self.method_options, processes)
+        if not alone:
+            unit.refuse_refinement(alone, self.method, self._refiner_options(), processes)
         if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 1:
             raise PrivacyError(
                 f"checkpoint_every must be a whole number >= 1, got {self.checkpoint_every!r}"
@@ -218,6 +233,10 @@ class Synthesizer:
         count = self.record_count
         if count is not None and (not isinstance(count, numbers.Integral) or count < 1):
             raise PrivacyError(f"record_count must be a whole number >= 1, got {count!r}")
+
+    def _refiner_options(self) -> Any:
+        """The refiner's options as given, or its defaults (for a run that refines)."""
+        return self.method_options or METHODS[self.method][1]()
 
     @property
     def unit(self) -> PrivacyUnit:
@@ -249,7 +268,8 @@ class Synthesizer:
         (series, images) or ``ReweightSettings`` (tables) gives the settings."""
         self._check_sample_request(n, seed)
         mover = self.mover(move)
-        return sample_batch(self, n, conditions or {}, make_generator(seed, self.device), mover)
+        model, generator = self.fitted_model(), make_generator(seed, self.device)
+        return sample_batch(model, n, conditions or {}, generator, mover)
 
     def sample_chunks(
         self,
@@ -267,18 +287,26 @@ class Synthesizer:
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise DataError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
         mover = self.mover(move)
-        generator = make_generator(seed, self.device)
+        model, generator = self.fitted_model(), make_generator(seed, self.device)
         for start in range(0, n, chunk_rows):
-            yield sample_batch(self, min(chunk_rows, n - start), conditions or {}, generator, mover)
+            yield sample_batch(
+                model, min(chunk_rows, n - start), conditions or {}, generator, mover
+            )
+
+    def fitted_model(self) -> FittedModel:
+        """What sampling reads of this fit (:mod:`dpforge.generate` never sees the facade)."""
+        self._require_fitted()
+        return FittedModel(
+            self.schema_, self.encoder_, self.generator_, self.label_prior_, self.device,
+            getattr(self, "sample_release_", None),
+        )  # fmt: skip
 
     def mover(
         self, move: bool | MoveSettings | ReweightSettings | None
     ) -> Mover | RowMatcher | None:
         """The moving of samples that ``move`` asks for (None: plain samples); it refuses what
         the model cannot do, so the command line calls it before any work."""
-        self._require_fitted()
-        release = getattr(self, "sample_release_", None)
-        return sample_mover(release, move, getattr(self.schema_, "kind", "table"))
+        return default_mover(self.fitted_model(), move)
 
     def _check_sample_request(self, n: Any, seed: Any) -> None:
         self._require_fitted()
@@ -297,7 +325,8 @@ class Synthesizer:
 
 
 def _method_options(method: str, options: Any) -> Any:
-    """The method's config: ``options`` checked against the method, or its defaults."""
+    """The refiner's options, checked against the method (None: its defaults, built only by a
+    run that refines)."""
     if method not in METHODS:
         raise PrivacyError(f"unknown method '{method}'; available: {sorted(METHODS)}")
     config_cls = METHODS[method][1]
@@ -305,7 +334,7 @@ def _method_options(method: str, options: Any) -> Any:
         raise PrivacyError(
             f"method '{method}' takes a {config_cls.__name__}, got {type(options).__name__}"
         )
-    return options or config_cls()
+    return options
 
 
 def load(path: str | Path) -> Synthesizer:

@@ -162,8 +162,9 @@ def check_finite(method: GanMethod, state: TrainingState, plan: TrainingPlan) ->
         raise TrainingDivergedError(
             f"training diverged at private step {state.spent} of {plan.steps}: the generator's "
             "weights became NaN or infinite, so nothing is released; the last checkpoint "
-            "written before it (if any) is kept. Lower --clip-norm, --gp-weight or the "
-            "learning rates and run again (the budget of the steps run is spent)"
+            "written before it (if any) is kept. Lower clip_norm, gp_weight or the learning "
+            "rates ([refine] of the options file) and run again (the budget of the steps run "
+            "is spent)"
         )
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cli_support import run
+from cli_support import quiet, run
 from dpforge.data.dates import part_codes, time_texts
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import draft_schema, validate_table
@@ -291,7 +291,7 @@ def test_the_schema_command_drafts_dates_and_fit_names_a_bad_date(tmp_path, monk
     table.loc[41, "day"] = "2013-05-06"
     table.to_csv(tmp_path / "data.csv", index=False)
     args = ["fit", tmp_path / "data.csv", "--schema", tmp_path / "schema.json", "--out",
-            tmp_path / "model", "--no-budget-file"]  # fmt: skip
+            tmp_path / "model", *quiet({"privacy": {"record_budget": False}})]  # fmt: skip
     code, out = run(args, monkeypatch, capsys, unwrap=True)
     assert code != 0 and "column 'day', row 42: '2013-05-06' is not a date in the format" in out
     assert not (tmp_path / "model").exists()

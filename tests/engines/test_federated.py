@@ -32,6 +32,7 @@ from dpforge.engines.federated_sim import (  # noqa: E402
     split_table,
 )
 from dpforge.engines.federated_site import Site  # noqa: E402
+from dpforge.engines.federated_site_ledger import SiteLedger  # noqa: E402
 from dpforge.engines.federated_trust import Trust, degraded_epsilons  # noqa: E402
 from dpforge.errors import DpforgeError, PrivacyError  # noqa: E402
 from dpforge.schema.table import Column, Schema  # noqa: E402
@@ -84,7 +85,7 @@ def test_secure_sum_less_the_noise_is_the_central_aggregate():
     schema = _declared(schema)
     parts = split_table(frame, 3, None, np.random.default_rng(0))
     trust = Trust("secagg", 3, 1)
-    engine, _ = simulated_engine(parts, trust, seed=11)
+    engine, _ = simulated_engine(parts, schema, trust, seed=11)
     table = engine.read("measure").validated(schema, "error")
     encoder = TableEncoder(schema, n_bins=8)
     marginals = [("city",), ("y", "age"), ("income", "city")]
@@ -101,7 +102,7 @@ def test_secure_sum_less_the_noise_is_the_central_aggregate():
 def test_secure_histogram_with_no_noise_is_exact():
     frame, schema = _table()
     parts = split_table(frame, 3, "city", np.random.default_rng(0))
-    engine, _ = simulated_engine(parts, Trust("secagg", 3, 1), seed=1)
+    engine, _ = simulated_engine(parts, schema, Trust("secagg", 3, 1), seed=1)
     table = engine.read("measure").validated(schema, "error")
     edges = (-np.inf, 0.0, 100.0, 1000.0, 10000.0, np.inf)
     noisy = table.column("income").noisy_bincount(EdgeCells(edges), 5, 0.0)
@@ -113,9 +114,7 @@ def test_secure_histogram_with_no_noise_is_exact():
 @pytest.mark.parametrize("tolerate", [0, 1])
 def test_summed_shares_carry_the_central_variance(tolerate):
     trust, sigma, draws = Trust("secagg", 4, tolerate), 3.0, 4000
-    sites = [
-        Site(pd.DataFrame({"a": [1.0] * 5}), trust, np.random.default_rng(i)) for i in range(4)
-    ]
+    sites = [_site(trust, np.random.default_rng(i)) for i in range(4)]
     for s in sites:
         s.answer({"op": "validate", "schema": _one_column(), "out_of_bounds": "error"}, [])
     query = {"op": "size", "std": sigma, "grid": 2.0**-6}
@@ -126,8 +125,7 @@ def test_summed_shares_carry_the_central_variance(tolerate):
 
 
 def test_a_capped_site_refuses_a_release_past_its_own_budget():
-    site = Site(pd.DataFrame({"a": [1.0] * 5}), Trust("local", 2), np.random.default_rng(0),
-                cap=(1.0, 1e-5))  # fmt: skip
+    site = _site(Trust("local", 2), np.random.default_rng(0), SiteLedger(cap=(1.0, 1e-5)))
     site.answer({"op": "validate", "schema": _one_column(), "out_of_bounds": "error"}, [])
     site.answer({"op": "size", "std": 20.0}, [])  # epsilon about 0.25: answered
     with pytest.raises(PrivacyError, match="would pass its cap"):
@@ -136,7 +134,7 @@ def test_a_capped_site_refuses_a_release_past_its_own_budget():
 
 
 def test_a_site_refuses_a_server_with_another_trust_model():
-    site = Site(pd.DataFrame({"a": [1.0] * 5}), Trust("secagg", 4, 1), np.random.default_rng(0))
+    site = _site(Trust("secagg", 4, 1), np.random.default_rng(0))
     site.answer({"op": "validate", "schema": _one_column(), "out_of_bounds": "error"}, [])
     with pytest.raises(PrivacyError, match="trust model"):  # shares sized for 10 sites
         site.answer({"op": "size", "std": 5.0, "grid": 0.25, "trust": ["secagg", 10, 1]}, [])
@@ -146,11 +144,17 @@ def _one_column() -> dict:
     return Schema(columns=(Column("a", "continuous", lower=0, upper=2),)).to_dict()
 
 
+def _site(trust: Trust, rng: np.random.Generator, ledger: SiteLedger | None = None) -> Site:
+    """A site of five records declaring the one-column schema as its own."""
+    frame = pd.DataFrame({"a": [1.0] * 5})
+    return Site(frame, Schema.from_dict(_one_column()), trust, rng, ledger)
+
+
 @pytest.mark.slow
 def test_local_trust_each_site_ledger_is_the_central_one():
     frame, schema = _table(2400)  # categories found at each site: its counts must stand out
     parts = split_table(frame, 3, None, np.random.default_rng(1))
-    engine, grid = simulated_engine(parts, Trust("local", 3), seed=2)
+    engine, grid = simulated_engine(parts, schema, Trust("local", 3), seed=2)
     synth = Synthesizer(schema, epsilon=2.0, seed=0, progress=False, anchor=ANCHOR,
                         metadata_share=0.3).fit(engine)  # fmt: skip
     central = synth.ledger_.epsilon(1e-5)
@@ -167,7 +171,7 @@ def test_flower_simulation_fits_under_secagg_and_degrades_beyond_t():
     frame, schema = _table(2400)
     parts = split_table(frame, 3, None, np.random.default_rng(3))
     trust = Trust("secagg", 3, 1)
-    engine, grid = simulated_engine(parts, trust, seed=4)
+    engine, grid = simulated_engine(parts, schema, trust, seed=4)
     synth = Synthesizer(schema, epsilon=2.0, seed=0, progress=False, anchor=ANCHOR,
                         metadata_share=0.3).fit(engine)  # fmt: skip
     assert synth.ledger_.epsilon(1e-5) == pytest.approx(2.0, rel=1e-3)
@@ -180,7 +184,7 @@ def test_flower_simulation_fits_under_secagg_and_degrades_beyond_t():
 
 def test_federated_engine_refuses_a_discriminator_and_a_checkpoint(tmp_path):
     frame, schema = _table(200)
-    engine, _ = simulated_engine(split_table(frame, 2, None, np.random.default_rng(0)),
+    engine, _ = simulated_engine(split_table(frame, 2, None, np.random.default_rng(0)), schema,
                                  Trust("local", 2), seed=0)  # fmt: skip
     synth = Synthesizer(schema, epsilon=3.0, seed=0, progress=False,
                         anchor=AnchorConfig(share=0.5), epochs=1.0)  # fmt: skip
@@ -225,8 +229,9 @@ def test_deployed_apps_fit_over_a_grid(tmp_path, monkeypatch):
     for i, part in enumerate(split_table(frame, 3, None, np.random.default_rng(5))):
         part.to_csv(tmp_path / f"site{i}.csv", index=False)
         ledger = str(tmp_path / f"site{i}.ledger.json")
-        configs.append({"data": str(tmp_path / f"site{i}.csv"), "trust": "secagg", "sites": 3,
-                        "tolerate": 1, "ledger": ledger})  # fmt: skip
+        configs.append({"data": str(tmp_path / f"site{i}.csv"), "schema": str(schema_path),
+                        "trust": "secagg", "sites": 3, "tolerate": 1,
+                        "ledger": ledger})  # fmt: skip
     grid = SiteGrid(federated_app.client_app, configs)
     run_config = {"schema": str(schema_path), "out": str(tmp_path / "m"), "epsilon": 2.0,
                   "trust": "secagg", "sites": 3, "tolerate": 1, "wait": 5}  # fmt: skip
@@ -238,3 +243,55 @@ def test_deployed_apps_fit_over_a_grid(tmp_path, monkeypatch):
     for i in range(3):
         ledger = json.loads((tmp_path / f"site{i}.ledger.json").read_text())
         assert len(ledger["entries"]) >= 5  # every release this site answered
+
+
+# -- issue 43.7: federated runs charge the budget file; issue 46.4: clipping and the unit ------
+def _simulate_files(tmp_path, monkeypatch, frame=None):
+    monkeypatch.setattr("dpforge.synthesizer.Synthesizer", partial(Synthesizer, anchor=ANCHOR))
+    table, schema = _table(600)
+    data, schema_path = tmp_path / "t.csv", tmp_path / "schema.json"
+    (table if frame is None else frame).to_csv(data, index=False)
+    schema_path.write_text(_declared(schema).to_json())
+    return data, schema_path
+
+
+def test_cli_simulate_charges_the_data_set_budget_before_its_first_release(
+    tmp_path, monkeypatch, capsys
+):
+    data, schema_path = _simulate_files(tmp_path, monkeypatch)
+    code, out = run(["budget", "set", data, "--epsilon", "4", "--delta", "1e-5"], monkeypatch,
+                    capsys)  # fmt: skip
+    assert code == 0, out
+    args = ["federated", "simulate", data, "--schema", schema_path, "--sites", "3",
+            "--epsilon", "3", "--trust", "local", "--seed", "0"]  # fmt: skip
+    code, out = run([*args, "--out", tmp_path / "m1"], monkeypatch, capsys)
+    assert code == 0, out
+    assert "data set budget" in out and "per one record" in out
+    for second in ("m2", "m3"):  # ε 3 + 3 composes past the declared 4: refused, every time
+        code, out = run([*args, "--out", tmp_path / second], monkeypatch, capsys)
+        assert code != 0 and "budget" in out, out
+        assert not (tmp_path / second).exists()
+    runs = json.loads((tmp_path / "t.csv.dpforge-budget.json").read_text())["runs"]
+    assert len(runs) == 1 and not runs[0]["reserved"]  # the first run, settled with its ledger
+    ledger = json.loads((tmp_path / "m1" / "model.json").read_text())["privacy"]["ledger"]
+    charged = {e["name"] for e in runs[0]["ledger"]["entries"]}
+    assert charged <= {e["name"] for e in ledger["entries"]} and len(charged) > 3
+
+
+def test_cli_simulate_clips_out_of_bounds_values_when_asked_and_states_the_unit(
+    tmp_path, monkeypatch, capsys
+):
+    frame, _ = _table(600)
+    frame.loc[5, "age"] = 120  # outside the declared [18, 90]
+    data, schema_path = _simulate_files(tmp_path, monkeypatch, frame)
+    args = ["federated", "simulate", data, "--schema", schema_path, "--out", tmp_path / "m",
+            "--sites", "3", "--trust", "local", "--seed", "0", "--no-budget-file"]  # fmt: skip
+    code, out = run(args, monkeypatch, capsys)
+    assert code != 0 and "--clip-out-of-bounds" in out
+    code, out = run([*args, "--clip-out-of-bounds"], monkeypatch, capsys)
+    assert code == 0, out
+    assert "per one record" in out and "no privacy unit" in " ".join(out.split())
+    report = json.loads((tmp_path / "m.federation.json").read_text())
+    assert report["unit"].startswith("one record")
+    code, out = run(["federated", "simulate", "--help"], monkeypatch, capsys)
+    assert "--clip-out-of-bounds" in out and "no privacy unit" in " ".join(out.split())

@@ -132,6 +132,7 @@ def _deploy(tmp_path: Path, schema_path: Path, files: list[Path], trust: list[st
     server = _start(["server", "--schema", schema_path, "--out", out, "--sites", SITES,
                      "--listen", f"127.0.0.1:{port}", "--certificate", tls["certificate"],
                      "--key", tls["key"], "--ca", tls["ca"], "--seed", SEED, "--wait", 120,
+                     "--budget", tmp_path / "federation.budget.json",
                      *trust], tmp_path / "server.log")  # fmt: skip
     wait_for_port("127.0.0.1", port, server, 120.0)  # else the sites could give up first
     sites = [
@@ -162,6 +163,8 @@ def test_a_deployment_over_tls_writes_the_model_and_the_simulated_ledger(
     whole, schema_path, files = _sites(tmp_path)
     trust = ["--trust", "local"]  # a Flower round a query (SecAgg+: four; test_federated.py)
     deployed = _deploy(tmp_path, schema_path, files, trust)
+    charged = json.loads((tmp_path / "federation.budget.json").read_text())["runs"]
+    assert len(charged) == 1 and not charged[0]["reserved"]  # settled with the run's ledger
     simulated = tmp_path / "simulated"
     code, text = run(["federated", "simulate", whole, "--schema", schema_path, "--out",
                       simulated, "--sites", SITES, "--seed", SEED, *trust],

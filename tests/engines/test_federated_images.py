@@ -195,6 +195,14 @@ def test_cli_simulate_images_writes_a_model_folder(tmp_path, monkeypatch, capsys
     assert eps["per_record"]["epsilon"] < eps["per_site"]["epsilon"] < math.inf
     assert generator(torch.zeros(3, generator.latent_dim), torch.arange(3)).shape == (3, 1, 8, 8)
     assert sorted(p.name for p in out.iterdir()) == ["generator.safetensors", "model.json"]
+    # issue 43.7: the data set's budget file holds the run's per-record ledger, charged first
+    (charged,) = json.loads((tmp_path / "d.npz.dpforge-budget.json").read_text())["runs"]
+    assert charged["ledger"] == info["record_ledger"] and not charged["reserved"]
+    code, text = run(["budget", "set", npz, "--epsilon", "1", "--delta", "1e-4"], monkeypatch,
+                     capsys)  # fmt: skip
+    assert code == 0, text
+    code, text = run([*args[:6], tmp_path / "again", *args[7:]], monkeypatch, capsys, unwrap=True)
+    assert code != 0 and "budget" in text and not (tmp_path / "again").exists()
 
 
 @pytest.mark.parametrize(

@@ -187,7 +187,7 @@ def test_a_deployment_over_tls_writes_the_model_and_the_simulated_ledgers(
     server = _start(["server-images", "--schema", schema_path, "--out", out, "--sites", SITES,
                      "--listen", f"127.0.0.1:{port}", "--certificate", tls["certificate"],
                      "--key", tls["key"], "--ca", tls["ca"], "--seed", SEED, "--wait", 120,
-                     *SETTINGS], tmp_path / "server.log")  # fmt: skip
+                     "--no-budget-file", *SETTINGS], tmp_path / "server.log")  # fmt: skip
     wait_for_port("127.0.0.1", port, server, 120.0)
     sites = [
         _start(
@@ -246,7 +246,7 @@ def test_a_capped_site_answers_up_to_its_cap_and_keeps_a_write_ahead_ledger(tmp_
 
     _, schema_path, sites = _files(tmp_path, digits)
     settings = _planned_site_settings(digits[1])
-    one, two = (site_guarantee(settings, n, 1e-5) for n in (1, 2))
+    one, two = (site_guarantee([(settings, n)], 1e-5) for n in (1, 2))
     assert 0 < one < two < float("inf")  # each answer costs, from the noise the site adds
     capped = {"images": str(sites[0]), "schema": str(schema_path), "ledger": str(tmp_path / "l"),
               "max-epsilon": (one + two) / 2, "max-delta": 1e-5}  # fmt: skip
@@ -263,11 +263,11 @@ def test_a_site_guarantee_follows_the_noise_it_adds():
     from dpforge.engines.federated_images_guard import site_guarantee, site_ledgers
 
     settings = _settings("frozen")  # C 1, noise std 0.5: sigma 0.25, batches of 4
-    assert site_guarantee(replace(settings, noise_std=0.0), 1, 1e-5) == float("inf")
-    assert site_guarantee(replace(settings, noise_std=4.0), 3, 1e-5) < site_guarantee(
-        settings, 3, 1e-5
+    assert site_guarantee([(replace(settings, noise_std=0.0), 1)], 1e-5) == float("inf")
+    assert site_guarantee([(replace(settings, noise_std=4.0), 3)], 1e-5) < site_guarantee(
+        [(settings, 3)], 1e-5
     )
-    per_record, per_site = site_ledgers(settings, 3)
+    per_record, per_site = site_ledgers([(settings, 3)])
     gaussian = dp_accounting.GaussianDpEvent(0.25)
     assert per_site.entries[0].event == dp_accounting.SelfComposedDpEvent(gaussian, 4 * 3)
     assert per_record.entries[0].event == record_event(2, 0.25, 4, 3)
@@ -283,3 +283,16 @@ def test_a_site_refuses_more_samples_than_the_warm_up_announced(tmp_path, digits
     before_answer(context, site, 4)
     with pytest.raises(DpforgeError, match="refuses a query of 5 samples"):
         before_answer(context, site, 5)
+
+
+def test_an_image_site_refuses_samples_that_are_not_a_batch_of_its_records(digits):
+    """Issue 43 (a site checks every array the server sends): shape, finite values, labels."""
+    data, schema = digits
+    site = ImageSite(data, schema, _settings("frozen"), torch.Generator().manual_seed(1))
+    good, labels = torch.zeros((4, 1, 8, 8)), torch.arange(4) % 3
+    site.check_query(good, labels)
+    bad = [(torch.zeros((4, 1, 8, 7)), labels), (torch.full((4, 1, 8, 8), float("nan")), labels),
+           (good, None), (good, torch.full((4,), 99)), (good.long(), labels)]  # fmt: skip
+    for samples, given in bad:
+        with pytest.raises(DpforgeError, match="this site refuses the query"):
+            site.check_query(samples, given)

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from tests.cli_support import run
+from tests.cli_support import quiet, run
 
 from dpforge.errors import DataError, PrivacyError
 from dpforge.schema.table import Column, Schema
@@ -107,14 +107,15 @@ def test_cli_fit_reads_parquet_on_spark(spark, tmp_path, monkeypatch, capsys):
     schema_path = tmp_path / "schema.json"
     schema_path.write_text(schema.to_json())
     args = ["fit", data, "--schema", schema_path, "--out", tmp_path / "model", "--seed", "0"]
-    spark_args = ["--engine", "spark", "--spark-master", "local[1]", "--no-budget-file"]
-    code, out = run([*args, *spark_args, "--quiet"], monkeypatch, capsys)
+    sections = {"engine": {"name": "spark", "spark_master": "local[1]"}}
+    sections["privacy"] = {"record_budget": False}
+    code, out = run([*args, *quiet(sections)], monkeypatch, capsys)
     assert code == 0, out
     assert (tmp_path / "model" / "model.json").is_file()
     assert "privacy spent" in out
     args[args.index(tmp_path / "model")] = tmp_path / "model2"
-    code, out = run([*args, "--spark-master", "local[1]"], monkeypatch, capsys)
-    assert code != 0 and "--engine spark" in out
+    code, out = run([*args, *quiet({"engine": {"spark_master": "local[1]"}})], monkeypatch, capsys)
+    assert code != 0 and 'need name = "spark"' in out
 
 
 def test_spark_fit_of_dates_equals_in_memory_fit(spark, monkeypatch):

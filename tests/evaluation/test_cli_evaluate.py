@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from cli_support import quiet
 from dpforge.cli import main
 from dpforge.evaluation.evaluate import HEADLINE_SCORES
 
@@ -45,7 +46,7 @@ def fitted(tmp_path_factory, cancer):
     model = folder / "model"
     code = call(
         ["fit", train, "--schema", folder / "schema.json", "--out", model, "--epsilon", 3]
-        + ["--seed", 0, "--quiet"]
+        + ["--seed", 0, *quiet()]
     )
     assert code == 0
     return model, train, test

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from cli_support import run
+from cli_support import options_file, run
 from dpforge.data.array_encoder import ArrayEncoder
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.images import load_digits_images
@@ -104,10 +104,9 @@ def test_the_command_line_refuses_it_without_public_data(tmp_path, monkeypatch, 
     schema_path.write_text(json.dumps(schema.to_dict()))
     missing = tmp_path / "no-such-private-file.npz"  # never opened: the refusal comes first
     args = ["fit", missing, "--schema", schema_path, "--out", tmp_path / "m"]
-    code, out = run(
-        [*args, "--anchor-share", "0.5", "--public-warm-start-steps", "5"], monkeypatch, capsys
-    )
-    assert code != 0 and "--public-data" in out and "Traceback" not in out
+    options = options_file({"anchor": {"share": 0.5}, "refine": {"public_warm_start_steps": 5}})
+    code, out = run([*args, "--refine", "dpcgan", "--options", options], monkeypatch, capsys)
+    assert code != 0 and "public_data" in out and "Traceback" not in out
 
 
 def _method(schema) -> DPCGAN:

@@ -175,15 +175,15 @@ def _tf_privacy_microbatch_noise(real):
 
 
 STEP_DEFECTS = {
-    "dpcgan": [
+    "dpcgan-step": [
         Defect(NOISE_BY_4, dpcgan, "add_gaussian_noise", _noise_arg_divided(1)),
         Defect(SENSITIVITY_X2, dpcgan, "clipped_gradient_sum", _noise_arg_divided(3, 0.5)),
     ],
-    "dpcgan, microbatches": [
+    "dpcgan-microbatch-step": [
         Defect(NOISE_BY_4, dpcgan, "add_gaussian_noise", _noise_arg_divided(1)),
         Defect(SENSITIVITY_X2, dpcgan.DPCGAN, "noise_std", _tf_privacy_microbatch_noise),
     ],
-    "dpwgan": [
+    "dpwgan-step": [
         Defect(NOISE_BY_4, dpwgan, "add_gaussian_noise", _noise_arg_divided(1)),
         Defect(
             SENSITIVITY_X2, dpwgan, "clipped_gradient_sum_with_penalty", _noise_arg_divided(6, 0.5)

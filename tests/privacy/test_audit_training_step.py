@@ -13,15 +13,10 @@ import pytest
 import torch
 from broken_parts import STEP_DEFECTS, planted
 
-from dpforge.audit.training_step import StepAuditConfig, step_audit
+from dpforge.audit.training_step import STEP_PATHS, StepAuditConfig, step_audit
 from dpforge.errors import PrivacyError
 
-# One step at q = 1, sigma = 1, delta = 1e-2: the claim is epsilon = 2.318.
-CONFIGS = {
-    "dpcgan": {"method": "dpcgan"},
-    "dpcgan, microbatches": {"method": "dpcgan", "microbatches": 1},
-    "dpwgan": {"method": "dpwgan", "others": 0},
-}
+# Every step path at q = 1, sigma = 1, delta = 1e-2: the claim is epsilon = 2.318.
 
 
 @pytest.fixture(autouse=True)
@@ -33,9 +28,9 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", sorted(STEP_PATHS))
 def test_the_real_step_stays_below_its_claim(name):
-    config = StepAuditConfig(runs=1000, **CONFIGS[name])
+    config = StepAuditConfig(runs=1000, **STEP_PATHS[name])
     result = step_audit(config, torch.Generator().manual_seed(0))
     assert result.claimed_epsilon == pytest.approx(2.318, abs=1e-3)
     assert not result.violated, result.summary()
@@ -48,7 +43,7 @@ def test_the_real_step_stays_below_its_claim(name):
     ids=lambda v: getattr(v, "name", v),
 )
 def test_planted_defects_on_the_real_step_are_caught(name, defect):
-    config = StepAuditConfig(runs=1500, **CONFIGS[name])
+    config = StepAuditConfig(runs=1500, **STEP_PATHS[name])
     with planted(defect):
         result = step_audit(config, torch.Generator().manual_seed(0), defect.name)
     assert result.violated, result.summary()

@@ -295,14 +295,14 @@ def test_a_fit_stopped_by_a_dp_outcome_has_spent_its_budget(cancer, tmp_path):
 
 
 def test_a_killed_fit_keeps_its_whole_reservation(cancer, tmp_path, monkeypatch):
-    import dpforge.pipeline.measure as measure_stage
+    import dpforge.pipeline as pipeline
 
     frame, schema = cancer
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(measure_stage, "plan_training", killed)
+    monkeypatch.setattr(pipeline, "plan_training", killed)
     budget = DataBudget(tmp_path / ("cancer" + BUDGET_SUFFIX))
     with pytest.raises(KeyboardInterrupt):
         Synthesizer(schema, epsilon=2.0, delta=DELTA, seed=0, progress=False).fit(

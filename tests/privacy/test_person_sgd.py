@@ -289,10 +289,10 @@ def test_the_checkpoint_stores_the_q_over_persons_the_plan_uses():
 @pytest.mark.parametrize(
     ("method", "config", "processes", "message"),
     [
-        ("gswgan", GSWGANConfig(), 1, "use --method dpwgan or dpcgan"),
-        ("dpcgan", DPCGANConfig(microbatches=4), 1, "leave out --microbatches"),
-        ("dpwgan", DPWGANConfig(bayesian_accounting=True), 1, "leave out --bayesian"),
-        ("dpwgan", DPWGANConfig(), 2, "run without torchrun, or pass --anchor-share 1"),
+        ("gswgan", GSWGANConfig(), 1, "use --refine dpwgan or dpcgan"),
+        ("dpcgan", DPCGANConfig(microbatches=4), 1, "leave out microbatches"),
+        ("dpwgan", DPWGANConfig(bayesian_accounting=True), 1, "leave out bayesian_accounting"),
+        ("dpwgan", DPWGANConfig(), 2, "run without torchrun, or without --refine"),
     ],
 )
 def test_per_row_dp_sgd_settings_are_refused_with_a_unit(method, config, processes, message):

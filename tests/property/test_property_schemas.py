@@ -62,7 +62,7 @@ def test_mutated_schema_files_through_the_command_line(document, encoding):
         with no_training():
             code, output = run_cli(
                 ["fit", folder / "data.csv", "--schema", folder / "schema.json", "--out",
-                 folder / "model", "--quiet"]
+                 folder / "model"]
             )  # fmt: skip
         assert_cli_clean(code, output)
         assert code == 2, output

@@ -8,10 +8,16 @@
 Those two drive the DP-SGD parts on a step assembled for the audit. The audits of the code a fit
 really runs, with the same statistics:
 
-* :func:`release_audit`: the anchoring releases and the metadata estimates, each through its real
-  measurement function with and without a canary record;
+* :func:`release_audit`: every release a run makes outside the discriminator step (the
+  anchoring's marginals, cells and pair selection; the metadata estimates: bounds, categories,
+  date ranges, the label prior; code histograms; the record and person counts; the k rows a
+  person may have; a federated site's answers; GS-WGAN's sanitizer; :data:`RELEASES`), each
+  through its real function with and without a canary record;
 * :func:`step_audit`: the methods' own ``train_step`` (ghost-norm clipping, microbatches,
   DP-WGAN's gradient penalty) with and without a canary record.
+
+``dpforge audit --release NAME`` runs either on the command line; ``bench/audits.py`` runs them
+all with their planted defects.
 
 A bound above the claimed ε proves the implementation (or its accounting) wrong; a bound below
 it is what a correct implementation must give, and says nothing about how tight the claim is.
@@ -20,11 +26,12 @@ it is what a correct implementation must give, and says nothing about how tight 
 from dpforge.audit.many_runs import ManyRunsConfig, many_runs_audit
 from dpforge.audit.one_run import OneRunConfig, one_run_audit
 from dpforge.audit.parts import DpSgdParts, package_parts
-from dpforge.audit.releases import ReleaseAuditConfig, release_audit
+from dpforge.audit.releases import RELEASES, ReleaseAuditConfig, release_audit
 from dpforge.audit.result import AuditResult
 from dpforge.audit.training_step import StepAuditConfig, step_audit
 
 __all__ = [
+    "RELEASES",
     "AuditResult",
     "DpSgdParts",
     "ManyRunsConfig",

@@ -31,12 +31,20 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpforge.audit.bound import THRESHOLDS
 from dpforge.data.encoder import TableEncoder
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import cells, features, marginals, moments, rounds
 from dpforge.statistics import dp_stats as metadata_estimates
 
-__all__ = ["ReleaseTarget", "TARGETS", "metadata_estimates"]
+__all__ = [
+    "ReleaseTarget",
+    "TARGETS",
+    "marginal_frames",
+    "metadata_estimates",
+    "projected",
+    "projector",
+]
 
 COUNT_WEIGHT = 0.5  # the images' and series' default count weight c
 
@@ -48,9 +56,10 @@ class ReleaseTarget:
     name: str
     event: dp_accounting.DpEvent
     statistic: Callable[[bool, np.random.Generator], float]
+    thresholds: tuple[float, ...] = THRESHOLDS  # the events' grid (a 0/1 statistic: (0.5,))
 
 
-def _projector(exact: Callable[[bool], np.ndarray], claimed_std: float):
+def projector(exact: Callable[[bool], np.ndarray], claimed_std: float):
     """``release -> Δ·(release − base) / (claimed_std ‖Δ‖)`` from the exact aggregates."""
     base, with_canary = exact(False), exact(True)
     delta = with_canary - base
@@ -58,22 +67,39 @@ def _projector(exact: Callable[[bool], np.ndarray], claimed_std: float):
     return lambda release: float(delta @ (release - base)) / (claimed_std * norm)
 
 
-def _marginal_target(sigma: float, records: int) -> ReleaseTarget:
-    """Round one of the table anchoring (rounds.measure_round_one): 1-way and label x column
-    marginals, k = 4 of them, claimed L2 sensitivity sqrt(k)."""
+Release = Callable[[bool, float, np.random.Generator], np.ndarray]
+
+
+def projected(release: Release, sigma: float, claimed_std: float):
+    """The statistic of a release ``release(with_canary, noise, rng)`` at noise ``sigma``:
+    its :func:`projector`, the exact aggregates being the release at noise 0."""
+    project = projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed_std)
+    return lambda with_canary, rng: project(release(with_canary, sigma, rng))
+
+
+def marginal_frames(
+    records: int, canary_rows: int
+) -> tuple[TableEncoder, dict[bool, pd.DataFrame]]:
+    """Two categorical columns and a label; the others all (x, x, p), the canary's
+    ``canary_rows`` rows all (y, y, q): the cells no other record touches."""
     cats = ("x", "y")
     schema = Schema(
         tuple(Column(n, "categorical", categories=cats) for n in ("a", "b"))
         + (Column("label", "categorical", categories=("p", "q")),),
         label="label",
     )
-    encoder = TableEncoder(schema)
     others = pd.DataFrame({"a": ["x"] * records, "b": ["x"] * records, "label": ["p"] * records})
-    canary = pd.DataFrame({"a": ["y"], "b": ["y"], "label": ["q"]})
-    blocks = {
-        False: marginals.encoded_cells(encoder, others, "label"),
-        True: marginals.encoded_cells(encoder, pd.concat([others, canary]), "label"),
-    }
+    rows = canary_rows
+    canary = pd.DataFrame({"a": ["y"] * rows, "b": ["y"] * rows, "label": ["q"] * rows})
+    frames = {False: others, True: pd.concat([others, canary], ignore_index=True)}
+    return TableEncoder(schema), frames
+
+
+def _marginal_target(sigma: float, records: int) -> ReleaseTarget:
+    """Round one of the table anchoring (rounds.measure_round_one): 1-way and label x column
+    marginals, k = 4 of them, claimed L2 sensitivity sqrt(k)."""
+    encoder, frames = marginal_frames(records, 1)
+    blocks = {c: marginals.encoded_cells(encoder, frames[c], "label") for c in (False, True)}
     k = len(marginals.default_marginals(encoder.spans, "label"))
 
     def release(with_canary: bool, noise: float, rng: np.random.Generator) -> np.ndarray:
@@ -83,8 +109,7 @@ def _marginal_target(sigma: float, records: int) -> ReleaseTarget:
         )
         return np.concatenate([m.noisy_counts for m in out])
 
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma * k**0.5)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, sigma * k**0.5)
     return ReleaseTarget("table marginals", marginals.measurement_event(sigma), statistic)
 
 
@@ -100,8 +125,7 @@ def _cells_target(sigma: float, records: int) -> ReleaseTarget:
         out = cells.measure_fine_histograms(tables[with_canary], columns, noise, rng)
         return np.concatenate([out[c.name] for c in columns])
 
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), sigma * 2.0)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, sigma * 2.0)
     return ReleaseTarget("numeric cells", marginals.measurement_event(sigma), statistic)
 
 
@@ -126,8 +150,7 @@ def _moments_target(sigma: float, records: int) -> ReleaseTarget:
         return np.concatenate([out.sums.ravel(), out.second.ravel(), COUNT_WEIGHT * out.counts])
 
     claimed = sigma * math.sqrt(2.0 + COUNT_WEIGHT**2)
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, claimed)
     return ReleaseTarget("image moments", features.embedding_event(sigma), statistic)
 
 
@@ -160,8 +183,7 @@ def _embedding_target(sigma: float, records: int) -> ReleaseTarget:
         return np.concatenate([out.noisy_sums.ravel(), COUNT_WEIGHT * out.noisy_counts])
 
     claimed = sigma * math.sqrt(1.0 + COUNT_WEIGHT**2)
-    project = _projector(lambda c: release(c, 0.0, np.random.default_rng(0)), claimed)
-    statistic = lambda c, rng: project(release(c, sigma, rng))  # noqa: E731
+    statistic = projected(release, sigma, claimed)
     return ReleaseTarget("embedding", features.embedding_event(sigma), statistic)
 
 

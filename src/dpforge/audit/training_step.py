@@ -38,11 +38,18 @@ from dpforge.privacy.accounting import dpsgd_event, epsilon
 from dpforge.schema.table import Column, Schema
 from dpforge.training import TrainingPlan, TrainingState
 
-__all__ = ["StepAuditConfig", "step_audit"]
+__all__ = ["STEP_PATHS", "StepAuditConfig", "step_audit"]
 
 METHODS = {"dpcgan": (DPCGAN, DPCGANConfig), "dpwgan": (DPWGAN, DPWGANConfig)}
 CANARY_SCALE, PARTNER_SCALE, FAKE_VALUE = 20.0, 3.0, 0.1
 NO_GENERATOR_STEP = 10**9  # d_steps: the generator never steps during the audit
+# The paths a fit's discriminator step takes, by name (``dpforge audit --release``, the bench):
+# per example, one microbatch (with its partner record), DP-WGAN's gradient penalty.
+STEP_PATHS = {
+    "dpcgan-step": {"method": "dpcgan"},
+    "dpcgan-microbatch-step": {"method": "dpcgan", "microbatches": 1},
+    "dpwgan-step": {"method": "dpwgan", "others": 0},
+}
 
 
 @dataclass(frozen=True)

@@ -10,42 +10,27 @@ import contextvars
 import os
 import sys
 import warnings
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TextIO
 
+import click
 import typer
+import typer.core
 from rich.console import Console
+from rich.markup import escape
 
-from dpforge.applicable import refuse_anchor_flags
 from dpforge.cli.audit import audit
-from dpforge.cli.budget import (
-    budget_app,
-    budget_for_fit,
-    interrupted_line,
-    print_budget_line,
-    run_ids,
-)
-from dpforge.cli.engine import (
-    DEVICE_DEFAULT,
-    DEVICE_HELP,
-    ENGINE_HELP,
-    MEMORY,
-    SPARK,
-    check_engine,
-    spark_records,
-)
+from dpforge.cli.budget import budget_app
 from dpforge.cli.evaluate import evaluate
 from dpforge.cli.federated import federated_app
 from dpforge.cli.federated_images import simulate_images
 from dpforge.cli.federated_images_deploy import client_images, server_images
+from dpforge.cli.fit import fit
 from dpforge.cli.io import (
     IMAGE_FORMATS,
     TABLE,
     check_parts,
     check_sample_outputs,
-    checked_type,
-    default_samples_path,
     draft,
     guess_type,
     read_data,
@@ -56,37 +41,35 @@ from dpforge.cli.io import (
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
 from dpforge.errors import DpforgeError, redact_from_now
-from dpforge.options import check_device, check_seed
-from dpforge.schema.array import IMAGE, ArraySchema, load_schema
-from dpforge.schema.table import Schema
-from dpforge.storage import (
-    atomic_write,
-    check_output_file,
-    check_output_folder,
-    recover_folder,
-)
+from dpforge.options import check_seed
+from dpforge.storage import atomic_write, check_output_file, check_output_folder, recover_folder
 
-if TYPE_CHECKING:  # torch and the data readers load when a command runs, not for --help
-    from dpforge.data.arrays import ArrayData
-    from dpforge.synthesizer import Synthesizer
+# The commands in the order a user works: describe the data, fit, use the model, account for
+# the budget; then the audits, the federated sites and the demo.
+COMMANDS = (
+    "schema", "fit", "sample", "evaluate", "report", "budget", "privacy",
+    "audit", "federated", "demo",
+)  # fmt: skip
+
+
+class _UserOrder(typer.core.TyperGroup):
+    """Lists the commands in ``COMMANDS``' order (Typer lists groups after commands)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: COMMANDS.index(n) if n in COMMANDS else len(COMMANDS))
+
 
 app = typer.Typer(
     name="dpforge",
-    help="Differentially private synthetic data (tables, images, time series): train a GAN "
-    "under (epsilon, delta)-DP and publish a generator or synthetic records.",
+    cls=_UserOrder,
+    help="Differentially private synthetic data (tables, images, time series): measure "
+    "statistics of the private records under (epsilon, delta)-DP, fit a generator to them, "
+    "and publish the model or synthetic records.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command("privacy")(privacy)
-app.command("evaluate")(evaluate)
-app.command("report")(report)
-app.add_typer(budget_app, name="budget")
-app.add_typer(federated_app, name="federated")
-federated_app.command("simulate-images")(simulate_images)
-federated_app.command("server-images")(server_images)
-federated_app.command("client-images")(client_images)
-app.command("audit")(audit)
 console = Console(stderr=True)
 
 
@@ -104,27 +87,10 @@ def options(
         redact_from_now()
 
 
-def print_privacy(synth: Synthesizer) -> None:
-    report = synth.privacy_spent()
-    console.print(f"[bold]privacy spent[/bold]: {report.summary()}, metadata included")
-    console.print(f"[bold]guarantee[/bold]: {synth.unit.describe()}")
-    for entry in synth.ledger_.entries:
-        console.print(f"  ledger: {entry.name}")
-    bayesian = getattr(synth, "bayesian_", None)
-    if bayesian is not None:
-        console.print(
-            f"[bold]Bayesian bound[/bold] (data-dependent, NOT saved in the model folder, "
-            f"cost {bayesian.extra_seconds:.1f} s extra): {bayesian.statement()}"
-        )
-
-
-CHECKPOINT_EVERY = 500
-LAYOUTS = ("wide", "long")
-TYPE_HELP = "table | image | timeseries (default: from the schema, or guessed from DATA)"
+TYPE_HELP = "table | image | timeseries (default: guessed from DATA)"
 LAYOUT_HELP = "time series CSV layout: wide (one row per series) or long (id, time, values)"
 
 
-@app.command()
 def schema(
     data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
     out: Path = typer.Option(..., "-o", "--out", help="where to write the draft schema (JSON)"),
@@ -174,293 +140,6 @@ def _draft_message(out: Path, kind: str, values: bool, flagged: bool) -> str:
     )
 
 
-@app.command()
-def fit(
-    data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
-    schema_path: Path = typer.Option(..., "--schema", help="the public schema (JSON)"),
-    out: Path = typer.Option(..., "--out", help="the model folder to write"),
-    target: str = typer.Option(None, "--target", help="the label column (overrides the schema)"),
-    data_type: str = typer.Option(None, "--type", help=TYPE_HELP),
-    labels: Path = typer.Option(None, "--labels", help="images: idx labels file"),
-    layout: str = typer.Option("wide", "--layout", help=LAYOUT_HELP),
-    id_column: str = typer.Option(None, "--id-column", help="time series: series id column"),
-    generator_net: str = typer.Option(
-        None,
-        "--generator",
-        help="mlp (tables), conv | upconv | resnet (images), lstm (time series)",
-    ),
-    discriminator_net: str = typer.Option(
-        None, "--discriminator", help="mlp (tables, time series), conv (images, time series)"
-    ),
-    discriminator_norm: str = typer.Option(
-        None, "--discriminator-norm", help="none | group (GroupNorm; never BatchNorm)"
-    ),
-    epsilon: float = typer.Option(3.0, "--epsilon", help="total budget, metadata included"),
-    delta: float = typer.Option(1e-5, "--delta"),
-    method: str = typer.Option(
-        None, "--method", help="dpcgan (default) | dpwgan | gswgan: needs --anchor-share < 1"
-    ),
-    noise_multiplier: float = typer.Option(None, "--noise-multiplier"),
-    epochs: float = typer.Option(None, "--epochs"),
-    batch_size: int = typer.Option(None, "--batch-size", help="expected batch size B (q = B/N)"),
-    clip_norm: float = typer.Option(None, "--clip-norm", help="per-example clipping bound C"),
-    d_steps: int = typer.Option(None, "--d-steps", help="discriminator steps per generator step"),
-    adaptive_d_steps: bool = typer.Option(
-        None, "--adaptive-d-steps/--fixed-d-steps", help="dpcgan: grow n_D (Bie et al.)"
-    ),
-    max_d_steps: int = typer.Option(None, "--max-d-steps", help="cap of adaptive n_D"),
-    microbatches: int = typer.Option(None, "--microbatches", help="dpcgan: clip microbatch means"),
-    optimizer: str = typer.Option(None, "--optimizer", help="dpwgan: critic optimizer sgd|adam"),
-    clip_decay: float = typer.Option(None, "--clip-decay", help="dpwgan: C multiplier"),
-    clip_decay_every: int = typer.Option(None, "--clip-decay-every", help="dpwgan: steps"),
-    gp_weight: float = typer.Option(None, "--gp-weight", help="dpwgan/gswgan: gradient penalty"),
-    bayesian: bool = typer.Option(
-        None, "--bayesian/--no-bayesian", help="dpwgan: also print a Bayesian-DP bound"
-    ),
-    num_discriminators: int = typer.Option(
-        None, "--num-discriminators", help="gswgan: K disjoint subsets (default N // 64)"
-    ),
-    warm_start_steps: int = typer.Option(
-        None, "--warm-start-steps", help="gswgan: non-private critic steps before training"
-    ),
-    public_warm_start_steps: int = typer.Option(
-        None,
-        "--public-warm-start-steps",
-        help="dpcgan with --public-data: non-private discriminator steps on the public set "
-        "before DP-SGD refinement (free)",
-    ),
-    critic_training: str = typer.Option(
-        None,
-        "--critic-training",
-        help="gswgan: frozen (critics fixed after the warm start) | all (every critic, every step)",
-    ),
-    metadata_share: float = typer.Option(0.1, "--metadata-share"),
-    anchor_share: float = typer.Option(
-        None,
-        "--anchor-share",
-        help="budget share (after metadata) of what the generator matches (tables: measured "
-        "marginals; images: class means and covariances in a principal subspace; series: mean "
-        "random-feature embeddings); 1 (default) = that alone, 0 = discriminator only, "
-        "between = both",
-    ),
-    anchor_statistic: str = typer.Option(
-        None,
-        "--anchor-statistic",
-        help="images and series: moments (default for images) | embedding (default for series)"
-        " | perceptual (images with --public-data: its default)",
-    ),
-    anchor_bins: int = typer.Option(
-        None, "--anchor-bins", help="tables, anchored: public cells per numeric column (64)"
-    ),
-    public_data: Path = typer.Option(
-        None,
-        "--public-data",
-        help="images: a PUBLIC image set of the same shape (folder, .npz or idx; labelled or "
-        "not) that trains the feature extractor of perceptual anchoring; costs no budget",
-    ),
-    public_labels: Path = typer.Option(
-        None, "--public-labels", help="idx labels file of --public-data"
-    ),
-    clip_out_of_bounds: bool = typer.Option(False, "--clip-out-of-bounds"),
-    seed: int = typer.Option(None, "--seed", help="reproducible run (omit for a release)"),
-    device: str = typer.Option(DEVICE_DEFAULT, "--device", help=DEVICE_HELP),
-    checkpoint_dir: Path = typer.Option(None, "--checkpoint-dir", help="private; resumable"),
-    checkpoint_every: int = typer.Option(
-        CHECKPOINT_EVERY, "--checkpoint-every", help="private steps between checkpoints"
-    ),
-    samples: int = typer.Option(0, "-n", "--samples", help="also write this many records"),
-    samples_out: Path = typer.Option(None, "--samples-out"),
-    overwrite: bool = typer.Option(False, "--overwrite"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
-    budget_file: Path = typer.Option(
-        None,
-        "--budget",
-        help="the data set's budget file (default: DATA.dpforge-budget.json next to DATA): "
-        "this run's events are added before training; beyond its declared total it is refused",
-    ),
-    no_budget_file: bool = typer.Option(
-        False, "--no-budget-file", help="do not record this run in a budget file"
-    ),
-    engine: str = typer.Option(MEMORY, "--engine", help=ENGINE_HELP),
-    spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL"),
-    spark_remote: str = typer.Option(None, "--spark-remote", help="Spark Connect URL (sc://)"),
-    privacy_unit: str = typer.Option(
-        None,
-        "--privacy-unit",
-        help="tables: the column that identifies a person (type drop or surrogate in the "
-        "schema): the guarantee is then per person; needs --max-rows-per-unit",
-    ),
-    max_rows_per_unit: int = typer.Option(
-        None, "--max-rows-per-unit", help="k: the most rows kept per person (chosen at random)"
-    ),
-) -> None:
-    """Train a private synthesizer on DATA and write the model folder OUT."""
-    from dpforge.cli.fit_options import anchor_option, method_config
-    from dpforge.distributed import join_processes, rank_device, refuse_checkpoints
-    from dpforge.model_io import MODEL_FOLDER
-    from dpforge.synthesizer import DEFAULT_METHOD, Synthesizer
-
-    check_fit_extras(samples, samples_out, layout, checkpoint_dir, checkpoint_every)
-    check_device(device, "--device")
-    device = rank_device(device)  # under torchrun with cuda: this rank's own GPU
-    replicas = join_processes(device)  # under torchrun: this rank of the group (README)
-    seed = replicas.agree_seed(seed)  # one seed on every rank (rank 0's, or from the OS)
-    if checkpoint_dir is not None:
-        refuse_checkpoints(replicas)
-    inputs = tuple(p for p in (data, schema_path, labels) if p is not None)
-    check_output_folder(out, MODEL_FOLDER, overwrite=overwrite, inputs=inputs)
-    if checkpoint_dir is not None:
-        _keep_apart(out, checkpoint_dir)
-    public = load_schema(schema_path)
-    kind = checked_type(data_type, public)
-    refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
-    check_engine(engine, spark_master, spark_remote, kind)
-    samples_path = None
-    if samples:
-        samples_path = samples_out or default_samples_path(kind, out)
-        check_sample_outputs(kind, samples_path, overwrite, (*inputs, out))
-    if target is not None:
-        public = _with_target(public, target)
-    refuse_anchor_flags(anchor_share, anchor_bins, anchor_statistic)
-    method_options = method_config(
-        method or DEFAULT_METHOD,
-        batch_size=batch_size,
-        clip_norm=clip_norm,
-        d_steps=d_steps,
-        adaptive_d_steps=adaptive_d_steps,
-        max_d_steps=max_d_steps,
-        microbatches=microbatches,
-        optimizer=optimizer,
-        clip_decay=clip_decay,
-        clip_decay_every=clip_decay_every,
-        gp_weight=gp_weight,
-        bayesian_accounting=bayesian,
-        num_discriminators=num_discriminators,
-        warm_start_steps=warm_start_steps,
-        public_warm_start_steps=public_warm_start_steps,
-        critic_training=critic_training,
-        generator_net=generator_net,
-        discriminator_net=discriminator_net,
-        discriminator_norm=discriminator_norm,
-    )
-    synth = Synthesizer(
-        public,
-        method=method,
-        epsilon=epsilon,
-        delta=delta,
-        noise_multiplier=noise_multiplier,
-        epochs=epochs,
-        metadata_share=metadata_share,
-        method_options=method_options,
-        out_of_bounds="clip" if clip_out_of_bounds else "error",
-        seed=seed,
-        device=device,
-        progress=not quiet and replicas.is_main,
-        checkpoint_dir=checkpoint_dir,
-        checkpoint_every=checkpoint_every,
-        anchor=anchor_option(
-            public, anchor_share, anchor_bins, anchor_statistic, public_data is not None
-        ),
-        public_data=read_public(kind, public_data, public_labels),
-        privacy_unit=privacy_unit,
-        max_rows_per_unit=max_rows_per_unit,
-    )
-    synth.check_options()  # before the data are read
-    # Rank 0 alone charges the budget file and writes the outputs.
-    data_budget = budget_for_fit(data, budget_file, no_budget_file) if replicas.is_main else None
-    if engine == SPARK:
-        records = spark_records(data, spark_master, spark_remote)
-    else:
-        records = read_data(
-            kind,
-            data,
-            labels=labels,
-            label=_label_name(public),
-            layout=layout,
-            id_column=id_column,
-            channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
-        )
-    before = run_ids(data_budget)
-    try:
-        synth.fit(records, budget=data_budget)
-    except KeyboardInterrupt:  # Ctrl-C: say what stays charged and how to resume (issue 46.9)
-        resumable = checkpoint_dir is not None
-        console.print(interrupted_line(data_budget, before, resumable, sys.argv), soft_wrap=True)
-        sys.exit(130)
-    if not replicas.is_main:
-        return
-    synth.save(out, overwrite=overwrite)
-    console.print(f"wrote model folder {out}")
-    if samples_path is not None:
-        written = write_samples(synth, samples, {}, None, samples_path, overwrite)
-        console.print(f"wrote {samples} synthetic records to {', '.join(map(str, written))}")
-    print_privacy(synth)
-    print_budget_line(data_budget)
-
-
-def check_fit_extras(
-    samples: int,
-    samples_out: Path | None,
-    layout: str,
-    checkpoint_dir: Path | None,
-    checkpoint_every: int,
-) -> None:
-    """The fit options that need neither the schema nor the data, checked before any work:
-    a refused run must not have trained a model first, nor leave anything on disk."""
-    if checkpoint_dir is None and checkpoint_every != CHECKPOINT_EVERY:
-        warnings.warn(
-            f"--checkpoint-every {checkpoint_every} has no effect without --checkpoint-dir; "
-            "add --checkpoint-dir PATH to make the run resumable",
-            UserWarning,
-            stacklevel=2,
-        )
-    if samples < 0:
-        raise DpforgeError(
-            f"--samples {samples}: give the number of synthetic records to write (at least 1), "
-            "or leave it out to write none"
-        )
-    if samples_out is not None and not samples:
-        raise DpforgeError(
-            f"--samples-out {samples_out} was given without --samples: say how many records "
-            "to write, e.g. --samples 1000"
-        )
-    if layout not in LAYOUTS:
-        raise DpforgeError(f"--layout {layout!r}: choose one of {list(LAYOUTS)}")
-
-
-def read_public(kind: str, path: Path | None, labels: Path | None) -> ArrayData | None:
-    """The declared public images of --public-data (read here, never through the engine)."""
-    if path is None:
-        if labels is not None:
-            raise DpforgeError("--public-labels needs --public-data")
-        return None
-    if kind != IMAGE:
-        raise DpforgeError("--public-data is for images; drop it for tables and series")
-    return read_data(IMAGE, path, labels=labels)
-
-
-def _keep_apart(out: Path, checkpoint_dir: Path) -> None:
-    """The checkpoint holds the private discriminator: never in or around the model folder."""
-    a, b = (Path(os.path.abspath(p.expanduser())) for p in (out, checkpoint_dir))
-    if a == b or a in b.parents or b in a.parents:
-        raise DpforgeError(
-            f"--checkpoint-dir {checkpoint_dir} and --out {out} overlap: the checkpoint holds "
-            "the private discriminator and the model folder is for publishing; keep them apart"
-        )
-
-
-def _with_target(public: Schema | ArraySchema, target: str) -> Schema | ArraySchema:
-    if isinstance(public, Schema):
-        public.column(target)
-    return replace(public, label=target)
-
-
-def _label_name(public: Schema | ArraySchema) -> str | None:
-    """The label the reader must pick out of a time-series CSV (None for other layouts)."""
-    return public.label if isinstance(public, ArraySchema) else None
-
-
-@app.command()
 def sample(
     model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
     n: int = typer.Option(..., "-n", help="number of records"),
@@ -527,7 +206,6 @@ def _parse_conditions(items: list[str]) -> dict[str, str]:
     return conditions
 
 
-@app.command()
 def demo(
     out: Path = typer.Option(Path("dpforge-demo"), "--out", help="folder for model and CSV"),
     epsilon: float = typer.Option(3.0, "--epsilon"),
@@ -535,21 +213,60 @@ def demo(
     seed: int = typer.Option(None, "--seed"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
-    """Train DP-CGAN on scikit-learn's breast-cancer records and check its utility."""
+    """Fit marginal anchoring to a public table and score the synthetic records.
+
+    The default fit (no discriminator) on the breast-cancer records, scored by a classifier AUC.
+    """
     from dpforge.cli.demo import DEMO_FOLDER, run_demo
 
     check_output_folder(out, DEMO_FOLDER, overwrite=overwrite)
     run_demo(out, epsilon, delta, seed, console)
 
 
+app.command("schema")(schema)
+app.command("fit")(fit)
+app.command("sample")(sample)
+app.command("evaluate")(evaluate)
+app.command("report")(report)
+app.add_typer(budget_app, name="budget")
+app.command("privacy")(privacy)
+app.command("audit")(audit)
+app.add_typer(federated_app, name="federated")
+federated_app.command("simulate-images")(simulate_images)
+federated_app.command("server-images")(server_images)
+federated_app.command("client-images")(client_images)
+app.command("demo")(demo)
+
+
+def _print_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as one line on stderr, without the Python file and line it came from."""
+    console.print(f"[yellow]note:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True)
+
+
 def main() -> None:
-    """Entry point: user errors become one line on stderr and exit status 2."""
-    warnings.simplefilter("default")
+    """Entry point: user errors become one line on stderr and exit status 2; warnings one
+    line each (``note: ...``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _print_warning
+        _run()
+
+
+def _run() -> None:
     try:
         # A copied context: --redact-errors lasts as long as this command.
         contextvars.copy_context().run(app)  # click handles usage errors (status 2)
     except DpforgeError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True
+        )
         sys.exit(2)
     except KeyboardInterrupt:
         console.print("interrupted; no output was written (--checkpoint-dir makes runs resumable)")

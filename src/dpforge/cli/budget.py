@@ -49,10 +49,13 @@ def budget_for_fit(data: Path, budget_file: Path | None, no_budget_file: bool) -
     """
     if no_budget_file:
         if budget_file is not None:
-            raise DpforgeError("give --budget PATH or --no-budget-file, not both")
+            raise DpforgeError(
+                "give --budget PATH or no budget file ([privacy] record_budget = false; "
+                "--no-budget-file for federated runs), not both"
+            )
         console.print(
-            "[yellow]note[/yellow]: --no-budget-file: this run is not recorded in a budget "
-            "file, so runs on these data are not composed across runs"
+            "[yellow]note[/yellow]: as asked, this run is not recorded in a budget file, so "
+            "runs on these data are not composed across runs"
         )
         return None
     budget = open_budget(data, budget_file)

@@ -1,10 +1,10 @@
-"""``dpforge fit --engine``: where the records are read and their aggregates computed.
+"""``[engine]`` of ``dpforge fit``'s options file: where the records are read and aggregated.
 
-``memory`` (the default) reads the data file into this process. ``spark`` leaves a table in
-Apache Spark: ``--spark-master URL`` (a cluster; ``local[*]``, embedded, by default) or
-``--spark-remote sc://HOST:PORT`` (Spark Connect), over Parquet files or folders or CSV files.
-Every option is checked before anything is read or charged. ``--device`` (here too: shared by
-``fit`` and ``federated simulate-images``) is where the networks train.
+``name = "memory"`` (the default) reads the data file into this process. ``"spark"`` leaves a
+table in Apache Spark: ``spark_master`` (a cluster URL; ``local[*]``, embedded, by default) or
+``spark_remote`` (``sc://HOST:PORT``, Spark Connect), over Parquet files or folders or CSV
+files. Every setting is checked before anything is read or charged. ``--device`` (here too:
+shared by ``fit`` and ``federated simulate-images``) is where the networks train.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ from dpforge.errors import DpforgeError
 URL_SCHEMES = frozenset({"hdfs", "s3", "s3a", "gs", "abfs", "abfss", "wasbs", "dbfs"})
 MEMORY = "memory"
 SPARK = "spark"
-ENGINE_HELP = (
-    "where the records are read: 'memory' (this process) or 'spark' (tables: the measurements "
-    "run as Spark aggregations; PATH is Parquet or CSV)"
-)
 DEVICE_DEFAULT = "cpu"
 DEVICE_HELP = (
     "where the networks train: cpu (default), cuda, cuda:N or mps; the privacy accounting and "
@@ -30,15 +26,17 @@ DEVICE_HELP = (
 
 
 def check_engine(engine: str, master: str | None, remote: str | None, kind: str) -> None:
-    """Refuse an unknown engine, Spark options without Spark, and Spark for non-tables."""
+    """Refuse an unknown engine, Spark settings without Spark, and Spark for non-tables."""
     if engine not in (MEMORY, SPARK):
-        raise DpforgeError(f"--engine must be '{MEMORY}' or '{SPARK}', got {engine!r}")
+        raise DpforgeError(f"[engine] name must be '{MEMORY}' or '{SPARK}', got {engine!r}")
     if engine == MEMORY and (master or remote):
-        raise DpforgeError("--spark-master and --spark-remote need --engine spark")
+        raise DpforgeError('[engine] spark_master and spark_remote need name = "spark"')
     if master and remote:
-        raise DpforgeError("give --spark-master or --spark-remote, not both")
+        raise DpforgeError("[engine]: give spark_master or spark_remote, not both")
     if engine == SPARK and kind != TABLE:
-        raise DpforgeError(f"--engine spark measures tables; this schema is for {kind} data")
+        raise DpforgeError(
+            f'[engine] name = "spark" measures tables; this schema is for {kind} data'
+        )
 
 
 def spark_records(path: Path, master: str | None, remote: str | None) -> Any:

@@ -5,7 +5,9 @@ site that keeps its records and answers the server's queries with its own noise;
 fits the generator on the sums (:mod:`dpforge.engines.federated`). Flower's messages and its
 SecAgg+ workflow run in this process (:mod:`dpforge.engines.federated_sim`). Writes the model
 folder and, beside it, ``OUT.federation.json``: the trust model, each site's own ledger and,
-under secagg, the epsilon if more than t sites drop out or collude.
+under secagg, the epsilon if more than t sites drop out or collude. The run is charged to the
+data set's budget file before its first release, through the same path as ``dpforge fit``.
+The guarantee is per record (one row): a federated run has no privacy unit.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from dpforge.cli.federated_deploy import TOLERATE_HELP, TRUST_HELP, client, server, tolerate_of
+from dpforge.cli.federated_deploy import (
+    DATA_BUDGET,
+    NO_BUDGET_FILE,
+    TOLERATE_HELP,
+    TRUST_HELP,
+    client,
+    server,
+    tolerate_of,
+)
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
@@ -50,12 +60,23 @@ def simulate(
     max_site_records: int = typer.Option(
         2**20, "--max-site-records", help="secagg: public bound on any one site's records"
     ),
+    clip_out_of_bounds: bool = typer.Option(
+        False,
+        "--clip-out-of-bounds",
+        help="every site clips values outside the schema's bounds to them (as fit does)",
+    ),
+    budget_file: Path | None = DATA_BUDGET,
+    no_budget_file: bool = NO_BUDGET_FILE,
     seed: int | None = typer.Option(None, "--seed", help="seeds the split, the sites and the fit"),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
-    """Split DATA into sites and fit across them with Flower (in this process)."""
+    """Split DATA into sites and fit across them with Flower (in this process).
+
+    The guarantee is per record (one row of DATA): federated runs have no privacy unit.
+    """
+    from dpforge.cli.budget import budget_for_fit, print_budget_line
     from dpforge.data.tables import read_csv
-    from dpforge.engines.federated_app import federation_report, fit_federation
+    from dpforge.engines.federated_app import UNIT, federation_report, fit_federation
     from dpforge.engines.federated_sim import simulated_engine, split_table
     from dpforge.engines.federated_trust import Trust
 
@@ -65,12 +86,16 @@ def simulate(
     t = tolerate_of(trust, tolerate)
     report_path = out.with_name(out.name + ".federation.json")
     check_output_file(report_path, overwrite=overwrite)
+    out_of_bounds = "clip" if clip_out_of_bounds else "error"
+    budget = budget_for_fit(data, budget_file, no_budget_file)
     rng = np.random.default_rng(seed)
     parts = split_table(read_csv(data), sites, _split_column(split), rng)
     federation = Trust(trust, sites, t)
-    engine, grid = simulated_engine(parts, federation, seed, max_site_records)
-    config = {"epsilon": epsilon, "delta": delta, "metadata-share": metadata_share, "seed": seed}
-    synth = fit_federation(engine, schema, federation, config)
+    engine, grid = simulated_engine(parts, schema, federation, seed, max_site_records,
+                                    out_of_bounds)  # fmt: skip
+    config = {"epsilon": epsilon, "delta": delta, "metadata-share": metadata_share, "seed": seed,
+              "out-of-bounds": out_of_bounds}  # fmt: skip
+    synth = fit_federation(engine, schema, federation, config, budget)
     synth.save(out, overwrite=overwrite)
     report = federation_report(synth, federation, grid.site_ledgers())
     atomic_write(
@@ -79,6 +104,8 @@ def simulate(
     console.print(f"wrote model folder {out} and {report_path}")
     console.print(f"[bold]privacy spent[/bold]: {synth.privacy_spent().summary()}")
     console.print(f"trust: {federation.statement()}")
+    console.print(f"guarantee per {UNIT}")
+    print_budget_line(budget)
 
 
 def _split_column(split: str) -> str | None:

@@ -34,8 +34,25 @@ WAIT = typer.Option(600.0, "--wait", help="seconds to wait for all sites to join
 OVERWRITE = typer.Option(False, "--overwrite")
 SERVER = typer.Option(..., "--server", help="the server's HOST:PORT")
 PORT = typer.Option(9094, "--port", help="this site's local Flower runtime port")
-LEDGER = typer.Option(None, "--ledger", help="where this site keeps its ledger")
-MAX_EPSILON = typer.Option(None, "--max-epsilon", help="this site's own cap")
+LEDGER = typer.Option(
+    None, "--ledger", help="this site's ledger file: every answer of every run, written first"
+)
+MAX_EPSILON = typer.Option(
+    None, "--max-epsilon", help="this site's own cap over all its runs (needs --ledger)"
+)
+BUDGET = typer.Option(
+    None,
+    "--budget",
+    help="the federation's budget file: the run is charged there before its first release",
+)
+NO_BUDGET_FILE = typer.Option(False, "--no-budget-file", help="record this run in no budget file")
+# the simulations' budget: the data set's file, as for fit (federated.py, federated_images.py)
+DATA_BUDGET = typer.Option(
+    None,
+    "--budget",
+    help="the data set's budget file (default: DATA.dpforge-budget.json next to DATA): this run "
+    "is charged before its first release; beyond its declared total it is refused",
+)
 MAX_DELTA = typer.Option(None, "--max-delta", help="with --max-epsilon")
 CONNECT_TIMEOUT = typer.Option(
     60.0, "--connect-timeout", help="seconds to try to reach the server before giving up"
@@ -69,9 +86,14 @@ def server(
     ),
     wait: float = WAIT,
     seed: int | None = typer.Option(None, "--seed", help="seeds the server's side of the fit"),
+    budget: Path | None = BUDGET,
+    no_budget_file: bool = NO_BUDGET_FILE,
     overwrite: bool = OVERWRITE,
 ) -> None:
-    """Run the federation's server: Flower's SuperLink and the dpforge run over the sites."""
+    """Run the federation's server: Flower's SuperLink and the dpforge run over the sites.
+
+    The guarantee is per record (one row at a site): federated runs have no privacy unit.
+    """
     from dpforge.engines.federated_deploy import Tls, terminated_as_exit
     from dpforge.engines.federated_serve import ServerPlan, serve
 
@@ -85,12 +107,15 @@ def server(
         "delta": delta, "metadata-share": metadata_share, "trust": trust, "sites": sites,
         "tolerate": tolerate_of(trust, tolerate), "max-site-records": max_site_records,
         "wait": wait, "overwrite": overwrite, **({} if seed is None else {"seed": seed}),
+        **server_budget(budget, no_budget_file),
     }  # fmt: skip
     name = name or ("localhost" if host in ("0.0.0.0", "::") else host)
     plan = ServerPlan(host, port, name, tls, run_config)
     with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="dpforge-superlink-") as work:
         serve(plan, Path(work), lambda line: typer.echo(line, err=True))
     typer.echo(f"wrote model folder {out} and {out.name}.federation.json beside it", err=True)
+    typer.echo("the guarantee is per record (a row at one site): federated runs take no privacy "
+               "unit", err=True)  # fmt: skip
 
 
 def client(
@@ -115,8 +140,8 @@ def client(
     tls = Tls.checked(insecure, {"ca": ca})
     split_address(server_address, "--server")
     check_site_table(data, _table_schema(schema_path))
-    config = {"data": str(data.resolve()), "trust": trust, "sites": sites,
-              "tolerate": tolerate_of(trust, tolerate)}  # fmt: skip
+    config = {"data": str(data.resolve()), "schema": str(schema_path.resolve()),
+              "trust": trust, "sites": sites, "tolerate": tolerate_of(trust, tolerate)}  # fmt: skip
     config |= site_guard_config(ledger, max_epsilon, max_delta)
     plan = SitePlan(server_address, tls, config, port, connect_timeout)
     with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="dpforge-supernode-") as work:
@@ -128,10 +153,33 @@ def site_guard_config(ledger: Path | None, max_epsilon: float | None,
     """A site's node config for its own ledger file and its own (epsilon, delta) cap."""
     if (max_epsilon is None) != (max_delta is None):
         raise DpforgeError("--max-epsilon and --max-delta go together: pass both or neither")
+    if max_epsilon is not None and ledger is None:
+        raise DpforgeError(
+            "--max-epsilon needs --ledger: the cap counts every run this site answers, and the "
+            "ledger file is where the site keeps them"
+        )
     config: dict = {} if ledger is None else {"ledger": str(ledger.resolve())}
     if max_epsilon is not None:
         config |= {"max-epsilon": float(max_epsilon), "max-delta": float(max_delta)}
     return config
+
+
+def server_budget(budget: Path | None, no_budget_file: bool) -> dict:
+    """The run config's budget file: ``--budget PATH``, or none with ``--no-budget-file``
+    (the server holds no data file to find one beside, so the choice is explicit)."""
+    from dpforge.privacy.budget import DataBudget
+
+    if budget is not None and no_budget_file:
+        raise DpforgeError("give --budget PATH or --no-budget-file, not both")
+    if budget is None and not no_budget_file:
+        raise DpforgeError(
+            "give the federation's budget file with --budget PATH (the run is charged there "
+            "before its first release), or --no-budget-file to record it nowhere"
+        )
+    if budget is None:
+        return {}
+    DataBudget(budget).check_writable()
+    return {"budget": str(budget.resolve())}
 
 
 def check_site_table(data: Path, schema: Schema) -> None:

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from dpforge.cli.engine import DEVICE_DEFAULT, DEVICE_HELP
+from dpforge.cli.federated_deploy import DATA_BUDGET, NO_BUDGET_FILE
 from dpforge.cli.io import read_data
 from dpforge.errors import DpforgeError
 from dpforge.options import check_device
@@ -66,9 +67,12 @@ def simulate_images(
     d_steps: int = D_STEPS,
     seed: int = typer.Option(None, "--seed", help="seeds the split, the sites and the server"),
     device: str = typer.Option(DEVICE_DEFAULT, "--device", help=DEVICE_HELP),
+    budget_file: Path | None = DATA_BUDGET,
+    no_budget_file: bool = NO_BUDGET_FILE,
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Split DATA into image sites and train a GS-WGAN generator across them with Flower."""
+    from dpforge.cli.budget import budget_for_fit, print_budget_line
     from dpforge.engines.federated_images import split_images
     from dpforge.engines.federated_images_run import (
         FOLDER,
@@ -87,12 +91,14 @@ def simulate_images(
         clip_norm, sanitize, critic_training, warm_start_steps, d_steps,
     )  # fmt: skip
     by_label = _by_label(split)
+    budget = budget_for_fit(data, budget_file, no_budget_file)
     parts = split_images(
         read_data(IMAGE, data, labels=labels), sites, by_label, np.random.default_rng(seed)
     )
-    server, grid = simulate(parts, schema, config, seed, torch_device)
+    server, grid = simulate(parts, schema, config, seed, torch_device, budget=budget)
     save_federated_images(server, grid.traffic, out, overwrite=overwrite)
     print_summary(run_summary(server, grid.traffic), out)
+    print_budget_line(budget)
 
 
 def image_settings(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from dpforge.cli.federated_deploy import (
+    BUDGET,
     CA,
     CERTIFICATE,
     CONNECT_TIMEOUT,
@@ -25,12 +26,14 @@ from dpforge.cli.federated_deploy import (
     LISTEN,
     MAX_DELTA,
     MAX_EPSILON,
+    NO_BUDGET_FILE,
     OUT,
     OVERWRITE,
     PORT,
     SERVER,
     SITES,
     WAIT,
+    server_budget,
     site_guard_config,
     split_address,
 )
@@ -89,6 +92,8 @@ def server_images(
     d_steps: int = D_STEPS,
     wait: float = WAIT,
     seed: int | None = typer.Option(None, "--seed", help="seeds the server's generator"),
+    budget: Path | None = BUDGET,
+    no_budget_file: bool = NO_BUDGET_FILE,
     overwrite: bool = OVERWRITE,
 ) -> None:
     """Run the image federation's server: Flower's SuperLink and the generator."""
@@ -111,6 +116,7 @@ def server_images(
                   "wait": wait, "overwrite": overwrite, **image_run_config(config),
                   **({} if seed is None else {"seed": seed})}  # fmt: skip
     _plan(schema, config, sites)
+    run_config |= server_budget(budget, no_budget_file)
     name = name or ("localhost" if host in ("0.0.0.0", "::") else host)
     plan = ServerPlan(host, port, name, tls, run_config, app=IMAGES_APP)
     with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="dpforge-superlink-") as work:

@@ -1,4 +1,5 @@
-"""The fit command's method and anchoring options as the Synthesizer's config objects.
+"""The options file's ``[anchor]``, ``[generator]`` and ``[refine]`` as the Synthesizer's config
+objects, and the checks that tie them to ``--refine``.
 
 A module of its own because the configs live beside torch code: ``dpforge fit`` imports it when
 it runs, and ``dpforge --help`` never does.
@@ -6,61 +7,86 @@ it runs, and ``dpforge --help`` never does.
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
+from typing import Any
 
+from dpforge.cli.options_file import FitOptions
 from dpforge.errors import DpforgeError
 from dpforge.methods import METHODS
+from dpforge.options import REFINE_SHARE
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 
-__all__ = ["anchor_option", "method_config"]
+__all__ = ["anchor_option", "check_refine_sections", "method_config"]
+
+REFINE_FLAG = "--refine dpcgan|dpwgan|gswgan"
+
+
+def check_refine_sections(options: FitOptions, refiner: str | None) -> None:
+    """Settings of a refinement need ``--refine``, and ``--refine`` needs a share of the
+    budget: each contradiction is one line that names both sides."""
+    where = options.source
+    share = (options.anchor or {}).get("share")
+    if refiner is None:
+        given = [f"[refine] {k}" for k in sorted(options.refine or {})]
+        given += [f"[refine] {k}" for k, v in vars(options.refine_run).items() if v is not None]
+        if options.refine is not None or given:
+            shown = ", ".join(given) or "[refine]"
+            raise DpforgeError(
+                f"{where} sets {shown}, but no refiner runs: add {REFINE_FLAG}, or remove the "
+                "[refine] section"
+            )
+        if share is not None and share < 1:
+            raise DpforgeError(
+                f"{where}: [anchor] share = {share:g} leaves {1 - share:.0%} of the budget to a "
+                f"refiner, but none is named: add {REFINE_FLAG}, or remove share (1: the "
+                "anchoring alone)"
+            )
+    elif share is not None and share >= 1:
+        raise DpforgeError(
+            f"--refine {refiner} gets no budget: {where} gives [anchor] share = {share:g}; give "
+            f"a share below 1 (e.g. {REFINE_SHARE}, or 0 for the refiner alone), or drop --refine"
+        )
 
 
 def anchor_option(
-    schema: Schema | ArraySchema,
-    share: float | None,
-    bins: int | None,
-    statistic: str | None,
-    public: bool = False,
-) -> AnchorConfig | FeatureAnchorConfig | None:
-    """--anchor-share / --anchor-bins as the Synthesizer's ``anchor`` argument: marginal
-    anchoring for tables, feature anchoring for images and series; share 0 turns it off."""
-    if share == 0:
+    options: FitOptions, schema: Schema | ArraySchema, refiner: str | None, public: bool
+) -> AnchorConfig | FeatureAnchorConfig | str | None:
+    """``[anchor]`` as the Synthesizer's ``anchor``: "auto" when the file leaves it out, the
+    kind's default config with the file's keys otherwise; share 0 (with ``--refine``) turns
+    it off. With ``--refine`` and no share, the refiner gets ``1 - REFINE_SHARE``."""
+    given = dict(options.anchor or {})
+    if not given:
+        return "auto"
+    if refiner is not None:
+        given.setdefault("share", REFINE_SHARE)
+    if given.get("share") == 0:
         return None
-    if isinstance(schema, ArraySchema):
-        if bins is not None:
-            raise DpforgeError("--anchor-bins applies to tables only")
-        config = feature_anchor_defaults(schema.kind, public)
-        given = {"share": share, "statistic": statistic}
-        config = replace(config, **{k: v for k, v in given.items() if v is not None})
-    else:
-        if statistic is not None:
-            raise DpforgeError("--anchor-statistic applies to images and series only")
-        config = AnchorConfig(
-            share=AnchorConfig.share if share is None else share,
-            n_bins=AnchorConfig.n_bins if bins is None else bins,
-        )
+    base = (
+        feature_anchor_defaults(schema.kind, public)
+        if isinstance(schema, ArraySchema)
+        else AnchorConfig()
+    )
+    config = replace(base, **given)
     try:
         config.validate()
     except ValueError as exc:
-        text = str(exc).replace("anchor share", "--anchor-share")
-        raise DpforgeError(text.replace("anchor statistic", "--anchor-statistic")) from None
+        raise DpforgeError(f"{options.source}: [anchor] {exc}") from None
     return config
 
 
-def method_config(method: str, **given: object) -> object | None:
-    """The method's config with the options the user gave (None when none was given, so that
-    the command line gets the same defaults as Python, the anchored generator included); an
-    option of another method is an error, not silently ignored."""
-    if method not in METHODS:
-        raise DpforgeError(f"unknown method '{method}'; available: {sorted(METHODS)}")
-    config_cls = METHODS[method][1]
-    names = {f.name for f in fields(config_cls)}
-    chosen = {k: v for k, v in given.items() if v is not None}
-    foreign = sorted(k for k in chosen if k not in names)
-    if foreign:
-        flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
-        raise DpforgeError(f"{flags} do(es) not apply to method '{method}'")
-    return config_cls(**chosen) if chosen else None
+def method_config(options: FitOptions, refiner: str | None) -> Any:
+    """``[generator]`` and ``[refine]`` as the refiner's config (dpcgan's for the generator
+    of a run without refinement); None when the file sets neither, so that the command line
+    gets the same defaults as Python, the anchored generator included."""
+    given = {**(options.generator or {}), **(options.refine or {})}
+    if not given:
+        return None
+    config = METHODS[refiner or "dpcgan"][1](**given)
+    try:
+        config.validate()
+    except ValueError as exc:
+        raise DpforgeError(f"{options.source}: {exc}") from None
+    return config

@@ -38,19 +38,6 @@ def guess_type(path: Path) -> str:
     return TABLE
 
 
-def checked_type(requested: str | None, schema: Schema | ArraySchema) -> str:
-    """The schema's data type; ``--type``, when given, must agree with it."""
-    actual = schema_type(schema)
-    if requested is not None and requested not in DATA_TYPES:
-        raise DpforgeError(f"--type {requested!r}: choose one of {list(DATA_TYPES)}")
-    if requested is not None and requested != actual:
-        raise DpforgeError(
-            f"--type {requested} but the schema describes {actual} data: use a {requested} "
-            "schema (dpforge schema --type ...) or drop --type"
-        )
-    return actual
-
-
 def read_data(
     kind: str,
     path: Path,
@@ -194,18 +181,26 @@ def default_samples_path(kind: str, model: Path) -> Path:
 
 
 def refuse_foreign_options(
-    kind: str, *, labels: Path | None, id_column: str | None, layout: str
+    kind: str, *, labels: Path | None, id_column: str | None, layout: str, in_file: bool = False
 ) -> None:
-    """Reading options of another data type are refused, never silently ignored."""
+    """Reading options of another data type are refused, never silently ignored; ``in_file``:
+    they were given as ``[data]`` keys of the options file, not as flags."""
+
+    def name(key: str) -> str:
+        return f"[data] {key} =" if in_file else "--" + key.replace("_", "-")
+
     if labels is not None and kind != IMAGE:
         raise DpforgeError(
-            f"--labels {labels} applies to images (an idx labels file), but this is {kind} "
-            "data: drop it (a table's label is the schema's 'label', or --target)"
+            f"{name('labels')} {labels} applies to images (an idx labels file), but this is "
+            f"{kind} data: drop it (a table's label is the schema's 'label', or target)"
         )
     if id_column is not None and kind != TIMESERIES:
         raise DpforgeError(
-            f"--id-column {id_column} applies to time series, but this is {kind} data: drop it "
-            "(a table's identifier columns are declared in its schema as 'drop' or 'surrogate')"
+            f"{name('id_column')} {id_column} applies to time series, but this is {kind} data: "
+            "drop it (a table's identifier columns are declared in its schema as 'drop' or "
+            "'surrogate')"
         )
     if layout != "wide" and kind != TIMESERIES:
-        raise DpforgeError(f"--layout {layout} applies to time series CSV files only: drop it")
+        raise DpforgeError(
+            f"{name('layout')} {layout} applies to time series CSV files only: drop it"
+        )

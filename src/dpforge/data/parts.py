@@ -3,7 +3,7 @@
 Sampling is post-processing of the released generator, so it costs no privacy and reads no
 record. At scale (``dpforge sample MODEL -n 1000000000 --format parquet --partitions 64``) the
 rows are split into partitions; each worker process loads the model folder itself, streams its
-partition in chunks of :data:`dpforge.synthesizer.SAMPLE_CHUNK_ROWS` rows into one Parquet (or
+partition in chunks of :data:`dpforge.generate.SAMPLE_CHUNK_ROWS` rows into one Parquet (or
 CSV) file, and so holds at most one chunk in memory whatever the partition's size. Partition
 ``i`` draws from its own seed, spawned from the run's seed by NumPy's ``SeedSequence``, so the
 files are the same whichever number of workers wrote them. The folder is built beside its
@@ -140,14 +140,19 @@ def _run(request: PartsRequest, jobs: list[Job], folder: Path, workers: int) -> 
 
 
 def write_partition(request: PartsRequest, job: Job, folder: Path) -> Path:
-    """One partition's file, streamed chunk by chunk from the model folder."""
-    from dpforge.synthesizer import load
+    """One partition's file, streamed chunk by chunk from the model folder (the fitted model
+    alone: no facade)."""
+    from dpforge.generate import SAMPLE_CHUNK_ROWS, default_mover, sample_chunks
+    from dpforge.model_io import read_fitted
+    from dpforge.privacy.noise import make_generator
 
     index, rows, seed = job
-    synth = load(request.model)
-    chunks = synth.sample_chunks(rows, conditions=dict(request.conditions), seed=seed)
+    model = read_fitted(request.model)
+    generator, mover = make_generator(seed, model.device), default_mover(model, None)
+    conditions = dict(request.conditions)
+    chunks = sample_chunks(model, rows, conditions, generator, mover, SAMPLE_CHUNK_ROWS)
     path = folder / part_name(index, request.fmt)
-    types = {c.name: _NUMERIC.get(c.type, "string") for c in synth.schema_.columns}
+    types = {c.name: _NUMERIC.get(c.type, "string") for c in model.schema.columns}
     if request.fmt == "parquet":
         _write_parquet(chunks, path, types)
     else:

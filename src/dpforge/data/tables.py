@@ -350,7 +350,7 @@ def _check_label(table: pd.DataFrame, schema: Schema) -> None:
         raise DataError(
             f"label column '{schema.label}' holds a single class ({private(classes[0], 'r')}) "
             "in all rows; a conditional model needs at least two classes: choose "
-            "another --target or none"
+            "another label (the schema's, or [data] target) or none"
         )
 
 

@@ -7,14 +7,17 @@ and key), one SuperNode per site (the SuperLink's address, the CA certificate, a
 The simulation (:mod:`.federated_sim`) runs the same ``server_app`` main and the same site
 code over an in-process grid.
 
-A site's node config: ``data`` (its CSV), ``trust`` (local | secagg), ``sites`` (n),
-``tolerate`` (t, secagg), optionally ``ledger`` (a JSON file where the site keeps its own ledger,
-rewritten atomically after each answer) and ``max-epsilon`` with ``max-delta`` (the site refuses
-any release that would take its own ledger past them). Its noise comes from the OS's entropy.
+A site's node config: ``data`` (its CSV), ``schema`` (its OWN declared schema: the server's is
+checked against it, never trusted), ``trust`` (local | secagg), ``sites`` (n), ``tolerate``
+(t, secagg), optionally ``out-of-bounds`` (error | clip), ``ledger`` (the file where the site
+keeps its own ledger across runs, written before each answer leaves) and ``max-epsilon`` with
+``max-delta`` (with a ledger: the site refuses any release that would take everything it ever
+answered past them; :mod:`.federated_site_ledger`). Its noise comes from the OS's entropy.
 The run config:
 ``schema`` (JSON path on the server), ``out`` (model folder), ``epsilon``, ``delta``,
 ``metadata-share``, ``trust``, ``sites``, ``tolerate``, ``max-site-records``, ``wait`` (seconds
-to wait for the sites to join).
+to wait for the sites to join), ``budget`` (the federation's budget file, charged before the
+first release; absent only with ``--no-budget-file``).
 """
 
 from __future__ import annotations
@@ -37,14 +40,16 @@ from dpforge.engines.federated_flower import (
     FlowerTransport,
     site_app,
 )
-from dpforge.engines.federated_site import site_cap, write_site_ledger
+from dpforge.engines.federated_site import Site
+from dpforge.engines.federated_site_ledger import SiteLedger, site_cap
 from dpforge.engines.federated_trust import Trust, degraded_epsilons
 from dpforge.errors import DpforgeError
-from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.budget import DataBudget, RunCharge
 from dpforge.schema.array import load_schema
+from dpforge.schema.table import Schema
 
 if TYPE_CHECKING:  # torch is imported on the server only: each site answer is a new process
-    from dpforge.synthesizer import Synthesizer
+    from dpforge import Synthesizer
 
 __all__ = [
     "client_app",
@@ -61,20 +66,37 @@ def site_trust(config: Any) -> Trust:
     return Trust(str(config["trust"]), int(config["sites"]), int(config.get("tolerate", 0)))
 
 
-def _write_ledger(context: Context, ledger: PrivacyLedger) -> None:
-    write_site_ledger(context.node_config, ledger.to_dict())
+def site_ledger(config: Any) -> SiteLedger:
+    """A deployed site's ledger: its file (all its runs so far) and its cap, if it sets them."""
+    cap = site_cap(config)
+    path = config.get("ledger")
+    return SiteLedger.opened(Path(str(path)), cap) if path else SiteLedger()
 
 
-client_app = site_app(
-    ContextSites(
-        lambda context: read_csv(Path(str(context.node_config["data"]))),
-        lambda context: site_trust(context.node_config),
-        lambda context, answers: np.random.default_rng(),  # the OS's entropy
-        _write_ledger,
-        lambda context: site_cap(context.node_config),
-    )
-)
+def site_schema(config: Any) -> Schema:
+    """The site's OWN declared table schema (its node config's ``schema``): its records are
+    checked against it, never against one the server sends."""
+    if not config.get("schema"):
+        raise DpforgeError("a site's node config names its own schema (schema=PATH)")
+    schema = load_schema(Path(str(config["schema"])))
+    if not isinstance(schema, Schema):
+        raise DpforgeError("a table site's own schema must be a table schema")
+    return schema
+
+
+def _deployed_site(context: Context, answers: int) -> Site:
+    config = context.node_config
+    records = read_csv(Path(str(config["data"])))
+    return Site(records, site_schema(config), site_trust(config), np.random.default_rng(),
+                site_ledger(config), str(config.get("out-of-bounds", "error")))  # fmt: skip
+
+
+client_app = site_app(ContextSites(_deployed_site))  # noise from the OS's entropy
 server_app = ServerApp()
+UNIT = (
+    "one record (a row at one site): federated runs take no privacy unit, so a person with k "
+    "rows is protected only at about k times the epsilon (group privacy)"
+)
 
 
 @server_app.main()
@@ -88,7 +110,8 @@ def serve(grid: Grid, context: Context) -> None:
     most = int(config.get("max-site-records", DEFAULT_MAX_SITE_RECORDS))
     engine = FederatedEngine(FlowerTransport(grid, nodes, trust, most))
     schema = load_schema(Path(str(config["schema"])))
-    synth = fit_federation(engine, schema, trust, config)
+    budget = DataBudget(Path(str(config["budget"]))) if config.get("budget") else None
+    synth = fit_federation(engine, schema, trust, config, budget)
     out = Path(str(config["out"]))
     synth.save(out, overwrite=bool(config.get("overwrite", False)))
     report = json.dumps(federation_report(synth, trust, None), indent=2)
@@ -109,20 +132,26 @@ def wait_for_sites(grid: Grid, n_sites: int, wait: float) -> list[int]:
         time.sleep(1.0)
 
 
-def fit_federation(engine: FederatedEngine, schema: Any, trust: Trust, config: Any) -> Synthesizer:
-    """The pipeline over the sites; the trust model is stated in the ledger (a no-cost entry)."""
-    from dpforge.synthesizer import Synthesizer
+def fit_federation(
+    engine: FederatedEngine, schema: Any, trust: Trust, config: Any, budget: RunCharge | None
+) -> Synthesizer:
+    """The pipeline over the sites, charged to ``budget`` (the data set's budget file) before
+    its first release by the same path as any fit; the trust model is stated in the ledger
+    (a no-cost entry). The server app is a user of the library: it takes the Synthesizer from
+    dpforge's public API, as any Flower app would."""
+    import dpforge
 
     seed = config.get("seed")
-    synth = Synthesizer(
+    synth = dpforge.Synthesizer(
         schema,
         epsilon=float(config.get("epsilon", 3.0)),
         delta=float(config.get("delta", 1e-5)),
         metadata_share=float(config.get("metadata-share", 0.1)),
+        out_of_bounds=str(config.get("out-of-bounds", "error")),
         seed=None if seed is None else int(seed),
         progress=False,
     )
-    synth.fit(engine)
+    synth.fit(engine, budget=budget)
     synth.ledger_.record(f"trust: {trust.statement()}", NoOpDpEvent())
     return synth
 
@@ -136,6 +165,7 @@ def federation_report(synth: Synthesizer, trust: Trust, site_ledgers: list | Non
         "sites": trust.n_sites,
         "tolerate": trust.tolerate,
         "statement": trust.statement(),
+        "unit": UNIT,
         "epsilon": synth.ledger_.epsilon(delta),
         "delta": delta,
         "epsilon_if_k_sites_collude": {

@@ -13,7 +13,6 @@ server learns only the sum. flwr is imported only here (``pip install 'dpforge[f
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +20,12 @@ import numpy as np
 
 from dpforge.engines.federated import Transport
 from dpforge.engines.federated_site import Site
-from dpforge.engines.federated_trust import Trust
+from dpforge.engines.federated_trust import (
+    NOISE_STEPS,
+    Trust,
+    max_secagg_sites,
+    secagg_grid,
+)
 from dpforge.errors import DataError, DpforgeError, PrivacyError
 
 try:
@@ -49,32 +53,21 @@ DEFAULT_MAX_SITE_RECORDS = 2**20
 
 
 class ContextSites:
-    """Sites rebuilt for each message from their records and the state Flower keeps in their
-    ``Context`` (:meth:`Site.state`); ``records_of(context)`` reads the site's table,
-    ``rng_of(context, answers)`` gives its noise generator for its next answer (the OS's
-    entropy in a deployment), ``keep_ledger(context, ledger)`` may write the site's ledger."""
+    """Sites rebuilt for each message from the state Flower keeps in their ``Context``
+    (:meth:`Site.state`): ``site_of(context, answers)`` gives the site new, from its own
+    records, schema, trust model, ledger and the noise generator of its next answer (the OS's
+    entropy in a deployment)."""
 
-    def __init__(
-        self,
-        records_of: Callable[[Context], Any],
-        trust_of: Callable[[Context], Trust],
-        rng_of: Callable[[Context, int], np.random.Generator],
-        keep_ledger: Callable[[Context, Any], None] | None = None,
-        cap_of: Callable[[Context], tuple[float, float] | None] = lambda context: None,
-    ) -> None:
-        self.records_of, self.trust_of, self.rng_of = records_of, trust_of, rng_of
-        self.keep_ledger, self.cap_of = keep_ledger, cap_of
+    def __init__(self, site_of: Callable[[Context, int], Site]) -> None:
+        self.site_of = site_of
 
     def answer(self, context: Context, query: dict, arrays: list[np.ndarray]) -> Any:
         """The site's answer; its state is saved in ``context`` once the answer is ready."""
         state = site_state(context)
         answers = 0 if state is None else int(state["answers"])
-        site = Site.restore(self.records_of(context), self.trust_of(context),
-                            self.rng_of(context, answers), state, self.cap_of(context))  # fmt: skip
+        site = Site.restore(self.site_of(context, answers), state)
         answer = site.answer(query, arrays)
         context.state.config_records[SITE_STATE] = ConfigRecord({"json": json.dumps(site.state())})
-        if self.keep_ledger is not None:
-            self.keep_ledger(context, site.ledger)
         return answer
 
 
@@ -142,6 +135,13 @@ class FlowerTransport(Transport):
             )
         self.grid, self.nodes, self.trust = grid, list(node_ids), trust
         self.max_site_records = int(max_site_records)
+        most = max_secagg_sites(self.max_site_records, NOISE_STEPS)  # before any query
+        if trust.mode == "secagg" and trust.n_sites > most:
+            raise PrivacyError(
+                f"SecAgg+ serves at most {most} sites exactly with --max-site-records "
+                f"{self.max_site_records} (see dpforge.engines.federated_trust); lower "
+                "--max-site-records, use fewer sites, or --trust local"
+            )
         self.rounds = 0
 
     def command(self, query: dict[str, Any]) -> None:
@@ -199,14 +199,9 @@ class FlowerTransport(Transport):
         return np.rint(strategy.mean * active / grid) * grid
 
     def secagg_grid(self, std: float) -> tuple[float, float, int]:
-        """(grid, clipping range, quantization range) of a secure sum: every share lies
-        within the clipping range (a site's count is at most ``max_site_records``, a score at
-        most twice that, the share's noise within 12 std), the n shares' sum within the
-        modulus, and the grid is ``2 clip / quantization`` (a power of 2)."""
-        bound = 2.0 * self.max_site_records + 12.0 * std * self.trust.share_fraction + 4.0
-        clip = 2.0 ** math.ceil(math.log2(bound))
-        quantization = 2 ** min(30, 31 - math.ceil(math.log2(self.trust.n_sites)))
-        return 2.0 * clip / quantization, clip, quantization
+        """(grid, clipping range, quantization range) of a secure sum of central noise std
+        ``std`` (:func:`~.federated_trust.secagg_grid`: refused beyond the sites it serves)."""
+        return secagg_grid(self.trust, std, self.max_site_records)
 
     def _threshold(self) -> int | float:
         """Shares needed to rebuild a site's masks: n - t (SecAgg+ then completes with up to

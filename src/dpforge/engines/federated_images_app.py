@@ -14,7 +14,8 @@ ledger file) and ``max-epsilon`` with ``max-delta`` (its own cap,
 keeps its critics, their optimiser moments, its records' critic
 assignment and its random generator's state in its own Flower context (on its machine) between
 messages; its randomness comes from the OS. The run config: ``schema``, ``out``, ``sites``,
-``wait``, ``overwrite``, ``seed`` and the settings of
+``wait``, ``overwrite``, ``seed``, ``budget`` (the budget file charged with the planned
+per-record ledger before the first message) and the settings of
 :class:`~.federated_images.FederatedImageConfig` (``steps``, ``batch-size``, ...; see
 :func:`image_run_config`).
 """
@@ -33,6 +34,7 @@ from dpforge.engines.federated_images import CountingGrid, FederatedImageConfig,
 from dpforge.engines.federated_images_guard import before_answer
 from dpforge.engines.federated_images_run import (
     _torch_generator,
+    charge_plan,
     save_federated_images,
 )
 from dpforge.engines.federated_images_site import (
@@ -44,6 +46,7 @@ from dpforge.engines.federated_images_site import (
     settings_record,
 )
 from dpforge.errors import DpforgeError, redacted_errors
+from dpforge.privacy.budget import DataBudget
 from dpforge.schema.array import ArraySchema, load_schema
 
 __all__ = ["client_app", "image_config", "image_run_config", "read_site_images", "server_app"]
@@ -122,6 +125,7 @@ def serve(grid: Grid, context: Context) -> None:
     server = ImageServer(schema, settings, nodes,
                          _torch_generator(None if seed is None else int(seed), 0))  # fmt: skip
     server.plan()  # both ledgers, before the first message
+    charge_plan(server, DataBudget(Path(str(config["budget"]))) if config.get("budget") else None)
     counted = CountingGrid(grid)
     server.run(counted)
     save_federated_images(server, counted.traffic, Path(str(config["out"])),

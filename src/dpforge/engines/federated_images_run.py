@@ -30,6 +30,7 @@ from dpforge.engines.federated_images_site import ImageSite, SiteSettings, image
 from dpforge.engines.federated_sim import FIRST_SITE, SiteGrid
 from dpforge.errors import ModelFileError
 from dpforge.nets.mlp import FlatGenerator
+from dpforge.privacy.budget import RunCharge, charge_before_release, settle_charge
 from dpforge.privacy.federated_gswgan import RECORD_RELATION, SITE_RELATION
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema
@@ -74,15 +75,18 @@ def simulate_images(
     seed: int | None,
     device: str | torch.device = "cpu",
     go_on: Callable[[ImageServer], bool] | None = None,
+    budget: RunCharge | None = None,
 ) -> tuple[ImageServer, CountingGrid]:
     """Run the whole federation: one site per part, the server over Flower messages. The
     generator, the critics and the sanitizer run on ``device`` (the messages carry float32
-    arrays, as in a deployment); ``go_on``: :meth:`ImageServer.run`'s."""
+    arrays, as in a deployment); ``go_on``: :meth:`ImageServer.run`'s; ``budget``: the data
+    set's budget file, charged with the planned per-record ledger before any site reads."""
     config.validate()
     server_rng = _torch_generator(seed, 0)
     nodes = [FIRST_SITE + i for i in range(len(parts))]
     server = ImageServer(schema, config, nodes, server_rng, device)
     server.plan()  # both ledgers, before any site reads a record
+    charge_plan(server, budget)
     settings = server.site_settings()
     sites: dict[int, ImageSite] = {}
 
@@ -98,6 +102,23 @@ def simulate_images(
     grid = CountingGrid(SiteGrid(image_site_app(site_of), [{} for _ in parts]))
     server.run(grid, go_on)
     return server, grid
+
+
+def charge_plan(server: ImageServer, budget: RunCharge | None) -> None:
+    """Charge the data set's budget file with the run's planned per-record ledger, before the
+    first message, through the one charging path (refused beyond the declared total): the
+    whole ledger is known before the run starts, so it is both the bound and the settlement."""
+    if budget is None:
+        return
+    delta = server.config.delta
+    planned = server.record_ledger.epsilon(delta, "rdp")
+    description = (
+        f"federated gswgan, {len(server.nodes)} sites, per-record epsilon {planned:.3g}, "
+        f"delta {delta:g}"
+    )
+    run = charge_before_release(budget, epsilon=planned, delta=delta, description=description,
+                                bound=server.record_ledger)  # fmt: skip
+    settle_charge(budget, run, server.record_ledger)
 
 
 def run_summary(server: ImageServer, traffic: Traffic) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from torch.nn import functional as F
 
 from dpforge.data.array_encoder import ArrayEncoder
 from dpforge.data.arrays import ArrayData, validate_arrays
+from dpforge.errors import DpforgeError
 from dpforge.nets.critic_bank import CriticBank
 from dpforge.privacy.clipping import clip_factors
 from dpforge.schema.array import ArraySchema
@@ -164,6 +165,21 @@ class ImageSite:
         self.optimizer.step()
         return float(loss.detach()) / max(float(self.active.sum()), 1.0)
 
+    def check_query(self, samples: torch.Tensor, labels: torch.Tensor | None) -> None:
+        """Refuse samples the server sends that are not a batch of this site's records' shape
+        (finite floats) with one valid label each: a function of the query and of the
+        public schema only."""
+        dim, n = self.features.shape[1], samples.shape[0] if samples.ndim else 0
+        finite = bool(torch.isfinite(samples).all()) if samples.is_floating_point() else False
+        if not finite or samples.ndim < 2 or n < 1 or samples[0].numel() != dim:
+            raise DpforgeError(f"this site refuses the query: the samples are not a batch of "
+                               f"finite records of {dim} values")  # fmt: skip
+        if (labels is None) != (not self.n_classes) or (labels is not None and (
+                labels.shape != (n,) or labels.is_floating_point()
+                or bool(((labels < 0) | (labels >= self.n_classes)).any()))):  # fmt: skip
+            raise DpforgeError("this site refuses the query: one label in the schema's classes "
+                               "per sample is needed")  # fmt: skip
+
     def answer(self, samples: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The sanitized gradient of -D_k(x, y) w.r.t. each sample, k picked here."""
         samples = samples.to(self.device)
@@ -261,7 +277,9 @@ def image_site_app(
     @app.query("warmup")
     def warm(msg: Message, context: Context) -> Message:
         site = site_of(context, read_settings(msg.content.config_records[SETTINGS]))
-        site.warm_start(*read_samples(msg.content))
+        pool, pool_labels = read_samples(msg.content)
+        site.check_query(pool, pool_labels)
+        site.warm_start(pool, pool_labels)
         keep(context, site)
         return Message(RecordDict({DONE: ConfigRecord({DONE: True})}), reply_to=msg)
 
@@ -269,6 +287,7 @@ def image_site_app(
     def gradient(msg: Message, context: Context) -> Message:
         site = site_of(context, None)
         samples, labels = read_samples(msg.content)
+        site.check_query(samples, labels)
         before_answer(context, site, samples.shape[0])
         sanitized = site.answer(samples, labels)
         keep(context, site)

@@ -30,9 +30,11 @@ from dpforge.engines.federated_flower import (
     site_app,
     site_state,
 )
+from dpforge.engines.federated_site import Site
 from dpforge.engines.federated_trust import Trust
 from dpforge.errors import DataError
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.schema.table import Schema
 
 SERVER_NODE = 1
 FIRST_SITE = 100
@@ -129,17 +131,21 @@ def split_table(frame: pd.DataFrame, n_sites: int, by: str | None, rng: np.rando
 
 def simulated_engine(
     parts: Sequence[pd.DataFrame],
+    schema: Schema,
     trust: Trust,
     seed: int | None,
     max_site_records: int = DEFAULT_MAX_SITE_RECORDS,
+    out_of_bounds: str = "error",
 ) -> tuple[FederatedEngine, SiteGrid]:
-    """An engine over in-process sites holding ``parts``, and their grid (site ledgers)."""
-    sites = ContextSites(
-        lambda context: parts[context.node_id - FIRST_SITE],
-        lambda context: trust,
-        lambda context, n: site_generator(seed, context.node_id - FIRST_SITE, n),
-    )
-    grid = SiteGrid(site_app(sites), [{} for _ in parts])
+    """An engine over in-process sites holding ``parts``, and their grid (site ledgers). Each
+    site declares ``schema`` and ``out_of_bounds`` as its own (a steward's simulation)."""
+
+    def site_of(context: Context, answers: int) -> Site:
+        i = context.node_id - FIRST_SITE
+        rng = site_generator(seed, i, answers)
+        return Site(parts[i], schema, trust, rng, out_of_bounds=out_of_bounds)
+
+    grid = SiteGrid(site_app(ContextSites(site_of)), [{} for _ in parts])
     transport = FlowerTransport(grid, list(grid.get_node_ids()), trust, max_site_records)
     return FederatedEngine(transport), grid
 

@@ -1,17 +1,19 @@
 """One federated site: its records stay here; it answers the server's queries with noise.
 
 A query is data (a JSON-able dict and, for pair scores, arrays), never code: the site rebuilds
-the public functions it names (cell rules, the encoder) from the public schema and releases.
-Each answer is an exact local aggregate plus this site's noise (:mod:`.federated_trust`), and
-its event is written to the site's own ledger before the answer leaves. Nothing the site
-returns or raises holds an exact value: refusal messages are redacted before they are sent.
+the public functions it names (cell rules, the encoder) after checking them against its OWN
+declared schema and inputs (:mod:`.federated_site_checks`: the server may be malicious, and
+every refusal there is a function of public inputs only). Each answer is an exact local
+aggregate plus this site's noise (:mod:`.federated_trust`); its event is checked against the
+site's cap and written to the site's own ledger, across runs when it keeps a ledger file
+(:mod:`.federated_site_ledger`), before the answer leaves. Nothing the site returns or raises
+holds an exact value: refusal messages are redacted before they are sent.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,13 +22,23 @@ import pandas as pd
 from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
 from dpforge.engines.aggregates import rule_from_dict
+from dpforge.engines.federated_site_checks import (
+    OPERATIONS,
+    checked_column,
+    checked_encoder,
+    checked_size,
+    checked_std,
+    checked_tables,
+    completed_schema,
+    same_schema,
+)
+from dpforge.engines.federated_site_ledger import SiteLedger
 from dpforge.engines.federated_trust import Trust, check_range
-from dpforge.errors import DataError, DpforgeError, PrivacyError, redacted_errors
+from dpforge.errors import DataError, PrivacyError, redacted_errors
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.table import Schema
 from dpforge.statistics.cells import bins_from_edges
 from dpforge.statistics.marginals import count_tables, encoded_cells
-from dpforge.storage import atomic_write
 
 __all__ = ["Site", "describe_encoder", "encoder_from_dict"]
 
@@ -46,75 +58,51 @@ def encoder_from_dict(d: dict[str, Any]) -> TableEncoder:
     return TableEncoder(schema, n_bins=d["n_bins"], cells=cells)
 
 
-class SiteLedger(PrivacyLedger):
-    """A site's own ledger. With a ``cap`` (epsilon, delta) a release that would take it past
-    the cap is refused before it runs (nothing is answered): a site that trusts nobody
-    bounds what any sequence of server queries can learn about its records."""
-
-    def __init__(self, entries=(), cap: tuple[float, float] | None = None) -> None:
-        super().__init__(entries)
-        self.cap = cap
-
-    def record(self, name: str, event: Any, extra_delta: float = 0.0) -> None:
-        if self.cap is not None:
-            trial = PrivacyLedger(self.entries)
-            trial.record(name, event, extra_delta)
-            if not _within(trial, self.cap):
-                raise PrivacyError(
-                    f"this site refuses '{name}': its own ledger would pass its cap "
-                    f"(epsilon {self.cap[0]:g}, delta {self.cap[1]:g})"
-                )
-        super().record(name, event, extra_delta)
-
-
-def _within(ledger: PrivacyLedger, cap: tuple[float, float]) -> bool:
-    try:
-        return ledger.epsilon(cap[1]) <= cap[0] * (1 + 1e-3)  # PLD discretisation slack
-    except PrivacyError:  # the thresholds' delta alone passes the cap's
-        return False
-
-
 class Site:
-    """A site's records, its noise (``trust``) and its own ledger.
+    """A site's records, its own declared schema, its noise (``trust``) and its own ledger.
 
-    A deployed ClientApp keeps no Python object between messages, so everything a site must
-    remember (its checks and filters, its ledger, how many answers it gave) is its
-    :meth:`state`, which Flower keeps in the site's ``Context``; :meth:`restore` rebuilds it.
+    The site trusts nothing from the server (:mod:`.federated_site_checks`): it checks its
+    records against ``schema``, its own, with its own ``out_of_bounds`` rule, and refuses
+    queries it cannot bound from its own inputs. A deployed ClientApp keeps no Python object
+    between messages, so everything a site must remember within a run (its checks and filters,
+    how many answers it gave; its ledger when it has no ledger file) is its :meth:`state`,
+    which Flower keeps in the site's ``Context``; :meth:`restore` rebuilds it. Its ledger
+    across runs is its ledger file (:mod:`.federated_site_ledger`).
     """
 
-    def __init__(self, records: pd.DataFrame, trust: Trust, rng: np.random.Generator,
-                 cap: tuple[float, float] | None = None) -> None:  # fmt: skip
+    def __init__(self, records: pd.DataFrame, schema: Schema, trust: Trust,
+                 rng: np.random.Generator, ledger: SiteLedger | None = None,
+                 out_of_bounds: str = "error") -> None:  # fmt: skip
         self._raw, self._table = records, None
+        self.schema, self.out_of_bounds = schema, out_of_bounds
+        self._accepted = schema  # the schema of the checks and filters applied
         self.trust, self.rng = trust, rng
-        self.ledger = SiteLedger(cap=cap)
+        self.ledger = SiteLedger() if ledger is None else ledger
         self._cells: tuple[str, Any] | None = None
         self._steps: list[dict[str, Any]] = []  # the checks and filters applied, in order
         self.answers = 0
 
     def state(self) -> dict[str, Any]:
-        """What the site must remember (public queries, its ledger): JSON."""
+        """What the site must remember within a run (public queries, its ledger): JSON."""
         return {"steps": self._steps, "ledger": self.ledger.to_dict(), "answers": self.answers}
 
     @classmethod
-    def restore(
-        cls,
-        records: pd.DataFrame,
-        trust: Trust,
-        rng: np.random.Generator,
-        state: dict[str, Any] | None,
-        cap: tuple[float, float] | None = None,
-    ) -> Site:
-        """The site as :meth:`state` left it (checks and filters applied again)."""
-        site = cls(records, trust, rng, cap)
+    def restore(cls, site: Site, state: dict[str, Any] | None) -> Site:
+        """``site`` (new, from its records and own settings) as :meth:`state` left it: checks
+        and filters applied again; its ledger from the state unless it keeps a ledger file."""
         for step in (state or {}).get("steps", []):
             site.answer(step, [])
         if state:
-            site.ledger = SiteLedger(PrivacyLedger.from_dict(state["ledger"]).entries, cap)
+            if site.ledger.path is None:
+                entries = PrivacyLedger.from_dict(state["ledger"]).entries
+                site.ledger = SiteLedger(entries, site.ledger.cap)
             site.answers = int(state["answers"])
         return site
 
     def answer(self, query: dict[str, Any], arrays: list[np.ndarray]) -> Any:
         """The answer to one query (refusals carry redacted messages only)."""
+        if not isinstance(query, dict) or query.get("op") not in OPERATIONS:
+            raise PrivacyError("this site refuses the query: an operation it does not know")
         if query.get("trust", self.trust.key()) != self.trust.key():
             raise PrivacyError(
                 f"this site's trust model is {self.trust.key()}, the server's "
@@ -127,14 +115,22 @@ class Site:
 
     # ------------------------------------------------------------------ no release
     def _validate(self, query: dict, arrays: list) -> None:
-        schema = Schema.from_dict(query["schema"])  # the label's two classes: a global check
-        local = replace(schema, label=None, label_prior="uniform")
-        self._table = validate_table(self._raw, local, out_of_bounds=query["out_of_bounds"])
-        self._steps, self._cells = [query], None
+        """The records against this site's OWN schema and rule (the server's must be them)."""
+        schema = same_schema(self.schema, query.get("schema"))
+        if query.get("out_of_bounds") != self.out_of_bounds:
+            raise PrivacyError(
+                f"this site refuses the query: it handles out-of-bounds values by "
+                f"'{self.out_of_bounds}', the server asked for {query.get('out_of_bounds')!r}"
+            )
+        local = replace(schema, label=None, label_prior="uniform")  # the label: a global check
+        self._table = validate_table(self._raw, local, out_of_bounds=self.out_of_bounds)
+        self._steps, self._cells, self._accepted = [query], None, schema
 
     def _released(self, query: dict, arrays: list) -> None:
-        self._table = keep_released_rows(self._checked(), Schema.from_dict(query["schema"]))
+        schema = completed_schema(self.schema, query.get("schema"))
+        self._table = keep_released_rows(self._checked(), schema)
         self._steps, self._cells = [*self._steps, query], None
+        self._accepted = schema
 
     # ------------------------------------------------------------------ releases
     def _size(self, query: dict, arrays: list) -> np.ndarray:
@@ -142,38 +138,48 @@ class Site:
         return self._noisy(exact, query, 1.0, "record count")
 
     def _bincount(self, query: dict, arrays: list) -> np.ndarray:
-        rule = rule_from_dict(query["rule"])
-        values = self._checked()[query["column"]].to_numpy()
-        cells = np.asarray(rule(values), dtype=np.int64)
-        exact = np.bincount(cells[cells >= 0], minlength=int(query["size"])).astype(np.float64)
-        return self._noisy(exact, query, 1.0, f"histogram of '{query['column']}'")
+        column = checked_column(self._accepted, query.get("column"))
+        size = checked_size(query.get("size"))
+        try:
+            rule = rule_from_dict(query["rule"])
+        except Exception:  # noqa: BLE001 - a malformed rule: refused, nothing read
+            raise PrivacyError("this site refuses the query: its cell rule is malformed") from None
+        checked_std(query)
+        table = self._checked()
+        cells = np.asarray(rule(table[column].to_numpy()), dtype=np.int64)
+        inside = cells[(cells >= 0) & (cells < size)]  # the shape is the query's, never the data's
+        exact = np.bincount(inside, minlength=size).astype(np.float64)
+        return self._noisy(exact, query, 1.0, f"histogram of '{column}'")
 
     def _frequent(self, query: dict, arrays: list) -> list[str]:
         """The Gaussian sparse histogram's released values, thresholded here at full noise."""
-        values = self._checked()[query["column"]]
+        column = checked_column(self._accepted, query.get("column"))
+        std, threshold = checked_std(query), checked_std(query, "threshold")
+        values = self._checked()[column]
         counts = values[values.notna()].astype(str).value_counts().sort_index()
-        std, threshold = float(query["std"]), float(query["threshold"])
-        self.trust.record_threshold(
-            self.ledger, f"categories of '{query['column']}'", std, threshold
-        )
+        self.trust.record_threshold(self.ledger, f"categories of '{column}'", std, threshold)
         noisy = counts.to_numpy(dtype=float) + std * self.rng.standard_normal(len(counts))
         return [str(v) for v, c in zip(counts.index, noisy, strict=True) if c >= threshold]
 
     def _counts(self, query: dict, arrays: list) -> np.ndarray:
-        marginals = [tuple(m) for m in query["marginals"]]
-        tables = count_tables(self._cells_of(query), marginals)
+        cells = self._cells_of(query)
+        marginals = self._marginals(query.get("marginals"), cells)
+        tables = count_tables(cells, marginals)
         exact = np.concatenate([t.ravel() for t in tables])
         l2 = float(np.sqrt(len(marginals)))
         return self._noisy(exact, query, l2, f"{len(marginals)} marginals")
 
     def _scores(self, query: dict, arrays: list) -> np.ndarray:
         """Each pair's L1 distance between this site's table and the model scaled to this
-        site's own size: one record moves its table by 1 and the scaled model by 1 (L1), so
-        each score by at most 2 (``SiteTrust.score_sensitivity``)."""
-        pairs = [tuple(p) for p in query["pairs"]]
-        tables = count_tables(self._cells_of(query), pairs)
+        site's own size: one record moves its table by 1 and the scaled model by 1 (L1: the
+        model tables are checked to be probability tables), so each score by at most 2
+        (``Trust.score_sensitivity``)."""
+        cells = self._cells_of(query)
+        pairs = self._marginals(query.get("pairs"), cells, width=2)
+        models = checked_tables(arrays, [tuple(cells[c].size for c in p) for p in pairs])
+        tables = count_tables(cells, pairs)
         n = float(len(self._checked()))
-        exact = np.array([np.abs(t - n * m).sum() for t, m in zip(tables, arrays, strict=True)])
+        exact = np.array([np.abs(t - n * m).sum() for t, m in zip(tables, models, strict=True)])
         l2 = self.trust.score_sensitivity(query.get("grid")) * np.sqrt(len(pairs))
         return self._noisy(
             exact, query, l2, f"scores of {len(pairs)} pairs", per=np.sqrt(len(pairs))
@@ -183,10 +189,12 @@ class Site:
     def _noisy(self, exact, query: dict, l2: float, what: str, per: float | None = None):
         """``exact`` + this site's noise; ``query['std']`` is the central std of a release of
         L2 sensitivity ``per`` (default ``l2``), which this site's sensitivity ``l2`` scales."""
-        std = float(query["std"]) * l2 / (l2 if per is None else per)
+        std = checked_std(query) * l2 / (l2 if per is None else per)
+        if self.trust.mode == "secagg":
+            checked_std(query, "grid")
         noisy = self.trust.noisy(exact, std, l2, query.get("grid"), self.ledger, what, self.rng)
-        if "clip" in query:
-            check_range(noisy, float(query["clip"]), what)
+        if "clip" in query:  # on the noisy share: a function of what was paid for
+            check_range(noisy, checked_std(query, "clip"), what)
         return noisy
 
     def _checked(self) -> pd.DataFrame:
@@ -195,28 +203,27 @@ class Site:
         return self._table
 
     def _cells_of(self, query: dict) -> Any:
-        key = json.dumps(query["encoder"], sort_keys=True)
+        """The records' cells under the server's encoder, which must be built on the schema
+        this site checked its records against (and its label)."""
+        description = checked_encoder(self._accepted, query.get("encoder"))
+        if query.get("label") != self._accepted.label:
+            raise PrivacyError("this site refuses the query: its label is not the schema's")
+        key = json.dumps(description, sort_keys=True)
         if self._cells is None or self._cells[0] != key:
-            encoder = encoder_from_dict(query["encoder"])
+            encoder = encoder_from_dict(description)
             cells = encoded_cells(encoder, self._checked(), query.get("label"))
             self._cells = (key, cells)
         return self._cells[1]
 
-
-# -- a deployed site's node config: its own cap and ledger file (tables and images alike) -------
-def site_cap(config: Any) -> tuple[float, float] | None:
-    """The site's own (epsilon, delta) cap, if its node config sets one (both or neither)."""
-    given = [k for k in ("max-epsilon", "max-delta") if k in config]
-    if not given:
-        return None
-    if len(given) == 1:
-        raise DpforgeError("a site's node config sets max-epsilon and max-delta together")
-    return float(config["max-epsilon"]), float(config["max-delta"])
-
-
-def write_site_ledger(config: Any, document: dict) -> None:
-    """Rewrite the site's ledger file (its node config's ``ledger``, if any) atomically."""
-    path = config.get("ledger")
-    if path:
-        text = json.dumps(document, indent=2)
-        atomic_write(Path(str(path)), lambda p: p.write_text(text), overwrite=True)
+    @staticmethod
+    def _marginals(given: Any, cells: dict, width: int | None = None) -> list[tuple[str, ...]]:
+        """The server's marginals (or pairs): non-empty lists of the encoder's cell columns."""
+        if not isinstance(given, list) or not given:
+            raise PrivacyError("this site refuses the query: no marginals named")
+        out = []
+        for names in given:
+            if (not isinstance(names, list) or not names or any(n not in cells for n in names)
+                    or (width is not None and len(names) != width)):  # fmt: skip
+                raise PrivacyError("this site refuses the query: a marginal it cannot count")
+            out.append(tuple(names))
+        return out

@@ -14,10 +14,26 @@ has variance ``(n_sites - k) / (n_sites - t) * sigma^2``: every release's noise 
 by ``sqrt((n_sites - k) / (n_sites - t))`` (:meth:`Trust.degraded_factor`), down to one site's
 own share, ``1 / sqrt(n_sites - t)``, when all others collude; each site's own ledger records that
 worst case. SecAgg+ sums integers modulo 2^32: a share is put on a public fixed-point grid
-(``grid``, a power of 2 chosen by the server from public bounds) before it leaves the site: an
-exact count is on the grid already, a pair score is rounded to it (its sensitivity grows by one
-grid step, which the noise covers), and the noise share is rounded to it (data-independent; the
-analysis treats the rounded share as Gaussian, as it treats floating-point noise).
+(``grid``, a power of 2, :func:`secagg_grid`) before it leaves the site. The grid is sized so
+that rounding changes neither the sensitivity nor the noise:
+
+* ``grid <= 1``: an exact count is a multiple of the grid, so one record moves a rounded count
+  by exactly 1, as the ledger says, and the rounded answer ``exact + rint(noise / grid) * grid``
+  is a function of the Gaussian answer ``exact + noise`` (post-processing); a pair score is
+  rounded to the grid and its sensitivity grows by one grid step, which the site prices;
+* ``grid <= share_std / NOISE_STEPS``: each site's noise share spans at least
+  ``NOISE_STEPS`` grid steps, so rounding cannot erase it (the summed rounded shares carry the
+  central variance; the distributed discrete Gaussian of Kairouz et al. 2021 is within a
+  factor ``exp(-2 pi^2 NOISE_STEPS^2 / 2)`` of one Gaussian at that width).
+
+The grid is ``2 clip / Q``: ``clip`` (a power of 2 above ``2 M + 12 share_std + 4``, M the
+public ``--max-site-records``) holds every share, and Q, the quantization range, is at most
+``2^31 / n`` so that the n quantized shares and Flower's weight factors sum within the
+modulus. More sites mean a smaller Q and a coarser grid: beyond :func:`max_secagg_sites`
+(256 sites at the default M = 2^20 when the share std is at least 8; fewer when it is smaller)
+a secure sum is REFUSED, naming the limit; lower ``--max-site-records`` or use
+``--trust local``. A site checks the grid it is sent against the same rule
+(:meth:`Trust.check_grid`) and refuses a coarser one.
 """
 
 from __future__ import annotations
@@ -34,6 +50,9 @@ from dpforge.privacy.ledger import PrivacyLedger
 
 TRUST_MODELS = ("local", "secagg")
 SCORE_SENSITIVITY = 2.0  # a site's pair score against the model scaled to its own size
+NOISE_STEPS = 8.0  # a noise share spans at least this many grid steps
+MODULUS_BITS = 31  # n quantized shares (and Flower's weight factors) stay below 2^31
+MAX_QUANTIZATION_BITS = 30
 
 
 @dataclass(frozen=True)
@@ -81,6 +100,21 @@ class Trust:
         """What a query carries so that a site can refuse a server whose model differs."""
         return [self.mode, self.n_sites, self.tolerate]
 
+    def check_grid(self, grid: float, std: float) -> None:
+        """Refuse a SecAgg grid that would change the sensitivity or round the noise away:
+        ``grid`` must be a power of 2, at most 1 (counts stay exact) and at most this site's
+        noise share std / ``NOISE_STEPS`` (``std``: the release's central std). A function of
+        public inputs only."""
+        if not (math.isfinite(grid) and grid > 0 and math.log2(grid).is_integer()):
+            raise PrivacyError(f"the SecAgg grid must be a power of 2, got {grid}; refused")
+        share = std * self.share_fraction
+        if grid > 1.0 or (share > 0 and grid * NOISE_STEPS > share):
+            raise PrivacyError(
+                f"the SecAgg grid {grid:g} is coarser than this site allows (at most 1 and "
+                f"1/{NOISE_STEPS:g} of its noise share std {share:.3g}): rounding would change "
+                "the sensitivity or erase the noise; refused"
+            )
+
     def score_sensitivity(self, grid: float | None) -> float:
         """A site's pair score moves by at most 2 per record, one grid step more once rounded."""
         return SCORE_SENSITIVITY + (grid or 0.0)
@@ -104,6 +138,8 @@ class Trust:
     def noisy(self, exact, std, l2, grid, ledger: PrivacyLedger, what: str, rng):
         """``exact`` plus this site's share of a release whose central std is ``std`` (L2
         sensitivity ``l2``); the event is recorded in the site's ledger first."""
+        if self.mode == "secagg":  # before anything is recorded: a public refusal
+            self.check_grid(float(grid), std)
         share = std * self.share_fraction
         event = GaussianDpEvent(share / l2) if share > 0 else NonPrivateDpEvent()
         ledger.record(f"site: {what}", event)
@@ -119,6 +155,49 @@ class Trust:
             return
         extra = 1.0 - NormalDist().cdf((threshold - 1.0) / std)
         ledger.record(f"site: {what}", GaussianDpEvent(std), extra)
+
+
+def secagg_grid(trust: Trust, std: float, max_site_records: int) -> tuple[float, float, int]:
+    """(grid, clipping range, quantization range) of a secure sum whose central noise std is
+    ``std``: every share lies within the clipping range (a site's count is at most
+    ``max_site_records``, a score at most twice that, the share's noise within 12 std), the n
+    shares' sum within the modulus, and the grid ``2 clip / quantization`` (a power of 2)
+    obeys :meth:`Trust.check_grid`. Refused, naming the limit, where no such grid exists."""
+    share = std * trust.share_fraction
+    bound = 2.0 * max_site_records + 12.0 * share + 4.0
+    clip = 2.0 ** math.ceil(math.log2(bound))
+    quantization = 2 ** _quantization_bits(trust.n_sites)
+    grid = 2.0 * clip / quantization
+    try:
+        trust.check_grid(grid, std)
+    except PrivacyError:
+        most = max_secagg_sites(max_site_records, share)
+        raise PrivacyError(
+            f"secure aggregation over {trust.n_sites} sites cannot keep the sensitivity and the "
+            f"noise exact: with --max-site-records {max_site_records} and a noise share std "
+            f"{share:.3g}, SecAgg+ serves at most {most} sites (grid {grid:g}); lower "
+            "--max-site-records, use fewer sites, or --trust local"
+        ) from None
+    return grid, clip, quantization
+
+
+def _quantization_bits(n_sites: int) -> int:
+    return min(MAX_QUANTIZATION_BITS, MODULUS_BITS - math.ceil(math.log2(n_sites)))
+
+
+def max_secagg_sites(max_site_records: int, share_std: float) -> int:
+    """The most sites a secure sum serves exactly (:func:`secagg_grid`'s rule) when one site
+    holds at most ``max_site_records`` records and adds a noise share of std ``share_std``
+    (taken as fixed; 0 when even 3 sites cannot be served)."""
+    bound = 2.0 * max_site_records + 12.0 * share_std + 4.0
+    clip = 2.0 ** math.ceil(math.log2(bound))
+    finest = min(1.0, share_std / NOISE_STEPS) if share_std > 0 else 1.0
+    # grid = 2 clip / 2^bits <= finest  <=>  bits >= log2(2 clip / finest)
+    bits = math.ceil(math.log2(2.0 * clip / finest))
+    if bits > MAX_QUANTIZATION_BITS:
+        return 0
+    most = 2 ** (MODULUS_BITS - bits)  # ceil(log2 n) <= 31 - bits
+    return most if most >= 3 else 0
 
 
 def on_grid(exact, noise, grid: float, what: str) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The Apache Spark engine: a table's records stay in Spark, only exact aggregates come back.
 
-``Synthesizer(...).fit(spark_dataframe)`` and ``dpforge fit PATH --engine spark`` run every
-measurement of the default table path (DP bounds and categories, the label prior, the fine
+``Synthesizer(...).fit(spark_dataframe)`` and ``dpforge fit PATH`` (``[engine] name = "spark"``)
+run every measurement of the default table path (DP bounds and categories, the label prior, the fine
 histograms that place the cells, the marginals, the pair scores and the selected pairs) as
 Spark aggregations (:mod:`dpforge.engines.spark_table`). The driver receives count tables,
 adds the noise once as the in-process path does, and records the same ledger: the same data and

@@ -204,7 +204,7 @@ def _summary(typed: Any, source: Any, schema: Any, found: list[Rules]) -> int:
         raise DataError(
             f"label column '{schema.label}' holds a single class ({private(summary['low'], 'r')}) "
             "in all rows; a conditional model needs at least two classes: choose "
-            "another --target or none"
+            "another target ([data] target) or none"
         )
     return int(summary["n"])
 

@@ -300,7 +300,7 @@ def _check_summary(checked: Any, label: str | None) -> int:
         raise DataError(
             f"label column '{label}' holds a single class ({private(summary['low'], 'r')}) "
             "in all rows; a conditional model needs at least two classes: choose "
-            "another --target or none"
+            "another target ([data] target) or none"
         )
     return int(summary["n"])
 

@@ -54,7 +54,7 @@ def anchoring_for(
         if public is None:
             raise PrivacyError(
                 "perceptual anchoring needs a declared public image set: pass public_data "
-                "(--public-data), or anchor on moments"
+                "([data] public_data), or anchor on moments"
             )
         return PerceptualAnchoring(anchor, public)
     if public is not None:

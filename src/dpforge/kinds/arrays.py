@@ -9,6 +9,7 @@ random features and trains the generator to match them (:mod:`dpforge.statistics
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +21,7 @@ from dpforge.errors import DataError, PrivacyError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
+from dpforge.privacy.resume import data_fingerprint
 from dpforge.schema.array import ArraySchema
 from dpforge.statistics import array_anchor
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
@@ -33,6 +35,29 @@ class ArrayKind:
     """Images and time series: :class:`ArrayData` checked against an :class:`ArraySchema`."""
 
     name = "array"
+    encodes_cells = False
+
+    @staticmethod
+    def kind_name(schema: ArraySchema) -> str:
+        return schema.kind  # "image" or "timeseries"
+
+    @staticmethod
+    def record_shape(schema: ArraySchema) -> tuple[int, ...]:
+        return tuple(schema.shape)
+
+    @staticmethod
+    def incomplete(schema: ArraySchema) -> list[str]:
+        """The channels without declared ranges, and a label without declared classes."""
+        names = [c.name for c in schema.incomplete_channels]
+        unlisted = schema.label is not None and schema.classes is None
+        return names + ([schema.label] if unlisted else [])
+
+    @staticmethod
+    def fingerprint(records: ArrayData) -> str:
+        """SHA-256 of the validated arrays and labels (private: the checkpoint folder only)."""
+        labels = None if records.labels is None else np.asarray(records.labels, dtype=str)
+        digest = data_fingerprint(np.asarray(records.values), labels)
+        return hashlib.sha256(digest.encode()).hexdigest()
 
     @staticmethod
     def validate(data: Any, schema: ArraySchema, out_of_bounds: str) -> ArrayData:
@@ -116,19 +141,27 @@ class MeasuredArrays(Measured):
 class _FeatureAnchoring(Anchoring):
     """What both array anchorings share: the budget target and the public feature seed."""
 
+    label = "random-feature anchoring"
+    alone_note = (
+        "noise_multiplier and epochs set the discriminator's steps, but this run "
+        "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "
+        "for images and series): pass anchor=None for the discriminator alone, or a "
+        "FeatureAnchorConfig with share between 0 and 1 to refine with it"
+    )
+
     def __init__(self, config: FeatureAnchorConfig) -> None:
         self.config = config
 
     def measured_from_dict(self, d: dict[str, Any]) -> MeasuredArrays:
         return MeasuredArrays.from_dict(d)
 
-    def set_refine_anchor(self, method: Any, loss: Any) -> None:
+    def set_refine_anchor(self, model: Any, loss: Any) -> None:
         """The anchor loss the generator keeps during refinement: ``refine_weight`` times
         ``loss`` on the releases (post-processing, free), on batches of the anchor's size;
         none at weight 0."""
         weight = self.config.refine_weight
-        method.anchor = None if weight == 0 else (loss, weight)
-        method.anchor_batch = self.config.batch_size
+        model.anchor = None if weight == 0 else (loss, weight)
+        model.anchor_batch = self.config.batch_size
 
     def measure(
         self, run, schema, records, ledger, rng, n_public: int, prior=None
@@ -161,17 +194,16 @@ class MomentAnchoring(_FeatureAnchoring):
         )
         return MeasuredArrays(feature_seed=seeds[0], subspace=subspace, moments=moments)
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Build the Gaussian from the released moments (post-processing), unless resuming;
         a private discriminator (if any) then refines the Gaussian's parameters, keeping
         them near the released moments by ``refine_weight``."""
         measured = setup.measured
-        self.set_refine_anchor(method, MomentLoss(measured.subspace, measured.moments))
+        self.set_refine_anchor(model, MomentLoss(measured.subspace, measured.moments))
         if resumed:
             return
-        run.init_networks(method)  # the discriminator's
-        array_anchor.set_gaussian(method.generator, measured.subspace, measured.moments)
-        method.generator_average.load_state_dict(method.generator.state_dict())
+        run.init_generator(model)
+        array_anchor.set_gaussian(model.generator, measured.subspace, measured.moments)
 
 
 class EmbeddingAnchoring(_FeatureAnchoring):
@@ -192,22 +224,19 @@ class EmbeddingAnchoring(_FeatureAnchoring):
         )
         return MeasuredArrays(embedding=embedding, feature_seed=seeds[0])
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Train the generator on the released embedding (free), unless resuming."""
         layout = setup.encoder.layout
         features = array_anchor.feature_map(
             layout.kind, layout.shape, self.config, setup.measured.feature_seed
         )
         loss = array_anchor.EmbeddingLoss(setup.measured.embedding, features)
-        self.set_refine_anchor(method, loss)
+        self.set_refine_anchor(model, loss)
         if resumed:
             return
-        run.init_networks(method)
+        run.init_generator(model)
         rng = make_generator(run.seed_sequence(3), run.device)
-        array_anchor.fit_generator(
-            method.generator, loss, setup.encoder.n_classes, self.config, rng
-        )
-        method.generator_average.load_state_dict(method.generator.state_dict())
+        array_anchor.fit_generator(model.generator, loss, setup.encoder.n_classes, self.config, rng)
 
     def sample_release(self, setup: Any) -> SampleRelease:
         """The release and its public feature parameters, for moving samples at sample time."""

@@ -7,9 +7,12 @@ An :class:`Anchoring` is asked, in the pipeline's order:
 2. ``measure(run, ...)``: plan its releases into the ledger, then run them on the records
    (the measure stage, the only place besides refinement that reads records);
 3. ``encoder``: the encoder the generator's outputs are decoded with;
-4. ``measure_adaptive``: releases chosen from earlier noisy releases (tables: the pair
-   selection and its second round), still in the measure stage;
-5. ``fit``: the generator fitted to all measurements (post-processing, free).
+4. ``fit_scout`` (fit stage, free), then ``measure_adaptive`` (measure stage): releases
+   chosen from earlier noisy releases with the generator fitted to them as a scout (tables:
+   the pair selection and its second round);
+5. ``fit``: the kind's generator fitted to all measurements (post-processing, free);
+6. ``before_refining``: only when the plan has discriminator steps, with the refiner that was
+   handed the fitted generator.
 
 :class:`NoAnchoring` is the pipeline without measurements: the discriminator alone.
 """
@@ -46,6 +49,8 @@ class Anchoring:
     """The pipeline's hooks for one kind and anchor configuration (see the module notes)."""
 
     config: Any = None
+    label = ""  # what a budget file calls the anchoring (``budget show``)
+    alone_note = ""  # why discriminator options are refused when the measurements are all
 
     @property
     def alone(self) -> bool:
@@ -76,12 +81,20 @@ class Anchoring:
     def encoder(self, kind: Any, schema: Any, measured: Measured) -> Any:
         return kind.encoder(schema)
 
-    def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
-        """Releases chosen from the earlier ones (none by default); ``records()`` reads the
-        records through the engine."""
+    def fit_scout(self, run: Any, setup: Any, model: Any) -> None:
+        """Fit the kind's generator ``model`` to the first releases as the scout that
+        ``measure_adaptive`` scores its choices with (post-processing; nothing by default)."""
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
-        """Fit ``method``'s generator to ``setup``'s measurements (post-processing)."""
+    def measure_adaptive(self, run: Any, setup: Any, model: Any, records: Any) -> None:
+        """Releases chosen from the earlier ones (none by default), with the kind's generator
+        ``model`` (:class:`dpforge.kinds.generator.KindGenerator`) as a scout fitted to them;
+        ``records()`` reads the records through the engine."""
+
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
+        """Fit the kind's generator ``model`` to ``setup``'s measurements (post-processing)."""
+
+    def before_refining(self, run: Any, refiner: Any) -> None:
+        """What the anchoring does with a refiner before its private steps (nothing here)."""
 
     def sample_release(self, setup: Any) -> Any:
         """What sampling may read of the releases (stored in the model folder), or None."""

@@ -78,7 +78,7 @@ class PerceptualAnchoring(_FeatureAnchoring):
         embedding = measure_embedding(features, x, labels, k, sigma, c, rng)
         return MeasuredArrays(None, seeds[0], subspace, moments, embedding)
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Train the generator on the three releases (free), unless resuming."""
         measured, layout = setup.measured, setup.encoder.layout
         self.device = run.device
@@ -87,24 +87,23 @@ class PerceptualAnchoring(_FeatureAnchoring):
         )
         embedding = array_anchor.EmbeddingLoss(measured.perceptual, features)
         moments = perceptual.MomentLoss(measured.subspace, measured.moments)
-        self.set_refine_anchor(method, perceptual.AnchorLoss(embedding, moments))
+        self.set_refine_anchor(model, perceptual.AnchorLoss(embedding, moments))
         if resumed:
             return
-        run.init_networks(method)
+        run.init_generator(model)
         rng = make_generator(run.seed_sequence(3), run.device)
         perceptual.fit_perceptual(
-            method.generator, (embedding, moments), setup.encoder.n_classes, self.config, rng
+            model.generator, (embedding, moments), setup.encoder.n_classes, self.config, rng
         )
-        method.generator_average.load_state_dict(method.generator.state_dict())
-        self._warm_start(method, run)
 
-    def _warm_start(self, method: Any, run: Any) -> None:
-        """The discriminator's non-private steps on the public set against the anchored
-        generator (dpforge.methods.public_start): free, no private record read."""
-        steps = getattr(method.config, "public_warm_start_steps", 0)
+    def before_refining(self, run: Any, refiner: Any) -> None:
+        """The refiner's non-private discriminator steps on the public set against the anchored
+        generator (dpforge.methods.public_start), when its options ask for them: free, no
+        private record read."""
+        steps = getattr(refiner.config, "public_warm_start_steps", 0)
         if steps:
             rng = make_generator(run.seed_sequence(8), run.device)  # a stream of its own
-            warm_start_on_public(method, self.public, steps, rng)
+            warm_start_on_public(refiner, self.public, steps, rng)
 
 
 def plan_releases(

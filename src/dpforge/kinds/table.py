@@ -31,6 +31,7 @@ from dpforge.privacy.person import (
     kept_rows,
     row_priority,
 )
+from dpforge.privacy.resume import data_fingerprint
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
 from dpforge.statistics.bound_atoms import empty_ends, non_atom_bounds, with_empty_bounds
@@ -67,6 +68,7 @@ from dpforge.statistics.rounds import (
     plan_anchoring,
     planned_cell_std,
     round_one_cell_std,
+    train_scout,
 )
 from dpforge.statistics.rule_penalty import RULES_WEIGHT, with_rules
 
@@ -81,6 +83,26 @@ class TableKind:
     """Tables: a pandas DataFrame checked against a column :class:`Schema`."""
 
     name = "table"
+    encodes_cells = True  # numeric columns on DP-placed cells (a model.json's encoding edges)
+
+    @staticmethod
+    def kind_name(schema: Schema) -> str:
+        return "table"
+
+    @staticmethod
+    def record_shape(schema: Schema) -> tuple[int, ...]:
+        return ()
+
+    @staticmethod
+    def incomplete(schema: Schema) -> list[str]:
+        """The columns whose bounds or categories are not declared (nor released)."""
+        return [c.name for c in schema.incomplete_columns]
+
+    @staticmethod
+    def fingerprint(records: Any) -> str:
+        """SHA-256 of the validated rows (private: kept in the checkpoint folder only)."""
+        hashed = pd.util.hash_pandas_object(records, index=False).to_numpy()
+        return data_fingerprint(hashed, np.asarray(list(records.columns), dtype=str))
 
     @staticmethod
     def validate(data: Any, schema: Schema, out_of_bounds: str) -> pd.DataFrame:
@@ -171,6 +193,14 @@ class MeasuredTable(Measured):
 
 class MarginalAnchoring(Anchoring):
     """Tables anchored on DP-measured marginals (:class:`AnchorConfig`)."""
+
+    label = "marginal anchoring"
+    alone_note = (
+        "noise_multiplier and epochs set the discriminator's steps, but this run "
+        "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
+        "set the anchor share to 0 (anchor=None; [anchor] share = 0 with --refine) for the "
+        "discriminator alone, or between 0 and 1 to refine with it"
+    )
 
     def __init__(self, config: AnchorConfig) -> None:
         self.config = config
@@ -290,25 +320,40 @@ class MarginalAnchoring(Anchoring):
         spent_share = min(1.0, run.metadata_share + (1 - run.metadata_share) * share)
         return run.epsilon * spent_share, run.delta * spent_share - ledger.extra_delta()
 
-    def measure_adaptive(self, run: Any, setup: Any, method: Any, records: Any) -> None:
-        """The pair selection and round 2, with a scout generator fitted to round 1
-        (``records()`` reads the records, if their cells are not at hand)."""
+    def fit_scout(self, run: Any, setup: Any, model: Any) -> None:
+        """Initialise the kind's generator from the run's seed and, when pairs are to be
+        selected, fit it to round 1 as the scout that scores them (free)."""
         measured = setup.measured
         if not measured.marginals:
             return
-        _start_generator(run, method, measured)
+        _start_generator(run, model, measured)
         if measured.plan.pairs:
-            blocks = measured.blocks or _blocks(setup.encoder, records())[1]
-            label_name, spans = _label_name(setup.encoder), setup.encoder.spans
-            config = replace(self.config, label_pairs=_planned_label_pairs(self.config, measured))
-            both_rounds = measure_selected_pairs(
-                method.generator, list(measured.marginals), measured.plan, blocks, spans,
-                label_name, _prior(setup), config, measured.rngs,
+            train_scout(
+                model.generator, list(measured.marginals), setup.encoder.spans,
+                _label_name(setup.encoder), _prior(setup), self._round_two(measured),
+                measured.rngs[1],
             )  # fmt: skip
-            both_rounds = with_empty_bounds(both_rounds, measured.empty_bounds)
-            setup.measured.marginals = tuple(both_rounds)
 
-    def fit(self, run: Any, setup: Any, method: Any, resumed: bool) -> None:
+    def measure_adaptive(self, run: Any, setup: Any, model: Any, records: Any) -> None:
+        """The pair selection and round 2, scored on the scout ``model`` fitted to round 1
+        (``records()`` reads the records, if their cells are not at hand)."""
+        measured = setup.measured
+        if not measured.marginals or not measured.plan.pairs:
+            return
+        blocks = measured.blocks or _blocks(setup.encoder, records())[1]
+        label_name, spans = _label_name(setup.encoder), setup.encoder.spans
+        both_rounds = measure_selected_pairs(
+            model.generator, list(measured.marginals), measured.plan, blocks, spans,
+            label_name, _prior(setup), self._round_two(measured), measured.rngs,
+        )  # fmt: skip
+        both_rounds = with_empty_bounds(both_rounds, measured.empty_bounds)
+        setup.measured.marginals = tuple(both_rounds)
+
+    def _round_two(self, measured: MeasuredTable) -> AnchorConfig:
+        """The config with round 2's form as the plan resolved it."""
+        return replace(self.config, label_pairs=_planned_label_pairs(self.config, measured))
+
+    def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run
         takes the anchored generator from its checkpoint and keeps only the loss."""
         measured, encoder = setup.measured, setup.encoder
@@ -317,15 +362,14 @@ class MarginalAnchoring(Anchoring):
         prior = _prior(setup)
         loss = anchor_loss(measured.marginals, encoder.spans, _label_name(encoder), prior)
         loss = with_rules(loss, encoder, RULES_WEIGHT)  # the schema's rules
-        method.anchor = (loss, self.config.weight)
+        model.anchor = (loss, self.config.weight)
         if resumed:
             return
         if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
-            _start_generator(run, method, measured)
+            _start_generator(run, model, measured)
         n_classes = 0 if prior is None else prior.shape[0]
         phase = anchor_phase(self.config, measured.marginals[0].total)  # the released N
-        train_anchor(method.generator, loss, n_classes, phase, measured.rngs[1])
-        method.generator_average.load_state_dict(method.generator.state_dict())
+        train_anchor(model.generator, loss, n_classes, phase, measured.rngs[1])
 
     def sample_release(self, setup: Any) -> MarginalRelease | None:
         """The measured marginals, stored so that sampling matches rows to them."""
@@ -368,10 +412,10 @@ def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng)
     return {c.name: place_codes(c, counts[c.name], std, cells).to_dict() for c in long}
 
 
-def _start_generator(run: Any, method: Any, measured: MeasuredTable) -> None:
+def _start_generator(run: Any, model: Any, measured: MeasuredTable) -> None:
     """Initialise the networks from the run's seed, and the generators the selection and the
     fit share (numpy stream 4, torch stream 3)."""
-    run.init_networks(method)
+    run.init_generator(model)
     measured.rngs = (
         np.random.default_rng(run.seed_sequence(4)),
         make_generator(run.seed_sequence(3)),

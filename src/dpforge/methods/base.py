@@ -7,7 +7,6 @@ the generator minimises (``generator_loss``) and which DP event its steps are
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,9 @@ import torch
 
 from dpforge.distributed import ONE_PROCESS, GradientReducer
 from dpforge.errors import PrivacyError
+from dpforge.kinds.generator import GeneratorConfig, KindGenerator
 from dpforge.nets.families import Layout, Networks, build_networks
+from dpforge.nets.init import initialise
 from dpforge.nets.mlp import one_hot
 from dpforge.privacy.accounting import dpsgd_event
 from dpforge.privacy.person import refuse_per_row_sgd
@@ -85,18 +86,13 @@ def check_common_config(config: Any) -> None:
 
 
 class GanMethod:
-    """Generator, discriminator and their optimizers; the private step is the subclass's."""
+    """A refiner: the discriminator and the optimizers that train the kind's generator
+    (:class:`KindGenerator`, handed to it); the private step is the subclass's."""
 
     name = "gan"
     # The generator's loss is post-processing (generated rows through the privately trained
     # discriminator) and may be shown in progress output; never the discriminator's.
     g_loss_is_public = True
-    # (AnchorLoss, weight) when the generator also matches measured marginals (set by the
-    # Synthesizer; post-processing of a DP release, so it adds no privacy cost).
-    anchor: tuple[Any, float] | None = None
-    # Rows of the batch the anchor loss is computed on (None: the method's batch size); the
-    # array anchorings set their own, as their loss compares batch statistics with releases.
-    anchor_batch: int | None = None
     # The ranks' seam (dpforge.distributed): identity in one process, set by ``prepare``.
     reducer: GradientReducer = ONE_PROCESS
     rank_generator: torch.Generator | None = None
@@ -109,22 +105,73 @@ class GanMethod:
         label_prior: torch.Tensor | None,
         noise_multiplier: float,
         device: torch.device | str = "cpu",
+        generator: KindGenerator | None = None,
     ) -> None:
+        """``generator``: the kind's fitted generator to refine (None: a fresh one built from
+        ``config``'s generator fields, for the discriminator alone and the method tests)."""
         config.validate()
         if noise_multiplier < 0:
             raise PrivacyError(f"noise multiplier must be >= 0, got {noise_multiplier}")
+        if generator is None:
+            spec = GeneratorConfig.of(config)
+            generator = KindGenerator(spec, layout, n_classes, label_prior, device)
+        self.model = generator
         self.config = config
         self.noise_multiplier = float(noise_multiplier)
-        self.n_classes = n_classes
-        self.label_prior = label_prior
         self.networks: Networks = build_networks(layout, config, n_classes)
-        self.generator = self.networks.make_generator().to(device)
         self.discriminator = self.networks.make_discriminator().to(device)
         self.d_optimizer = self.make_d_optimizer()
-        self.generator_average = copy.deepcopy(self.generator).requires_grad_(False)
+        self.generator_average = generator.average()
         self.g_optimizer = torch.optim.Adam(
             self.generator.parameters(), lr=config.g_lr, betas=(config.g_beta1, 0.999)
         )
+
+    @classmethod
+    def refining(cls, model: KindGenerator, config: Any, noise_multiplier: float) -> GanMethod:
+        """The refiner of the kind's fitted generator ``model``, its discriminators initialised
+        from the run's stream where the generator's initialisation left it."""
+        method = cls(
+            config, model.layout, model.n_classes, model.label_prior, noise_multiplier,
+            model.device, generator=model,
+        )  # fmt: skip
+        if model.init_stream is not None:
+            for module in method.discriminators():
+                initialise(module, model.init_stream)
+        return method
+
+    # -- the kind's generator, refined in place ---------------------------------------------
+    @property
+    def generator(self) -> torch.nn.Module:
+        return self.model.generator
+
+    @property
+    def n_classes(self) -> int:
+        return self.model.n_classes
+
+    @property
+    def label_prior(self) -> torch.Tensor | None:
+        return self.model.label_prior
+
+    @label_prior.setter
+    def label_prior(self, value: torch.Tensor | None) -> None:
+        self.model.label_prior = value
+
+    @property
+    def anchor(self) -> tuple[Any, float] | None:
+        """(AnchorLoss, weight) the generator also matches (the kind's anchoring sets it)."""
+        return self.model.anchor
+
+    @anchor.setter
+    def anchor(self, value: tuple[Any, float] | None) -> None:
+        self.model.anchor = value
+
+    @property
+    def anchor_batch(self) -> int | None:
+        return self.model.anchor_batch
+
+    @anchor_batch.setter
+    def anchor_batch(self, value: int | None) -> None:
+        self.model.anchor_batch = value
 
     def make_d_optimizer(self) -> torch.optim.Optimizer:
         raise NotImplementedError
@@ -153,9 +200,17 @@ class GanMethod:
 
     def step_event(self, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
         """The DP event of the ``steps`` the run did (non-private when sigma = 0 or C = inf)."""
-        if not self.is_private:
+        return self.event_of(self.config, self.noise_multiplier, sample_rate, steps)
+
+    @classmethod
+    def event_of(
+        cls, config: Any, noise_multiplier: float, sample_rate: float, steps: int
+    ) -> dp_accounting.DpEvent:
+        """:meth:`step_event` of a refiner with ``config`` and noise, before one is built (the
+        planned ledger)."""
+        if not (noise_multiplier > 0 and math.isfinite(config.clip_norm)):
             return dp_accounting.NonPrivateDpEvent() if steps else dp_accounting.NoOpDpEvent()
-        return self.training_event(self.config, sample_rate, self.noise_multiplier, steps)
+        return cls.training_event(config, sample_rate, noise_multiplier, steps)
 
     # -- generated batches -----------------------------------------------------------------
     def sample_labels(self, n: int, generator: torch.Generator) -> torch.Tensor | None:
@@ -335,8 +390,14 @@ class GanMethod:
         self.d_optimizer.step()
 
     def trained_networks(self) -> list[torch.nn.Module]:
-        """The networks whose weights training starts from (initialised by the run's seed)."""
-        return [self.generator, self.discriminator]
+        """The networks whose weights training starts from (initialised by the run's seed, in
+        this order)."""
+        return [self.generator, *self.discriminators()]
+
+    def discriminators(self) -> list[torch.nn.Module]:
+        """The networks the refiner trains besides the generator (initialised by the run's
+        seed after it)."""
+        return [self.discriminator]
 
     def state_parts(self) -> dict[str, Any]:
         """Everything a checkpoint must restore (networks and optimizers)."""

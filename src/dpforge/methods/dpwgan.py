@@ -213,7 +213,7 @@ class DPWGAN(GanMethod):
         if c.bayesian_accounting and reducer.world_size > 1:
             raise PrivacyError(
                 "the Bayesian bound reads every step's per-example gradients in one place; "
-                "run dpwgan with --bayesian on one process"
+                "run dpwgan with bayesian_accounting on one process"
             )
         if c.bayesian_accounting and self.is_private and self.bayesian is None:
             self.bayesian = BayesianAccountant(

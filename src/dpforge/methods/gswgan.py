@@ -294,8 +294,8 @@ class GSWGAN(GanMethod):
     def discriminator_step(self, *args: Any, **kwargs: Any) -> StepStats:  # pragma: no cover
         raise PrivacyError("GS-WGAN's critics train in train_step, on their own subsets")
 
-    def trained_networks(self) -> list[nn.Module]:
-        return [self.generator, *self.critics]
+    def discriminators(self) -> list[nn.Module]:
+        return list(self.critics)
 
     def state_parts(self) -> dict[str, Any]:
         parts = {

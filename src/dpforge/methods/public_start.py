@@ -30,8 +30,8 @@ from dpforge.statistics.perceptual import PublicImages
 __all__ = ["NO_PUBLIC_SET", "public_classes", "refuse_without_public", "warm_start_on_public"]
 
 NO_PUBLIC_SET = (
-    "public_warm_start_steps (--public-warm-start-steps) trains the discriminator on a "
-    "declared public set: pass public_data (--public-data), or leave it at 0"
+    "public_warm_start_steps trains the discriminator on a "
+    "declared public set: pass public_data ([data] public_data), or leave it at 0"
 )
 
 

@@ -103,6 +103,15 @@ def build_networks(layout: Layout, config: Any, n_classes: int) -> Networks:
     )
 
 
+def build_generator(layout: Layout, config: Any, n_classes: int) -> nn.Module:
+    """The generator ``config`` asks for (``generator_net``) on ``layout``, and nothing else:
+    no discriminator is built or named (a fit without refinement, a model being loaded)."""
+    if layout.kind not in GENERATORS:
+        raise PrivacyError(f"unknown data type '{layout.kind}'; use one of {list(GENERATORS)}")
+    name = _choose(layout.kind, config.generator_net, GENERATORS, "generator")
+    return _generator(layout, name, config, n_classes)
+
+
 def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
     if name == "mlp" and layout.kind == TABLE:
         return Generator(c.latent_dim, n_classes, layout.spans, c.generator_hidden, c.gumbel_tau)

@@ -2,14 +2,19 @@
 
 plan     what may be released, each release's dp-accounting event in the ledger before it
          runs, and the data set's budget file charged (:mod:`.plan`);
-measure  the records checked, then the planned releases (:mod:`.measure`);
-fit      the generator fitted to the noisy measurements: post-processing (:mod:`.fit`);
-refine   optional: a private discriminator trains it further with DP-SGD (:mod:`.refine`);
+measure  the records checked, then the planned releases (:mod:`.measure`); the pipeline
+         then plans the discriminator's steps on what the budget left;
+fit      the kind's generator built and fitted to the noisy measurements: post-processing
+         (:mod:`.fit`); with adaptive releases, first fitted to the first ones as the scout
+         that chooses them, before the measure stage runs them;
+refine   only when the plan has steps: a refiner is handed the generator and trains it
+         further with DP-SGD (:mod:`.refine`);
 release  the ledger completed and checked, the generator handed out (:mod:`.release`).
 
 Only ``measure`` and ``refine`` read records, through the run's engine
 (:mod:`dpforge.engines`), which refuses any other stage. The data kind plugs in through its
-anchoring (:mod:`dpforge.kinds`); nothing here branches on the kind.
+anchoring (:mod:`dpforge.kinds`); nothing here branches on the kind. The stages go one way:
+this module calls each in turn, and none calls back into a stage above it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 from dpforge import options as run_options
 from dpforge.engines.base import Engine
 from dpforge.errors import DpforgeError
+from dpforge.kinds.generator import GeneratorConfig
 from dpforge.methods import METHODS
 from dpforge.pipeline import fit as fit_stage
 from dpforge.pipeline import measure as measure_stage
@@ -32,6 +38,7 @@ from dpforge.pipeline.checkpoints import (
 from dpforge.pipeline.plan import (
     check_delta,
     check_request,
+    plan_training,
     planned_ledger,
     reserve_budget,
     settle_budget,
@@ -65,15 +72,17 @@ def run_pipeline(
         if charged is not None and run.budget_run != resume_of:
             settle_budget(budget, charged, ledger)
         raise
-    method = fit_stage.build_method(run, setup)
-    charged = settle_budget(budget, charged, planned_ledger(run, setup, method)) or charged
+    charged = settle_budget(budget, charged, planned_ledger(run, setup)) or charged
+    model = fit_stage.build_generator(run, setup)
     if setup.measuring:  # measured now, not read from a checkpoint
-        measure_stage.measure_adaptive(run, setup, method, engine)
+        fit_stage.fit_scout(run, setup, model)
+        measure_stage.measure_adaptive(run, setup, model, engine)
         measure_stage.save(run, engine, setup)
     resumed = is_resumed(run, setup)
-    fit_stage.fit(run, setup, method, resumed)
-    wasted = refine_stage.refine(run, setup, method, engine)
-    return release_stage.release(run, setup, method, wasted), charged
+    fit_stage.fit(run, setup, model, resumed)
+    refiner = refine_stage.build_refiner(run, setup, model, resumed)
+    wasted = refine_stage.refine(run, setup, refiner, engine)
+    return release_stage.release(run, setup, model, refiner, wasted), charged
 
 
 def _measure(
@@ -86,7 +95,9 @@ def _measure(
         n_public = measure_stage.release_size(run, n_records, ledger, engine)
         check_delta(run, round(n_public))  # the released (or declared) N, never N itself
         _start(run, options, n_public)
-        setup = measure_stage.measure(run, engine, (n_records, n_public), ledger)
+        schema, prior, measured, n_sampled = measure_stage.measure(run, engine, n_public, ledger)
+        plan = plan_training(run, n_sampled, ledger)  # the steps that fit what is left
+        setup = RunSetup(schema, prior, ledger, plan, n_records, measured, n_public=n_public)
         setup.measuring = True
     else:
         _start(run, options, setup.n_public)
@@ -103,8 +114,13 @@ def _start(run: RunSettings, options: Any, n_public: float) -> None:
 
 
 def _resolve_config(run: RunSettings, options: Any, n: int) -> None:
-    """The method's config for ``n`` records, with the anchoring's generator."""
-    config = METHODS[run.method][0].resolve_config(options, n)
-    if not run.anchoring.alone:  # alone, no discriminator step uses the batch size (issue 21.8)
+    """The run's config for ``n`` records, with the anchoring's generator: the kind's generator
+    alone when the measurements are the whole run (no GAN config is built), else the refiner's
+    config (``options``, or its defaults) holding it."""
+    if run.anchoring.alone:  # no discriminator step uses a batch size (issue 21.8)
+        config = GeneratorConfig()
+    else:
+        method_cls, config_cls = METHODS[run.method]
+        config = method_cls.resolve_config(options or config_cls(), n)
         run_options.check_against_size(config, n)
     run.config = run.anchoring.method_config(config, run.default_options, run.schema)

@@ -13,14 +13,10 @@ budget run id, and a resume with any difference is refused before its first step
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import pandas as pd
 
 from dpforge.errors import PrivacyError
 from dpforge.pipeline.run import RunSettings, RunSetup
@@ -28,7 +24,6 @@ from dpforge.privacy.resume import (
     DATA_KEY,
     SETTINGS_KEY,
     check_resume,
-    data_fingerprint,
     flat_settings,
 )
 from dpforge.storage import read_json, write_json
@@ -103,27 +98,17 @@ def save_measured(run: RunSettings, setup: RunSetup, records: Any) -> None:
     info = {
         "setup": setup.to_dict(),
         SETTINGS_KEY: settings,
-        RECORDS_KEY: records_fingerprint(records),
+        RECORDS_KEY: run.kind.fingerprint(records),
         BUDGET_RUN_KEY: run.budget_run,
     }
     Path(run.checkpoint_dir).mkdir(parents=True, exist_ok=True)
     write_json(Path(run.checkpoint_dir) / MEASURED, info, private=True)
 
 
-def records_fingerprint(records: Any) -> str:
-    """SHA-256 of the validated records (a table's rows, or arrays and labels): private, kept
-    in the checkpoint folder only."""
-    if isinstance(records, pd.DataFrame):
-        hashed = pd.util.hash_pandas_object(records, index=False).to_numpy()
-        return data_fingerprint(hashed, np.asarray(list(records.columns), dtype=str))
-    labels = None if records.labels is None else np.asarray(records.labels, dtype=str)
-    return hashlib.sha256(data_fingerprint(np.asarray(records.values), labels).encode()).hexdigest()
-
-
 def check_resumable(run: RunSettings, setup: RunSetup, n_records: int, records: Any) -> None:
     """Refuse to resume unless the checkpoint was made on these data with these settings."""
     info = latest_checkpoint(run)
-    if RECORDS_KEY in info and info[RECORDS_KEY] != records_fingerprint(records):
+    if RECORDS_KEY in info and info[RECORDS_KEY] != run.kind.fingerprint(records):
         raise PrivacyError(
             f"cannot resume from {run.checkpoint_dir}: the data differ from those the checkpoint "
             "was made on; resume on the same data, or use another --checkpoint-dir"

@@ -1,34 +1,35 @@
-"""The fit stage: the generator fitted to the noisy measurements (post-processing, free).
+"""The fit stage: the kind's generator fitted to the noisy measurements (post-processing, free).
 
-The generator lives in the method object, whose discriminator (if the plan has steps) refines
-it next; the kind's anchoring fits it (:mod:`dpforge.kinds`). Nothing here reads records.
+The generator belongs to the fit (:class:`dpforge.kinds.generator.KindGenerator`): no
+discriminator, GAN config or optimiser is built here. The kind's anchoring fits it
+(:mod:`dpforge.kinds`); a refiner is handed it afterwards, only when the plan has
+discriminator steps (:mod:`dpforge.pipeline.refine`). Nothing here reads records.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict
-
 import torch
 
-from dpforge.methods import METHODS
-from dpforge.methods.base import GanMethod
+from dpforge.kinds.generator import GeneratorConfig, KindGenerator
 from dpforge.pipeline.run import RunSettings, RunSetup
 
 
-def build_method(run: RunSettings, setup: RunSetup) -> GanMethod:
-    """The generator and, for refinement, the private discriminator, with the planned noise."""
-    method_cls, _ = METHODS[run.method]
-    options = run.config
-    if not math.isfinite(run.epsilon):
-        options = type(options)(**{**asdict(options), "clip_norm": math.inf})
+def build_generator(run: RunSettings, setup: RunSetup) -> KindGenerator:
+    """The kind's generator for the run's config (untrained until the anchoring fits it)."""
     prior = setup.label_prior
     prior_t = None if prior is None else torch.as_tensor(prior, dtype=torch.float32)
     encoder = setup.encoder
-    sigma = setup.plan.noise_multiplier
-    return method_cls(options, encoder.layout, encoder.n_classes, prior_t, sigma, run.device)
+    config = GeneratorConfig.of(run.config)
+    return KindGenerator(config, encoder.layout, encoder.n_classes, prior_t, run.device)
 
 
-def fit(run: RunSettings, setup: RunSetup, method: GanMethod, resumed: bool) -> None:
-    """Fit the generator to the measurements (a resumed run takes it from its checkpoint)."""
-    run.anchoring.fit(run, setup, method, resumed)
+def fit_scout(run: RunSettings, setup: RunSetup, model: KindGenerator) -> None:
+    """Fit the generator to the first releases as the scout the adaptive releases are chosen
+    with (tables: pair selection), before the measure stage runs them (free)."""
+    run.anchoring.fit_scout(run, setup, model)
+
+
+def fit(run: RunSettings, setup: RunSetup, model: KindGenerator, resumed: bool) -> None:
+    """Fit the generator to the measurements (a resumed refinement takes it from its
+    checkpoint; the anchoring then only sets the loss the refiner keeps)."""
+    run.anchoring.fit(run, setup, model, resumed)

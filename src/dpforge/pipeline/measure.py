@@ -16,8 +16,9 @@ from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 from dpforge import options as run_options
 from dpforge.engines.base import MEASURE, Engine
 from dpforge.errors import PrivacyError
+from dpforge.kinds import Measured
 from dpforge.pipeline.checkpoints import bounding_seed, check_resumable, save_measured
-from dpforge.pipeline.plan import metadata_budget, plan_training, size_noise
+from dpforge.pipeline.plan import metadata_budget, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit, person_codes
@@ -100,19 +101,18 @@ def sampled_count(run: RunSettings, records: Any, ledger: PrivacyLedger, n_publi
 
 
 def measure(
-    run: RunSettings, engine: Engine, sizes: tuple[int, float], ledger: PrivacyLedger
-) -> RunSetup:
-    """A new run's releases into ``ledger`` (which holds the record count's): the metadata,
-    then the anchoring's measurements; then the plan of the discriminator's steps that fits
-    what is left of the budget. ``sizes``: the exact and the released record count."""
-    n_records, n_public = sizes
+    run: RunSettings, engine: Engine, n_public: float, ledger: PrivacyLedger
+) -> tuple[Any, np.ndarray | None, Measured, float]:
+    """A new run's releases into ``ledger`` (which holds the record count's, ``n_public``):
+    the metadata, then the anchoring's measurements, then (a privacy unit with discriminator
+    steps) the person count. Returns the completed schema, the label prior, the anchoring's
+    measurements and the count DP-SGD samples from (the pipeline plans the steps on it)."""
     rng = np.random.default_rng(run.seed_sequence(0))
     records = engine.read(MEASURE)
     schema, prior = run.kind.complete(records, run.schema, metadata_budget(run), ledger, rng)
     released = run.kind.released(records, schema)
     measured = run.anchoring.measure(run, schema, released, ledger, rng, n_public, prior)
-    plan = plan_training(run, sampled_count(run, records, ledger, n_public), ledger)
-    return RunSetup(schema, prior, ledger, plan, n_records, measured, n_public=n_public)
+    return schema, prior, measured, sampled_count(run, records, ledger, n_public)
 
 
 def keep_released(run: RunSettings, engine: Engine, setup: RunSetup) -> None:
@@ -132,6 +132,7 @@ def save(run: RunSettings, engine: Engine, setup: RunSetup) -> None:
         save_measured(run, setup, engine.read(MEASURE))
 
 
-def measure_adaptive(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> None:
-    """Releases chosen from the earlier noisy ones (tables: pair selection and round 2)."""
-    run.anchoring.measure_adaptive(run, setup, method, lambda: engine.read(MEASURE))
+def measure_adaptive(run: RunSettings, setup: RunSetup, model: Any, engine: Engine) -> None:
+    """Releases chosen from the earlier noisy ones (tables: pair selection and round 2, with
+    the kind's generator ``model`` as the scout)."""
+    run.anchoring.measure_adaptive(run, setup, model, lambda: engine.read(MEASURE))

@@ -11,6 +11,7 @@ once the releases ran (:mod:`dpforge.privacy.budget`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import dp_accounting
@@ -27,23 +28,12 @@ from dpforge.privacy.budget import (
 )
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.statistics.metadata import MetadataBudget
 from dpforge.training import TrainingPlan
 
 SIZE_SHARE = 0.05  # of the run's budget, for the record count N that sizes q, cells and totals
 DEFAULT_EPOCHS = 50.0
 MIN_STEPS = 100
-_ANCHOR_ONLY_NOTE = {
-    False: "noise_multiplier and epochs set the discriminator's steps, but this run "
-    "anchors on marginals alone (AnchorConfig share 1.0, the default for tables): "
-    "set the anchor share to 0 (anchor=None, --anchor-share 0) for the "
-    "discriminator alone, or between 0 and 1 to refine with it",
-    True: "noise_multiplier and epochs set the discriminator's steps, but this run "
-    "anchors on random-feature embeddings alone (FeatureAnchorConfig share 1.0, the default "
-    "for images and series): pass anchor=None for the discriminator alone, or a "
-    "FeatureAnchorConfig with share between 0 and 1 to refine with it",
-}
 
 
 def check_delta(run: RunSettings, n_public: int) -> None:
@@ -64,7 +54,7 @@ def check_request(run: RunSettings) -> None:
         raise PrivacyError("give noise_multiplier or epochs, not both: the other is calibrated")
     alone = run.anchoring.alone
     if alone and (run.noise_multiplier is not None or run.epochs is not None):
-        raise PrivacyError(_ANCHOR_ONLY_NOTE[isinstance(run.anchor, FeatureAnchorConfig)])
+        raise PrivacyError(run.anchoring.alone_note)
     if not math.isfinite(run.epsilon) and run.epochs is None and not alone:
         raise PrivacyError("a non-private run (epsilon = inf) needs epochs")
 
@@ -87,8 +77,20 @@ def metadata_budget(run: RunSettings) -> MetadataBudget:
 
 
 def sample_rate(run: RunSettings, n_public: float) -> float:
-    """The discriminator's Poisson sampling rate q = B / N, N the count released under DP."""
-    return METHODS[run.method][0].sample_rate(run.config, n_public)
+    """The discriminator's Poisson sampling rate q = B / N, N the count released under DP. A
+    run without discriminator steps samples nothing; its plan states the rate of the default
+    refiner's batch (its config's class default: no config is built), as plans always did."""
+    method_cls, config_cls = METHODS[run.method]
+    if run.anchoring.alone:
+        return config_cls.batch_size / n_public
+    return method_cls.sample_rate(run.config, n_public)
+
+
+def refiner_config(run: RunSettings) -> Any:
+    """The refiner's config: the run's, without clipping for the non-private baseline."""
+    if math.isfinite(run.epsilon):
+        return run.config
+    return replace(run.config, clip_norm=math.inf)
 
 
 def plan_training(run: RunSettings, n_public: float, ledger: PrivacyLedger) -> TrainingPlan:
@@ -132,15 +134,21 @@ def _calibrate(run: RunSettings, q: float, ledger: PrivacyLedger) -> tuple[float
     return sigma, steps
 
 
-def planned_ledger(run: RunSettings, setup: RunSetup, method: Any) -> PrivacyLedger:
+def planned_ledger(run: RunSettings, setup: RunSetup) -> PrivacyLedger:
     """The ledger this run will have: the releases so far and the planned discriminator steps."""
     planned = PrivacyLedger(setup.ledger.entries)
     if setup.plan.steps:
         planned.record(
             run.unit.sgd_entry(f"{run.method}: {setup.plan.steps} discriminator steps"),
-            method.step_event(setup.plan.sample_rate, setup.plan.steps),
+            refiner_event(run, setup.plan, setup.plan.steps),
         )
     return planned
+
+
+def refiner_event(run: RunSettings, plan: TrainingPlan, steps: int) -> dp_accounting.DpEvent:
+    """The DP event of ``steps`` of the planned refiner's steps (no refiner built)."""
+    method_cls = METHODS[run.method][0]
+    return method_cls.event_of(refiner_config(run), plan.noise_multiplier, plan.sample_rate, steps)
 
 
 def reserve_budget(run: RunSettings, budget: RunCharge | None, resume_of: str | None) -> Any:
@@ -168,8 +176,7 @@ def release_bound(epsilon: float, delta: float, metadata_share: float) -> Privac
 
 def run_label(run: RunSettings) -> str:
     """What ran, as ``budget show`` lists it: the anchoring, the discriminator, or both."""
-    feature = isinstance(run.anchor, FeatureAnchorConfig)
-    anchoring = "random-feature anchoring" if feature else "marginal anchoring"
+    anchoring = run.anchoring.label
     if run.anchor is None:
         return f"{run.method} discriminator"
     if run.anchoring.alone:

@@ -1,4 +1,4 @@
-"""The refine stage: a private discriminator improves the fitted generator with DP-SGD.
+"""The refine stage: a private discriminator improves the kind's fitted generator with DP-SGD.
 
 With :mod:`dpforge.pipeline.measure`, the only stage that reads private records (Poisson-
 sampled batches, :mod:`dpforge.training`). Runs only when the plan has discriminator steps. The
@@ -14,7 +14,11 @@ import torch
 
 from dpforge.distributed import check_replicas_agree, current_reducer, refuse_checkpoints
 from dpforge.engines.base import REFINE, Engine
+from dpforge.kinds.generator import KindGenerator
+from dpforge.methods import METHODS
+from dpforge.methods.base import GanMethod
 from dpforge.pipeline.checkpoints import BUDGET_RUN_KEY, privacy_settings
+from dpforge.pipeline.plan import refiner_config
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.person import person_codes
@@ -31,18 +35,33 @@ from dpforge.training import (
 )
 
 
-def refine(run: RunSettings, setup: RunSetup, method: Any, engine: Engine) -> int:
+def build_refiner(
+    run: RunSettings, setup: RunSetup, model: KindGenerator, resumed: bool
+) -> GanMethod | None:
+    """The refiner the plan asks for, handed the kind's fitted generator; None when the plan
+    has no discriminator steps (then no discriminator, GAN config or optimiser is built).
+    Without measurements (the discriminator alone) the generator is initialised here first."""
+    if not setup.plan.steps:
+        return None
+    if not setup.measured.fitted:
+        run.init_generator(model)
+    method_cls = METHODS[run.method][0]
+    refiner = method_cls.refining(model, refiner_config(run), setup.plan.noise_multiplier)
+    if not resumed:
+        run.anchoring.before_refining(run, refiner)
+    return refiner
+
+
+def refine(run: RunSettings, setup: RunSetup, method: GanMethod | None, engine: Engine) -> int:
     """Train the planned discriminator steps (none: nothing runs, no record is read);
     returns the private steps a kill wasted (charged but not in the model)."""
-    if not setup.plan.steps:
+    if method is None:
         return 0
     records = engine.read(REFINE)
     features, labels = setup.encoder.transform(records)
     persons = person_codes(records, run.unit)  # a privacy unit: per-person DP-SGD
     reducer = current_reducer(run.device)  # several processes: the torchrun group joined
     generator = make_generator(run.seed_sequence(1), run.device)
-    if not setup.measured.fitted:
-        run.init_networks(method)
     x = torch.as_tensor(features, dtype=torch.float32, device=run.device)
     y = None if labels is None else torch.as_tensor(labels, device=run.device)
     check_replicas_agree(reducer, run.seed, [x, y])

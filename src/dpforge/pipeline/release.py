@@ -15,7 +15,9 @@ import numpy as np
 import torch
 
 from dpforge.errors import PrivacyError
+from dpforge.kinds.generator import KindGenerator
 from dpforge.methods.base import GanMethod
+from dpforge.pipeline.plan import refiner_event
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.training import TrainingDivergedError, TrainingPlan
@@ -35,23 +37,30 @@ class Released:
     sample_release: Any = None  # a DP release sampling may read (moved samples), or None
 
 
-def release(run: RunSettings, setup: RunSetup, method: GanMethod, wasted: int) -> Released:
-    """Complete the ledger with the steps that ran, check, and hand out the generator."""
+def release(
+    run: RunSettings,
+    setup: RunSetup,
+    model: KindGenerator,
+    refiner: GanMethod | None,
+    wasted: int,
+) -> Released:
+    """Complete the ledger with the steps that ran, check, and hand out the generator (the
+    refiner's weight average when it keeps one)."""
     ledger, plan = setup.ledger, setup.plan
     if plan.steps:
         lost = f" ({wasted} of them lost to an interruption)" if wasted else ""
         ledger.record(
             run.unit.sgd_entry(f"{run.method}: {plan.steps} discriminator steps{lost}"),
-            method.step_event(plan.sample_rate, plan.steps),
+            refiner_event(run, plan, plan.steps),
         )
     _check_spent(run, ledger)
-    generator = method.released_generator()
+    generator = model.generator if refiner is None else refiner.released_generator()
     if not all(torch.isfinite(p).all() for p in generator.parameters()):
         raise TrainingDivergedError(
             "the trained generator holds NaN or infinite weights, so nothing is released: "
-            "lower --clip-norm, --gp-weight or the learning rates and run again"
+            "lower clip_norm, gp_weight or the learning rates ([refine]) and run again"
         )
-    bayesian = _bayesian_result(run, method, ledger)
+    bayesian = None if refiner is None else _bayesian_result(run, refiner, ledger)
     return Released(
         setup.schema, setup.encoder, ledger, setup.label_prior, plan, generator.eval(), bayesian,
         run.anchoring.sample_release(setup),

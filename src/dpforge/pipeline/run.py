@@ -11,7 +11,6 @@ import numpy as np
 
 from dpforge import options as run_options
 from dpforge.kinds import Anchoring, Measured, kind_of
-from dpforge.nets.init import initialise
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
@@ -53,12 +52,10 @@ class RunSettings:
         """The seed of random stream ``stream`` of this run (None: seeded from the OS)."""
         return seed_sequence(self.seed, stream)
 
-    def init_networks(self, method: Any) -> None:
-        """Initialise the method's networks from the run's stream 2 (no global RNG)."""
-        generator = make_generator(self.seed_sequence(2))
-        for module in method.trained_networks():
-            initialise(module, generator)
-        method.generator_average.load_state_dict(method.generator.state_dict())
+    def init_generator(self, model: Any) -> None:
+        """Initialise the kind's generator from the run's stream 2 (no global RNG); a refiner's
+        discriminators continue from the same stream (:meth:`GanMethod.refining`)."""
+        model.initialise(make_generator(self.seed_sequence(2)))
 
 
 def seed_sequence(seed: int | None, stream: int) -> int | None:

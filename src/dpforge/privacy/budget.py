@@ -262,8 +262,8 @@ class DataBudget:
         if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
             raise PrivacyError(
                 f"cannot write the budget file {self.path} ({folder} is not a writable "
-                "folder); give a writable place with --budget PATH, or --no-budget-file to "
-                "train without one"
+                "folder); give a writable place with --budget PATH, or run without one "
+                "([privacy] record_budget = false; --no-budget-file for federated runs)"
             )
 
     def set_total(self, epsilon: float, delta: float) -> BudgetStatus:
@@ -367,7 +367,8 @@ class DataBudget:
         except OSError as exc:
             raise PrivacyError(
                 f"cannot write the budget file {self.path} ({exc.strerror or exc}); give a "
-                "writable place with --budget PATH, or --no-budget-file to train without one"
+                "writable place with --budget PATH, or run without one ([privacy] "
+                "record_budget = false; --no-budget-file for federated runs)"
             ) from None
 
     def _locked(self) -> Any:
@@ -383,7 +384,8 @@ class DataBudget:
         except OSError as exc:
             raise PrivacyError(
                 f"cannot lock the budget file {self.path} ({exc.strerror or exc}); give a "
-                "writable place with --budget PATH, or --no-budget-file to train without one"
+                "writable place with --budget PATH, or run without one ([privacy] "
+                "record_budget = false; --no-budget-file for federated runs)"
             ) from None
         return _Release(self._lock)
 

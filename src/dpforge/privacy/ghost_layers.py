@@ -33,7 +33,6 @@ convolution tap in :mod:`dpforge.privacy.ghost_conv` and the per-layer handlers 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 
 import torch
@@ -225,24 +224,3 @@ def _choose(
     else:
         materialise = o * d <= ghost_cost * per_unit * (o + d)
     return materialise, materialise and fits
-
-
-# Names that moved to modules which import this one: resolved on first use, so that
-# ``from dpforge.privacy.ghost_layers import ConvTap, handler_for`` keeps working without an
-# import cycle.
-_MOVED = {
-    "ConvTap": "dpforge.privacy.ghost_conv",
-    "explicit_padding": "dpforge.privacy.ghost_conv",
-    "HANDLERS": "dpforge.privacy.ghost_handlers",
-    "LayerHandler": "dpforge.privacy.ghost_handlers",
-    "SUPPORTED": "dpforge.privacy.ghost_handlers",
-    "check_plain_module": "dpforge.privacy.ghost_handlers",
-    "handler_for": "dpforge.privacy.ghost_handlers",
-}
-
-
-def __getattr__(name: str) -> object:
-    """The moved names of :data:`_MOVED`, from their new modules (PEP 562)."""
-    if name in _MOVED:
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,7 @@ example's weight gradient is a sum of forward-style terms over "rows":
 
 These rows are a unit of the existing engine (like a microbatch): norms by the ghost formula or
 by formed per-unit gradients (:class:`~dpforge.privacy.ghost_layers.LinearMapTap`,
-:class:`~dpforge.privacy.ghost_layers.ConvTap`), biases and normalisation parameters formed
+:class:`~dpforge.privacy.ghost_conv.ConvTap`), biases and normalisation parameters formed
 directly (:class:`~dpforge.privacy.ghost_layers.FormedTap`). The walk below writes the slope's
 backward pass layer by layer so that every use of every weight is a tensor it can tap; one
 autograd pass of the summed losses to those tensors (no parameter gradients) gives the rest.

@@ -136,23 +136,23 @@ def refuse_per_row_sgd(method: str, config: object, processes: int) -> None:
     if method == "gswgan":
         raise PrivacyError(
             "gswgan assigns records, not persons, to its critics, so its guarantee is per "
-            "record: with a privacy unit use --method dpwgan or dpcgan (per-person DP-SGD), "
-            "or --anchor-share 1"
+            "record: with a privacy unit use --refine dpwgan or dpcgan (per-person DP-SGD), "
+            "or no --refine"
         )
     if getattr(config, "microbatches", None) is not None:
         raise PrivacyError(
             "microbatches clip rows drawn at random, not a person's rows: with a privacy "
-            "unit leave out --microbatches (each person's gradient is clipped)"
+            "unit leave out microbatches (each person's gradient is clipped)"
         )
     if getattr(config, "bayesian_accounting", False):
         raise PrivacyError(
             "the Bayesian bound compares per-record gradients, not per-person ones: with a "
-            "privacy unit leave out --bayesian"
+            "privacy unit leave out bayesian_accounting"
         )
     if processes > 1:
         raise PrivacyError(
             "per-person DP-SGD (a privacy unit) runs on one process: the processes' shards "
-            "would split a person's rows; run without torchrun, or pass --anchor-share 1"
+            "would split a person's rows; run without torchrun, or without --refine"
         )
 
 
@@ -255,7 +255,7 @@ def person_codes(records: object, unit: PrivacyUnit) -> np.ndarray | None:
     if not isinstance(records, pd.DataFrame) or unit.column not in records.columns:
         raise PrivacyError(
             "per-person DP-SGD needs the rows of each person in this process (a pandas "
-            "table): pass --anchor-share 1, or a table in memory"
+            "table): leave out --refine, or use a table in memory"
         )
     return records[unit.column].to_numpy(dtype=np.int64, copy=True)
 

@@ -202,8 +202,8 @@ def public_images(data: Any, schema: Any) -> PublicImages:
     own classes (they need not be the private classes)."""
     if getattr(schema, "kind", None) != "image" or not hasattr(data, "values"):
         raise DataError(
-            "a public set (public_data, --public-data) is for images: pass ArrayData images "
-            "with an image schema, or drop it"
+            "a public set (public_data; [data] public_data of dpforge fit) is for images: pass "
+            "ArrayData images with an image schema, or drop it"
         )
     missing = [c.name for c in schema.channels if not c.is_complete]
     if missing:

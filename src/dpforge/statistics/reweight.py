@@ -42,7 +42,7 @@ __all__ = [
 
 
 # Adam on the pool rows' log-weights: its step size and steps, and the weight of the KL
-# divergence of the weights from equal weights (bench/results/table_matching.md).
+# divergence of the weights from equal weights (bench/results/tables/matching.md).
 REWEIGHT_LR = 0.05
 REWEIGHT_STEPS = 300
 SPREAD = 0.01

@@ -52,6 +52,7 @@ __all__ = [
     "plan_anchoring",
     "planned_cell_std",
     "round_one_cell_std",
+    "train_scout",
 ]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
@@ -202,6 +203,22 @@ def round_one_cell_std(plan: AnchorPlan, n_marginals: int, blocks: Mapping) -> f
     return plan.round_one_noise * plan.rows * math.sqrt(n_marginals) * noise_factor(blocks)
 
 
+def train_scout(
+    generator: torch.nn.Module,
+    measured: list[MeasuredMarginal],
+    spans: Sequence[Span],
+    label_name: str | None,
+    prior: torch.Tensor | None,
+    config: AnchorConfig,
+    torch_rng: torch.Generator,
+) -> None:
+    """Fit ``generator`` to round 1 (post-processing, free): the scout whose rows
+    :func:`measure_selected_pairs` compares with the data."""
+    loss = anchor_loss(measured, spans, label_name, prior)
+    total = measured[0].total  # the public N the first round was projected to
+    train_anchor(generator, loss, _n_classes(prior), anchor_phase(config, total), torch_rng)
+
+
 def measure_selected_pairs(
     generator: torch.nn.Module,
     measured: list[MeasuredMarginal],
@@ -213,17 +230,15 @@ def measure_selected_pairs(
     config: AnchorConfig,
     rngs: tuple[np.random.Generator, torch.Generator],
 ) -> list[MeasuredMarginal]:
-    """The adaptive releases, when planned: ``generator`` (a scout, trained here on round 1)
-    is compared with the data on every candidate pair, the noisy scores choose the pairs, and
-    round 2 measures them. Returns round 1's measurements plus round 2's."""
+    """The adaptive releases, when planned: ``generator`` (the scout, fitted to round 1 by
+    :func:`train_scout`) is compared with the data on every candidate pair, the noisy scores
+    choose the pairs, and round 2 measures them. Returns round 1's measurements plus round 2's."""
     if not plan.pairs:
         return measured
-    numpy_rng, torch_rng = rngs
-    n_classes = _n_classes(prior)
+    numpy_rng = rngs[0]
     softmax = [s for s in spans if s.activation == SOFTMAX]
     loss = anchor_loss(measured, spans, label_name, prior)
-    total = measured[0].total  # the public N the first round was projected to
-    train_anchor(generator, loss, n_classes, anchor_phase(config, total), torch_rng)
+    total = measured[0].total
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     public = (softmax, label_name, total, cell_noise)
     chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)

@@ -31,7 +31,7 @@ POINTS_PER_CELL = 32  # public points per numeric cell for the shares
 Loss = Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]
 
 
-RULES_WEIGHT = 10.0  # the rules' penalty in the table fit (bench/results/rules.md)
+RULES_WEIGHT = 10.0  # the rules' penalty in the table fit (bench/results/tables/rules.md)
 
 
 @dataclass(frozen=True)
