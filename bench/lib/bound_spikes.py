@@ -108,8 +108,33 @@ def run_one(table: str, epsilon: float, seed: int) -> dict:
     }  # fmt: skip
 
 
-def _body(runs: list[dict]) -> list[str]:
+def _means(runs: list[dict]) -> list[str]:
+    """The mean over seeds of each (code, table, epsilon)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["label"], r["table"], r["epsilon"]), []).append(r)
     lines = [
+        "| code | table | ε | seeds | largest excess (max) | 1-way TVD | 2-way TVD | AuROC |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (label, table, epsilon), rs in sorted(groups.items(), key=lambda g: g[0][1:] + g[0][:1]):
+        mean = {k: float(np.mean([r[k] for r in rs])) for k in ("tvd1", "tvd2", "auc")}
+        lines.append(
+            f"| {label} | {table} | {epsilon:g} | {len(rs)} | "
+            f"{max(r['excess'] for r in rs):.3f} | {mean['tvd1']:.3f} | {mean['tvd2']:.3f} | "
+            f"{mean['auc']:.3f} |"
+        )
+    return lines
+
+
+def _body(runs: list[dict], commands: list[str] = ()) -> list[str]:
+    lines = [
+        "Runs: " + "; ".join(f"`{c}`" for c in commands),
+        "",
+        *_means(runs),
+        "",
+        "Each run:",
+        "",
         "Largest excess: the most that a bound's synthetic share exceeds its real share, over",
         "the numeric columns and both bounds (done: at most 0.01).",
         "",
@@ -137,10 +162,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     doc = json.loads(args.out.read_text()) if args.out.is_file() else {"runs": []}
-    doc.update(harness.provenance(__file__, ["spikes", *(argv or [])]))
+    tables = str(Path(__file__).resolve().parents[1] / "tables.py")
+    doc.update(harness.provenance(tables, ["spikes", *(argv or [])]))
+    doc.setdefault("commands", []).append(doc["command"])
     if args.merge is not None:
         doc["runs"] += json.loads(args.merge.read_text())["runs"]
-        harness.write_results(args.out, doc, TITLE, _body(doc["runs"]))
+        harness.write_results(args.out, doc, TITLE, _body(doc["runs"], doc["commands"]))
         return
     for table in args.tables:
         for epsilon in args.epsilons:
@@ -151,5 +178,5 @@ def main(argv: list[str] | None = None) -> None:
                     r for r in doc["runs"]
                     if (r["label"], r["table"], r["epsilon"], r["seed"]) != key
                 ] + [run]  # fmt: skip
-                harness.write_results(args.out, doc, TITLE, _body(doc["runs"]))
+                harness.write_results(args.out, doc, TITLE, _body(doc["runs"], doc["commands"]))
                 print(_body([run])[-1], flush=True)
