@@ -127,10 +127,11 @@ def _means(runs: list[dict]) -> list[str]:
     return lines
 
 
-def _body(runs: list[dict], commands: list[str] = ()) -> list[str]:
+def _body(runs: list[dict], commands: list[str] = (), notes: list[str] = ()) -> list[str]:
     lines = [
         "Runs: " + "; ".join(f"`{c}`" for c in commands),
         "",
+        *[f"{n}\n" for n in notes],
         *_means(runs),
         "",
         "Each run:",
@@ -167,7 +168,9 @@ def main(argv: list[str] | None = None) -> None:
     doc.setdefault("commands", []).append(doc["command"])
     if args.merge is not None:
         doc["runs"] += json.loads(args.merge.read_text())["runs"]
-        harness.write_results(args.out, doc, TITLE, _body(doc["runs"], doc["commands"]))
+        harness.write_results(
+            args.out, doc, TITLE, _body(doc["runs"], doc["commands"], doc.get("notes", []))
+        )
         return
     for table in args.tables:
         for epsilon in args.epsilons:
@@ -178,5 +181,7 @@ def main(argv: list[str] | None = None) -> None:
                     r for r in doc["runs"]
                     if (r["label"], r["table"], r["epsilon"], r["seed"]) != key
                 ] + [run]  # fmt: skip
-                harness.write_results(args.out, doc, TITLE, _body(doc["runs"], doc["commands"]))
+                harness.write_results(
+                    args.out, doc, TITLE, _body(doc["runs"], doc["commands"], doc.get("notes", []))
+                )
                 print(_body([run])[-1], flush=True)
