@@ -42,7 +42,7 @@ MIN_DELTA = 1e-12
 MIN_NOISE_MULTIPLIER = 0.3
 MAX_NOISE_MULTIPLIER = 2.0**20
 SEED_LIMIT = 2**63
-REFINE_SHARE = 0.7  # the anchor's share when a refiner is named (README: "refining")
+REFINE_SHARE = 0.7  # the anchor's share when a refiner is named (docs/options-file.md)
 # Method options that shape the generator, which a run without refinement trains too; every
 # other option (batch size, clipping, discriminator, optimizers) configures the refiner.
 GENERATOR_FIELDS = frozenset(

@@ -11,8 +11,9 @@ algorithm:
 1. draw K from the distribution (:class:`Repetitions`) with the caller's generator;
 2. for each of the K trials, pick a candidate uniformly at random (same generator), fit a fresh
    copy of it on the data with its own seed drawn from the generator, and score it;
-3. release only the best-scoring trial (its model, its candidate index and its score); K and
-   the candidates' indices are data-independent, but no other trial's score or model leaves.
+3. release only the best-scoring trial (its model, its candidate index and its score); no other
+   trial's score or model leaves, and neither does K: the bound is for the best trial with K
+   hidden (revealed, the best of a large K would cost up to K trials' ε).
 
 Console output is an output too (design.md section 2, rule 8): a trial's progress lines (the
 generator's loss) and warnings are computed from the records, and the search's guarantee covers
@@ -212,13 +213,14 @@ class TuningResult:
     """What the search releases: the best trial only.
 
     ``synthesizer`` is None when K = 0 trials were drawn (Poisson); its ledger then holds the
-    tuning event alone, so its saved privacy report covers the whole search.
+    tuning event alone, so its saved privacy report covers the whole search. The number of
+    trials K is not part of it: Papernot & Steinke's bound holds for the best trial with K
+    hidden.
     """
 
     synthesizer: Synthesizer | None
     candidate: int | None
     score: float | None
-    trials: int
     repetitions: Repetitions
     event: dp_accounting.DpEvent | None
     score_kind: str
@@ -353,7 +355,7 @@ def tune(
             "must run every trial drawn, so it stops here before any trial)"
         )
     if trials == 0:  # nothing reads the records: nothing to charge
-        return TuningResult(None, None, None, 0, repetitions, None, _kind(score))
+        return TuningResult(None, None, None, repetitions, None, _kind(score))
     first = candidates[0]
     count_sigma = None if first.record_count is not None else size_noise(first.epsilon, first.delta)
     guard.charge_search(first, count_sigma)
@@ -374,7 +376,7 @@ def tune(
     transcript.replay()  # the released trial's output only
     synthesizer.ledger_ = guard.search_event()
     event = synthesizer.ledger_.event()  # the whole search: the count and the trials
-    return TuningResult(synthesizer, choice, value, trials, repetitions, event, _kind(score))
+    return TuningResult(synthesizer, choice, value, repetitions, event, _kind(score))
 
 
 def _check_search(candidates: Sequence[Synthesizer], score: Score, rng: Any) -> None:
@@ -455,6 +457,6 @@ def describe(result: TuningResult, delta: float) -> str:
     """One line: the search, how the score was computed, and its ε."""
     eps = format_epsilon(result.epsilon(delta))
     return (
-        f"best of {result.trials} trial(s) ({result.repetitions.describe()}); score "
+        f"the best of a random number of trials ({result.repetitions.describe()}); score "
         f"{result.score_kind}; ε = {eps} (RDP) at δ = {delta:g} for the whole search"
     )

@@ -103,3 +103,12 @@ def test_an_out_of_bounds_refusal_names_every_column_outside_its_bounds():
     assert text.startswith("2 columns hold values outside their declared bounds")
     assert "column 'age', row 1" in text and "column 'lab', row 2" in text and "bmi" not in text
     assert text.endswith("(--clip-out-of-bounds)")
+
+
+def test_the_schema_command_prints_the_drafts_notes(tmp_path, monkeypatch, capsys):
+    data, out = tmp_path / "visits.csv", tmp_path / "schema.json"
+    _visits().to_csv(data, index=False)
+    code, printed = run(["schema", data, "--out", out], monkeypatch, capsys, unwrap=True)
+    assert code == 0, printed
+    assert "check: column 'patient_id' looks like a person's id" in printed
+    assert "--privacy-unit patient_id --max-rows-per-unit K" in printed

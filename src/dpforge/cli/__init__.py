@@ -92,7 +92,12 @@ LAYOUT_HELP = "time series CSV layout: wide (one row per series) or long (id, ti
 
 
 def schema(
-    data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
+    files: list[Path] = typer.Argument(
+        ...,
+        metavar="DATA...",
+        help="the private data: CSV, image folder, .npz or idx; several CSV files are related "
+        "tables, each named by its file stem",
+    ),
     out: Path = typer.Option(..., "-o", "--out", help="where to write the draft schema (JSON)"),
     target: str = typer.Option(None, "--target", help="the label column"),
     data_type: str = typer.Option(None, "--type", help=TYPE_HELP),
@@ -110,7 +115,15 @@ def schema(
     """Draft a schema for DATA: column types or shape, and optionally values to review."""
     from dpforge.data.tables import draft_schema, read_csv
 
-    check_output_file(out, overwrite=overwrite, inputs=(data,), what="schema file")
+    check_output_file(out, overwrite=overwrite, inputs=tuple(files), what="schema file")
+    if len(files) > 1:  # related tables (dpforge.cli.relational)
+        from dpforge.cli.relational import draft_relational, refuse_table_options
+
+        one_file = {"--target": target, "--type": data_type, "--labels": labels}
+        refuse_table_options({**one_file, "--id-column": id_column, "--layout": layout != "wide"})
+        console.print(draft_relational(files, out, values, overwrite))
+        return
+    data = files[0]
     kind = data_type or guess_type(data)
     refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
     if kind == TABLE:
@@ -123,6 +136,8 @@ def schema(
         values = bool(drafted.notes)
     atomic_write(out, lambda p: p.write_text(drafted.to_json() + "\n"), overwrite=overwrite)
     console.print(_draft_message(out, kind, values, bool(drafted.notes)))
+    for note in drafted.notes[1:]:  # the first is the general review warning just printed
+        console.print(f"check: {note}", markup=False)
 
 
 def _draft_message(out: Path, kind: str, values: bool, flagged: bool) -> str:

@@ -1,7 +1,7 @@
 """``docs/options-file.md``, generated from the dataclasses behind the options file.
 
 Run ``python -m dpforge.cli.options_doc > docs/options-file.md`` after a config field changes;
-``tests/test_cli_options.py`` checks that the page lists every valid key. A key's meaning is
+``tests/cli/test_cli_options.py`` checks that the page lists every valid key. A key's meaning is
 taken from its dataclass's docstring (``name: meaning`` paragraphs); the refiners' configs
 document their fields in ``REFINER_MEANINGS`` below.
 """

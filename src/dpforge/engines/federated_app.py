@@ -3,7 +3,8 @@
 Flower's deployment runtime runs them: a SuperLink (the server's address, its TLS certificate
 and key), one SuperNode per site (the SuperLink's address, the CA certificate, and the site's
 ``--node-config``), and ``flwr run`` with a Flower app whose components are
-``dpforge.engines.federated_app:server_app`` and ``:client_app`` (README, "Federated sites").
+``dpforge.engines.federated_app:server_app`` and ``:client_app`` (docs/scale.md, "Federated
+sites (Flower)").
 The simulation (:mod:`.federated_sim`) runs the same ``server_app`` main and the same site
 code over an in-process grid.
 

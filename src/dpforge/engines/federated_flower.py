@@ -194,7 +194,7 @@ class FlowerTransport(Transport):
             raise PrivacyError(
                 f"{len(self.nodes) - active} sites dropped out of a secure sum, more than the "
                 f"t = {self.trust.tolerate} tolerated: that release carried less than the "
-                "central noise (see the README); stop and rerun"
+                "central noise (see docs/federated.md); stop and rerun"
             )
         return np.rint(strategy.mean * active / grid) * grid
 

@@ -120,7 +120,7 @@ class Trust:
         return SCORE_SENSITIVITY + (grid or 0.0)
 
     def statement(self) -> str:
-        """The trust model, as the ledger and the README state it."""
+        """The trust model, as the ledger and docs/federated.md state it."""
         if self.mode == "local":
             return (
                 f"federated, {self.n_sites} sites, trust local: each site adds the full noise "

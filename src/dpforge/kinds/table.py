@@ -1,7 +1,8 @@
 """Tables: records checked against a column schema, anchored on DP-measured marginals.
 
 :class:`TableKind` checks a pandas DataFrame, estimates undeclared metadata under DP and
-encodes rows. :class:`MarginalAnchoring` is the default table pipeline (README, "Tables"):
+encodes rows. :class:`MarginalAnchoring` is the default table pipeline (docs/tables.md, "How
+the default works"):
 fine histograms that place the numeric cells, round 1 (1-way and label x column marginals),
 the pair selection and round 2, then the generator fitted to all of them
 (:mod:`dpforge.statistics.rounds`).

@@ -67,7 +67,8 @@ FINE_CELLS = 1024
 MIN_CELLS = 16
 
 
-# Numeric cells keep their counts this many noise sd above the noise (README, tables, 1).
+# Numeric cells keep their counts this many noise sd above the noise (docs/tables.md, "How the
+# default works", step 1).
 CELLS_SNR = 2.0
 
 

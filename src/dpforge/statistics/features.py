@@ -134,8 +134,8 @@ class FeatureAnchorConfig:
 
 SERIES_BANDWIDTHS = (0.1, 0.2)
 # 600 anchor steps instead of 1,500: the same 1-NN DTW on the validation split (0.906 vs 0.909,
-# seeds 0 and 1) in 40 % of the time; the README's series example then fits in about a minute
-# (bench/results/series/italy_anchor_notes.md).
+# seeds 0 and 1) in 40 % of the time; the series worked example (docs/series.md) then fits in
+# about a minute (bench/results/series/italy_anchor_notes.md).
 SERIES_STEPS = 600
 # Values, first differences and local windows (6 steps every 3): chosen on public UCR sets
 # (GunPoint, ArrowHead, OSULeaf; never ItalyPowerDemand) at ItalyPowerDemand's noise: mean 1-NN

@@ -8,7 +8,7 @@ whose statistics would not fit is refused before the budget is touched (:func:`c
 Per release (:func:`planned_releases`): how many noisy numbers it publishes and the memory its
 computation needs besides the records. :func:`memory_bound` adds the records' encoded copy
 (float32), the public set and the process itself: the bound a fit stays under, checked by
-``tests/test_images_large.py`` on 64x64 grey and 32x32 colour images.
+``tests/kinds/test_images_large.py`` on 64x64 grey and 32x32 colour images.
 """
 
 from __future__ import annotations

@@ -1,0 +1,186 @@
+"""Related tables, fitted and sampled on the single-table machinery (a first version).
+
+``RelationalSynthesizer(schema, epsilon=...).fit({"patients": ..., "visits": ...})`` checks the
+tables, keeps at most k rows per parent in each child (:mod:`dpforge.data.relational`), then
+fits, with the public :class:`~dpforge.synthesizer.Synthesizer`:
+
+- the parent table with one count column per child (its rows per parent, 0..k), per record:
+  one parent is one row (releases (a) and (b) of :mod:`dpforge.privacy.relational`);
+- each child table joined with its parent's columns, with the foreign key as the privacy unit
+  and k rows per unit (release (c)). The parent columns keep their declared metadata: what is
+  undeclared is estimated again in this fit, under its unit. (Reusing the parent fit's DP
+  estimates would need the same per-row rule applied to the joined rows, clipping to estimated
+  bounds and dropping or pooling unreleased categories, so that no refusal names a value.)
+
+The budget is split evenly between these fits (a public rule), each fitted at
+``epsilon / parts`` and ``delta / parts``, and their ledgers are composed into one whose every
+entry names the unit. ``sample(n)`` draws n parents (new surrogate keys), then, per child
+table, a pool of joined rows from the child model; each parent takes as many of them as its
+generated count, the unused rows nearest its own columns (:mod:`dpforge.data.parent_match`).
+No real key is read by a model, saved or sampled.
+
+Not yet: saving and loading the models, the budget file, charging the whole plan before the
+first fit's release (each fit writes its own ledger before its releases), the command line's
+fit and sample, and a selection of the joined marginals beyond the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpforge.data.encoder import fresh_keys
+from dpforge.data.parent_match import assign_to_parents
+from dpforge.data.relational import bound_children, joined_child, parent_with_counts
+from dpforge.errors import SchemaError
+from dpforge.privacy.accounting import PrivacyReport
+from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.relational import unit_words
+from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
+from dpforge.schema.table import Schema
+from dpforge.synthesizer import Synthesizer
+
+__all__ = ["RelationalSynthesizer"]
+POOL_FACTOR = 3  # child rows drawn per child needed, so that each parent finds near ones
+
+
+class RelationalSynthesizer:
+    """A parent table and its child tables under one guarantee per parent (see the module
+    docstring). ``seed`` None draws the bounding and the noise from the OS (releases)."""
+
+    def __init__(
+        self,
+        schema: RelationalSchema,
+        epsilon: float = 3.0,
+        delta: float = 1e-5,
+        *,
+        seed: int | None = None,
+        anchor: Any = "auto",
+        progress: bool = True,
+    ) -> None:
+        if not isinstance(schema, RelationalSchema):
+            raise SchemaError(f"schema must be a RelationalSchema, got {type(schema).__name__}")
+        self.schema, self.epsilon, self.delta = schema, epsilon, delta
+        self.seed, self.anchor, self.progress = seed, anchor, progress
+
+    # -- fit -------------------------------------------------------------------------------
+    def fit(self, tables: Mapping[str, pd.DataFrame]) -> RelationalSynthesizer:
+        """Fit the parent model and one model per child on the private ``tables``."""
+        if self.schema.notes:
+            raise SchemaError(
+                "this relational schema is a draft read from the private files: review it, "
+                "set every max_rows_per_parent to a public bound, then remove its notes"
+            )
+        parts = 1 + len(self.schema.children)
+        self._check_models(parts)
+        seeds, rng = self._streams(parts)
+        bounded = bound_children(tables, self.schema, rng)
+        parent = self._synthesizer(self.schema.parent_with_counts(), parts, next(seeds))
+        self.parent_model_ = parent.fit(parent_with_counts(bounded, self.schema))
+        self.child_models_: dict[str, Synthesizer] = {}
+        for child in self.schema.children:
+            model = self._child_model(self.schema, child, parts, next(seeds))
+            self.child_models_[child.name] = model.fit(joined_child(bounded, self.schema, child))
+        self.ledger_ = self._composed_ledger()
+        return self
+
+    def _check_models(self, parts: int) -> None:
+        """Every model's options and schema checked before any record is read, so that a
+        bad one cannot stop the run after the parent's releases."""
+        self._synthesizer(self.schema.parent_with_counts(), parts, None).check_options()
+        for child in self.schema.children:
+            self._child_model(self.schema, child, parts, None).check_options()
+
+    def _streams(self, parts: int) -> tuple[Iterator[int | None], np.random.Generator]:
+        """The fits' seeds and the bounding's generator (from the OS when seed is None)."""
+        if self.seed is None:
+            return iter([None] * parts), np.random.default_rng()
+        streams = np.random.SeedSequence(self.seed).spawn(parts + 1)
+        seeds = iter([int(s.generate_state(1)[0]) for s in streams[:parts]])
+        return seeds, np.random.default_rng(streams[parts])
+
+    def _synthesizer(
+        self, schema: Schema, parts: int, seed: int | None, unit: RelationalTable | None = None
+    ) -> Synthesizer:
+        """A table model at an even share of the budget; per person over ``unit``'s foreign
+        key with its k rows, where given (a child joined with its parent)."""
+        return Synthesizer(
+            schema, epsilon=self.epsilon / parts, delta=self.delta / parts, seed=seed,
+            anchor=self.anchor, progress=self.progress,
+            privacy_unit=None if unit is None else unit.link.foreign_key,
+            max_rows_per_unit=None if unit is None else unit.max_rows,
+        )  # fmt: skip
+
+    def _child_model(
+        self, schema: RelationalSchema, child: RelationalTable, parts: int, seed: int | None
+    ) -> Synthesizer:
+        return self._synthesizer(schema.joined(child), parts, seed, child)
+
+    def _composed_ledger(self) -> PrivacyLedger:
+        ledger, words = PrivacyLedger(), unit_words(self.schema)
+        models = {self.schema.parent.name: self.parent_model_, **self.child_models_}
+        for table, model in models.items():
+            for entry in model.ledger_.entries:
+                ledger.record(f"'{table}': {entry.name}; {words}", entry.event, entry.extra_delta)
+        return ledger
+
+    def privacy_spent(self) -> PrivacyReport:
+        """epsilon of the composed ledger at the total delta."""
+        return self.ledger_.report(self.delta)
+
+    # -- sample ----------------------------------------------------------------------------
+    def sample(
+        self, n: int, seed: int | None = None, move: bool | None = None
+    ) -> dict[str, pd.DataFrame]:
+        """``n`` parents and their children, one table per name, linked by new keys.
+        ``move`` is each model's :meth:`Synthesizer.sample` option (None: its default, rows
+        reweighted to the measured marginals where the model holds them; False: plain draws,
+        faster)."""
+        rng = np.random.default_rng(seed)
+        schema = self.schema
+        parents = self.parent_model_.sample(n, seed=_draw(rng), move=move)
+        parents = parents.reset_index(drop=True)
+        keys = fresh_keys(n, rng)
+        out = {schema.parent.name: self._parent_rows(parents, keys)}
+        for child in schema.children:
+            out[child.name] = self._children(child, parents, keys, rng, move)
+        return out
+
+    def _parent_rows(self, parents: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
+        """The parent's sampled columns (not its count columns) after its new keys."""
+        parent = self.schema.parent
+        rows = parents[[c for c in parent.schema.output_names if c != parent.key]].copy()
+        rows.insert(0, parent.key, keys)
+        return rows
+
+    def _children(
+        self, child: RelationalTable, parents: pd.DataFrame, keys: np.ndarray, rng, move
+    ) -> pd.DataFrame:
+        """The child rows given to the generated parents, with their parent's key."""
+        schema, completed = self.schema, self.parent_model_.schema_
+        counts = parents[schema.count_column(child).name].to_numpy(dtype=np.int64)
+        if counts.sum() == 0:
+            return pd.DataFrame(columns=[child.link.foreign_key, *_own(child)])
+        size = int(counts.sum()) * POOL_FACTOR
+        pool = self.child_models_[child.name].sample(size, seed=_draw(rng), move=move)
+        compared = [  # on the parent fit's public (declared or DP-estimated) scale
+            (c.name, joined_name(child, child.schema.names, c.name), completed.column(c.name))
+            for c in schema.parent.schema.generated_columns
+        ]
+        owner = assign_to_parents(parents, pool.reset_index(drop=True), compared, counts, rng)
+        taken = np.flatnonzero(owner >= 0)
+        rows = pool.iloc[taken][_own(child)].reset_index(drop=True)
+        rows.insert(0, child.link.foreign_key, keys[owner[taken]])
+        return rows.sort_values(child.link.foreign_key, kind="stable").reset_index(drop=True)
+
+
+def _own(child: RelationalTable) -> list[str]:
+    """The child's own sampled columns (its identifiers of type "drop" are not sampled)."""
+    return [c for c in child.schema.output_names if c != child.link.foreign_key]
+
+
+def _draw(rng: np.random.Generator) -> int:
+    return int(rng.integers(0, 2**62))
