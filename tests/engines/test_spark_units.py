@@ -93,7 +93,8 @@ def test_spark_fit_per_person_equals_in_memory_when_persons_are_cut(spark):
     rows kept per person follow their values, not the order Spark reads them in, so the
     ledger, the schema and the samples equal the in-memory fit's, even with the rows
     shuffled over several partitions."""
-    from tests.privacy.test_privacy_unit_fit import SCHEMA as FLIGHTS, _flights
+    from tests.privacy.test_privacy_unit_fit import SCHEMA as FLIGHTS
+    from tests.privacy.test_privacy_unit_fit import _flights
 
     frame = _flights(2500)
     fast = AnchorConfig(steps=10, batch_size=256)
