@@ -35,13 +35,12 @@ from dpforge.privacy.person import (
 from dpforge.privacy.resume import data_fingerprint
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
-from dpforge.statistics.bound_atoms import empty_ends, non_atom_bounds, with_empty_bounds
+from dpforge.statistics.bound_atoms import column_empty_cells, with_empty_bounds
 from dpforge.statistics.cells import (
     CELLS_SNR,
     adaptive_columns,
     bins_from_edges,
     block_size,
-    cell_count_std,
     cell_counts,
     cells_for_noise,
     fine_mass,
@@ -471,36 +470,20 @@ def _released_column(
 
 
 def _empty_bounds(encoder: TableEncoder, fine: tuple, round_one: tuple) -> dict[str, list[int]]:
-    """Per binned numeric column, its bound cells that are no atom and, for an adaptive
-    column, the interior cells from such a bound to where its counts stand out (free,
-    :mod:`dpforge.statistics.bound_atoms`): decided from the column's fine histogram
-    (``fine`` = the histograms, their noise sd, the cells' edges and counts; adaptive
-    columns) and round 1 (``round_one`` = the marginals as released, the label, their noise
-    sd a cell)."""
+    """Per binned numeric column, its empty cells (free, ``bound_atoms.column_empty_cells``):
+    from its fine histogram (``fine`` = the histograms, their noise sd, the adaptive columns'
+    cell edges and counts) and round 1 (``round_one`` = the marginals as released, the label,
+    their noise sd a cell)."""
     histograms, fine_std, edges, counts = fine
-    out = {}
+    columns, out = {c.name: c for c in encoder.columns}, {}
     for name, bins in encoder.bins.items():
-        releases: dict[int, list[tuple[float, float]]] = {0: [], bins.size - 1: []}
-        if name in histograms:
-            releases[0].append((float(histograms[name][0]), fine_std))
-            releases[bins.size - 1].append((float(histograms[name][-1]), fine_std))
-        column = _released_column(name, *round_one)
-        if column is not None:
-            releases[0].append((float(column[0][0]), column[1]))
-            releases[bins.size - 1].append((float(column[0][bins.size - 1]), column[1]))
-        empty = non_atom_bounds(bins.size, releases)
-        if empty and name in counts:
-            by = schema_column(encoder, name)
-            stds = cell_count_std(by, np.asarray(edges[name]), fine_std, column and column[1])
-            empty = empty_ends(bins.size, empty, counts[name], stds)
+        histogram = (histograms[name], fine_std) if name in histograms else None
+        cells = (np.asarray(edges[name]), counts[name]) if name in counts else None
+        released = _released_column(name, *round_one)
+        empty = column_empty_cells(columns[name], bins.size, histogram, released, cells)
         if empty:
             out[name] = list(empty)
     return out
-
-
-def schema_column(encoder: TableEncoder, name: str) -> Any:
-    """The generated column ``name`` of ``encoder``'s schema."""
-    return next(c for c in encoder.columns if c.name == name)
 
 
 def _rounded(mass: np.ndarray) -> list[float]:

@@ -24,11 +24,14 @@ from dataclasses import replace
 
 import numpy as np
 
+from dpforge.schema.table import Column
+from dpforge.statistics.cells import cell_count_std
 from dpforge.statistics.marginals import MeasuredMarginal
 
 __all__ = [
     "ATOM_SNR",
     "bound_estimate",
+    "column_empty_cells",
     "empty_ends",
     "is_atom",
     "non_atom_bounds",
@@ -91,6 +94,35 @@ def empty_ends(
         last = len(standing) - 1 - standing[::-1].index(True)
         out += [k + 1 for k in range(last + 1, len(standing))]
     return tuple(sorted(out))
+
+
+def column_empty_cells(
+    column: Column,
+    size: int,
+    fine: tuple[np.ndarray, float] | None,
+    released: tuple[np.ndarray, float] | None,
+    cells: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[int, ...]:
+    """One binned numeric column's empty cells (of its ``size`` cells, "missing" left out):
+    its bounds that are no atom and, for an adaptive column, the cells from such a bound to
+    the records (:func:`empty_ends`). ``fine``: its noisy fine histogram (the bounds' point
+    cells first and last) and noise sd; ``released``: round 1's count of each of its cells
+    and noise sd; ``cells``: an adaptive column's cell edges and interior counts
+    (:func:`dpforge.statistics.cells.cell_counts`). None where not released."""
+    bounds = (0, size - 1)
+    releases: dict[int, list[tuple[float, float]]] = {cell: [] for cell in bounds}
+    if fine is not None:  # the fine grid's point cells are its first and last
+        for cell, count in zip(bounds, (fine[0][0], fine[0][-1]), strict=True):
+            releases[cell].append((float(count), fine[1]))
+    if released is not None:
+        for cell in bounds:
+            releases[cell].append((float(released[0][cell]), released[1]))
+    empty = non_atom_bounds(size, releases)
+    if empty and cells is not None and fine is not None:
+        edges, counts = cells
+        stds = cell_count_std(column, edges, fine[1], released and released[1])
+        empty = empty_ends(size, empty, counts, stds)
+    return empty
 
 
 def with_empty_bounds(
