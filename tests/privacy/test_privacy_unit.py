@@ -22,7 +22,7 @@ from dpforge.data.tables import validate_table
 from dpforge.errors import DataError, PrivacyError, SchemaError
 from dpforge.pipeline.measure import release_count
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows, person_unit
+from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows, person_unit, row_priority
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.cells import measure_fine_histograms
 from dpforge.statistics.dp_stats import dp_bounds, dp_categories, dp_label_prior
@@ -44,7 +44,7 @@ def _keys(rng: np.random.Generator, n: int = 2000, units: int = 300) -> np.ndarr
 
 def test_bounding_keeps_at_most_k_rows_per_person_and_every_row_of_a_small_one():
     keys = _keys(np.random.default_rng(0))
-    kept = kept_rows(keys, K, np.random.default_rng(1))
+    kept = kept_rows(keys, K, np.random.default_rng(1).random(keys.size))
     before = pd.Series(keys).value_counts()
     after = pd.Series(keys[kept]).value_counts()
     assert after.max() == K and (after == before.clip(upper=K)[after.index]).all()
@@ -52,16 +52,22 @@ def test_bounding_keeps_at_most_k_rows_per_person_and_every_row_of_a_small_one()
     assert np.all(np.diff(kept) > 0)  # original order kept
 
 
-def test_bounding_is_random_with_the_run_generator_and_uniform_within_a_person():
+def test_bounding_follows_the_seed_and_is_uniform_within_a_person():
     keys = np.array(["a"] * 10 + ["b"] * 2, dtype=object)
-    same = [kept_rows(keys, K, np.random.default_rng(5)) for _ in range(2)]
+    records = pd.DataFrame({"x": np.arange(12), "c": list("uvwxyzuvwxyz")})
+    same = [kept_rows(keys, K, row_priority(records, 5)) for _ in range(2)]
     assert np.array_equal(*same)
-    draws = np.stack([kept_rows(keys, K, np.random.default_rng(s)) for s in range(2000)])
+    draws = np.stack([kept_rows(keys, K, row_priority(records, s)) for s in range(2000)])
     counts = np.bincount(draws.ravel(), minlength=12)
     assert np.allclose(counts[:10] / 2000, K / 10, atol=0.04)  # each of a's rows: 3 / 10
     assert (counts[10:] == 2000).all()  # b has 2 <= k rows: always both
-    with pytest.raises(TypeError, match="Generator"):
-        kept_rows(keys, K, 0)
+
+
+def test_a_rows_priority_follows_its_values_not_its_position_or_types():
+    records = pd.DataFrame({"n": pd.array([1, None, 3], dtype="Int64"), "c": ["a", None, "b"]})
+    as_spark = pd.DataFrame({"c": ["b", "a", None], "n": [3.0, 1.0, np.nan]})  # reordered
+    assert np.array_equal(row_priority(records, 7)[[2, 0, 1]], row_priority(as_spark, 7))
+    assert not np.array_equal(row_priority(records, 7), row_priority(records, 8))
 
 
 # -- options and bad input ---------------------------------------------------------------------

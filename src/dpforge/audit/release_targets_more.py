@@ -193,7 +193,9 @@ def _rows_target(sigma: float, records: int) -> ReleaseTarget:
     k = len(marginals.default_marginals(encoder.spans, "label"))
 
     def release(with_canary: bool, noise: float, rng: np.random.Generator) -> np.ndarray:
-        kept = frames[with_canary].iloc[person.kept_rows(keys[with_canary], ROWS, rng)]
+        frame = frames[with_canary]
+        priority = person.row_priority(frame, int(rng.integers(2**31 - 1)))
+        kept = frame.iloc[person.kept_rows(keys[with_canary], ROWS, priority)]
         blocks = marginals.encoded_cells(encoder, kept, "label")
         plan = rounds.AnchorPlan(noise, rows=ROWS)
         out = rounds.measure_round_one(plan, blocks, encoder.spans, "label", rng, float(records))

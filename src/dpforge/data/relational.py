@@ -153,7 +153,7 @@ def bound_children(
     for child in schema.children:
         frame = tables[child.name]
         keys = key_texts(frame[child.link.foreign_key], child.link.foreign_key)
-        kept = kept_rows(keys, child.max_rows, rng)
+        kept = kept_rows(keys, child.max_rows, rng.random(len(keys)))  # uniform priorities
         bounded[child.name] = frame.iloc[kept].reset_index(drop=True)
     return bounded
 

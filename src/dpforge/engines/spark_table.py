@@ -29,10 +29,11 @@ from dpforge.engines.aggregates import (
 )
 from dpforge.engines.spark_checks import UNIT
 from dpforge.errors import DataError, redacted_errors, redacting
-from dpforge.privacy.person import check_unit_column, frame_keys
+from dpforge.privacy.person import check_unit_column, frame_keys, row_priority
 
 ERROR = "__dpforge_error__"
 RANK = "__dpforge_rank__"
+PRIORITY = "__dpforge_priority__"
 
 
 def column(name: str) -> Any:
@@ -96,14 +97,20 @@ class SparkTable(TableAggregates):
         return table
 
     def bounded(self, rows: int, seed: int) -> SparkTable:
-        """At most ``rows`` records per unit key: each record draws ``rand(seed)`` and a key
-        keeps its ``rows`` smallest (a window per key); the unit column is dropped. The kept
-        records are persisted, so that every later aggregate sees the same ones."""
+        """At most ``rows`` records per unit key: each record's priority is computed on the
+        workers as in memory (:func:`dpforge.privacy.person.row_priority`, a hash of its
+        values keyed by ``seed``) and a key keeps its ``rows`` smallest (a window per key), so
+        the same records as in memory; the unit column is dropped. The kept records are
+        persisted, so that every later aggregate sees the same ones."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StructField, StructType
 
-        order = Window.partitionBy(column(UNIT)).orderBy(F.rand(seed))
-        ranked = self.frame.withColumn(RANK, F.row_number().over(order))
+        names = [n for n in self.frame.columns if n != UNIT]
+        out = StructType([*self.frame.schema.fields, StructField(PRIORITY, LongType(), False)])
+        scored = self.frame.mapInPandas(_with_priority(names, seed), out)
+        order = Window.partitionBy(column(UNIT)).orderBy(column(PRIORITY))
+        ranked = scored.withColumn(RANK, F.row_number().over(order)).drop(PRIORITY)
         kept = ranked.filter(F.col(RANK) <= rows).drop(RANK, UNIT)
         return SparkTable(self._persist(kept), self._persisted)
 
@@ -145,6 +152,16 @@ class SparkTable(TableAggregates):
         """Free what this table and those derived from it persisted (checked records, cells)."""
         while self._persisted:
             self._persisted.pop().unpersist()
+
+
+def _with_priority(names: list[str], seed: int):
+    """A ``mapInPandas`` function adding each record's bounding priority (as in memory)."""
+
+    def add(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for batch in batches:
+            yield batch.assign(**{PRIORITY: row_priority(batch[names], seed)})
+
+    return add
 
 
 class SparkColumn(ColumnAggregates):

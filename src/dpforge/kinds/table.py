@@ -25,10 +25,17 @@ from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
-from dpforge.privacy.person import PrivacyUnit, coded_persons, frame_keys, kept_rows
+from dpforge.privacy.person import (
+    PrivacyUnit,
+    coded_persons,
+    frame_keys,
+    kept_rows,
+    row_priority,
+)
 from dpforge.privacy.resume import data_fingerprint
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
+from dpforge.statistics.bound_atoms import column_empty_cells, with_empty_bounds
 from dpforge.statistics.cells import (
     CELLS_SNR,
     adaptive_columns,
@@ -36,6 +43,7 @@ from dpforge.statistics.cells import (
     block_size,
     cell_counts,
     cells_for_noise,
+    fine_mass,
     measure_fine_histograms,
     quantile_bins,
     within_cell_mass,
@@ -111,15 +119,18 @@ class TableKind:
     def validate_bounded(
         data: Any, schema: Schema, out_of_bounds: str, unit: PrivacyUnit, rng: np.random.Generator
     ) -> pd.DataFrame:
-        """:meth:`validate`, then at most ``unit.rows`` rows per person, chosen at random with
-        ``rng`` (:mod:`dpforge.privacy.person`); the unit column goes no further than integer
-        person codes in the kept rows (for per-person DP-SGD; never encoded or saved)."""
+        """:meth:`validate`, then at most ``unit.rows`` rows per person, those of smallest
+        priority, a hash of each record keyed by a seed from ``rng``, so that an engine keeps
+        the same rows (:func:`dpforge.privacy.person.row_priority`); the unit column goes no
+        further than integer person codes in the kept rows (for per-person DP-SGD; never
+        encoded or saved)."""
+        seed = int(rng.integers(2**31 - 1))
         if isinstance(data, TableAggregates):  # kept by an engine (Spark): bounded there
-            seed = int(rng.integers(2**31 - 1))
             return data.validated(schema, out_of_bounds, unit.column).bounded(unit.rows, seed)
         records = TableKind.validate(data, schema, out_of_bounds)
         keys = frame_keys(data, unit.column)
-        kept = kept_rows(keys, unit.rows, rng)
+        modelled = [c.name for c in schema.columns if not c.is_identifier]
+        kept = kept_rows(keys, unit.rows, row_priority(records[modelled], seed))
         records = records.iloc[kept].reset_index(drop=True)
         return records.assign(**{unit.column: coded_persons(keys[kept])})
 
@@ -164,6 +175,7 @@ class MeasuredTable(Measured):
     blocks: Any = None  # the records' cell indices (private, never stored)
     rngs: Any = None  # the generators the selection and the fit share
     code_cells: dict[str, dict] = field(default_factory=dict)  # long code lists' cells (DP)
+    empty_bounds: dict[str, list[int]] = field(default_factory=dict)  # bounds that are no atom
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,6 +183,7 @@ class MeasuredTable(Measured):
             "cell_edges": self.cell_edges,
             "cell_mass": self.cell_mass,
             "code_cells": self.code_cells,
+            "empty_bounds": self.empty_bounds,
         }
 
     @property
@@ -203,6 +216,7 @@ class MarginalAnchoring(Anchoring):
         return MeasuredTable(
             marginals, dict(d.get("cell_edges", {})), dict(d.get("cell_mass", {})),
             code_cells=dict(d.get("code_cells") or {}),
+            empty_bounds=dict(d.get("empty_bounds") or {}),
         )  # fmt: skip
 
     def encoder(self, kind: Any, schema: Schema, measured: MeasuredTable) -> TableEncoder:
@@ -245,9 +259,14 @@ class MarginalAnchoring(Anchoring):
         cell_std = round_one_cell_std(plan, len(measured), cells)  # per cell, public
         round_one = (measured, label_name, cell_std)
         counts = self._cell_counts(adaptive, fine, std, edges, round_one)
-        masses = _fine_masses(adaptive, fine, std, edges, counts)
+        spread = {n: fine_mass(h, n_public, pooling[n]) for n, h in fine.items()}
+        masses = _fine_masses(adaptive, fine, std, edges, (counts, spread))
+        empty = _empty_bounds(encoder, (fine, std, edges, counts), round_one)
+        measured = with_empty_bounds(measured, empty)
         self.plan_ = plan  # public: the noise of each release, fixed before any ran
-        return MeasuredTable(tuple(measured), edges, masses, plan, cells, code_cells=codes)
+        return MeasuredTable(
+            tuple(measured), edges, masses, plan, cells, code_cells=codes, empty_bounds=empty
+        )
 
     def _cell_counts(
         self, adaptive: list, fine: dict, std: float, edges: dict, round_one: tuple
@@ -327,6 +346,7 @@ class MarginalAnchoring(Anchoring):
             model.generator, list(measured.marginals), measured.plan, blocks, spans,
             label_name, _prior(setup), self._round_two(measured), measured.rngs,
         )  # fmt: skip
+        both_rounds = with_empty_bounds(both_rounds, measured.empty_bounds)
         setup.measured.marginals = tuple(both_rounds)
 
     def _round_two(self, measured: MeasuredTable) -> AnchorConfig:
@@ -403,19 +423,21 @@ def _start_generator(run: Any, model: Any, measured: MeasuredTable) -> None:
 
 
 def _fine_masses(
-    adaptive: list, fine: dict, std: float, edges: dict, counts: dict
+    adaptive: list, fine: dict, std: float, edges: dict, counts: tuple[dict, dict]
 ) -> dict[str, list[float]]:
     """Each adaptive column's fine mass for drawing values inside their cells (free,
     ``cells.within_cell_mass``): the noisy counts that stand out from the noise (at least
     FINE_MASS_THRESHOLD standard deviations, about the largest that 1,024 cells of pure noise
-    reach), and the rest of each cell's count spread evenly over it. An empty cell of a
+    reach), and the rest of each cell's count spread over it. An empty cell of a
     nullable column is on no fine cell, so nothing of it spreads over the grid. ``counts``:
-    each column's cell counts (``cells.cell_counts``)."""
+    each column's cell counts (``cells.cell_counts``) and the projected, pooled fine mass
+    (``cells.fine_mass``) that spreads each cell's rest."""
     threshold = FINE_MASS_THRESHOLD * std
+    cell_count, spread = counts
 
     def mass(c: Any) -> np.ndarray:
         cut = np.asarray(edges[c.name])
-        return within_cell_mass(c, fine[c.name], cut, threshold, counts[c.name])
+        return within_cell_mass(c, fine[c.name], cut, threshold, cell_count[c.name], spread[c.name])
 
     return {c.name: _rounded(mass(c)) for c in adaptive}
 
@@ -424,18 +446,44 @@ def _released_cells(
     name: str, interior: int, measured: list, label_name: str | None, std: float
 ) -> tuple[np.ndarray, float] | None:
     """Round 1's noisy count of each of the ``interior`` interior cells of column ``name``
-    (after the lower bound's point cell; a nullable column's "missing" cell is the last) and
-    its noise sd (DP releases): its 1-way marginal, or its label x column marginal summed over
-    the classes (noise sd times sqrt(classes)); None where neither is measured on the
-    column's own cells (merged cells)."""
+    (after the lower bound's point cell) and its noise sd (DP releases); None where the
+    column's own cells are not measured (:func:`_released_column`)."""
+    released = _released_column(name, measured, label_name, std)
+    return None if released is None else (released[0][1 : interior + 1], released[1])
+
+
+def _released_column(
+    name: str, measured: list, label_name: str | None, std: float
+) -> tuple[np.ndarray, float] | None:
+    """Round 1's noisy count of each cell of column ``name`` (a nullable column's "missing"
+    cell is the last) and its noise sd (DP releases): its 1-way marginal, or its label x
+    column marginal summed over the classes (noise sd times sqrt(classes)); None where
+    neither is measured on the column's own cells (merged cells)."""
     for m in measured:
         if m.columns == (name,) and not any(m.groups):
-            return np.asarray(m.noisy_counts, dtype=np.float64)[1 : interior + 1], std
+            return np.asarray(m.noisy_counts, dtype=np.float64), std
     for m in measured:
         if label_name is not None and m.columns == (label_name, name) and not any(m.groups):
             rows = np.asarray(m.noisy_counts, dtype=np.float64).reshape(m.shape)
-            return rows.sum(axis=0)[1 : interior + 1], std * math.sqrt(m.shape[0])
+            return rows.sum(axis=0), std * math.sqrt(m.shape[0])
     return None
+
+
+def _empty_bounds(encoder: TableEncoder, fine: tuple, round_one: tuple) -> dict[str, list[int]]:
+    """Per binned numeric column, its empty cells (free, ``bound_atoms.column_empty_cells``):
+    from its fine histogram (``fine`` = the histograms, their noise sd, the adaptive columns'
+    cell edges and counts) and round 1 (``round_one`` = the marginals as released, the label,
+    their noise sd a cell)."""
+    histograms, fine_std, edges, counts = fine
+    columns, out = {c.name: c for c in encoder.columns}, {}
+    for name, bins in encoder.bins.items():
+        histogram = (histograms[name], fine_std) if name in histograms else None
+        cells = (np.asarray(edges[name]), counts[name]) if name in counts else None
+        released = _released_column(name, *round_one)
+        empty = column_empty_cells(columns[name], bins.size, histogram, released, cells)
+        if empty:
+            out[name] = list(empty)
+    return out
 
 
 def _rounded(mass: np.ndarray) -> list[float]:

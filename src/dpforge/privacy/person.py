@@ -2,14 +2,16 @@
 
 Without a unit, neighbouring tables differ by one record (add/remove one row). With
 ``PrivacyUnit(column, k)`` they differ by one person: every row whose ``column`` holds that
-person's key. The measure stage first keeps at most ``k`` rows per key, chosen uniformly at
-random with the run's generator (contribution bounding, as Google's PipelineDP does before each
-aggregation); after that a person adds or removes at most ``k`` rows. Every release of the table
-path is a histogram in which one row adds one to one cell, so one person changes it by a vector
-of non-negative whole numbers summing to at most ``k``, whose L2 norm is at most ``k`` (all
-``k`` rows in one cell). Each release therefore adds ``k`` times the noise it adds per record
-and keeps its dp-accounting event: ``GaussianDpEvent(sigma)`` is the Gaussian mechanism of
-noise std ``sigma * sensitivity``, here ``sigma * k * (the per-record sensitivity)``.
+person's key. The measure stage first keeps at most ``k`` rows per key, those of smallest
+priority, a hash of each row's values keyed by the run's seed (:func:`row_priority`: uniform
+over distinct rows, and the same rows on Spark as in memory; contribution bounding, as Google's
+PipelineDP does before each aggregation); after that a person adds or removes at most ``k``
+rows. Every release of the table path is a histogram in which one row adds one to one cell, so
+one person changes it by a vector of non-negative whole numbers summing to at most ``k``, whose
+L2 norm is at most ``k`` (all ``k`` rows in one cell). Each release therefore adds ``k`` times
+the noise it adds per record and keeps its dp-accounting event: ``GaussianDpEvent(sigma)`` is
+the Gaussian mechanism of noise std ``sigma * sensitivity``, here ``sigma * k * (the per-record
+sensitivity)``.
 
 The discriminator's DP-SGD is per person too (user-level DP-SGD): whole persons are
 Poisson-sampled at rate q = B / P, P the number of persons released under DP (its own Gaussian
@@ -42,6 +44,7 @@ __all__ = [
     "kept_rows",
     "person_codes",
     "person_unit",
+    "row_priority",
     "refuse_per_row_sgd",
     "unit_keys",
 ]
@@ -208,19 +211,40 @@ def unit_keys(values: pd.Series, name: str) -> np.ndarray:
     return texts.to_numpy(dtype=object)
 
 
-def kept_rows(keys: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
-    """The positions of the rows kept: at most ``rows`` per key, chosen uniformly at random
-    (each row draws a uniform priority from ``rng``; a key keeps its ``rows`` smallest), in
-    their original order."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+def kept_rows(keys: np.ndarray, rows: int, priority: np.ndarray) -> np.ndarray:
+    """The positions of the rows kept: at most ``rows`` per key, those of smallest
+    ``priority`` (:func:`row_priority`), in their original order."""
     codes, _ = pd.factorize(pd.Series(keys, dtype=object), sort=False)
-    priority = rng.random(len(codes))
-    order = np.lexsort((priority, codes))  # by key, then by priority
+    order = np.lexsort((np.asarray(priority), codes))  # by key, then by priority
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     return np.sort(order[rank < rows])
+
+
+def row_priority(records: pd.DataFrame, seed: int) -> np.ndarray:
+    """Each checked record's priority for the bounding (int64): a hash, keyed by ``seed``, of
+    its values alone (numbers as float64, the rest as text; an empty cell as NaN), with the
+    columns in name order. It depends neither on the rows' order nor on how an engine splits
+    them, so Spark's workers keep the same rows as memory (issue 46.10); records with equal
+    values tie, and keeping either keeps the same values. A uniform draw per row from the
+    seed instead follows the order the rows come in, which Spark does not keep."""
+    canonical = {}
+    for name in sorted(records.columns):
+        values = records[name]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            canonical[name] = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            canonical[name] = values.astype(object).where(values.notna(), None).map(_text)
+    frame = pd.DataFrame(canonical, index=range(len(records)))
+    key = f"{int(seed) % 10**16:016d}"  # hash_pandas_object's 16-character key
+    hashed = pd.util.hash_pandas_object(frame, index=False, hash_key=key).to_numpy(np.uint64)
+    return hashed.view(np.int64)
+
+
+def _text(value: object) -> str:
+    """A value as text for :func:`row_priority` (an empty cell: a text no value has)."""
+    return "\x00" if value is None else str(value)
 
 
 def person_codes(records: object, unit: PrivacyUnit) -> np.ndarray | None:

@@ -51,6 +51,7 @@ __all__ = [
     "adaptive_columns",
     "bins_from_edges",
     "block_size",
+    "cell_count_std",
     "cell_counts",
     "cells_for_noise",
     "within_cell_mass",
@@ -199,12 +200,20 @@ def quantile_bins(
 
 
 def within_cell_mass(
-    column: Column, noisy: np.ndarray, edges: np.ndarray, threshold: float, counts: np.ndarray
+    column: Column,
+    noisy: np.ndarray,
+    edges: np.ndarray,
+    threshold: float,
+    counts: np.ndarray,
+    spread: np.ndarray | None = None,
 ) -> np.ndarray:
     """The interior fine cells' mass that decoding draws values from inside each cell (free):
     the noisy counts at or above ``threshold`` (heaped values, dense spots), plus the cell's
-    continuous part spread evenly over its fine cells (without it, a cell's one
-    standing-out fine cell would take all of its values).
+    continuous part spread over its fine cells (without it, a cell's one standing-out fine
+    cell would take all of its values): in proportion to ``spread`` (the projected, pooled
+    fine mass, :func:`fine_mass`) where it has mass in the cell, else evenly. Spread evenly,
+    a cell reaching from a generous bound to where the records start (0 to 172 mm for a
+    penguin's flipper) puts values far outside the records' range (issue 46.3).
 
     The continuous part of a cell is its count beyond the standouts, from ``counts`` (one
     released estimate per interior cell, :func:`cell_counts`). Sizing it from the fine
@@ -212,12 +221,14 @@ def within_cell_mass(
     is as wide as the cell (docs/research/anchoring-options.md, ``within_cell``)."""
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
     standout = np.where(raw >= threshold, raw, 0.0)
+    shape = np.ones(raw.size) if spread is None else np.clip(spread, 0.0, None)
     at = _fine_index(column, edges)
     mass = standout.copy()
     for k, (first, last) in enumerate(zip(at[:-1], at[1:], strict=True)):
         if last > first:
-            rest = counts[k] - standout[first:last].sum()
-            mass[first:last] += max(0.0, rest) / (last - first)
+            rest = max(0.0, counts[k] - standout[first:last].sum())
+            part = shape[first:last] if shape[first:last].sum() > 0 else np.ones(last - first)
+            mass[first:last] += rest * part / part.sum()
     return mass
 
 
@@ -246,6 +257,20 @@ def cell_counts(
         return fine_sum
     weight = (1.0 / fine_var) / (1.0 / fine_var + 1.0 / std**2)
     return weight * fine_sum + (1.0 - weight) * counts
+
+
+def cell_count_std(
+    column: Column, edges: np.ndarray, fine_std: float, released_std: float | None = None
+) -> np.ndarray:
+    """The noise sd of each interior cell's count from :func:`cell_counts` (public): its fine
+    cells' sum, or the inverse-variance mix of it and round 1's (sd ``released_std``)."""
+    widths = np.maximum(1, np.diff(_fine_index(column, edges)))
+    fine_var = fine_std**2 * widths
+    if released_std is None or fine_std <= 0:
+        return np.sqrt(fine_var)
+    if released_std <= 0:
+        return np.zeros(widths.size)
+    return 1.0 / np.sqrt(1.0 / fine_var + 1.0 / released_std**2)
 
 
 def _fine_index(column: Column, edges: np.ndarray) -> np.ndarray:

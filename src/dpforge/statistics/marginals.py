@@ -57,6 +57,9 @@ class MeasuredMarginal:
     # ``total``); empty: the table is projected as a whole. Only model folders fitted with the
     # removed ``AnchorConfig.class_totals`` hold them (docs/research/anchoring-options.md).
     row_totals: tuple[float, ...] = ()
+    # Flat indices of cells the released counts say are empty (a bound that is no atom,
+    # :mod:`dpforge.statistics.bound_atoms`): post-processing, they get no mass.
+    empty: tuple[int, ...] = ()
 
     def is_label_by(self, label: str, columns: Container[str] | None = None) -> bool:
         """Whether this is a label x column marginal (of one of ``columns``, when given)."""
@@ -68,7 +71,10 @@ class MeasuredMarginal:
         whole table onto the simplex of ``total``, or with ``row_totals`` each row onto its
         own."""
         if not self.row_totals:
-            counts = project_to_simplex(self.noisy_counts, self.total)
+            keep = np.ones(np.size(self.noisy_counts), dtype=bool)
+            keep[list(self.empty)] = False
+            counts = np.zeros(keep.size)
+            counts[keep] = project_to_simplex(np.asarray(self.noisy_counts)[keep], self.total)
             return counts.reshape(self.shape) / self.total
         rows = np.asarray(self.noisy_counts, dtype=np.float64).reshape(len(self.row_totals), -1)
         counts = [row_onto(r, t) for r, t in zip(rows, self.row_totals, strict=True)]
@@ -85,6 +91,8 @@ class MeasuredMarginal:
             out["groups"] = [list(g) for g in self.groups]
         if self.row_totals:
             out["row_totals"] = [float(t) for t in self.row_totals]
+        if self.empty:
+            out["empty"] = [int(i) for i in self.empty]
         return out
 
     @classmethod
@@ -93,7 +101,8 @@ class MeasuredMarginal:
         groups = tuple(tuple(int(i) for i in g) for g in d.get("groups", ()))
         shape = tuple(int(s) for s in d["shape"])
         rows = tuple(float(t) for t in d.get("row_totals", ()))
-        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows)
+        empty = tuple(int(i) for i in d.get("empty", ()))
+        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows, empty)
 
 
 def row_onto(row: np.ndarray, total: float) -> np.ndarray:
