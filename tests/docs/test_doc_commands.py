@@ -16,9 +16,9 @@ from pathlib import Path
 import click
 import pytest
 import typer
-from dpforge.cli.options_file import read_options
 
 from dpforge.cli import app
+from dpforge.cli.options_file import read_options
 from dpforge.errors import DpforgeError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -136,10 +136,28 @@ def _deploy(tmp_path: Path, schema_path: Path, files: list[Path], trust: list[st
                      *trust], tmp_path / "server.log")  # fmt: skip
     wait_for_port("127.0.0.1", port, server, 120.0)  # else the sites could give up first
     sites = [
-        _start(["client", f, "--server", f"localhost:{port}", "--ca", tls["ca"], "--schema",
-                schema_path, "--sites", SITES, "--ledger", tmp_path / f"site{i}.ledger.json",
-                "--port", _free_port(), "--connect-timeout", 10, *trust],
-               tmp_path / f"site{i}.log")  # fmt: skip
+        _start(
+            [
+                "client",
+                f,
+                "--server",
+                f"localhost:{port}",
+                "--ca",
+                tls["ca"],
+                "--schema",
+                schema_path,
+                "--sites",
+                SITES,
+                "--ledger",
+                tmp_path / f"site{i}.ledger.json",
+                "--port",
+                _free_port(),
+                "--connect-timeout",
+                10,
+                *trust,
+            ],
+            tmp_path / f"site{i}.log",
+        )  # fmt: skip
         for i, f in enumerate(files)
     ]
     try:
