@@ -8,28 +8,15 @@ identifier the synthetic table lacks.
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 import dpforge
-from dpforge.cli import main
+from cli_support import run
 from dpforge.schema.table import Column
 from dpforge.statistics.anchor import AnchorConfig
 
 pytestmark = pytest.mark.slow
-
-
-def _run(args: list[str], capsys) -> tuple[int, str]:
-    code = 0
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "argv", ["dpforge", *args])
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
 
 
 @pytest.fixture(scope="module")
@@ -53,23 +40,25 @@ def per_person(cancer, tmp_path_factory):
 
 
 def test_the_full_report_of_a_per_person_model_compares_the_modelled_columns(
-    per_person, tmp_path, capsys
+    per_person, tmp_path, monkeypatch, capsys
 ):
     out = tmp_path / "report.html"
-    code, printed = _run(
-        ["report", str(per_person / "model"), "-o", str(out), "--classifiers", "lr",
-         "--no-attacks", "--real-train", str(per_person / "train.csv"),
-         "--real-test", str(per_person / "test.csv")],
-        capsys,
+    code, printed = run(
+        ["report", per_person / "model", "-o", out, "--classifiers", "lr", "--no-attacks",
+         "--real-train", per_person / "train.csv", "--real-test", per_person / "test.csv"],
+        monkeypatch, capsys,
     )  # fmt: skip
     assert code == 0, printed
     page = out.read_text()
     assert "mean_radius" in page and "Traceback" not in printed
 
 
-def test_the_release_report_of_a_per_person_model_is_written(per_person, tmp_path, capsys):
+def test_the_release_report_of_a_per_person_model_is_written(
+    per_person, tmp_path, monkeypatch, capsys
+):
     out = tmp_path / "release.html"
-    code, printed = _run(["report", str(per_person / "model"), "-o", str(out), "--release"], capsys)
+    args = ["report", per_person / "model", "-o", out, "--release"]
+    code, printed = run(args, monkeypatch, capsys)
     assert code == 0, printed
     schema = json.loads((per_person / "model" / "model.json").read_text())["schema"]
     assert {"name": "person", "type": "drop"} in schema["columns"]  # declared, never sampled
