@@ -14,12 +14,11 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dpforge.cli import main
+from cli_support import run
 
 pytestmark = pytest.mark.slow
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "walkthrough.md"
@@ -37,17 +36,6 @@ def steps() -> list[tuple[str, str]]:
         else:
             found += [(kind, line[2:]) for line in body.splitlines() if line.startswith("$ ")]
     return found
-
-
-def _dpforge(args: list[str], monkeypatch, capsys) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["dpforge", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
 
 
 def _chromium(args: list[str], folder: Path) -> None:
@@ -77,7 +65,7 @@ def test_the_walkthrough_runs_as_written(tmp_path, monkeypatch, capsys):
         if args[0] == "chromium":
             _chromium(args[1:], tmp_path)
             continue
-        code, printed = _dpforge(args[1:], monkeypatch, capsys)
+        code, printed = run(args[1:], monkeypatch, capsys)
         assert code == 0, f"{text}\n{printed}"
     first_line = (tmp_path / "flights_train.csv").read_text().splitlines()[0]
     assert ";" in first_line and "," not in first_line  # the raw file is semicolon-separated

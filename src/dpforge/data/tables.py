@@ -378,11 +378,7 @@ TYPES_WARNING = (
 
 def _looks_numeric(series: pd.Series) -> bool:
     present = [v for v in series.tolist() if str(v).strip().lower() not in MISSING_TOKENS]
-    try:
-        [float(v) for v in present]
-    except (TypeError, ValueError):
-        return False
-    return bool(present)
+    return bool(present) and _all_numbers(present)
 
 
 def _draft_column(name: str, series: pd.Series, with_values: bool) -> Column:
@@ -438,10 +434,11 @@ def _identifier_type(name: str, present: list) -> str | None:
     return None
 
 
-def _all_numbers(texts: list[str]) -> bool:
+def _all_numbers(values: list) -> bool:
+    """Every value reads as a number."""
     try:
-        [float(t) for t in texts]
-    except ValueError:
+        [float(v) for v in values]
+    except (TypeError, ValueError):
         return False
     return True
 
