@@ -27,6 +27,7 @@ fit and sample, and a selection of the joined marginals beyond the default.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,10 +36,14 @@ import pandas as pd
 from dpforge.data.encoder import fresh_keys
 from dpforge.data.parent_match import assign_to_parents
 from dpforge.data.relational import bound_children, joined_child, parent_with_counts
-from dpforge.errors import SchemaError
+from dpforge.errors import DataError, ModelFileError, SchemaError
 from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.pipeline.plan import release_bound
+from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.relational import unit_words
+from dpforge.privacy.relational_charge import PartsCharge, planned_bound
+from dpforge.relational_io import read_relational, save_relational
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 from dpforge.schema.table import Schema
 from dpforge.synthesizer import Synthesizer
@@ -67,8 +72,16 @@ class RelationalSynthesizer:
         self.seed, self.anchor, self.progress = seed, anchor, progress
 
     # -- fit -------------------------------------------------------------------------------
-    def fit(self, tables: Mapping[str, pd.DataFrame]) -> RelationalSynthesizer:
-        """Fit the parent model and one model per child on the private ``tables``."""
+    def fit(
+        self, tables: Mapping[str, pd.DataFrame], *, budget: RunCharge | None = None
+    ) -> RelationalSynthesizer:
+        """Fit the parent model and one model per child on the private ``tables``.
+
+        With ``budget`` (the data set's :class:`~dpforge.privacy.budget.DataBudget`), the
+        whole plan (every part's bound, named with its table and the unit) is charged as one
+        run before the first release, refused beyond the declared total, and settled with
+        the composed ledger at the end (:mod:`dpforge.privacy.relational_charge`).
+        """
         if self.schema.notes:
             raise SchemaError(
                 "this relational schema is a draft read from the private files: review it, "
@@ -77,15 +90,56 @@ class RelationalSynthesizer:
         parts = 1 + len(self.schema.children)
         self._check_models(parts)
         seeds, rng = self._streams(parts)
-        bounded = bound_children(tables, self.schema, rng)
-        parent = self._synthesizer(self.schema.parent_with_counts(), parts, next(seeds))
-        self.parent_model_ = parent.fit(parent_with_counts(bounded, self.schema))
-        self.child_models_: dict[str, Synthesizer] = {}
-        for child in self.schema.children:
-            model = self._child_model(self.schema, child, parts, next(seeds))
-            self.child_models_[child.name] = model.fit(joined_child(bounded, self.schema, child))
-        self.ledger_ = self._composed_ledger()
+        bounded = bound_children(tables, self.schema, rng)  # bad input: refused, nothing charged
+        models = self._models(parts, seeds)
+        charge = PartsCharge(budget, unit_words(self.schema))
+        self.plan_ = planned_bound({n: self._bound(m) for n, m in models.items()}, charge.unit)
+        charge.charge(self.plan_, self.epsilon, self.delta, self._description())
+        try:
+            for name, model in models.items():
+                charge.start(name)
+                model.fit(self._part_data(bounded, name), budget=charge)
+        finally:
+            charge.settle_run()
+        self.parent_model_ = models.pop(self.schema.parent.name)
+        self.child_models_: dict[str, Synthesizer] = models
+        self.ledger_ = planned_bound(
+            {n: m.ledger_ for n, m in self.table_models().items()}, charge.unit
+        )
         return self
+
+    def _models(self, parts: int, seeds: Iterator[int | None]) -> dict[str, Synthesizer]:
+        """The unfitted table models by table name, the parent first."""
+        models = {
+            self.schema.parent.name: self._synthesizer(
+                self.schema.parent_with_counts(), parts, next(seeds)
+            )
+        }
+        for child in self.schema.children:
+            models[child.name] = self._child_model(self.schema, child, parts, next(seeds))
+        return models
+
+    def _part_data(self, bounded: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
+        """What the model of table ``name`` reads: the parent with its child counts, or the
+        child joined with its parent."""
+        if name == self.schema.parent.name:
+            return parent_with_counts(bounded, self.schema)
+        return joined_child(bounded, self.schema, self.schema.table(name))
+
+    def _bound(self, model: Synthesizer) -> PrivacyLedger:
+        """What one part may release before its plan is known (its share of the budget)."""
+        return release_bound(model.epsilon, model.delta, model.metadata_share)
+
+    def _description(self) -> str:
+        """The run as ``budget show`` lists it."""
+        return (
+            f"related tables {', '.join(self.schema.names)}, target epsilon {self.epsilon:g}, "
+            f"delta {self.delta:g}, {unit_words(self.schema)}"
+        )
+
+    def table_models(self) -> dict[str, Synthesizer]:
+        """The fitted table models by table name, the parent first."""
+        return {self.schema.parent.name: self.parent_model_, **self.child_models_}
 
     def _check_models(self, parts: int) -> None:
         """Every model's options and schema checked before any record is read, so that a
@@ -119,17 +173,39 @@ class RelationalSynthesizer:
     ) -> Synthesizer:
         return self._synthesizer(schema.joined(child), parts, seed, child)
 
-    def _composed_ledger(self) -> PrivacyLedger:
-        ledger, words = PrivacyLedger(), unit_words(self.schema)
-        models = {self.schema.parent.name: self.parent_model_, **self.child_models_}
-        for table, model in models.items():
-            for entry in model.ledger_.entries:
-                ledger.record(f"'{table}': {entry.name}; {words}", entry.event, entry.extra_delta)
-        return ledger
-
     def privacy_spent(self) -> PrivacyReport:
         """epsilon of the composed ledger at the total delta."""
         return self.ledger_.report(self.delta)
+
+    # -- save and load ---------------------------------------------------------------------
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write the model folder (:mod:`dpforge.relational_io`): the relational schema, the
+        composed ledger and one model folder per table; no real key, no exact count."""
+        if not hasattr(self, "ledger_"):
+            raise DataError("this model is not fitted: call fit(tables) or load(path)")
+        return save_relational(self, Path(path), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path) -> RelationalSynthesizer:
+        """A model folder written by :meth:`save`; the result samples, not trains."""
+        info, models = read_relational(path, Synthesizer)
+        schema = RelationalSchema.from_dict(info["schema"])
+        privacy = info["privacy"]
+        model = cls(schema, float(privacy["target_epsilon"]), float(privacy["delta"]))
+        model.progress = False
+        expected = {schema.parent.name: schema.parent_with_counts()}
+        expected |= {c.name: schema.joined(c) for c in schema.children}
+        for name, table_model in models.items():
+            if table_model.schema_.names != expected[name].names:
+                raise ModelFileError(
+                    f"{Path(path) / name} does not model table '{name}' of the schema in "
+                    f"{Path(path) / 'relational.json'} (other columns): restore the folder "
+                    "that fit wrote"
+                )
+        model.parent_model_ = models.pop(schema.parent.name)
+        model.child_models_ = models
+        model.ledger_ = PrivacyLedger.from_dict(privacy["ledger"])
+        return model
 
     # -- sample ----------------------------------------------------------------------------
     def sample(

@@ -1,0 +1,77 @@
+"""One charge for a related tables' run: the whole plan in the budget file before any release.
+
+A related tables' fit runs one table fit per part (the parent with its child counts, each child
+joined with its parent), each at its share of the budget. The data set's budget file must see
+ONE run, charged before the first part's first release, whatever happens after:
+
+1. :func:`planned_bound` composes, per part, the bound a single-table fit reserves before its
+   plan is known (:func:`dpforge.pipeline.plan.release_bound` at the part's share), each entry
+   named with its table and the unit (the parent with all its rows);
+2. :class:`PartsCharge` reserves that plan through the one charging path
+   (:func:`~dpforge.privacy.budget.charge_before_release`) and is then passed to every part's
+   fit as its budget: a part's own reservation is already in the plan, so it adds nothing, and
+   its settlement (what ran and what is planned, or what ran when it stops on a DP outcome) is
+   kept;
+3. once every part settled, the run's charge is settled with the composed ledger. A part that
+   stopped without settling (a crash, Ctrl-C) leaves the whole plan charged: never less than
+   what ran, and never a second charge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpforge.privacy.budget import RunCharge, charge_before_release, settle_charge
+from dpforge.privacy.ledger import PrivacyLedger
+
+__all__ = ["PartsCharge", "planned_bound"]
+
+
+def planned_bound(parts: dict[str, PrivacyLedger], unit: str) -> PrivacyLedger:
+    """The run's plan: each part's bound (table name -> ledger), its entries named with the
+    table and ``unit``."""
+    plan = PrivacyLedger()
+    for table, bound in parts.items():
+        for entry in bound.entries:
+            plan.record(f"'{table}': {entry.name}; {unit}", entry.event, entry.extra_delta)
+    return plan
+
+
+class PartsCharge:
+    """The budget of every part's fit (a :class:`~dpforge.privacy.budget.RunCharge`): the run
+    was charged once before any release (:meth:`charge`); the parts' settlements are kept and
+    settled together (:meth:`settle_run`)."""
+
+    def __init__(self, budget: RunCharge | None, unit: str) -> None:
+        self.budget, self.unit = budget, unit
+        self.run: Any = None
+        self.started: list[str] = []
+        self.settled: dict[str, PrivacyLedger] = {}
+
+    def charge(self, plan: PrivacyLedger, epsilon: float, delta: float, description: str) -> None:
+        """Reserve the whole ``plan`` before the first release (refused beyond the total)."""
+        self.run = charge_before_release(
+            self.budget, epsilon=epsilon, delta=delta, description=description, bound=plan
+        )
+
+    def start(self, table: str) -> None:
+        """The part of ``table`` fits next."""
+        self.started.append(table)
+
+    def reserve(self, **_: Any) -> str:
+        """A part's reservation: already in the plan; the part's name is its record."""
+        return self.started[-1]
+
+    def settle(self, run: Any, ledger: PrivacyLedger, *, check_total: bool = False) -> None:
+        """Keep what the part ``run`` ran and planned (the run is settled at its end)."""
+        self.settled[run] = PrivacyLedger(ledger.entries)
+
+    def composed(self) -> PrivacyLedger:
+        """The settled parts' ledgers in one, each entry named with its table and the unit."""
+        return planned_bound(self.settled, self.unit)
+
+    def settle_run(self) -> None:
+        """Settle the run with the parts' ledgers once every started part settled; otherwise
+        (a part stopped without settling) the whole plan stays charged."""
+        if self.run is not None and set(self.started) == set(self.settled):
+            settle_charge(self.budget, self.run, self.composed())
