@@ -43,7 +43,7 @@ from dpforge.pipeline.plan import release_bound
 from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.relational import unit_words
 from dpforge.privacy.relational_charge import PartsCharge, planned_bound
-from dpforge.relational_io import read_relational, save_relational
+from dpforge.relational_io import check_table_names, read_relational, save_relational
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 from dpforge.schema.table import Schema
 from dpforge.synthesizer import Synthesizer
@@ -82,13 +82,8 @@ class RelationalSynthesizer:
         run before the first release, refused beyond the declared total, and settled with
         the composed ledger at the end (:mod:`dpforge.privacy.relational_charge`).
         """
-        if self.schema.notes:
-            raise SchemaError(
-                "this relational schema is a draft read from the private files: review it, "
-                "set every max_rows_per_parent to a public bound, then remove its notes"
-            )
+        self.check_options()
         parts = 1 + len(self.schema.children)
-        self._check_models(parts)
         seeds, rng = self._streams(parts)
         bounded = bound_children(tables, self.schema, rng)  # bad input: refused, nothing charged
         models = self._models(parts, seeds)
@@ -140,6 +135,17 @@ class RelationalSynthesizer:
     def table_models(self) -> dict[str, Synthesizer]:
         """The fitted table models by table name, the parent first."""
         return {self.schema.parent.name: self.parent_model_, **self.child_models_}
+
+    def check_options(self) -> None:
+        """The schema (no draft) and every table model's options, checked before any record is
+        read (the command line calls it before reading the files)."""
+        if self.schema.notes:
+            raise SchemaError(
+                "this relational schema is a draft read from the private files: review it, "
+                "set every max_rows_per_parent to a public bound, then remove its notes"
+            )
+        check_table_names(self.schema)
+        self._check_models(1 + len(self.schema.children))
 
     def _check_models(self, parts: int) -> None:
         """Every model's options and schema checked before any record is read, so that a

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpforge.errors import DpforgeError, ModelFileError
+from dpforge.errors import DpforgeError, ModelFileError, SchemaError
 from dpforge.model_io import MODEL_FOLDER, is_model_folder, read_model, restore, save_model
 from dpforge.model_io import manifest as model_manifest
 from dpforge.privacy.ledger import PrivacyLedger
@@ -32,7 +32,13 @@ from dpforge.schema.relational import RelationalSchema
 from dpforge.schema.validation import read_json_text
 from dpforge.storage import FolderKind, folder_holds_only, replace_folder, write_json
 
-__all__ = ["RELATIONAL_FOLDER", "is_relational_folder", "read_relational", "save_relational"]
+__all__ = [
+    "RELATIONAL_FOLDER",
+    "check_table_names",
+    "is_relational_folder",
+    "read_relational",
+    "save_relational",
+]
 
 FORMAT = "dpforge-relational-model"
 FORMAT_VERSION = 1
@@ -77,7 +83,7 @@ def check_table_names(schema: RelationalSchema) -> None:
     sampled CSV file."""
     for name in schema.names:
         if not _SAFE_NAME.fullmatch(name) or name == MANIFEST:
-            raise DpforgeError(
+            raise SchemaError(
                 f"table name {name!r} cannot name a folder or file: use letters, digits, "
                 "spaces, '_', '-', '.' or '+' (not first), and not 'relational.json'"
             )

@@ -157,9 +157,13 @@ def _draft_message(out: Path, kind: str, values: bool, flagged: bool) -> str:
 
 def sample(
     model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
-    n: int = typer.Option(..., "-n", help="number of records"),
+    n: int = typer.Option(..., "-n", help="number of records (related tables: of parents)"),
     out: Path = typer.Option(
-        ..., "-o", "--out", help="CSV file (tables, time series) or folder (images) to write"
+        ...,
+        "-o",
+        "--out",
+        help="CSV file (tables, time series) or folder (images; related tables: one CSV file "
+        "per table) to write",
     ),
     condition: list[str] = typer.Option(None, "--condition", help="LABEL=value"),
     image_format: str = typer.Option(
@@ -195,6 +199,16 @@ def sample(
     if image_format not in IMAGE_FORMATS:
         raise DpforgeError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
     recover_folder(model, MODEL_FOLDER)  # a replacement a kill interrupted
+    if _relational_model(model):
+        from dpforge.cli.relational import refuse_table_options, sample_relational
+
+        refuse_table_options({
+            "--condition": condition, "--image-format": image_format != "both",
+            "--format": table_format != "csv", "--partitions": partitions != 1,
+            "--workers": workers is not None,
+        })  # fmt: skip
+        sample_relational(model, n, out, seed, move, overwrite)
+        return
     synth = load(model)
     synth.mover(move)  # refused before any work when the folder cannot move
     conditions = _parse_conditions(condition or [])
@@ -209,6 +223,15 @@ def sample(
     check_sample_outputs(schema_type(synth.schema_), out, overwrite, (model,))
     written = write_samples(synth, n, conditions, seed, out, overwrite, image_format, move)
     console.print(f"wrote {n} records to {', '.join(map(str, written))}")
+
+
+def _relational_model(model: Path) -> bool:
+    """Whether ``model`` is a related tables' model folder (after finishing a replacement a
+    kill interrupted)."""
+    from dpforge.relational_io import MANIFEST, RELATIONAL_FOLDER
+
+    recover_folder(model, RELATIONAL_FOLDER)
+    return (model / MANIFEST).is_file()
 
 
 def _parse_conditions(items: list[str]) -> dict[str, str]:

@@ -30,7 +30,7 @@ from dpforge.cli.io import (
     write_samples,
 )
 from dpforge.cli.options_file import REFINERS, FitOptions, OutputOptions, read_options
-from dpforge.errors import DpforgeError
+from dpforge.errors import DpforgeError, SchemaError
 from dpforge.options import REFINE_SHARE, check_device
 from dpforge.schema.array import ArraySchema, load_schema
 from dpforge.schema.table import Schema
@@ -55,7 +55,12 @@ OPTIONS_HELP = (
 
 
 def fit(
-    data: Path = typer.Argument(..., help="the private data: CSV, image folder, .npz or idx"),
+    files: list[Path] = typer.Argument(
+        ...,
+        metavar="DATA...",
+        help="the private data: CSV, image folder, .npz or idx; related tables: one CSV file "
+        "per table of the relational --schema, each named by its file stem (patients.csv)",
+    ),
     schema_path: Path = typer.Option(..., "--schema", help="the public schema (JSON)"),
     out: Path = typer.Option(..., "--out", help="the model folder to write"),
     epsilon: float = typer.Option(3.0, "--epsilon", help="the total budget, metadata included"),
@@ -96,7 +101,23 @@ def fit(
     """Fit a private model of DATA and write the model folder OUT.
 
     It measures statistics under DP and fits a generator to them; --refine adds a discriminator.
+    With a relational --schema, DATA is one CSV file per table (docs/related-tables.md).
     """
+    if is_relational(schema_path):
+        from dpforge.cli.relational import FitRequest, fit_relational
+
+        request = FitRequest(
+            tuple(files), schema_path, out, epsilon, delta, options_path, seed, budget_file,
+            overwrite,
+        )  # fmt: skip
+        one_table = {
+            "--refine": refine, "--privacy-unit": privacy_unit,
+            "--max-rows-per-unit": max_rows_per_unit, "--device": device != DEVICE_DEFAULT,
+            "--checkpoint-dir": checkpoint_dir, "--clip-out-of-bounds": clip_out_of_bounds,
+        }  # fmt: skip
+        fit_relational(request, one_table)
+        return
+    data = _one_file(files)
     from dpforge.cli.fit_options import anchor_option, check_refine_sections, method_config
     from dpforge.distributed import join_processes, rank_device, refuse_checkpoints
     from dpforge.model_io import MODEL_FOLDER
@@ -169,6 +190,25 @@ def fit(
         console.print(f"wrote {n} synthetic records to {', '.join(map(str, written))}")
     print_privacy(synth)
     print_budget_line(data_budget)
+
+
+def is_relational(schema_path: Path) -> bool:
+    """Whether the schema file declares related tables (``"type": "relational"``)."""
+    from dpforge.schema.validation import read_json_text
+
+    document = read_json_text(schema_path, "schema file", SchemaError)
+    return isinstance(document, dict) and document.get("type") == "relational"
+
+
+def _one_file(files: list[Path]) -> Path:
+    """DATA of a single-table (or image, series) schema: one path."""
+    if len(files) != 1:
+        raise DpforgeError(
+            f"{len(files)} data files given, but the --schema describes one data set: give one "
+            "file, or a relational schema for related tables (dpforge schema a.csv b.csv "
+            "drafts one)"
+        )
+    return files[0]
 
 
 def _refuse_foreign(kind: str, options: FitOptions) -> None:
