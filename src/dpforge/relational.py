@@ -19,9 +19,14 @@ table, a pool of joined rows from the child model; each parent takes as many of 
 generated count, the unused rows nearest its own columns (:mod:`dpforge.data.parent_match`).
 No real key is read by a model, saved or sampled.
 
-Not yet: saving and loading the models, the budget file, charging the whole plan before the
-first fit's release (each fit writes its own ledger before its releases), the command line's
-fit and sample, and a selection of the joined marginals beyond the default.
+The whole plan is charged to the data set's budget file once, before the first release
+(:mod:`dpforge.privacy.relational_charge`); :meth:`RelationalSynthesizer.save` and
+:meth:`RelationalSynthesizer.load` write and read the model folder
+(:mod:`dpforge.relational_io`). This is a facade of its own level (a user's entry point, like
+the table facade it composes): only the command line imports it.
+
+Not yet: a selection of the joined marginals beyond the default, budget shares weighed by the
+tables, and generation conditioned on the parent.
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ POOL_FACTOR = 3  # child rows drawn per child needed, so that each parent finds 
 
 class RelationalSynthesizer:
     """A parent table and its child tables under one guarantee per parent (see the module
-    docstring). ``seed`` None draws the bounding and the noise from the OS (releases)."""
+    docstring). ``seed`` None draws the bounding and the noise from the OS (releases).
+    ``out_of_bounds`` "clip" clips values outside declared bounds (as the table facade does)
+    instead of refusing them."""
 
     def __init__(
         self,
@@ -64,12 +71,14 @@ class RelationalSynthesizer:
         *,
         seed: int | None = None,
         anchor: Any = "auto",
+        out_of_bounds: str = "error",
         progress: bool = True,
     ) -> None:
         if not isinstance(schema, RelationalSchema):
             raise SchemaError(f"schema must be a RelationalSchema, got {type(schema).__name__}")
         self.schema, self.epsilon, self.delta = schema, epsilon, delta
         self.seed, self.anchor, self.progress = seed, anchor, progress
+        self.out_of_bounds = out_of_bounds
 
     # -- fit -------------------------------------------------------------------------------
     def fit(
@@ -85,7 +94,8 @@ class RelationalSynthesizer:
         self.check_options()
         parts = 1 + len(self.schema.children)
         seeds, rng = self._streams(parts)
-        bounded = bound_children(tables, self.schema, rng)  # bad input: refused, nothing charged
+        # bad input is refused here, before anything is charged
+        bounded = bound_children(tables, self.schema, rng, self.out_of_bounds)
         models = self._models(parts, seeds)
         charge = PartsCharge(budget, unit_words(self.schema))
         self.plan_ = planned_bound({n: self._bound(m) for n, m in models.items()}, charge.unit)
@@ -169,7 +179,7 @@ class RelationalSynthesizer:
         key with its k rows, where given (a child joined with its parent)."""
         return Synthesizer(
             schema, epsilon=self.epsilon / parts, delta=self.delta / parts, seed=seed,
-            anchor=self.anchor, progress=self.progress,
+            anchor=self.anchor, progress=self.progress, out_of_bounds=self.out_of_bounds,
             privacy_unit=None if unit is None else unit.link.foreign_key,
             max_rows_per_unit=None if unit is None else unit.max_rows,
         )  # fmt: skip

@@ -108,12 +108,12 @@ def fit(
 
         request = FitRequest(
             tuple(files), schema_path, out, epsilon, delta, options_path, seed, budget_file,
-            overwrite,
+            clip_out_of_bounds, overwrite,
         )  # fmt: skip
         one_table = {
             "--refine": refine, "--privacy-unit": privacy_unit,
             "--max-rows-per-unit": max_rows_per_unit, "--device": device != DEVICE_DEFAULT,
-            "--checkpoint-dir": checkpoint_dir, "--clip-out-of-bounds": clip_out_of_bounds,
+            "--checkpoint-dir": checkpoint_dir,
         }  # fmt: skip
         fit_relational(request, one_table)
         return

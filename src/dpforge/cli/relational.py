@@ -76,6 +76,7 @@ class FitRequest:
     options_path: Path | None
     seed: int | None
     budget_file: Path | None
+    clip_out_of_bounds: bool
     overwrite: bool
 
 
@@ -96,6 +97,7 @@ def fit_relational(request: FitRequest, one_table: dict[str, object]) -> None:
     model = RelationalSynthesizer(
         schema, request.epsilon, request.delta, seed=request.seed,
         anchor=_anchor(options, schema), progress=options.output.progress,
+        out_of_bounds="clip" if request.clip_out_of_bounds else "error",
     )  # fmt: skip
     model.check_options()  # before the data are read
     parent_file = files[schema.parent.name]

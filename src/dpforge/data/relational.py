@@ -67,9 +67,12 @@ def read_tables(paths: Sequence[str | Path]) -> dict[str, pd.DataFrame]:
 
 
 # -- checks -------------------------------------------------------------------------------
-def check_tables(tables: Mapping[str, pd.DataFrame], schema: RelationalSchema) -> None:
+def check_tables(
+    tables: Mapping[str, pd.DataFrame], schema: RelationalSchema, out_of_bounds: str = "error"
+) -> None:
     """Every declared table is given (and no other), every parent key is present and unique,
-    every child row names a parent that exists."""
+    every child row names a parent that exists. ``out_of_bounds`` as in
+    :func:`~dpforge.data.tables.validate_table` ("clip": the table models clip such values)."""
     missing = [n for n in schema.names if n not in tables]
     if missing:
         raise DataError(
@@ -83,20 +86,20 @@ def check_tables(tables: Mapping[str, pd.DataFrame], schema: RelationalSchema) -
             "or leave it out"
         )
     for table in schema.tables:
-        _check_values(tables[table.name], table)
+        _check_values(tables[table.name], table, out_of_bounds)
     parent_keys = _parent_keys(tables, schema.parent)
     for child in schema.children:
         _check_foreign_keys(tables[child.name], child, parent_keys)
 
 
-def _check_values(frame: object, table: RelationalTable) -> None:
+def _check_values(frame: object, table: RelationalTable, out_of_bounds: str) -> None:
     """The table's values against its own schema, so that errors name its own rows."""
     if not isinstance(frame, pd.DataFrame):
         raise DataError(
             f"table '{table.name}' must be a pandas DataFrame, got {type(frame).__name__}"
         )
     try:
-        validate_table(frame, table.schema)
+        validate_table(frame, table.schema, out_of_bounds=out_of_bounds)
     except DataError as exc:
         raise DataError(f"table '{table.name}': {exc}") from None
 
@@ -144,11 +147,15 @@ def _check_foreign_keys(frame: pd.DataFrame, child: RelationalTable, parents: se
 
 # -- bounding and joining -----------------------------------------------------------------
 def bound_children(
-    tables: Mapping[str, pd.DataFrame], schema: RelationalSchema, rng: np.random.Generator
+    tables: Mapping[str, pd.DataFrame],
+    schema: RelationalSchema,
+    rng: np.random.Generator,
+    out_of_bounds: str = "error",
 ) -> dict[str, pd.DataFrame]:
-    """The checked tables with each child cut to at most k rows per parent (k its public
-    ``max_rows_per_parent``), the kept rows chosen uniformly at random with ``rng``."""
-    check_tables(tables, schema)
+    """The checked tables (:func:`check_tables`) with each child cut to at most k rows per
+    parent (k its public ``max_rows_per_parent``), the kept rows chosen uniformly at random
+    with ``rng``."""
+    check_tables(tables, schema, out_of_bounds)
     bounded = {schema.parent.name: tables[schema.parent.name]}
     for child in schema.children:
         frame = tables[child.name]
