@@ -64,6 +64,7 @@ from dpforge.training import TrainingPlan
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "library_versions",
     "manifest",
     "read_fitted",
     "read_model",
@@ -75,7 +76,8 @@ MANIFEST = "model.json"
 RELEASE = "release.safetensors"
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
+    """The versions of dpforge and the libraries a model folder depends on (for its reader)."""
     names = ("dpforge", "torch", "numpy", "pandas", "dp-accounting", "safetensors")
     out = {}
     for name in names:
@@ -107,7 +109,7 @@ def manifest(synth: Any) -> dict[str, Any]:
             "ledger": synth.ledger_.to_dict(),
             **_unit(synth),
         },
-        "versions": _versions(),
+        "versions": library_versions(),
     } | _release_json(synth)
 
 

@@ -207,8 +207,8 @@ class RelationalSynthesizer:
         info, models = read_relational(path, Synthesizer)
         schema = RelationalSchema.from_dict(info["schema"])
         privacy = info["privacy"]
-        model = cls(schema, float(privacy["target_epsilon"]), float(privacy["delta"]))
-        model.progress = False
+        epsilon, delta = float(privacy["target_epsilon"]), float(privacy["delta"])
+        model = cls(schema, epsilon, delta, progress=False)
         expected = {schema.parent.name: schema.parent_with_counts()}
         expected |= {c.name: schema.joined(c) for c in schema.children}
         for name, table_model in models.items():

@@ -24,8 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from dpforge.errors import DpforgeError, ModelFileError, SchemaError
-from dpforge.model_io import MODEL_FOLDER, is_model_folder, read_model, restore, save_model
-from dpforge.model_io import manifest as model_manifest
+from dpforge.model_io import (
+    MODEL_FOLDER,
+    is_model_folder,
+    library_versions,
+    read_model,
+    restore,
+    save_model,
+)
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.relational import unit_words
 from dpforge.schema.relational import RelationalSchema
@@ -102,7 +108,7 @@ def manifest(model: Any) -> dict[str, Any]:
             "report": model.privacy_spent().to_dict(),
             "ledger": model.ledger_.to_dict(),
         },
-        "versions": model_manifest(model.parent_model_)["versions"],
+        "versions": library_versions(),
     }
 
 

@@ -75,6 +75,7 @@ def test_the_plan_is_charged_once_before_any_release_and_the_folder_round_trips(
     assert not [k for k in tables["patients"]["patient_id"] if k.encode() in everything]
     with pytest.raises(OutputExistsError, match="already exists"):
         model.save(folder)
+    assert model.save(folder, overwrite=True) == folder  # its own kind: replaced
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("a user's file")
     with pytest.raises(OutputExistsError, match="not a related-tables model folder dpforge"):
