@@ -42,10 +42,10 @@ from dpforge.data.encoder import fresh_keys
 from dpforge.data.parent_match import assign_to_parents
 from dpforge.data.relational import bound_children, joined_child, parent_with_counts
 from dpforge.errors import DataError, ModelFileError, SchemaError
-from dpforge.privacy.accounting import PrivacyReport
-from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.pipeline.plan import release_bound
+from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.budget import RunCharge
+from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.relational import unit_words
 from dpforge.privacy.relational_charge import PartsCharge, planned_bound
 from dpforge.relational_io import check_table_names, read_relational, save_relational

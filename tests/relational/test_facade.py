@@ -23,8 +23,6 @@ def _imports(path: Path) -> set[str]:
 
 def test_only_the_command_line_imports_the_related_tables_facade():
     importers = sorted(
-        str(p.relative_to(SRC))
-        for p in SRC.rglob("*.py")
-        if "dpforge.relational" in _imports(p)
+        str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "dpforge.relational" in _imports(p)
     )
     assert importers and all(name.startswith("cli/") for name in importers), importers
