@@ -12,9 +12,10 @@ fits, with the public :class:`~dpforge.synthesizer.Synthesizer`:
   estimates would need the same per-row rule applied to the joined rows, clipping to estimated
   bounds and dropping or pooling unreleased categories, so that no refusal names a value.)
 
-The budget is split evenly between these fits (a public rule), each fitted at
-``epsilon / parts`` and ``delta / parts``, and their ledgers are composed into one whose every
-entry names the unit. ``sample(n)`` draws n parents (new surrogate keys), then, per child
+The budget is shared evenly between these fits (a public rule), each fitted at ``delta /
+parts`` and the epsilon at which the parts together reach the target
+(:func:`~dpforge.privacy.relational_charge.part_epsilon`), and their ledgers are composed into
+one whose every entry names the unit. ``sample(n)`` draws n parents (new surrogate keys), then, per child
 table, a pool of joined rows from the child model; each parent takes as many of them as its
 generated count, the unused rows nearest its own columns (:mod:`dpforge.data.parent_match`).
 No real key is read by a model, saved or sampled.
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpforge import options as run_options
 from dpforge.data.encoder import fresh_keys
 from dpforge.data.parent_match import assign_to_parents
 from dpforge.data.relational import bound_children, joined_child, parent_with_counts
@@ -47,7 +49,7 @@ from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.relational import unit_words
-from dpforge.privacy.relational_charge import PartsCharge, planned_bound
+from dpforge.privacy.relational_charge import PartsCharge, part_epsilon, planned_bound
 from dpforge.relational_io import check_table_names, read_relational, save_relational
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 from dpforge.schema.table import Schema
@@ -55,6 +57,7 @@ from dpforge.synthesizer import Synthesizer
 
 __all__ = ["RelationalSynthesizer"]
 POOL_FACTOR = 3  # child rows drawn per child needed, so that each parent finds near ones
+METADATA_SHARE = 0.1  # of each part's budget, for DP estimates of undeclared metadata
 
 
 class RelationalSynthesizer:
@@ -155,7 +158,10 @@ class RelationalSynthesizer:
                 "set every max_rows_per_parent to a public bound, then remove its notes"
             )
         check_table_names(self.schema)
-        self._check_models(1 + len(self.schema.children))
+        run_options.check_budget(self.epsilon, self.delta, METADATA_SHARE)
+        parts = 1 + len(self.schema.children)
+        self.part_epsilon_ = part_epsilon(self.epsilon, self.delta, parts, METADATA_SHARE)
+        self._check_models(parts)
 
     def _check_models(self, parts: int) -> None:
         """Every model's options and schema checked before any record is read, so that a
@@ -175,11 +181,13 @@ class RelationalSynthesizer:
     def _synthesizer(
         self, schema: Schema, parts: int, seed: int | None, unit: RelationalTable | None = None
     ) -> Synthesizer:
-        """A table model at an even share of the budget; per person over ``unit``'s foreign
-        key with its k rows, where given (a child joined with its parent)."""
+        """A table model at its share of the budget (:func:`part_epsilon`, ``delta / parts``);
+        per person over ``unit``'s foreign key with its k rows, where given (a child joined
+        with its parent)."""
         return Synthesizer(
-            schema, epsilon=self.epsilon / parts, delta=self.delta / parts, seed=seed,
+            schema, epsilon=self.part_epsilon_, delta=self.delta / parts, seed=seed,
             anchor=self.anchor, progress=self.progress, out_of_bounds=self.out_of_bounds,
+            metadata_share=METADATA_SHARE,
             privacy_unit=None if unit is None else unit.link.foreign_key,
             max_rows_per_unit=None if unit is None else unit.max_rows,
         )  # fmt: skip
