@@ -101,9 +101,10 @@ class RelationalSynthesizer:
         # bad input is refused here, before anything is charged
         bounded = bound_children(tables, self.schema, rng, self.out_of_bounds)
         models = self._models(parts, seeds)
-        charge = PartsCharge(budget, unit_words(self.schema))
-        self.plan_ = planned_bound({n: self._bound(m) for n, m in models.items()}, charge.unit)
-        charge.charge(self.plan_, self.epsilon, self.delta, self._description())
+        bounds = {n: self._bound(m) for n, m in models.items()}
+        charge = PartsCharge(budget, unit_words(self.schema), bounds)
+        self.plan_ = charge.plan
+        charge.charge(self.epsilon, self.delta, self._description())
         try:
             for name, model in models.items():
                 charge.start(name)

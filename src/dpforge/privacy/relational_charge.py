@@ -12,11 +12,11 @@ ONE run, charged before the first part's first release, whatever happens after:
 2. :class:`PartsCharge` reserves that plan through the one charging path
    (:func:`~dpforge.privacy.budget.charge_before_release`) and is then passed to every part's
    fit as its budget: a part's own reservation is already in the plan, so it adds nothing, and
-   its settlement (what ran and what is planned, or what ran when it stops on a DP outcome) is
-   kept;
+   its settlement (what ran and what is planned, or what ran when it stops on a DP outcome)
+   replaces its bound in the file at once, as a single-table fit's does before its training;
 3. once every part settled, the run's charge is settled with the composed ledger. A part that
-   stopped without settling (a crash, Ctrl-C) leaves the whole plan charged: never less than
-   what ran, and never a second charge.
+   stopped without settling (a crash, Ctrl-C) leaves its bound and the later parts' charged:
+   never less than what ran, and never a second charge.
 """
 
 from __future__ import annotations
@@ -68,19 +68,30 @@ def planned_bound(parts: dict[str, PrivacyLedger], unit: str) -> PrivacyLedger:
 
 class PartsCharge:
     """The budget of every part's fit (a :class:`~dpforge.privacy.budget.RunCharge`): the run
-    was charged once before any release (:meth:`charge`); the parts' settlements are kept and
-    settled together (:meth:`settle_run`)."""
+    is charged once, before any release, with every part's bound (:meth:`charge`); each part's
+    settlement replaces its bound in the file as soon as it is known (before the part's
+    training steps run), and the run is settled with the parts that ran (:meth:`settle_run`).
 
-    def __init__(self, budget: RunCharge | None, unit: str) -> None:
-        self.budget, self.unit = budget, unit
+    ``bounds``: each part's bound by table name, in the order the parts run.
+    """
+
+    def __init__(
+        self, budget: RunCharge | None, unit: str, bounds: dict[str, PrivacyLedger]
+    ) -> None:
+        self.budget, self.unit, self.bounds = budget, unit, bounds
         self.run: Any = None
         self.started: list[str] = []
         self.settled: dict[str, PrivacyLedger] = {}
 
-    def charge(self, plan: PrivacyLedger, epsilon: float, delta: float, description: str) -> None:
-        """Reserve the whole ``plan`` before the first release (refused beyond the total)."""
+    @property
+    def plan(self) -> PrivacyLedger:
+        """What the file holds for the run: each settled part's ledger, else its bound."""
+        return planned_bound({n: self.settled.get(n, b) for n, b in self.bounds.items()}, self.unit)
+
+    def charge(self, epsilon: float, delta: float, description: str) -> None:
+        """Reserve the whole plan before the first release (refused beyond the total)."""
         self.run = charge_before_release(
-            self.budget, epsilon=epsilon, delta=delta, description=description, bound=plan
+            self.budget, epsilon=epsilon, delta=delta, description=description, bound=self.plan
         )
 
     def start(self, table: str) -> None:
@@ -92,15 +103,17 @@ class PartsCharge:
         return self.started[-1]
 
     def settle(self, run: Any, ledger: PrivacyLedger, *, check_total: bool = False) -> None:
-        """Keep what the part ``run`` ran and planned (the run is settled at its end)."""
+        """The part ``run`` ran and planned ``ledger``: it replaces the part's bound."""
         self.settled[run] = PrivacyLedger(ledger.entries)
+        self.run = settle_charge(self.budget, self.run, self.plan) or self.run
 
     def composed(self) -> PrivacyLedger:
         """The settled parts' ledgers in one, each entry named with its table and the unit."""
         return planned_bound(self.settled, self.unit)
 
     def settle_run(self) -> None:
-        """Settle the run with the parts' ledgers once every started part settled; otherwise
-        (a part stopped without settling) the whole plan stays charged."""
+        """Settle the run with the parts that ran, once every started part settled (a part
+        stopped by a DP outcome settles what it released; the parts after it never ran);
+        otherwise (a crash) the file keeps the bounds of the parts not settled."""
         if self.run is not None and set(self.started) == set(self.settled):
             settle_charge(self.budget, self.run, self.composed())
