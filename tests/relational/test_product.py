@@ -8,13 +8,16 @@ import json
 import re
 from pathlib import Path
 
+import dp_accounting
 import pandas as pd
 import pytest
 
 from cli_support import options_file, run
-from dpforge.errors import OutputExistsError
+from dpforge.errors import ModelFileError, OutputExistsError, PrivacyError, SchemaError
 from dpforge.privacy.budget import BUDGET_SUFFIX, BudgetExceededError, DataBudget
+from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.relational import RelationalSynthesizer
+from dpforge.schema.relational import RelationalSchema
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.synthesizer import Synthesizer
 from tests.relational.support import hospital, hospital_schema
@@ -82,6 +85,12 @@ def test_the_plan_is_charged_once_before_any_release_and_the_folder_round_trips(
     with pytest.raises(OutputExistsError, match="already exists"):
         model.save(folder)
     assert model.save(folder, overwrite=True) == folder  # its own kind: replaced
+    for name in ("visits", "drugs", "swap"):  # a hand-edited folder: models swapped
+        (folder / name).rename(
+            folder / {"visits": "swap", "drugs": "visits", "swap": "drugs"}[name]
+        )
+    with pytest.raises(ModelFileError, match="does not model table 'visits' of the schema"):
+        RelationalSynthesizer.load(folder)
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("a user's file")
     with pytest.raises(OutputExistsError, match="not a related-tables model folder dpforge"):
@@ -117,6 +126,37 @@ def test_a_crashed_run_keeps_its_whole_plan_charged_once(tmp_path, monkeypatch):
     assert run.ledger.to_dict() == model.plan_.to_dict()  # the whole plan: no spending hidden
     spent = budget.status().spent.epsilon
     assert spent == pytest.approx(model.plan_.report(model.delta).epsilon) and spent > 1.0
+
+
+def test_a_part_stopped_by_a_dp_outcome_leaves_what_it_released_charged(tmp_path, monkeypatch):
+    """The parent's fit releases one event, then stops on a DP outcome (it settles what it
+    released, as a table fit does): the run keeps that event alone; the children never ran."""
+    tables, _ = hospital(n=60)
+    budget = DataBudget(tmp_path / ("patients.csv" + BUDGET_SUFFIX))
+    released = PrivacyLedger()
+    released.record("metadata: categories of 'sex'", dp_accounting.GaussianDpEvent(4.0))
+
+    def stopped(self, data, **options):
+        charge = options["budget"]
+        charge.settle(charge.reserve(epsilon=1.0, delta=1e-6, description="part"), released)
+        raise PrivacyError("no category is frequent enough")
+
+    monkeypatch.setattr(Synthesizer, "fit", stopped)
+    with pytest.raises(PrivacyError):
+        _model().fit(tables, budget=budget)
+    (run,) = budget.status().runs
+    assert not run.reserved and len(run.ledger) == 1
+    assert run.ledger.entries[0].name.startswith(
+        "'patients': metadata: categories of 'sex'"
+    ) and UNIT in str(run.ledger.entries[0].name)
+
+
+def test_a_table_name_that_cannot_name_a_file_is_refused_before_any_record_is_read():
+    document = hospital_schema()
+    document["tables"]["../drugs"] = document["tables"].pop("drugs")
+    schema = RelationalSchema.from_dict(document)
+    with pytest.raises(SchemaError, match=r"table name '../drugs' cannot name a folder or file"):
+        RelationalSynthesizer(schema, seed=0).fit({})
 
 
 # -- the command line ---------------------------------------------------------------------
