@@ -22,6 +22,7 @@ ONE run, charged before the first part's first release, whatever happens after:
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import dp_accounting
@@ -98,8 +99,18 @@ class PartsCharge:
         """The part of ``table`` fits next."""
         self.started.append(table)
 
-    def reserve(self, **_: Any) -> str:
-        """A part's reservation: already in the plan; the part's name is its record."""
+    def reserve(
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        description: str,
+        bound: PrivacyLedger | None = None,
+        checkpoint: str | Path | None = None,
+        resume_of: str | None = None,
+    ) -> str:
+        """A part's reservation: already in the plan (its arguments add nothing); the part's
+        name is its record."""
         return self.started[-1]
 
     def settle(self, run: Any, ledger: PrivacyLedger, *, check_total: bool = False) -> None:
