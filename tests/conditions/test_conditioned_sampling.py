@@ -123,6 +123,12 @@ def test_sample_command_takes_conditions_on_any_column(fitted, tmp_path, monkeyp
     assert len(rows) == 300 and _meets_wanted(rows).all()
     expected = dpforge.load(model).sample(300, conditions=WANTED, seed=1, move=False)
     assert np.allclose(rows["income"], expected["income"])
+    parts = tmp_path / "parts"
+    split = ["--partitions", "2", "--workers", "1", "--condition", "region=W", "--no-move"]
+    code, text = run(["sample", model, "-n", "300", "-o", parts, *split], monkeypatch, capsys)
+    assert code == 0, text
+    written = pd.concat(pd.read_csv(p) for p in sorted(parts.glob("part-*.csv")))
+    assert len(written) == 300 and (written["region"] == "W").all()
     code, text = run([*args, "--overwrite", "--condition", "age=60..30"], monkeypatch, capsys)
     assert code == 2 and "age=60..30: the range is reversed" in text and "age=30..60" in text
     code, text = run([*args, "--overwrite", "--condition", "zone=N"], monkeypatch, capsys)
