@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 
+import numpy as np
 import pytest
 
 from condition_tables import SCHEMA
@@ -28,6 +29,9 @@ def test_a_single_class_of_the_label_goes_to_the_generator_the_rest_to_rejection
     assert resolved.shown == "y=yes, sex=F, age=30.., visit=2020-03-01.."
     several = resolve_conditions(SCHEMA, {"y": ["no", "yes"]})
     assert several.label == {} and several.rows[0].values == ("no", "yes")
+    unique = resolve_conditions(SCHEMA, {"region": np.array(["S", "N"]), "y": np.array(["no"])})
+    assert unique.label == {"y": "no"} and unique.rows[0].values == ("S", "N")
+    assert unique.shown == "y=no, region=S,N"
 
 
 def test_dates_may_be_given_as_dates():

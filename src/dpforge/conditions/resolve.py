@@ -18,14 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpforge.conditions.text import shown_condition
+from dpforge.conditions.text import MEMBERSHIP, shown_condition
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError, SchemaError
 from dpforge.kinds import kind_of
 from dpforge.schema.dates import EPOCH, SECONDS, axis_texts, to_axis
 from dpforge.schema.validation import closest
-
-MEMBERSHIP = (list, set, frozenset)  # several values of a column, any one of them
 
 
 @dataclass(frozen=True)

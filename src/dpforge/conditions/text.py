@@ -14,10 +14,13 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
+import numpy as np
+
 from dpforge.data.tables import canonical_text
 from dpforge.errors import DataError
 from dpforge.kinds import kind_of
 
+MEMBERSHIP = (list, set, frozenset, np.ndarray)  # several values of a column, any one of them
 RANGE = ".."
 LIST = ","
 SYNTAX = "write it as COLUMN=value, COLUMN=a,b (any of them) or COLUMN=lo..hi (a range)"
@@ -85,7 +88,7 @@ def shown_condition(column: Any, value: Any) -> str:
     """``value`` (a condition on ``column``) as ``--condition`` writes it."""
     if isinstance(value, tuple):
         text = RANGE.join("" if end is None else _text(column, end) for end in value)
-    elif isinstance(value, (list, set, frozenset)):
+    elif isinstance(value, MEMBERSHIP):
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
         text = LIST.join(_text(column, item) for item in items)
     else:
