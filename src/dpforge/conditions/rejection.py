@@ -129,6 +129,9 @@ class _Rejection:
         raise DataError(self._too_rare(missing, expected))
 
     def _too_rare(self, missing: int, expected: float) -> str:
+        """The refusal: the conditions, the share of the model's rows that meets them, the
+        draws they would take against the cap, and what to change (all of it public: the
+        model's samples, not the data)."""
         share = self._share()
         seen = (
             f"about {share:.3%} of the model's rows meet them ({self.met:,} of {self.drawn:,} "
