@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from dpforge import options as run_options
+from dpforge.conditions import conditioned_batch, conditioned_chunks
 from dpforge.data.arrays import ArrayData
 from dpforge.distributed import current_reducer
 from dpforge.engines import Engine, as_engine, check_refinable
@@ -26,7 +27,6 @@ from dpforge.generate import (
     Mover,
     RowMatcher,
     default_mover,
-    sample_batch,
 )
 from dpforge.kinds import CLIP_NOTE, anchoring_for, kind_of, resolve_anchor
 from dpforge.methods import METHODS
@@ -257,8 +257,12 @@ class Synthesizer:
         move: bool | MoveSettings | ReweightSettings | None = None,
     ) -> pd.DataFrame | ArrayData:
         """``n`` synthetic records: a table with the schema's columns, or :class:`ArrayData`
-        for images and time series. ``conditions={label: value}`` fixes the label; without it
-        labels are drawn from the (uniform, declared or DP) label prior. ``move``: match the
+        for images and time series. ``conditions`` fixes values of columns (tables: any
+        column, e.g. ``{"sex": "F", "age": (30, 40), "region": ["N", "S"]}``: a value, a list
+        of values, or a closed range with None for an open end; images and series: one class
+        of the label); the other columns follow the model's conditional distribution
+        (:mod:`dpforge.conditions`). Without a condition on the label, labels are drawn from
+        the (uniform, declared or DP) label prior. ``move``: match the
         generated records to the model's stored release (free post-processing): series are
         moved to the released embedding (:mod:`dpforge.statistics.particles`), table rows are
         drawn from a pool weighted to the measured marginals
@@ -269,7 +273,7 @@ class Synthesizer:
         self._check_sample_request(n, seed)
         mover = self.mover(move)
         model, generator = self.fitted_model(), make_generator(seed, self.device)
-        return sample_batch(model, n, conditions or {}, generator, mover)
+        return conditioned_batch(model, n, conditions, generator, mover)
 
     def sample_chunks(
         self,
@@ -282,16 +286,13 @@ class Synthesizer:
         """``n`` synthetic records as consecutive chunks of at most ``chunk_rows`` each, so
         that memory stays bounded however large ``n`` is (the command line streams them to the
         output file). One random stream runs through the chunks: the same seed and chunk size
-        give the same records. ``move`` as in :meth:`sample`."""
+        give the same records. ``conditions`` and ``move`` as in :meth:`sample`."""
         self._check_sample_request(n, seed)
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise DataError(f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
         mover = self.mover(move)
         model, generator = self.fitted_model(), make_generator(seed, self.device)
-        for start in range(0, n, chunk_rows):
-            yield sample_batch(
-                model, min(chunk_rows, n - start), conditions or {}, generator, mover
-            )
+        yield from conditioned_chunks(model, n, conditions, generator, mover, chunk_rows)
 
     def fitted_model(self) -> FittedModel:
         """What sampling reads of this fit (:mod:`dpforge.generate` never sees the facade)."""

@@ -165,7 +165,13 @@ def sample(
         help="CSV file (tables, time series) or folder (images; related tables: one CSV file "
         "per table) to write",
     ),
-    condition: list[str] = typer.Option(None, "--condition", help="LABEL=value"),
+    condition: list[str] = typer.Option(
+        None,
+        "--condition",
+        help="COLUMN=value, COLUMN=a,b (any of them) or COLUMN=lo..hi (a range; lo.. or ..hi "
+        "leave an end open), repeatable: the samples hold these values exactly, the other "
+        "columns follow the model's conditional (tables; images and series: LABEL=class)",
+    ),
     image_format: str = typer.Option(
         "both", "--image-format", help="images: png (one file each), npz, or both; plus grid.png"
     ),
@@ -189,6 +195,7 @@ def sample(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Write N synthetic records from MODEL (no data needed: post-processing is free)."""
+    from dpforge.conditions import conditions_from_texts, resolve_conditions
     from dpforge.data.parts import PartsRequest, write_parts
     from dpforge.model_io import MODEL_FOLDER
     from dpforge.synthesizer import load
@@ -211,7 +218,8 @@ def sample(
         return
     synth = load(model)
     synth.mover(move)  # refused before any work when the folder cannot move
-    conditions = _parse_conditions(condition or [])
+    conditions = conditions_from_texts(synth.schema_, condition or [])
+    resolve_conditions(synth.schema_, conditions)  # refused before any work
     if table_format != "csv" or partitions != 1 or workers is not None:
         parts = PartsRequest(model, n, partitions, table_format, seed, tuple(conditions.items()))
         check_parts(schema_type(synth.schema_), parts, out, overwrite, workers)
@@ -232,16 +240,6 @@ def _relational_model(model: Path) -> bool:
 
     recover_folder(model, RELATIONAL_FOLDER)
     return (model / MANIFEST).is_file()
-
-
-def _parse_conditions(items: list[str]) -> dict[str, str]:
-    conditions = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise DpforgeError(f"--condition {item!r}: write it as LABEL=value")
-        conditions[name.strip()] = value.strip()
-    return conditions
 
 
 def demo(

@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -64,7 +65,7 @@ class PartsRequest:
     partitions: int
     fmt: str = "parquet"
     seed: int | None = None
-    conditions: tuple[tuple[str, str], ...] = ()
+    conditions: tuple[tuple[str, Any], ...] = ()  # (column, value, list or (lo, hi))
 
     def check(self) -> None:
         """Refuse a request that cannot be met, before any work."""
@@ -142,7 +143,8 @@ def _run(request: PartsRequest, jobs: list[Job], folder: Path, workers: int) -> 
 def write_partition(request: PartsRequest, job: Job, folder: Path) -> Path:
     """One partition's file, streamed chunk by chunk from the model folder (the fitted model
     alone: no facade)."""
-    from dpforge.generate import SAMPLE_CHUNK_ROWS, default_mover, sample_chunks
+    from dpforge.conditions import conditioned_chunks
+    from dpforge.generate import SAMPLE_CHUNK_ROWS, default_mover
     from dpforge.model_io import read_fitted
     from dpforge.privacy.noise import make_generator
 
@@ -150,7 +152,7 @@ def write_partition(request: PartsRequest, job: Job, folder: Path) -> Path:
     model = read_fitted(request.model)
     generator, mover = make_generator(seed, model.device), default_mover(model, None)
     conditions = dict(request.conditions)
-    chunks = sample_chunks(model, rows, conditions, generator, mover, SAMPLE_CHUNK_ROWS)
+    chunks = conditioned_chunks(model, rows, conditions, generator, mover, SAMPLE_CHUNK_ROWS)
     path = folder / part_name(index, request.fmt)
     types = {c.name: _NUMERIC.get(c.type, "string") for c in model.schema.columns}
     if request.fmt == "parquet":

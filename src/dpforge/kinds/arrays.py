@@ -100,6 +100,12 @@ class ArrayKind:
     def label(schema: ArraySchema) -> tuple[str | None, tuple[str, ...]]:
         return schema.label, tuple(schema.classes or ())
 
+    @staticmethod
+    def condition_columns(schema: ArraySchema) -> dict[str, Any]:
+        """No column but the label conditions an image or a series (:mod:`dpforge.conditions`):
+        a record is an array, not a row of named values."""
+        return {}
+
 
 @dataclass
 class MeasuredArrays(Measured):

@@ -163,6 +163,12 @@ class TableKind:
         column = schema.label_column
         return (None, ()) if column is None else (column.name, tuple(column.categories or ()))
 
+    @staticmethod
+    def condition_columns(schema: Schema) -> dict[str, Any]:
+        """The columns a sample may be conditioned on (:mod:`dpforge.conditions`): every
+        column the model writes values of, the label included, not the identifiers."""
+        return {c.name: c for c in schema.columns if not c.is_identifier}
+
 
 @dataclass
 class MeasuredTable(Measured):
