@@ -81,7 +81,7 @@ def _persons_target(sigma: float, records: int) -> ReleaseTarget:
         return np.array([n]), ledger.entries[-1].event
 
     _, event = release(False, run)
-    claimed = event.noise_multiplier  # a Gaussian's, as the ledger records it
+    claimed = 1 / math.sqrt(2 * event.rho)  # σ of the ledger's ZCDpEvent(1 / 2σ²)
     exact_run = replace(run, epsilon=math.inf)  # no budget: the exact count
     project = projector(lambda c: release(c, exact_run)[0], claimed)
 
