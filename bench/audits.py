@@ -96,9 +96,10 @@ def markdown(records: list[dict]) -> list[str]:
         "whatever the code does; above the claimed ε it proves the code (or its accounting)",
         "wrong. `dpforge`: the package as it is; the planted defects break that path",
         "(tests/privacy/broken_parts.py, broken_releases.py). σ = 1, δ = 1e-2, seed 0; the",
-        "claim is the accountant's ε for the release's own event: one Gaussian, 2.318; DP",
-        "bounds and date ranges, two histograms, 3.708; the person count, whose noise",
-        "multiplier the run's budget rule sets (1.34 at the smallest), 1.565. The person",
+        "claim is the accountant's ε for the release's own event: one Gaussian, 2.318; one",
+        "zCDP release (the discrete or OpenDP Gaussian, issue 43.4), 2.753 (RDP); DP bounds",
+        "and date ranges, two histograms, 3.708; the person count, whose noise multiplier",
+        "the run's budget rule sets (1.34 at the smallest), 1.883. The person",
         "count's 'noise ÷ 4' is a ledger that claims four times the noise added.",
         "",
         "| release | audited | runs per side | lower bound | claimed ε "

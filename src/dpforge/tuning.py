@@ -32,7 +32,7 @@ The score is part of each trial's mechanism, so it must be private or public; sa
   (e.g. a public proxy data set): post-processing, it costs nothing.
 * :class:`PrivateScore` computes a per-record score in [0, 1] on PRIVATE validation records (the
   fit's data, or a private hold-out) and releases their sum with Gaussian noise: adding or
-  removing one record changes the sum by at most 1, so it is one ``GaussianDpEvent(σ)``
+  removing one record changes the sum by at most 1, so it is one ``release_event(σ)`` (zCDP)
   composed into every trial's event.
 
 dp-accounting analyses ``RepeatAndSelectDpEvent`` with RDP only, so the tuned model's ε is the
@@ -67,6 +67,7 @@ from dpforge.privacy.accounting import epsilon as event_epsilon
 from dpforge.privacy.accounting import format_epsilon
 from dpforge.privacy.budget import DataBudget, charge_before_release, settle_charge
 from dpforge.privacy.ledger import PrivacyLedger, event_to_dict
+from dpforge.privacy.release_noise import noisy_values, release_event
 from dpforge.synthesizer import Synthesizer
 
 __all__ = ["PrivateScore", "PublicScore", "Repetitions", "TuningResult", "describe", "tune"]
@@ -172,7 +173,8 @@ class PrivateScore:
     ``per_record(synthesizer, records)`` returns one score in [0, 1] per record (values outside
     are clipped), e.g. whether a classifier trained on the synthesizer's samples labels the
     record right. Their sum, plus N(0, σ²) noise, divided by the (public) number of records is
-    the score: add/remove sensitivity 1, so the release is ``GaussianDpEvent(σ)``.
+    the score: add/remove sensitivity 1, so the release is ``release_event(σ)``
+    (:mod:`dpforge.privacy.release_noise` draws the noise).
     """
 
     per_record: Callable[[Synthesizer, Any], np.ndarray]
@@ -189,7 +191,7 @@ class PrivateScore:
 
     @property
     def event(self) -> dp_accounting.DpEvent:
-        return dp_accounting.GaussianDpEvent(float(self.noise_multiplier))
+        return release_event(float(self.noise_multiplier))
 
     def __call__(self, synthesizer: Synthesizer, rng: np.random.Generator) -> float:
         values = np.asarray(self.per_record(synthesizer, self.records), dtype=np.float64)
@@ -199,7 +201,7 @@ class PrivateScore:
                 f"per_record must return one score per record ({n}), got shape {values.shape}"
             )
         total = float(np.clip(np.nan_to_num(values, nan=0.0), 0.0, 1.0).sum())
-        return (total + self.noise_multiplier * float(rng.standard_normal())) / n
+        return float(noisy_values(total, self.noise_multiplier, rng)) / n
 
 
 Score = PublicScore | PrivateScore
@@ -316,7 +318,7 @@ class _TrialGuard:
 
 
 def _count_event(sigma: float) -> dp_accounting.DpEvent:
-    return dp_accounting.GaussianDpEvent(sigma) if sigma > 0 else dp_accounting.NonPrivateDpEvent()
+    return release_event(sigma)
 
 
 def tune(
@@ -337,7 +339,8 @@ def tune(
         score: :class:`PublicScore` or :class:`PrivateScore` (its cost is in every trial).
         repetitions: the distribution of the number of trials K.
         rng: all randomness of the search (K, picks, trial seeds, score noise). For a
-            release, create it without a seed (``np.random.default_rng()``: OS entropy).
+            release, create it without a seed (``noise_generator(None)`` of
+            :mod:`dpforge.privacy.release_noise`: OS entropy, and OpenDP draws the noise).
         budget: the data set's budget file; the search is charged to it before its first
             release (the record count), and settled with the search's event once the first
             trial's plan is known, before anything trains.

@@ -30,7 +30,8 @@ def cell_noise_std(synth: Synthesizer) -> float:
     for entry in synth.ledger_.entries:
         found = re.fullmatch(r"anchor: (\d+) marginals \(1-way, label x column\)", entry.name)
         if found:
-            return entry.event.noise_multiplier * np.sqrt(int(found.group(1)))
+            sigma = 1 / np.sqrt(2 * entry.event.rho)  # ZCDpEvent(1 / 2 sigma^2)
+            return sigma * np.sqrt(int(found.group(1)))
     raise AssertionError("no first-round marginals in the ledger")
 
 

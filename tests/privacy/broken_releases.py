@@ -12,7 +12,6 @@ import dataclasses
 
 import numpy as np
 from broken_parts import NOISE_BY_4, SENSITIVITY_X2, Defect, _counted_twice, _noise_arg_divided
-from dp_accounting import GaussianDpEvent
 
 from dpforge.engines.federated_trust import Trust
 from dpforge.methods import gswgan
@@ -20,6 +19,7 @@ from dpforge.pipeline import measure
 from dpforge.privacy import person
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD
+from dpforge.privacy.release_noise import release_event
 from dpforge.statistics import (
     bounds_estimate,
     categories_estimate,
@@ -61,7 +61,7 @@ def _date_noise_by_4(real):
 def _count_noise_by_4(real):
     def broken(n_records, sigma, ledger, rng, unit=PER_RECORD):
         released = real(n_records, sigma / 4.0, PrivacyLedger(), rng, unit)
-        ledger.record(unit.entry(measure.COUNT_ENTRY), GaussianDpEvent(sigma))
+        ledger.record(unit.entry(measure.COUNT_ENTRY), release_event(sigma))
         return released
 
     return broken
@@ -135,7 +135,7 @@ MORE_RELEASE_DEFECTS = {
         Defect(SENSITIVITY_X2, measure, "release_count", _count_twice),
     ],
     "person-count": [
-        Defect(NOISE_BY_4, measure, "GaussianDpEvent", _persons_claim_x4),
+        Defect(NOISE_BY_4, measure, "release_event", _persons_claim_x4),
         Defect(SENSITIVITY_X2, measure, "person_codes", _persons_twice),
     ],
     "federated-site": [

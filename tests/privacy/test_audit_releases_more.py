@@ -20,7 +20,10 @@ from dpforge.audit.releases import RELEASES, ReleaseAuditConfig, release_audit
 
 NEW = sorted({**MORE_TARGETS, **PATH_TARGETS})
 SLOW = ("categories", "dates", "rows-per-person")  # 3-7 s per 2,000 runs a side
-CLAIMS = {"bounds": 3.708, "dates": 3.708, "person-count": 1.565}  # else G(1): 2.318
+# Gaussian events at σ = 1: 2.318 (one), 3.708 (two); zCDP events (issue 43.4) at σ = 1: 2.753
+GAUSSIAN = {"bounds": 3.708, "dates": 3.708, "categories": 2.318, "federated-site": 2.318}
+CLAIMS = {**GAUSSIAN, "federated-site-scores": 2.318, "gswgan-sanitizer": 2.318}
+CLAIMS["person-count"] = 1.883  # the budget rule's noise multiplier, 1.34
 
 
 def _cases(targets):
@@ -35,7 +38,7 @@ def test_every_new_release_is_offered_and_has_its_defects():
 @pytest.mark.parametrize("target", NEW)
 def test_each_release_stays_below_its_claim(target):
     result = release_audit(ReleaseAuditConfig(target=target, runs=1000), np.random.default_rng(0))
-    assert result.claimed_epsilon == pytest.approx(CLAIMS.get(target, 2.318), abs=1e-3)
+    assert result.claimed_epsilon == pytest.approx(CLAIMS.get(target, 2.753), abs=1e-3)
     assert not result.violated, result.summary()
     assert result.details["mean_shift"] > 0.25  # the canary is seen: the audit has power
 

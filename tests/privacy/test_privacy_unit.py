@@ -21,8 +21,10 @@ from dpforge.data.encoder import TableEncoder
 from dpforge.data.tables import validate_table
 from dpforge.errors import DataError, PrivacyError, SchemaError
 from dpforge.pipeline.measure import release_count
+from dpforge.privacy import release_noise
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows, person_unit, row_priority
+from dpforge.privacy.release_noise import release_event
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.cells import measure_fine_histograms
 from dpforge.statistics.dp_stats import dp_bounds, dp_categories, dp_label_prior
@@ -142,32 +144,41 @@ def _frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
     )
 
 
-def test_marginals_fine_histograms_and_pair_scores_add_k_times_the_noise():
+@pytest.fixture
+def count_stds(monkeypatch) -> list[float]:
+    """The scale of every discrete Gaussian a seeded count release asks for (noise 0 drawn)."""
+    stds: list[float] = []
+
+    def record(sigma, shape, rng):
+        stds.append(float(sigma))
+        return np.zeros(shape)
+
+    monkeypatch.setattr(release_noise, "discrete_gaussian", record)
+    return stds
+
+
+def test_marginals_fine_histograms_and_pair_scores_add_k_times_the_noise(count_stds):
     encoder, cells = _encoded(_frame(np.random.default_rng(0), 200))
     marginals = default_marginals(encoder.spans, "y")
-    noisy = {}
     for rows in (1, K):
-        measured = measure_marginals(cells, marginals, 0.7, np.random.default_rng(3), 200.0, rows)
-        exact = count_tables(cells, marginals)
-        noisy[rows] = np.concatenate(
-            [m.noisy_counts - e.ravel() for m, e in zip(measured, exact, strict=True)]
-        )
-    assert np.allclose(noisy[K], K * noisy[1])
+        measure_marginals(cells, marginals, 0.7, np.random.default_rng(3), 200.0, rows)
+    one = 0.7 * math.sqrt(len(marginals))
+    assert count_stds == [pytest.approx(one)] * len(marginals) + [pytest.approx(K * one)] * len(
+        marginals
+    )
     column = SCHEMA.column("size")
     frame = pd.DataFrame({"size": np.linspace(0, 10, 50)})
-    one, k = (
-        measure_fine_histograms(frame, [column], 0.5, np.random.default_rng(4), rows)["size"]
-        for rows in (1, K)
-    )
-    exact = measure_fine_histograms(frame, [column], 0.0, np.random.default_rng(4))["size"]
-    assert np.allclose(k - exact, K * (one - exact))
+    count_stds.clear()
+    for rows in (1, K):
+        measure_fine_histograms(frame, [column], 0.5, np.random.default_rng(4), rows)
+    assert count_stds == [pytest.approx(0.5), pytest.approx(K * 0.5)]
     model = {p: np.full((3, 8), 1 / 24) for p in candidate_pairs(encoder.spans)}
     recorder = Recorder()
     select_pairs(cells, model, 1, 0.9, 1.0, recorder, 200.0, rows=K)
     assert recorder.stds == [pytest.approx(0.9 * K * math.sqrt(len(model)))]
 
 
-def test_metadata_estimates_add_k_times_the_noise_and_keep_their_event():
+def test_metadata_estimates_add_k_times_the_noise_and_keep_their_event(count_stds):
     values = np.random.default_rng(0).normal(50, 10, 3000)
     one = dp_bounds(values, 2.0 * K, np.random.default_rng(6))
     k = dp_bounds(values, 2.0, np.random.default_rng(6), sensitivity=K)
@@ -179,10 +190,10 @@ def test_metadata_estimates_add_k_times_the_noise_and_keep_their_event():
     assert np.allclose(prior_k.value, prior_one.value)
     assert prior_k.event == dp_accounting.GaussianDpEvent(5.0)
     ledger, rng = PrivacyLedger(), np.random.default_rng(8)
-    noisy_k = release_count(10_000, 40.0, ledger, rng, PrivacyUnit("person", K))
-    noisy_one = release_count(10_000, 40.0, PrivacyLedger(), np.random.default_rng(8))
-    assert abs((noisy_k - 10_000) - K * (noisy_one - 10_000)) <= K  # rounding only
-    assert ledger.entries[0].event == dp_accounting.GaussianDpEvent(40.0)
+    release_count(10_000, 40.0, ledger, rng, PrivacyUnit("person", K))
+    release_count(10_000, 40.0, PrivacyLedger(), np.random.default_rng(8))
+    assert count_stds == [pytest.approx(K * 40.0), pytest.approx(40.0)]
+    assert ledger.entries[0].event == release_event(40.0)
     assert ledger.entries[0].name.endswith("per person (3 rows): L2 sensitivity x3")
 
 

@@ -75,7 +75,7 @@ def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded(monkeypatch):
     assert {e.name.split("'")[1] for e in entries} == {"pbc", "pbcseq"}
     assert all(e.name.endswith(unit) for e in entries)
     assert all("per person (8 rows)" in e.name for e in entries if e.name.startswith("'pbcseq'"))
-    assert model.privacy_spent().epsilon_pld <= 3.0
+    assert model.privacy_spent().epsilon <= 3.0
     estimates = [e.name.split(";")[0] for e in entries if "metadata: bounds of 'age'" in e.name]
     assert estimates == ["'pbc': metadata: bounds of 'age'", "'pbcseq': metadata: bounds of 'age'"]
 

@@ -38,7 +38,7 @@ def test_every_measurement_is_charged_and_epsilon_stays_within_the_target(fitted
     assert "12 marginals" in names[1] and "15 column pairs" in names[2]
     assert "6 selected column pairs" in names[3]
     for entry in fitted.ledger_.entries:
-        assert isinstance(entry.event, dp_accounting.GaussianDpEvent)
+        assert isinstance(entry.event, dp_accounting.ZCDpEvent)
     report = fitted.privacy_spent()
     assert 2.9 < report.epsilon <= 3.0  # the whole budget, never more
     assert fitted.plan_.steps == 0  # marginals only: no discriminator step

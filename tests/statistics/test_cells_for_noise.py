@@ -51,7 +51,7 @@ def test_cells_depend_on_public_inputs_only_and_the_ledger_keeps_its_kind(cancer
     assert one.ledger_.to_dict() == two.ledger_.to_dict()
     names = [e.name.split(":")[0] for e in one.ledger_.entries]
     assert names[1:] == ["anchor"] * 4  # cells, round 1, pair scores, pairs: as before
-    assert all(isinstance(e.event, dp_accounting.GaussianDpEvent) for e in one.ledger_.entries)
+    assert all(isinstance(e.event, dp_accounting.ZCDpEvent) for e in one.ledger_.entries)
     assert one.privacy_spent().epsilon <= 1.0
     large = _sizes(_fit(frame, schema, 8.0))
     assert all(k < large[name] for name, k in _sizes(one).items())  # more budget, more cells

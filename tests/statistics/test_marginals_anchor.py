@@ -60,8 +60,8 @@ def test_noise_std_per_cell_is_sigma_times_sqrt_k(encoded):
     assert residuals.std() == pytest.approx(expected, rel=0.03)
 
 
-def test_the_event_is_one_gaussian_whatever_the_number_of_marginals():
-    assert measurement_event(3.0) == dp_accounting.GaussianDpEvent(3.0)
+def test_the_event_is_one_discrete_gaussian_whatever_the_number_of_marginals():
+    assert measurement_event(3.0) == dp_accounting.ZCDpEvent(pytest.approx(1 / 18, rel=1e-9))
     assert measurement_event(0.0) == dp_accounting.NonPrivateDpEvent()
 
 

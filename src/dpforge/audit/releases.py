@@ -31,7 +31,7 @@ from dpforge.audit.release_targets_more import MORE_TARGETS
 from dpforge.audit.release_targets_paths import PATH_TARGETS
 from dpforge.audit.result import AuditResult
 from dpforge.errors import PrivacyError
-from dpforge.privacy.accounting import epsilon
+from dpforge.privacy.accounting import epsilon, reporting_accountant
 
 __all__ = ["RELEASES", "ReleaseAuditConfig", "release_audit"]
 
@@ -81,7 +81,7 @@ def release_audit(
     return AuditResult(
         kind="release",
         parts=parts,
-        claimed_epsilon=epsilon(target.event, config.delta),
+        claimed_epsilon=epsilon(target.event, config.delta, reporting_accountant(target.event)),
         lower_bound=bound,
         delta=config.delta,
         confidence=config.confidence,

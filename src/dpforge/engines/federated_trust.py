@@ -238,11 +238,14 @@ def degraded_epsilons(ledger: PrivacyLedger, trust: Trust, delta: float) -> dict
 
 
 def _scaled(event, factor: float):
-    """``event`` with every Gaussian noise multiplier times ``factor``."""
-    from dp_accounting import ComposedDpEvent, SelfComposedDpEvent
+    """``event`` with every Gaussian noise multiplier times ``factor`` (a zCDP release's ρ
+    divided by its square)."""
+    from dp_accounting import ComposedDpEvent, SelfComposedDpEvent, ZCDpEvent
 
     if isinstance(event, GaussianDpEvent):
         return GaussianDpEvent(event.noise_multiplier * factor)
+    if isinstance(event, ZCDpEvent):
+        return ZCDpEvent(event.rho / factor**2, event.xi)
     if isinstance(event, ComposedDpEvent):
         return ComposedDpEvent([_scaled(e, factor) for e in event.events])
     if isinstance(event, SelfComposedDpEvent):

@@ -98,15 +98,17 @@ def _attack_words(over_floor: float, floor: float | None, strongest: float | Non
 
 
 # -- the headline --------------------------------------------------------------------------
+def _other_epsilon(report: Any) -> float | None:
+    """The ε of the accountant that does not report (None where it cannot analyse the run)."""
+    return report.epsilon_pld if report.accountant == "rdp" else report.epsilon_rdp
+
+
 def headline_html(model: Any, result: dict | None) -> str:
     report = model.privacy_spent()
     rows = [
         ("what ran", model_description(model)),
-        (
-            "ε (PLD, reported)",
-            _fmt(report.epsilon_pld if report.epsilon_pld is not None else report.epsilon),
-        ),
-        ("ε (RDP)", _fmt(report.epsilon_rdp)),
+        (f"ε ({report.accountant.upper()}, reported)", _fmt(report.epsilon)),
+        ("ε (PLD)" if report.accountant == "rdp" else "ε (RDP)", _fmt(_other_epsilon(report))),
         ("δ", f"{model.delta:g}"),
     ]
     ratio = auc = floor = strongest = targets = None

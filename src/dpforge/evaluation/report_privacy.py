@@ -4,6 +4,7 @@ was public and what was estimated privately, and what actually trained the gener
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import dp_accounting
@@ -19,6 +20,9 @@ def describe_event(event: dp_accounting.DpEvent) -> str:
     """A dp-accounting event in plain words."""
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return f"Gaussian noise with noise multiplier {event.noise_multiplier:.4g}"
+    if isinstance(event, dp_accounting.ZCDpEvent):
+        sigma = 1 / math.sqrt(2 * event.rho)
+        return f"discrete or OpenDP Gaussian noise with noise multiplier {sigma:.4g} (zCDP)"
     if isinstance(event, dp_accounting.LaplaceDpEvent):
         return f"Laplace noise with scale {event.noise_multiplier:.4g}"
     if isinstance(event, dp_accounting.PoissonSampledDpEvent):
@@ -62,8 +66,7 @@ def ledger_html(model: Any) -> str:
         table_html(
             ("entry", "what happened, in plain words", "ε alone (PLD)", "ε alone (RDP)"), rows
         ),
-        f"<p>Total at δ = {model.delta:g}: ε = {_fmt(report.epsilon_pld)} under PLD (reported), "
-        f"{_fmt(report.epsilon_rdp)} under RDP. A Bayesian (data-dependent) bound is not part "
+        f"<p>Total: {esc(report.summary())}. A Bayesian (data-dependent) bound is not part "
         "of the model folder and is not shown.</p>",
         _public_private(model),
     ]

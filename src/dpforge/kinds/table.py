@@ -32,6 +32,7 @@ from dpforge.privacy.person import (
     kept_rows,
     row_priority,
 )
+from dpforge.privacy.release_noise import noise_generator
 from dpforge.privacy.resume import data_fingerprint
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig, train_anchor
@@ -423,7 +424,7 @@ def _start_generator(run: Any, model: Any, measured: MeasuredTable) -> None:
     fit share (numpy stream 4, torch stream 3)."""
     run.init_generator(model)
     measured.rngs = (
-        np.random.default_rng(run.seed_sequence(4)),
+        noise_generator(run.seed_sequence(4)),
         make_generator(run.seed_sequence(3)),
     )
 

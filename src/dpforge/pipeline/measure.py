@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 from dpforge import options as run_options
 from dpforge.engines.base import MEASURE, Engine
@@ -22,6 +21,7 @@ from dpforge.pipeline.plan import metadata_budget, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit, person_codes
+from dpforge.privacy.release_noise import noise_generator, noisy_counts, release_event
 
 COUNT_ENTRY = "record count (sizes the sampling rate, cells and totals)"
 PERSON_COUNT_ENTRY = "person count (sizes the discriminator's sampling rate over persons)"
@@ -58,9 +58,9 @@ def release_size(
         return float(run.record_count)
     sigma = size_noise(run.epsilon, run.delta)
     if n_records is None:
-        ledger.record(COUNT_ENTRY, GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent())
+        ledger.record(COUNT_ENTRY, release_event(sigma))
         return max(1.0, round(engine.noisy_size(MEASURE, sigma)))
-    rng = np.random.default_rng(run.seed_sequence(5))
+    rng = noise_generator(run.seed_sequence(5))
     return release_count(n_records, sigma, ledger, rng, run.unit)
 
 
@@ -74,10 +74,8 @@ def release_count(
     """The record count released with the Gaussian mechanism, recorded in ``ledger`` before it
     runs; 0 noise: non-private. One record moves it by 1 under add/remove; one person, whose
     rows were bounded to k, by k: the noise std is ``sigma * unit.rows``."""
-    event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
-    ledger.record(unit.entry(COUNT_ENTRY), event)
-    std = sigma * unit.rows
-    noisy = n_records + rng.normal(0.0, std) if sigma > 0 else float(n_records)
+    ledger.record(unit.entry(COUNT_ENTRY), release_event(sigma))
+    noisy = float(noisy_counts(np.array([n_records]), sigma * unit.rows, rng)[0])
     return max(1.0, round(noisy))  # rounding and the floor are post-processing
 
 
@@ -91,10 +89,9 @@ def sampled_count(run: RunSettings, records: Any, ledger: PrivacyLedger, n_publi
     persons = person_codes(records, run.unit)
     n_persons = int(persons.max()) + 1 if persons.size else 0
     sigma = size_noise(run.epsilon, run.delta)
-    event = GaussianDpEvent(sigma) if sigma > 0 else NonPrivateDpEvent()
-    ledger.record(run.unit.count_entry(PERSON_COUNT_ENTRY), event)
-    rng = np.random.default_rng(run.seed_sequence(7))
-    noisy = n_persons + rng.normal(0.0, sigma) if sigma > 0 else float(n_persons)
+    ledger.record(run.unit.count_entry(PERSON_COUNT_ENTRY), release_event(sigma))
+    rng = noise_generator(run.seed_sequence(7))
+    noisy = float(noisy_counts(np.array([n_persons]), sigma, rng)[0])
     released = max(1.0, round(noisy))  # post-processing
     run_options.check_against_size(run.config, round(released), "persons")
     return released
@@ -107,7 +104,7 @@ def measure(
     the metadata, then the anchoring's measurements, then (a privacy unit with discriminator
     steps) the person count. Returns the completed schema, the label prior, the anchoring's
     measurements and the count DP-SGD samples from (the pipeline plans the steps on it)."""
-    rng = np.random.default_rng(run.seed_sequence(0))
+    rng = noise_generator(run.seed_sequence(0))
     records = engine.read(MEASURE)
     schema, prior = run.kind.complete(records, run.schema, metadata_budget(run), ledger, rng)
     released = run.kind.released(records, schema)

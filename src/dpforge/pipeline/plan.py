@@ -28,6 +28,7 @@ from dpforge.privacy.budget import (
 )
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.release_noise import release_event
 from dpforge.statistics.metadata import MetadataBudget
 from dpforge.training import TrainingPlan
 
@@ -64,7 +65,7 @@ def size_noise(epsilon: float, delta: float) -> float:
     delta) budget in the zCDP sense (a Gaussian's cost grows as 1 / sigma^2); 0 without one."""
     if not math.isfinite(epsilon):
         return 0.0
-    whole = noise_for_target(dp_accounting.GaussianDpEvent, epsilon, delta)
+    whole = noise_for_target(release_event, epsilon, delta)
     return whole / math.sqrt(SIZE_SHARE)
 
 
@@ -77,13 +78,8 @@ def metadata_budget(run: RunSettings) -> MetadataBudget:
 
 
 def sample_rate(run: RunSettings, n_public: float) -> float:
-    """The discriminator's Poisson sampling rate q = B / N, N the count released under DP. A
-    run without discriminator steps samples nothing; its plan states the rate of the default
-    refiner's batch (its config's class default: no config is built), as plans always did."""
-    method_cls, config_cls = METHODS[run.method]
-    if run.anchoring.alone:
-        return config_cls.batch_size / n_public
-    return method_cls.sample_rate(run.config, n_public)
+    """The discriminator's Poisson sampling rate q = B / N, N the count released under DP."""
+    return METHODS[run.method][0].sample_rate(run.config, n_public)
 
 
 def refiner_config(run: RunSettings) -> Any:
@@ -96,9 +92,9 @@ def refiner_config(run: RunSettings) -> Any:
 def plan_training(run: RunSettings, n_public: float, ledger: PrivacyLedger) -> TrainingPlan:
     """The discriminator's steps and noise: none when the measurements are the whole run, else
     what the budget left after ``ledger`` allows."""
+    if run.anchoring.alone:  # no private step samples anything: no rate (and no batch check)
+        return TrainingPlan(0, 0.0, 0.0, run.checkpoint_every)
     q = sample_rate(run, n_public)
-    if run.anchoring.alone:  # no private step: a batch above the count is no error (40 series)
-        return TrainingPlan(0, min(q, 1.0), 0.0, run.checkpoint_every)
     if not math.isfinite(run.epsilon):
         steps = run_options.check_steps(max(1, round(run.epochs / q)), f"epochs={run.epochs:g}")
         return TrainingPlan(steps, q, 0.0, run.checkpoint_every)

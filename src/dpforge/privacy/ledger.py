@@ -21,7 +21,13 @@ import dp_accounting
 from dp_accounting import dp_event
 
 from dpforge.errors import PrivacyError
-from dpforge.privacy.accounting import PrivacyReport, epsilon, privacy_report, validate_delta
+from dpforge.privacy.accounting import (
+    PrivacyReport,
+    epsilon,
+    privacy_report,
+    reporting_accountant,
+    validate_delta,
+)
 
 __all__ = ["EVENT_TYPES", "LedgerEntry", "PrivacyLedger", "event_from_dict", "event_to_dict"]
 
@@ -256,9 +262,12 @@ class PrivacyLedger:
             )
         return d - extra
 
-    def epsilon(self, delta: float, accountant: str = "pld") -> float:
-        """ε of the whole run at total δ = ``delta`` (∞ if any access was non-private)."""
-        return epsilon(self.event(), self._accountant_delta(delta), accountant)
+    def epsilon(self, delta: float, accountant: str | None = None) -> float:
+        """ε of the whole run at total δ = ``delta`` (∞ if any access was non-private), by
+        ``accountant``, or None: the one that reports it (PLD where it applies, else RDP)."""
+        event = self.event()
+        acc = accountant or reporting_accountant(event)
+        return epsilon(event, self._accountant_delta(delta), acc)
 
     def report(self, delta: float) -> PrivacyReport:
         """ε under PLD (reported) and RDP at total δ = ``delta``."""

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.engines.aggregates import FineCells, NoisyColumn, TableAggregates
+from dpforge.privacy.release_noise import noisy_counts
 from dpforge.schema.formats import WHOLE_TYPES
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import NumericBins, numeric_bins
@@ -109,7 +110,7 @@ def measure_fine_histograms(
             out[column.name] = at_source.noisy_bincount(rule, fine.size + 1, std)[:-1]
             continue
         counts = _fine_counts(table, column.name, fine)
-        out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
+        out[column.name] = noisy_counts(counts, std, rng) if std > 0 else counts
     return out
 
 

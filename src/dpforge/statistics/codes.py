@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.engines.aggregates import ListedCells, NoisyColumn, TableAggregates
+from dpforge.privacy.release_noise import noisy_counts
 from dpforge.schema.table import Column
 from dpforge.statistics.code_groups import prefix_groups
 
@@ -101,7 +102,7 @@ def measure_code_histograms(
             out[column.name] = source.noisy_bincount(rule, len(column.categories), std)
             continue
         counts = _code_counts(table, column)
-        out[column.name] = counts + rng.normal(0.0, std, counts.size) if std > 0 else counts
+        out[column.name] = noisy_counts(counts, std, rng) if std > 0 else counts
     return out
 
 

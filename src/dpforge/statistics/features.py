@@ -30,6 +30,7 @@ import dp_accounting
 import numpy as np
 import torch
 
+from dpforge.privacy.release_noise import noisy_values, release_event
 from dpforge.statistics.feature_views import VIEWS, RandomFeatures, legacy_views
 
 __all__ = [
@@ -208,9 +209,7 @@ def embedding_sensitivity(count_weight: float) -> float:
 
 def embedding_event(noise_multiplier: float) -> dp_accounting.DpEvent:
     """The ledger event of one release (non-private when the noise is 0)."""
-    if noise_multiplier == 0:
-        return dp_accounting.NonPrivateDpEvent()
-    return dp_accounting.GaussianDpEvent(noise_multiplier)
+    return release_event(noise_multiplier)
 
 
 def views_for(kind: str, config: FeatureAnchorConfig | None = None) -> tuple[str, ...]:
@@ -298,7 +297,8 @@ def measure_embedding(
     ``embedding_event(noise_multiplier)`` (the caller records it in the ledger first)."""
     sums, counts = exact_embedding(features, x, labels, n_classes)
     std = noise_multiplier * embedding_sensitivity(count_weight)
-    noisy_sums = sums + rng.normal(0.0, std, sums.shape) if std else sums
     weighted = count_weight * counts
-    noisy_weighted = weighted + rng.normal(0.0, std, counts.shape) if std else weighted
+    noisy = noisy_values(np.concatenate([sums.ravel(), weighted.ravel()]), std, rng)
+    noisy_sums = noisy[: sums.size].reshape(sums.shape)
+    noisy_weighted = noisy[sums.size :].reshape(counts.shape)
     return MeasuredEmbedding(noisy_sums, noisy_weighted / count_weight, noise_multiplier)

@@ -29,6 +29,7 @@ import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.engines.aggregates import CellTable, NoisyCells, TableAggregates
+from dpforge.privacy.release_noise import noisy_counts, release_event
 from dpforge.statistics.projection import project_to_simplex, simplex_shift
 
 __all__ = [
@@ -266,8 +267,7 @@ def measure_marginals(
     merges = groups or [()] * len(marginals)
     tables = count_tables(blocks, marginals, groups)
     for columns, counts, merge in zip(marginals, tables, merges, strict=True):
-        noisy = counts.ravel() + rng.normal(0.0, std, counts.size) if std > 0 else counts.ravel()
-        noisy = noisy.astype(np.float64)
+        noisy = noisy_counts(counts.ravel(), std, rng)
         merge = tuple(tuple(int(i) for i in g) for g in merge)
         measured.append(MeasuredMarginal(columns, counts.shape, noisy, float(total), merge))
     return measured
@@ -275,6 +275,4 @@ def measure_marginals(
 
 def measurement_event(noise_multiplier: float) -> dp_accounting.DpEvent:
     """The ledger event of one :func:`measure_marginals` call (see the module docstring)."""
-    if noise_multiplier == 0:
-        return dp_accounting.NonPrivateDpEvent()
-    return dp_accounting.GaussianDpEvent(noise_multiplier)
+    return release_event(noise_multiplier)

@@ -27,6 +27,7 @@ from dpforge.privacy.accounting import reporting_accountant
 from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
+from dpforge.privacy.release_noise import release_event
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
 from dpforge.statistics.cells import CELLS_SNR
 from dpforge.statistics.label_pairs import label_pair_marginals
@@ -116,9 +117,7 @@ def planned_cell_std(
     if target is None:
         return 0.0
     weights, _, _, _ = _weights(config, spans, adaptive=True)
-    sigma = noise_for_target(
-        dp_accounting.GaussianDpEvent, target[0], target[1], "rdp", ledger.event()
-    )
+    sigma = noise_for_target(release_event, target[0], target[1], "rdp", ledger.event())
     n_marginals = len(default_marginals(spans, label_name))
     return sigma / math.sqrt(weights[0]) * math.sqrt(n_marginals)
 
@@ -168,15 +167,13 @@ def plan_anchoring(
 
 def _calibrate(weights, target: tuple[float, float], ledger: PrivacyLedger) -> float:
     def composed(sigma: float) -> dp_accounting.DpEvent:
-        return dp_accounting.ComposedDpEvent(
-            [dp_accounting.GaussianDpEvent(sigma / math.sqrt(w)) for w in weights]
-        )
+        return dp_accounting.ComposedDpEvent([release_event(sigma / math.sqrt(w)) for w in weights])
 
     # The releases compose like one Gaussian of multiplier sigma (their weights sum to 1):
     # calibrating that one event is several times faster; the composed events are then checked
     # with the same accountant, and calibrated themselves if discretisation puts them over.
     base = ledger.event()
-    single = noise_for_target(dp_accounting.GaussianDpEvent, target[0], target[1], None, base)
+    single = noise_for_target(release_event, target[0], target[1], None, base)
     event = dp_accounting.ComposedDpEvent([base, composed(single)])
     if bounded_epsilon(event, target[1], reporting_accountant(event)) <= target[0]:
         return single

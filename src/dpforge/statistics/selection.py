@@ -26,6 +26,7 @@ import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.engines.aggregates import NoisyCells, noise_factor
+from dpforge.privacy.release_noise import noisy_values
 from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
 from dpforge.statistics.marginals import count_tables
 
@@ -103,7 +104,7 @@ def select_pairs(
         scores = blocks.noisy_scores(model, std)
     else:
         scores = pair_scores(blocks, model, total)
-        scores = scores + rng.normal(0.0, std, len(pairs)) if score_noise > 0 else scores
+        scores = noisy_values(scores, std, rng) if score_noise > 0 else scores
     cell_noise = measure_noise * noise_factor(blocks)  # the noise the sum will carry
     penalty = np.array([math.sqrt(2 / math.pi) * cell_noise * model[p].size for p in pairs])
     order = np.argsort(-(scores - penalty), kind="stable")

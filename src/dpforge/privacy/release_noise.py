@@ -1,0 +1,116 @@
+"""The noise of every statistical release (counts, histograms, scores, sums, embeddings).
+
+Numpy's floating-point Gaussian can leak the value it was added to through the low-order bits
+of its output (Mironov 2012). A release run (no seed: the generator comes from
+:func:`noise_generator` with ``seed=None``) therefore draws with OpenDP, whose samplers are
+exact: integer counts get the discrete Gaussian on the integers, float sums OpenDP's
+Gaussian on a fine binary grid (which OpenDP makes floating-point safe). A seeded run (tests,
+benchmarks, the demo) must be reproducible, so it draws the same distributions from its own
+numpy generator: :func:`discrete_gaussian` for counts, the normal distribution for sums.
+
+Accounting. Both samplers are, with L2 sensitivity Δ and noise std s, exactly
+ρ-zCDP with ρ = Δ² / (2 s²) (Canonne, Kamath and Steinke 2020 for the discrete Gaussian, with
+integer shifts; OpenDP's privacy map of ``make_gaussian`` gives the same ρ), while the discrete
+Gaussian's (ε, δ) curve is not bounded by the continuous Gaussian's. A release of noise
+multiplier σ = s / Δ is therefore recorded as ``ZCDpEvent(1 / (2 σ²))``
+(:func:`release_event`), which dp-accounting's RDP accountant analyses; a ledger holding one is
+reported, and calibrated, by RDP. DP-SGD's per-step noise stays ``torch.normal``
+(:mod:`dpforge.privacy.noise`), as Opacus draws it outside its secure mode.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import secrets
+
+import dp_accounting
+import numpy as np
+
+_RHO_ROUNDING = 1.0 + 1e-12  # ρ rounded up: OpenDP's map rounds its ρ up in float arithmetic
+
+
+class ReleaseGenerator(np.random.Generator):
+    """The numpy generator of a release run (seeded from the operating system). Release noise
+    drawn with it comes from OpenDP; its own draws serve only what is not noise (shuffles,
+    cell placement)."""
+
+
+def noise_generator(seed: int | None) -> np.random.Generator:
+    """The numpy generator of one random stream of a run: ``np.random.default_rng(seed)`` for
+    a seeded (reproducible) run, a :class:`ReleaseGenerator` seeded from the OS for a release
+    run (``seed`` None), whose release noise OpenDP draws."""
+    if seed is None:
+        return ReleaseGenerator(np.random.PCG64(secrets.randbits(128)))
+    return np.random.default_rng(seed)
+
+
+def release_event(noise_multiplier: float) -> dp_accounting.DpEvent:
+    """The ledger event of one release with noise multiplier σ (noise std / L2 sensitivity):
+    ``ZCDpEvent(1 / (2 σ²))`` (see the module docstring); σ = 0 is non-private."""
+    sigma = float(noise_multiplier)
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"noise multiplier must be a finite number >= 0, got {noise_multiplier}")
+    if sigma == 0:
+        return dp_accounting.NonPrivateDpEvent()
+    return dp_accounting.ZCDpEvent(_RHO_ROUNDING / (2.0 * sigma * sigma))
+
+
+def noisy_counts(counts: np.ndarray, std: float, rng: np.random.Generator) -> np.ndarray:
+    """``counts`` (whole numbers) plus discrete Gaussian noise of scale ``std`` on each entry,
+    as float64 of the same shape; ``std`` 0 returns them unchanged. OpenDP draws it for a
+    release run, :func:`discrete_gaussian` for a seeded one."""
+    values = np.asarray(counts, dtype=np.float64)
+    if std == 0:
+        return values
+    whole = np.rint(values)
+    if not np.array_equal(whole, values):
+        raise ValueError("noisy_counts adds integer noise to whole-number counts only")
+    if isinstance(rng, ReleaseGenerator):
+        noisy = _opendp_gaussian(float(std), int)(whole.astype(np.int64).ravel().tolist())
+        return np.asarray(noisy, dtype=np.float64).reshape(values.shape)
+    return whole + discrete_gaussian(float(std), values.shape, rng)
+
+
+def noisy_values(values: np.ndarray | float, std: float, rng: np.random.Generator) -> np.ndarray:
+    """``values`` (floats: sums, scores, embeddings) plus Gaussian noise of std ``std`` on each
+    entry, as float64 of the same shape; ``std`` 0 returns them unchanged. OpenDP draws it for
+    a release run, the generator's normal distribution for a seeded one."""
+    array = np.asarray(values, dtype=np.float64)
+    if std == 0:
+        return array
+    if isinstance(rng, ReleaseGenerator):
+        noisy = _opendp_gaussian(float(std), float)(array.ravel().tolist())
+        return np.asarray(noisy, dtype=np.float64).reshape(array.shape)
+    return array + rng.normal(0.0, std, array.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _opendp_gaussian(std: float, atom: type):
+    """OpenDP's Gaussian measurement of scale ``std`` on vectors of ``atom`` (int: the
+    discrete Gaussian; float: OpenDP's floating-point-safe Gaussian)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    domain = dp.atom_domain(T=atom) if atom is int else dp.atom_domain(T=atom, nan=False)
+    return dp.m.make_gaussian(dp.vector_domain(domain), dp.l2_distance(T=atom), scale=std)
+
+
+def discrete_gaussian(sigma: float, shape: int | tuple, rng: np.random.Generator) -> np.ndarray:
+    """Draws of the discrete Gaussian N_Z(0, σ²) (P[x] ∝ exp(-x² / 2σ²) on the integers) from
+    a seeded numpy generator, for reproducible runs, not releases: the acceptance test below
+    uses floating-point exp, which OpenDP's exact sampler does not. Canonne, Kamath and Steinke
+    (2020), Algorithm 3, vectorised: discrete Laplace proposals of scale t = ⌊σ⌋ + 1, each
+    accepted with probability exp(-(|y| - σ²/t)² / 2σ²)."""
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
+    size = int(np.prod(shape))
+    t = math.floor(sigma) + 1
+    p = -math.expm1(-1.0 / t)  # geometric success probability of the discrete Laplace
+    out = np.empty(0, dtype=np.int64)
+    while out.size < size:
+        n = 2 * (size - out.size) + 16
+        y = rng.geometric(p, n) - rng.geometric(p, n)  # discrete Laplace: P ∝ exp(-|y| / t)
+        accept = rng.random(n) < np.exp(-((np.abs(y) - sigma * sigma / t) ** 2) / (2 * sigma**2))
+        out = np.concatenate([out, y[accept]])
+    return out[:size].reshape(shape).astype(np.float64)
