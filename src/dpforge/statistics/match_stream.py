@@ -43,7 +43,7 @@ __all__ = ["MatchStream", "fit_cell_weights"]
 CALIBRATION_ROWS = 40_000  # first-pool rows the cell log-weights are fitted on
 CELL_LR, CELL_STEPS = 0.01, 300  # Adam on the cell log-weights (a row sums ~ marginals of them)
 STREAM_POOL = 2  # pool rows per row for every chunk after the first
-STREAM_STEPS = 40  # per-row Adam steps from the cell log-weights for those chunks
+STREAM_STEPS, STREAM_LR = 80, 0.2  # per-row Adam from the cell log-weights for those chunks
 STREAM_ROUNDS = 8  # balance rounds for those chunks (most exchanges come in the first rounds)
 
 
@@ -104,7 +104,7 @@ class MatchStream:
         if self._log_weights is None:
             self._log_weights = self._fitted_log_weights()
         start = cell_log_weights(self._log_weights, index)
-        expected = n * fit_weights(self.targets, index, start, STREAM_STEPS)
+        expected = n * fit_weights(self.targets, index, start, STREAM_STEPS, STREAM_LR)
         rounds = min(self.settings.balance, STREAM_ROUNDS)
         picks, self._excess = drawn_index(
             self.targets, cells, index, expected, rounds, rng, self._excess

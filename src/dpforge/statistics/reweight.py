@@ -165,16 +165,17 @@ def fit_weights(
     index: np.ndarray,
     start: np.ndarray | None = None,
     steps: int = REWEIGHT_STEPS,
+    lr: float = REWEIGHT_LR,
 ) -> np.ndarray:
     """Weights (summing to 1) of the pool's rows that minimise :func:`objective`, by ``steps``
-    of Adam on the log-weights from ``start`` (equal weights when None). ``index`` is
-    :meth:`MarginalTargets.cell_index` of the pool."""
+    of Adam (step size ``lr``) on the log-weights from ``start`` (equal weights when None).
+    ``index`` is :meth:`MarginalTargets.cell_index` of the pool."""
     n_marginals, size = index.shape
     if n_marginals == 0 or size == 0:
         return np.full(size, 1.0 / max(size, 1))
     cells = PoolCells(index, targets.flat.size)
     theta = torch.zeros(size, dtype=torch.float64) if start is None else torch.tensor(start)
-    opt = torch.optim.Adam([theta], lr=REWEIGHT_LR)
+    opt = torch.optim.Adam([theta], lr=lr)
     for _ in range(steps):
         _, grad = objective(theta.numpy(), cells, targets.flat, SPREAD)
         theta.grad = torch.from_numpy(grad)
