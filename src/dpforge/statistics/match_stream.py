@@ -41,7 +41,9 @@ from dpforge.statistics.reweight import (
 __all__ = ["MatchStream", "fit_cell_weights"]
 
 CALIBRATION_ROWS = 40_000  # first-pool rows the cell log-weights are fitted on
-CELL_LR, CELL_STEPS = 0.01, 300  # Adam on the cell log-weights (a row sums ~ marginals of them)
+# Adam on the cell log-weights, its step size falling linearly to 0: a row's log-weight sums
+# one per marginal, so a constant step keeps it swinging around the L1 optimum.
+CELL_LR, CELL_STEPS = 0.1, 300
 STREAM_POOL = 2  # pool rows per row for every chunk after the first
 STREAM_STEPS, STREAM_LR = 80, 0.2  # per-row Adam from the cell log-weights for those chunks
 STREAM_ROUNDS = 8  # balance rounds for those chunks (most exchanges come in the first rounds)
@@ -56,7 +58,8 @@ def fit_cell_weights(targets: MarginalTargets, index: np.ndarray) -> np.ndarray:
     cells = PoolCells(index, targets.flat.size)
     log_weights = torch.zeros(targets.flat.size, dtype=torch.float64)
     opt = torch.optim.Adam([log_weights], lr=CELL_LR)
-    for _ in range(CELL_STEPS):
+    for step in range(CELL_STEPS):
+        opt.param_groups[0]["lr"] = CELL_LR * (1 - step / CELL_STEPS)
         theta = cells.to_rows @ log_weights.numpy()
         _, grad = objective(theta, cells, targets.flat, SPREAD)
         log_weights.grad = torch.from_numpy(cells.to_cells @ grad)
