@@ -6,10 +6,12 @@ Measured, each in its own process (peak resident set size from ``/usr/bin/time -
 - the same 10^6 rows through the in-memory path ``Synthesizer.sample(n)`` + ``to_csv``, the
   way the command line sampled before streaming, side by side;
 - ``dpforge fit`` on a 1,000,000 x 20 table (the default for tables: marginal anchoring);
-- with ``--matched N``, only: ``dpforge sample`` of N rows of the demo's model (``dpforge demo
-  --seed 0``), matched to the stored marginals (the default) and plain (``--no-move``), with
-  the CPU seconds of each (issue 44: 10^6 matched rows in at most 60 CPU s and 1 GB);
-  results in bench/results/memory/matched_sampling.md.
+- with ``--matched N ...``, only: ``dpforge sample`` of N rows of the demo's model (``dpforge
+  demo --seed 0``), matched to the stored marginals (the default) and plain (``--no-move``),
+  with the CPU seconds of each (issue 44: 10^6 matched rows in at most 60 CPU s and 1 GB) and
+  the rows' TVD to the stored marginals and to the demo's real records; results in
+  bench/results/memory/matched_sampling.md (``--results`` for another file, e.g. the same
+  command run with ``PYTHONPATH`` at an earlier commit's ``src``).
 
 The table is synthetic and public by construction (10 numeric columns, 9 categorical ones and a
 binary label, drawn from a fixed generator), with every bound and category declared in the
@@ -17,7 +19,7 @@ schema, so no DP metadata estimate is involved. Results go to bench/results/memo
 (and .json) with the command that reproduced them, rewritten after every measurement.
 
     OMP_NUM_THREADS=1 nice -n 10 python bench/memory.py --work /tmp/bench_memory
-    OMP_NUM_THREADS=1 nice -n 10 python bench/memory.py --matched 1000000 --work /tmp/bench_matched
+    OMP_NUM_THREADS=1 nice -n 10 python bench/memory.py --matched 1000000 100000 --work /tmp/bm
 
 Options split the work (``--sample-rows``, ``--model`` to sample an existing model,
 ``--sample-timeout`` / ``--fit-timeout`` to stop a run and keep its peak so far, ``--fit-rows 0``
@@ -130,15 +132,16 @@ def main() -> None:
     parser.add_argument("--fit-timeout", type=float, default=900.0)
     parser.add_argument("--results", type=Path, default=None, help="markdown file to write")
     parser.add_argument(
-        "--matched", type=int, default=0, metavar="N",
-        help="only sample N rows of the demo's model, matched and --no-move (CPU s, peak RSS)",
+        "--matched", type=int, nargs="*", default=None, metavar="N",
+        help="only sample N rows of the demo's model (or --model, a demo folder's), matched "
+        "and --no-move: CPU s, peak RSS, TVD to the stored marginals and the real records",
     )  # fmt: skip
     args = parser.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     if args.matched:
         measure = recorder(args.results or MATCHED_RESULTS, MATCHED_TITLE)
-        return matched_sampling(measure, work, args.matched)
+        return matched_sampling(measure, work, args.matched, args.model)
     measure = recorder(args.results or RESULTS, TITLE)
     rng = np.random.default_rng(0)
     schema_path = work / "schema.json"
@@ -192,22 +195,52 @@ def recorder(results: Path, title: str):
     return measure
 
 
-def matched_sampling(measure, work: Path, n: int) -> None:
-    """The demo's model (``dpforge demo --seed 0``: 455 breast-cancer records, epsilon = 3),
-    then ``dpforge sample`` of ``n`` rows streamed to CSV, matched to its stored marginals
-    (the default) and plain (``--no-move``), each in its own process on one thread."""
-    demo = work / "demo"
-    measure(
-        "dpforge demo --seed 0 (the model sampled below)",
-        [*CLI, "demo", "--out", str(demo), "--seed", "0"],
-    )
+def matched_sampling(measure, work: Path, sizes: list[int], model: Path | None) -> None:
+    """The demo's model (``dpforge demo --seed 0``: 455 breast-cancer records, epsilon = 3;
+    or ``model``, a demo folder's), then ``dpforge sample`` of each of ``sizes`` rows streamed
+    to CSV, matched to its stored marginals (the default) and plain (``--no-move``), each in
+    its own process on one thread, with the rows' TVD (:func:`fidelity`)."""
+    if model is None:
+        demo = work / "demo"
+        command = [*CLI, "demo", "--out", str(demo), "--seed", "0"]
+        measure("dpforge demo --seed 0 (the model sampled below)", command)
+        model = demo / "model"
     out = work / "sample.csv"
-    for flag, how in (([], "matched (the default)"), (["--no-move"], "unmatched (--no-move)")):
-        command = [*CLI, "sample", str(demo / "model"), "-n", str(n), "-o", str(out)]
-        measure(
-            f"dpforge sample {n:,} rows, {how}", [*command, "--overwrite", "--seed", "0", *flag]
-        )
-        out.unlink()
+    for n in sizes:
+        for flag, how in (([], "matched (the default)"), (["--no-move"], "unmatched (--no-move)")):
+            command = [*CLI, "sample", str(model), "-n", str(n), "-o", str(out), "--overwrite"]
+            result = measure(f"dpforge sample {n:,} rows, {how}", [*command, "--seed", "0", *flag])
+            result.update(fidelity(model, out))
+            measure.rewrite()
+            out.unlink()
+
+
+def fidelity(model: Path, sample: Path) -> dict[str, float]:
+    """The sampled rows' mean TVD to the model's stored marginals (the one-column ones, and
+    the others), and to the real records beside it (the demo's ``public-train.csv``): mean
+    1-way and 2-way TVD of :func:`dpforge.evaluation.fidelity.marginal_fidelity`."""
+    from dpforge import load
+    from dpforge.evaluation.fidelity import marginal_fidelity
+    from dpforge.statistics.marginals import encoded_cells
+    from dpforge.statistics.reweight import MarginalTargets
+
+    synth, rows = load(model), pd.read_csv(sample)
+    label = synth.schema_.label
+    targets = MarginalTargets(synth.sample_release_.marginals, label)
+    index = targets.cell_index(encoded_cells(synth.encoder_, rows, label))
+    hist = np.bincount(index.reshape(-1), minlength=targets.flat.size) / len(rows)
+    gaps: dict[int, list[float]] = {1: [], 2: []}
+    for i, target in enumerate(targets.targets):
+        part = slice(targets.offsets[i], targets.offsets[i + 1])
+        tvd = 0.5 * float(np.abs(hist[part] - target.distribution).sum())
+        gaps[min(len(target.columns), 2)].append(tvd)
+    real = marginal_fidelity(pd.read_csv(model.parent / "public-train.csv"), rows, synth.schema_)
+    return {
+        "stored_tvd_1way": round(float(np.mean(gaps[1])), 5),
+        "stored_tvd_kway": round(float(np.mean(gaps[2])), 5),
+        "real_tvd_1way": round(real.mean_one_way, 5),
+        "real_tvd_2way": round(real.mean_two_way, 5),
+    }
 
 
 def sample_once(measure, model: Path, n: int, work: Path, timeout: float | None) -> None:
@@ -232,18 +265,28 @@ def _lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
+# The TVD columns of --matched: their headings and keys (see fidelity()).
+TVD = {
+    "TVD stored 1-way": "stored_tvd_1way",
+    "TVD stored k-way": "stored_tvd_kway",
+    "TVD real 1-way": "real_tvd_1way",
+    "TVD real 2-way": "real_tvd_2way",
+}
+
+
 def markdown(rows) -> list[str]:
     """The Markdown body: one table row per measured command, then the commands."""
     lines = [
         "Peak RSS of each command's process from `/usr/bin/time -v`.",
         "",
-        "| what | peak RSS (MB) | CPU (s) | wall (s) |",
-        "|---|---:|---:|---:|",
+        "| what | peak RSS (MB) | CPU (s) | wall (s) |" + "".join(f" {t} |" for t in TVD),
+        "|---|---:|---:|---:|" + "---:|" * len(TVD),
     ]
     for what, _, result in rows:
         note = f" ({result['note']})" if result.get("note") else ""
-        cpu = result["cpu_s"]
-        lines.append(f"| {what}{note} | {result['peak_rss_mb']:,} | {cpu} | {result['seconds']} |")
+        cells = [result["peak_rss_mb"], result.get("cpu_s", ""), result["seconds"]]
+        cells += [result.get(key, "") for key in TVD.values()]
+        lines.append(f"| {what}{note} | " + " | ".join(f"{c:,}" if c else "" for c in cells) + " |")
     lines += ["", "Commands:", ""]
     return lines + [f"- {what}: `{command}`" for what, command, _ in rows]
 
