@@ -15,8 +15,9 @@ chunk it made 10^6 matched rows cost about 300 CPU s. A stream of chunks instead
   the chunks together follow the weighted pools (the balance streams);
 - holds one chunk's pool at a time: memory stays bounded however many rows are asked.
 
-Figures (10^6 rows, CPU s, peak memory, TVD before and after):
-bench/results/memory/matched_1e6.md. Post-processing of the stored release only.
+Figures (10^6 rows, CPU s, peak memory, TVD; before and after at 10^5):
+bench/results/memory/matched_sampling.md and matched_sampling_before.md. Post-processing of
+the stored release only.
 """
 
 from __future__ import annotations
