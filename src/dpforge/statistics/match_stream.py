@@ -46,7 +46,8 @@ CALIBRATION_ROWS = 40_000  # first-pool rows the cell log-weights are fitted on
 # one per marginal, so a constant step keeps it swinging around the L1 optimum.
 CELL_LR, CELL_STEPS = 0.1, 300
 STREAM_POOL = 2  # pool rows per row for every chunk after the first
-STREAM_STEPS, STREAM_LR = 80, 0.2  # per-row Adam from the cell log-weights for those chunks
+# Per-row Adam from the cell log-weights for those chunks, its step size falling linearly to 0
+STREAM_STEPS, STREAM_LR = 80, 0.5
 STREAM_ROUNDS = 8  # balance rounds for those chunks (most exchanges come in the first rounds)
 
 
@@ -108,7 +109,7 @@ class MatchStream:
         if self._log_weights is None:
             self._log_weights = self._fitted_log_weights()
         start = cell_log_weights(self._log_weights, index)
-        expected = n * fit_weights(self.targets, index, start, STREAM_STEPS, STREAM_LR)
+        expected = n * fit_weights(self.targets, index, start, STREAM_STEPS, STREAM_LR, True)
         rounds = min(self.settings.balance, STREAM_ROUNDS)
         picks, self._excess = drawn_index(
             self.targets, cells, index, expected, rounds, rng, self._excess

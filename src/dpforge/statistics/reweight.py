@@ -166,17 +166,21 @@ def fit_weights(
     start: np.ndarray | None = None,
     steps: int = REWEIGHT_STEPS,
     lr: float = REWEIGHT_LR,
+    falling: bool = False,
 ) -> np.ndarray:
     """Weights (summing to 1) of the pool's rows that minimise :func:`objective`, by ``steps``
-    of Adam (step size ``lr``) on the log-weights from ``start`` (equal weights when None).
-    ``index`` is :meth:`MarginalTargets.cell_index` of the pool."""
+    of Adam (step size ``lr``, falling linearly to 0 if ``falling``) on the log-weights from
+    ``start`` (equal weights when None). ``index`` is :meth:`MarginalTargets.cell_index` of
+    the pool."""
     n_marginals, size = index.shape
     if n_marginals == 0 or size == 0:
         return np.full(size, 1.0 / max(size, 1))
     cells = PoolCells(index, targets.flat.size)
     theta = torch.zeros(size, dtype=torch.float64) if start is None else torch.tensor(start)
     opt = torch.optim.Adam([theta], lr=lr)
-    for _ in range(steps):
+    for step in range(steps):
+        if falling:
+            opt.param_groups[0]["lr"] = lr * (1 - step / steps)
         _, grad = objective(theta.numpy(), cells, targets.flat, SPREAD)
         theta.grad = torch.from_numpy(grad)
         opt.step()
