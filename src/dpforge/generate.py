@@ -7,7 +7,7 @@ condition on the label; the generator's outputs are decoded by the run's encoder
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,8 +22,9 @@ from dpforge.errors import DataError
 from dpforge.kinds import kind_of
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import indexed_cells
+from dpforge.statistics.match_stream import MatchStream
 from dpforge.statistics.particles import Draw, MoveSettings, SampleRelease, drawn_moved
-from dpforge.statistics.reweight import MarginalTargets, ReweightSettings, matched_index
+from dpforge.statistics.reweight import MarginalTargets, ReweightSettings
 
 # ``n`` generated records (encoded, in [-1, 1]) for the labels, drawn by ``Draw`` and moved (or
 # selected and moved) to the release: post-processing only.
@@ -47,10 +48,20 @@ class FittedModel:
 
 @dataclass(frozen=True)
 class RowMatcher:
-    """Table rows matched to the stored marginals (:mod:`dpforge.statistics.reweight`)."""
+    """Table rows matched to the stored marginals (:mod:`dpforge.statistics.reweight`), one
+    :class:`MatchStream` per conditioned class (None: none) through the chunks of one sample
+    call, so that the weights are fitted once and carried from chunk to chunk."""
 
     release: MarginalRelease
     settings: ReweightSettings
+    streams: dict[int | None, MatchStream] = field(default_factory=dict, compare=False)
+
+    def stream(self, label_name: str | None, label_class: int | None) -> MatchStream:
+        """The stream of ``label_class`` (made at its first chunk)."""
+        if label_class not in self.streams:
+            targets = MarginalTargets(self.release.marginals, label_name, label_class)
+            self.streams[label_class] = MatchStream(targets, self.settings)
+        return self.streams[label_class]
 
 
 def sample_mover(
@@ -148,21 +159,21 @@ def _matched(
     generator: torch.Generator,
     matcher: RowMatcher,
 ) -> pd.DataFrame:
-    """``n`` table rows, chunk by chunk: ``pool`` times as many drawn down to their cells,
-    weighted to the stored marginals (given the conditioned class, if any) and resampled,
-    then decoded (a pool row drawn twice gets values inside its cells and keys of its own).
-    Post-processing of the release."""
+    """``n`` table rows, chunk by chunk: a pool drawn down to its cells for each, weighted to
+    the stored marginals (given the conditioned class, if any) and resampled by the
+    matcher's stream (:mod:`dpforge.statistics.match_stream`), then decoded (a pool row drawn
+    twice gets values inside its cells and keys of its own). Post-processing of the release."""
     encoder, settings = model.encoder, matcher.settings
     name, _ = kind_of(model.schema).label(model.schema)
-    targets = MarginalTargets(matcher.release.marginals, name, condition_class(model, conditions))
+    stream = matcher.stream(name, condition_class(model, conditions))
     rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
     softmax = [s for s in encoder.spans if s.activation == SOFTMAX]
     parts = []
     for start in range(0, n, settings.chunk):
         size = min(settings.chunk, n - start)
-        cells, dense, labels = _pool(model, settings.pool * size, conditions, generator, rng)
+        cells, dense, labels = _pool(model, stream.pool_rows(size), conditions, generator, rng)
         pool = indexed_cells(cells.T, softmax, labels, name, encoder.n_classes)
-        chosen = matched_index(targets, pool, size, settings, rng)
+        chosen = stream.chunk_index(pool, size, rng)
         picked = None if labels is None else torch.as_tensor(labels[chosen], device=model.device)
         features = encoder.with_cells(cells[chosen], dense[chosen])
         rows = _decode(model, features, picked, generator)

@@ -60,20 +60,30 @@ def balance_cells(
 
 
 def balanced_counts(
-    index: np.ndarray, size: int, expected: np.ndarray, counts: np.ndarray, rounds: int
-) -> np.ndarray:
+    index: np.ndarray,
+    size: int,
+    expected: np.ndarray,
+    counts: np.ndarray,
+    rounds: int,
+    carried: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``counts`` (times each pool row is drawn) after at most ``rounds`` rounds of exchanges
     of a drawn row for an undrawn one that lower sum |drawn - expected| over the cells of
     ``index`` (:func:`balance_cells`); ``expected``: each row's expected draws (n x weight).
-    The total stays n; a round that finds no exchange ends the search."""
+    The total stays n; a round that finds no exchange ends the search. Also the excess of
+    drawn over expected per cell that is left: passed on as ``carried`` to the next chunk of
+    a stream, the exchanges there make up for it, so the counts of all chunks together follow
+    the weighted pools (a streaming balance)."""
     counts = counts.copy()
     excess = _histogram(index, counts.astype(np.float64), size)
     excess -= _histogram(index, expected, size)
+    if carried is not None:
+        excess += carried
     for _ in range(rounds):
         removals, additions = _candidates(index, excess, counts)
         if not _exchange(index, excess, counts, removals, additions):
             break
-    return counts
+    return counts, excess
 
 
 def _histogram(index: np.ndarray, per_row: np.ndarray, size: int) -> np.ndarray:

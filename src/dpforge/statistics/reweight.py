@@ -37,7 +37,7 @@ from dpforge.statistics.pool_cells import PoolCells
 
 __all__ = [
     "ReweightSettings", "MarginalTargets", "objective", "fit_weights", "resample",
-    "matched_index", "stratified_order",
+    "matched_index", "drawn_index", "stratified_order",
 ]  # fmt: skip
 
 
@@ -46,6 +46,10 @@ __all__ = [
 REWEIGHT_LR = 0.05
 REWEIGHT_STEPS = 300
 SPREAD = 0.01
+
+# The balanced marginals (column tuples) and the drawn rows' excess over the expected counts
+# on their cells, carried from one chunk of a stream to the next.
+Excess = tuple[tuple[tuple[str, ...], ...], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -156,17 +160,27 @@ def objective(
     return value, w * (grad_w - w @ grad_w)
 
 
-def fit_weights(targets: MarginalTargets, index: np.ndarray) -> np.ndarray:
-    """Weights (summing to 1) of the pool's rows that minimise :func:`objective`, by Adam on
-    the log-weights from equal weights. ``index`` is :meth:`MarginalTargets.cell_index` of the
-    pool."""
+def fit_weights(
+    targets: MarginalTargets,
+    index: np.ndarray,
+    start: np.ndarray | None = None,
+    steps: int = REWEIGHT_STEPS,
+    lr: float = REWEIGHT_LR,
+    falling: bool = False,
+) -> np.ndarray:
+    """Weights (summing to 1) of the pool's rows that minimise :func:`objective`, by ``steps``
+    of Adam (step size ``lr``, falling linearly to 0 if ``falling``) on the log-weights from
+    ``start`` (equal weights when None). ``index`` is :meth:`MarginalTargets.cell_index` of
+    the pool."""
     n_marginals, size = index.shape
     if n_marginals == 0 or size == 0:
         return np.full(size, 1.0 / max(size, 1))
     cells = PoolCells(index, targets.flat.size)
-    theta = torch.zeros(size, dtype=torch.float64)
-    opt = torch.optim.Adam([theta], lr=REWEIGHT_LR)
-    for _ in range(REWEIGHT_STEPS):
+    theta = torch.zeros(size, dtype=torch.float64) if start is None else torch.tensor(start)
+    opt = torch.optim.Adam([theta], lr=lr)
+    for step in range(steps):
+        if falling:
+            opt.param_groups[0]["lr"] = lr * (1 - step / steps)
         _, grad = objective(theta.numpy(), cells, targets.flat, SPREAD)
         theta.grad = torch.from_numpy(grad)
         opt.step()
@@ -210,14 +224,35 @@ def matched_index(
     (:func:`fit_weights`), rows drawn by them systematically along the pool sorted by its
     cells (:func:`stratified_order`, :func:`resample`), returned in random order."""
     index = targets.cell_index(cells)
-    order = stratified_order(targets, index, rng)
     expected = n * fit_weights(targets, index)
+    return drawn_index(targets, cells, index, expected, settings.balance, rng)[0]
+
+
+def drawn_index(
+    targets: MarginalTargets,
+    cells: Mapping[str, CellColumn],
+    index: np.ndarray,
+    expected: np.ndarray,
+    rounds: int,
+    rng: np.random.Generator,
+    carried: Excess | None = None,
+) -> tuple[np.ndarray, Excess | None]:
+    """``expected.sum()`` indices drawn systematically along the pool sorted by its cells
+    (:func:`stratified_order`, :func:`resample`; ``expected``: each row's expected draws),
+    balanced by ``rounds`` of exchanges (:mod:`dpforge.statistics.balance`; from the
+    ``carried`` excess of earlier chunks when it is on the same marginals), in random order;
+    and the drawn rows' excess over ``expected`` per balanced cell (None without balancing)."""
+    n = int(round(expected.sum()))
+    order = stratified_order(targets, index, rng)
     picks = order[resample(expected[order], n, rng)]
-    if settings.balance:
-        counts = np.bincount(picks, minlength=index.shape[1])
-        stored = [t.columns for t in targets.targets]
-        marginals = balance_marginals(list(cells), stored, index.shape[1])
-        pairs, size = balance_cells(cells, marginals)
-        counts = balanced_counts(pairs, size, expected, counts, settings.balance)
-        picks = np.repeat(np.arange(index.shape[1]), counts)
-    return rng.permutation(picks)
+    if not rounds:
+        return rng.permutation(picks), None
+    counts = np.bincount(picks, minlength=index.shape[1])
+    stored = [t.columns for t in targets.targets]
+    marginals = tuple(balance_marginals(list(cells), stored, index.shape[1]))
+    pairs, size = balance_cells(cells, marginals)
+    start = carried[1] if carried is not None and carried[0] == marginals else None
+    counts, excess = balanced_counts(pairs, size, expected, counts, rounds, start)
+    picks = np.repeat(np.arange(index.shape[1]), counts)
+    excess = (marginals, excess)
+    return rng.permutation(picks), excess
