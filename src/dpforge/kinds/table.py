@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpforge.data.encoder import TableEncoder
+from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
 from dpforge.engines.aggregates import TableAggregates, noise_factor
 from dpforge.errors import DataError
@@ -55,6 +55,7 @@ from dpforge.statistics.codes import (
     measure_code_histograms,
     place_codes,
 )
+from dpforge.statistics.estimate import consistent_marginals
 from dpforge.statistics.label_pairs import label_pairs_for
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
@@ -360,7 +361,8 @@ class MarginalAnchoring(Anchoring):
         if not measured.marginals:
             return
         prior = _prior(setup)
-        loss = anchor_loss(measured.marginals, encoder.spans, _label_name(encoder), prior)
+        targets = consistent_marginals(measured.marginals, _domain(encoder, prior))
+        loss = anchor_loss(targets, encoder.spans, _label_name(encoder), prior)
         loss = with_rules(loss, encoder, RULES_WEIGHT)  # the schema's rules
         model.anchor = (loss, self.config.weight)
         if resumed:
@@ -489,6 +491,15 @@ def _empty_bounds(encoder: TableEncoder, fine: tuple, round_one: tuple) -> dict[
 def _rounded(mass: np.ndarray) -> list[float]:
     """Six significant digits: what the model folder keeps (and decoding uses)."""
     return [float(f"{m:.6g}") for m in mass]
+
+
+def _domain(encoder: TableEncoder, prior: torch.Tensor | None) -> dict[str, int]:
+    """The public domain of the marginals: the label's classes first, then each softmax
+    column's cells, in the encoder's order."""
+    label_name = _label_name(encoder)
+    domain = {} if label_name is None or prior is None else {label_name: int(prior.shape[0])}
+    domain.update({s.column: s.dim for s in encoder.spans if s.activation == SOFTMAX})
+    return domain
 
 
 def _label_name(encoder: TableEncoder) -> str | None:
