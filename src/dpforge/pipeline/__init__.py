@@ -73,11 +73,10 @@ def run_pipeline(
             settle_budget(budget, charged, ledger)
         raise
     charged = settle_budget(budget, charged, planned_ledger(run, setup)) or charged
-    model = fit_stage.build_generator(run, setup)
     if setup.measuring:  # measured now, not read from a checkpoint
-        fit_stage.fit_scout(run, setup, model)
-        measure_stage.measure_adaptive(run, setup, model, engine)
+        measure_stage.measure_adaptive(run, setup, engine)
         measure_stage.save(run, engine, setup)
+    model = fit_stage.build_generator(run, setup)
     resumed = is_resumed(run, setup)
     fit_stage.fit(run, setup, model, resumed)
     refiner = refine_stage.build_refiner(run, setup, model, resumed)

@@ -29,7 +29,14 @@ import numpy as np
 from dpforge.statistics.junction_tree import JunctionTree, aligned, summed_to
 from dpforge.statistics.marginals import MeasuredMarginal
 
-__all__ = ["Measurement", "Estimate", "estimate", "consistent_marginals", "MODEL_CELLS"]
+__all__ = [
+    "Measurement",
+    "Estimate",
+    "estimate",
+    "consistent_marginals",
+    "pair_distributions",
+    "MODEL_CELLS",
+]
 
 ITERATIONS = 300  # mirror descent steps: the fitted marginals move < 1e-4 after them
 MODEL_CELLS = 2_000_000  # the most cells of the model's cliques (one inference pass each step)
@@ -173,9 +180,7 @@ def consistent_marginals(
     every column pair nobody measured, in ``domain``'s order (label-free, on own cells).
     A marginal the model's size cap leaves out keeps its noisy counts."""
     total = measured[0].total
-    readings = [Measurement(m.columns, m.noisy_counts, _std(m), m.groups) for m in measured]
-    kept = _within_cap(readings, domain)
-    fitted = estimate([readings[i] for i in kept], domain, total)
+    fitted, kept = _fitted(measured, domain)
     out = []
     for i, m in enumerate(measured):
         if i not in kept:
@@ -192,6 +197,26 @@ def consistent_marginals(
                 table = fitted.counts((a, b))
                 out.append(MeasuredMarginal((a, b), table.shape, table.ravel(), total))
     return out
+
+
+def pair_distributions(
+    measured: Sequence[MeasuredMarginal],
+    domain: Mapping[str, int],
+    pairs: Sequence[tuple[str, str]],
+) -> dict[tuple[str, str], np.ndarray]:
+    """The consistent estimate's distribution of each of ``pairs`` (sums to 1): what the
+    current model says of a pair, measured or not (the selection scores its gap)."""
+    fitted, _ = _fitted(measured, domain)
+    return {pair: fitted.counts(pair) / fitted.total for pair in pairs}
+
+
+def _fitted(
+    measured: Sequence[MeasuredMarginal], domain: Mapping[str, int]
+) -> tuple[Estimate, list[int]]:
+    """The estimate of ``measured`` within the size cap, and the indices it kept."""
+    readings = [Measurement(m.columns, m.noisy_counts, _std(m), m.groups) for m in measured]
+    kept = _within_cap(readings, domain)
+    return estimate([readings[i] for i in kept], domain, measured[0].total), kept
 
 
 def _std(m: MeasuredMarginal) -> float:
