@@ -175,6 +175,7 @@ class MeasuredTable(Measured):
     blocks: Any = None  # the records' cell indices (private, never stored)
     code_cells: dict[str, dict] = field(default_factory=dict)  # long code lists' cells (DP)
     empty_bounds: dict[str, list[int]] = field(default_factory=dict)  # bounds that are no atom
+    estimated: tuple[MeasuredMarginal, ...] = ()  # the fit's consistent estimate of them (free)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -346,6 +347,7 @@ class MarginalAnchoring(Anchoring):
             return
         prior = _prior(setup)
         targets = consistent_marginals(measured.marginals, _domain(encoder))
+        measured.estimated = tuple(targets[: len(measured.marginals)])
         loss = anchor_loss(targets, encoder.spans, _label_name(encoder), prior)
         loss = with_rules(loss, encoder, RULES_WEIGHT)  # the schema's rules
         model.anchor = (loss, self.config.weight)
@@ -357,8 +359,9 @@ class MarginalAnchoring(Anchoring):
         train_anchor(model.generator, loss, n_classes, phase, make_generator(run.seed_sequence(3)))
 
     def sample_release(self, setup: Any) -> MarginalRelease | None:
-        """The measured marginals, stored so that sampling matches rows to them."""
-        marginals = setup.measured.marginals
+        """The consistent estimate of the measured marginals, stored so that sampling
+        matches rows to them."""
+        marginals = setup.measured.estimated
         return MarginalRelease(tuple(marginals)) if marginals else None
 
 
