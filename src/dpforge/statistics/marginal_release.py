@@ -5,7 +5,7 @@ consistent estimate (:mod:`dpforge.statistics.estimate`) of every round-1 margin
 selected pair (``release.safetensors``, float64, one tensor per marginal; non-negative, and
 agreeing wherever they overlap), with their public description under ``model.json``'s
 ``release`` (the columns, the table's shape, the number of records the counts are projected
-to, merged cells, the noise std of the release). Sampling reads them to weight a pool of
+to, merged cells). Sampling reads them to weight a pool of
 generated rows (:mod:`dpforge.statistics.reweight`). Storing them costs nothing: they are
 post-processing of the release. A non-private run (epsilon infinite)
 stores exact counts, as its generator is non-private too.
@@ -42,7 +42,7 @@ class MarginalRelease:
         return {
             "kind": TABLE_RELEASE,
             "marginals": [
-                {k: v for k, v in m.to_dict().items() if k != "noisy_counts"}
+                {k: v for k, v in m.to_dict().items() if k not in ("noisy_counts", "std")}
                 for m in self.marginals
             ],
         }
