@@ -107,7 +107,7 @@ def test_nothing_invented_where_no_measurement_speaks():
         MeasuredMarginal(("g",), (2,), g, N, std=1.0),
     ]
     out = consistent_marginals(measured, {"y": 2, "a": 2, "b": 2, "g": 2})
-    pairs = {m.columns: m.noisy_counts.reshape(m.shape) for m in out[len(measured):]}
+    pairs = {m.columns: m.noisy_counts.reshape(m.shape) for m in out[len(measured) :]}
     assert set(pairs) == {("y", "g"), ("a", "b"), ("a", "g"), ("b", "g")}
     np.testing.assert_allclose(pairs["a", "g"], np.outer(la.sum(0), g) / N, atol=1e-2)
     given = (la[:, :, None] * lb[:, None, :] / label[:, None, None]).sum(axis=0)

@@ -23,8 +23,7 @@ def _table():
     for name in ("drive_thru_ind", "orderset"):
         table[name] = table[name].astype(str)
     columns = [
-        Column(c, "categorical", categories=tuple(sorted(table[c].unique())))
-        for c in COLUMNS[:-1]
+        Column(c, "categorical", categories=tuple(sorted(table[c].unique()))) for c in COLUMNS[:-1]
     ]
     columns.append(Column("age", "continuous", lower=0.0, upper=110.0))
     return table, Schema(tuple(columns), label="result")

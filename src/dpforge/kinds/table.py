@@ -328,9 +328,10 @@ class MarginalAnchoring(Anchoring):
             return
         blocks = measured.blocks or _blocks(setup.encoder, records())[1]
         encoder = setup.encoder
+        rng = np.random.default_rng(run.seed_sequence(4))  # the selection's stream
         both_rounds = measure_selected_pairs(
             list(measured.marginals), measured.plan, blocks, encoder.spans, _label_name(encoder),
-            _domain(encoder), self._round_two(measured), np.random.default_rng(run.seed_sequence(4)),
+            _domain(encoder), self._round_two(measured), rng,
         )  # fmt: skip
         both_rounds = with_empty_bounds(both_rounds, measured.empty_bounds)
         setup.measured.marginals = tuple(both_rounds)

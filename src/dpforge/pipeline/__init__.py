@@ -5,8 +5,7 @@ plan     what may be released, each release's dp-accounting event in the ledger 
 measure  the records checked, then the planned releases (:mod:`.measure`); the pipeline
          then plans the discriminator's steps on what the budget left;
 fit      the kind's generator built and fitted to the noisy measurements: post-processing
-         (:mod:`.fit`); with adaptive releases, first fitted to the first ones as the scout
-         that chooses them, before the measure stage runs them;
+         (:mod:`.fit`);
 refine   only when the plan has steps: a refiner is handed the generator and trains it
          further with DP-SGD (:mod:`.refine`);
 release  the ledger completed and checked, the generator handed out (:mod:`.release`).

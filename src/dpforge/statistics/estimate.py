@@ -39,7 +39,9 @@ __all__ = [
 ]
 
 ITERATIONS = 300  # mirror descent steps: the loss within 1 % of its minimum (hmda, 1,000 steps)
-MODEL_CELLS = 150_000  # the most cells of the model's cliques: one inference pass a step (Adult: 4 s)
+MODEL_CELLS = (
+    150_000  # the most cells of the model's cliques: one inference pass a step (Adult: 4 s)
+)
 
 
 @dataclass(frozen=True)

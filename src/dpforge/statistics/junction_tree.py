@@ -154,9 +154,13 @@ class JunctionTree:
         clique, over its columns in order): sum-product, leaves to root and back."""
         messages: dict[tuple[int, int], np.ndarray] = {}
         for node in reversed(self.order[1:]):
-            messages[node, self.parent[node]] = self._message(theta, messages, node, self.parent[node])
+            messages[node, self.parent[node]] = self._message(
+                theta, messages, node, self.parent[node]
+            )
         for node in self.order[1:]:
-            messages[self.parent[node], node] = self._message(theta, messages, self.parent[node], node)
+            messages[self.parent[node], node] = self._message(
+                theta, messages, self.parent[node], node
+            )
         beliefs = []
         for i, attrs in enumerate(self.cliques):
             belief = theta[i] + sum(

@@ -28,8 +28,8 @@ from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
-from dpforge.statistics.estimate import pair_distributions
 from dpforge.statistics.cells import CELLS_SNR
+from dpforge.statistics.estimate import pair_distributions
 from dpforge.statistics.label_pairs import label_pair_marginals
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
