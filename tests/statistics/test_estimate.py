@@ -134,3 +134,16 @@ def test_marginal_keeps_its_noise_std_through_a_round_trip():
     legacy = {k: v for k, v in m.to_dict().items() if k != "std"}
     with pytest.raises(ValueError, match="fit the table again"):
         consistent_marginals([MeasuredMarginal.from_dict(legacy)], {"a": 2})
+
+
+def test_unmeasured_pairs_are_capped_smallest_first(monkeypatch):
+    """The pairs the generator is fitted to without a measurement: those no measurement holds,
+    the smallest first within ``PAIR_CELLS`` (a public rule of the domain)."""
+    import dpforge.statistics.estimate as module
+
+    measured = [MeasuredMarginal(("A", "B"), (3, 2), np.ones(6), 6.0, std=1.0)]
+    assert module.unmeasured_pairs(measured, DOMAIN) == [
+        ("A", "C"), ("A", "D"), ("B", "C"), ("B", "D"), ("C", "D"),
+    ]  # fmt: skip
+    monkeypatch.setattr(module, "PAIR_CELLS", 20)  # 6 (B, D) + 8 (B, C) + 9 (A, D) passes 20
+    assert module.unmeasured_pairs(measured, DOMAIN) == [("B", "C"), ("B", "D")]
