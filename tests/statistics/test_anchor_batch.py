@@ -12,7 +12,6 @@ import dpforge
 from anchor_tables import labelled_frame
 from dpforge.kinds import table as table_kind
 from dpforge.schema.table import Schema
-from dpforge.statistics import rounds
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.phase_steps import BATCH_RANGE, BATCH_STEP, anchor_batch_size
 
@@ -41,7 +40,6 @@ def phases(monkeypatch) -> list[tuple[int, int]]:
         return real(generator, loss, n_classes, config._replace(steps=1), rng, **options)
 
     monkeypatch.setattr(table_kind, "train_anchor", record)
-    monkeypatch.setattr(rounds, "train_anchor", record)
     return taken
 
 
@@ -60,12 +58,12 @@ def test_the_phases_follow_the_released_count_not_the_records(phases):
     one = _fit(frame, schema)
     released = one.sample_release_.marginals[0].total  # the noisy N the rules read
     planned = anchor_batch_size(AnchorConfig(), released)
-    assert [b for _, b in phases] == [planned, planned] == [448, 448]  # scout, final
-    assert [s for s, _ in phases] == [300, 300]
+    assert [b for _, b in phases] == [planned] == [448]  # one phase, no scout
+    assert [s for s, _ in phases] == [300]
     changed = frame.copy()
     changed.loc[:99, "a"] = "q"  # private values change, the number of records does not
     two = _fit(changed, schema)
-    assert phases[2:] == phases[:2]  # the same steps and batch: they read no record
+    assert phases[1:] == phases[:1]  # the same steps and batch: they read no record
     assert one.ledger_.to_dict() == two.ledger_.to_dict()
 
 
@@ -73,5 +71,5 @@ def test_the_ledger_is_the_same_as_with_the_old_fixed_settings(phases):
     frame, schema = _frame(400)
     following = _fit(frame, schema)
     fixed = _fit(frame, schema, AnchorConfig(steps=300, batch_size=1024))
-    assert phases == [(300, 448), (300, 448), (300, 1024), (300, 1024)]
+    assert phases == [(300, 448), (300, 1024)]
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()

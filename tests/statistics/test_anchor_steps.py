@@ -12,7 +12,6 @@ import dpforge
 from anchor_tables import labelled_frame
 from dpforge.kinds import table as table_kind
 from dpforge.schema.table import Column, Schema
-from dpforge.statistics import rounds
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.phase_steps import STEPS_RANGE, anchor_steps
 
@@ -28,7 +27,7 @@ def test_the_rule_gives_more_steps_to_more_records_within_its_range():
 
 @pytest.fixture
 def steps_taken(monkeypatch) -> list[int]:
-    """The steps each anchoring phase was asked for; the phases themselves run one step."""
+    """The steps the anchoring phase was asked for; the phase itself runs one step."""
     taken: list[int] = []
     real = table_kind.train_anchor
 
@@ -37,7 +36,6 @@ def steps_taken(monkeypatch) -> list[int]:
         return real(generator, loss, n_classes, config._replace(steps=1), rng, **options)
 
     monkeypatch.setattr(table_kind, "train_anchor", record)
-    monkeypatch.setattr(rounds, "train_anchor", record)
     return taken
 
 
@@ -59,7 +57,7 @@ def test_steps_follow_the_released_count_not_the_records(steps_taken):
     changed.loc[:99, "a"] = "q"  # private values change, the number of records does not
     two = _fit(changed, schema)
     assert steps_taken[len(first) :] == first  # the same steps: they read no record
-    assert len(first) == 2 and first[0] == first[1]  # the scout and the final phase
+    assert len(first) == 1  # one phase: the selection scores against the estimate
     assert 640 <= first[0] <= 690  # about 20,000 / 30, from the noisy N
     assert one.ledger_.to_dict() == two.ledger_.to_dict()
 
@@ -68,7 +66,7 @@ def test_the_ledger_is_the_same_as_with_fixed_steps(steps_taken):
     frame, schema = _frame(3_000, 1)
     following = _fit(frame, schema)
     fixed = _fit(frame, schema, AnchorConfig(batch_size=64, steps=300))
-    assert steps_taken == [300, 300, 300, 300]  # a small table: the fewest steps
+    assert steps_taken == [300, 300]  # a small table: the fewest steps
     assert following.ledger_.to_dict() == fixed.ledger_.to_dict()
 
 

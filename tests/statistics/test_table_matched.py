@@ -61,7 +61,10 @@ def test_matched_rows_are_closer_to_the_release(fitted):
     assert _gap(synth, matched) < 0.7 * _gap(synth, plain)
 
 
-def test_the_folder_stores_the_noisy_counts_not_the_exact_ones(fitted, tmp_path):
+def test_the_folder_stores_the_consistent_estimate_not_the_exact_counts(fitted, tmp_path):
+    """The release is the consistent estimate of the noisy counts (statistics/estimate.py):
+    non-negative, each 1-way table the sum of its label x column table, still off the exact
+    counts by about the noise (less: every cell has several readings)."""
     synth, frame = fitted
     release = synth.sample_release_
     blocks = encoded_cells(synth.encoder_, frame, "diagnosis")
@@ -70,7 +73,13 @@ def test_the_folder_stores_the_noisy_counts_not_the_exact_ones(fitted, tmp_path)
     expected = plan.round_one_noise * np.sqrt(len(first))  # round 1: one Gaussian release
     noise = np.concatenate([m.noisy_counts - true_counts(blocks, m.columns).ravel() for m in first])
     assert plan.round_one_noise > 0
-    assert np.std(noise) == pytest.approx(expected, rel=0.25)
+    assert 0.2 * expected < np.std(noise) < expected
+    one_way = {m.columns[0]: m.noisy_counts for m in first if len(m.columns) == 1}
+    for m in first:
+        assert m.noisy_counts.min() >= 0
+        if len(m.columns) == 2 and m.columns[1] in one_way:
+            by_class = m.noisy_counts.reshape(m.shape).sum(axis=0)
+            np.testing.assert_allclose(by_class, one_way[m.columns[1]], rtol=1e-6, atol=1e-6)
     synth.save(tmp_path / "model")
     stored = dpforge.load(tmp_path / "model").sample_release_.marginals
     assert len(stored) == len(release.marginals)

@@ -12,7 +12,7 @@ travel is a :class:`Transport` (Flower messages: :mod:`.federated_flower`).
 The categories are thresholded at each site at the full noise and the server takes the union
 (post-processing): one record is in one site, so the union costs exactly the central event,
 whatever the trust model; SecAgg cannot run on a domain that no party knows. Pair selection
-scores each pair at each site against the scout model scaled to that site's own size (score
+scores each pair at each site against the round-1 estimate scaled to that site's own size (score
 sensitivity 2 instead of the central 1: twice the noise, same event), and the server selects
 from the noisy sum, as centrally; the sum of per-site distances bounds the central one from above.
 """

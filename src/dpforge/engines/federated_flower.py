@@ -2,7 +2,7 @@
 
 The server side is a :class:`FlowerTransport` over a Flower ``Grid`` (a real deployment's, or
 the in-process :class:`SiteGrid` of a simulation). A query is a ``ConfigRecord`` holding its
-JSON (and an ``ArrayRecord`` for the scout model of the pair scores). Under ``local`` trust,
+JSON (and an ``ArrayRecord`` for the model the pair scores compare with). Under ``local`` trust,
 and for the steps that release nothing or are thresholded at the sites (checks, categories),
 each site answers a ``query`` message and the server sums. Under ``secagg`` every numeric
 release runs Flower's ``SecAggPlusWorkflow`` (server) and ``secaggplus_mod`` (sites): the

@@ -9,7 +9,7 @@ a refusal tells the server nothing about them. A site
   run's DP releases (released); the encoder the server names must be built on the schema the
   site accepted last;
 * answers only the operations it knows, on columns of that schema, with a finite noise std;
-* checks every array the server sends: the scout model of the pair scores must hold, for
+* checks every array the server sends: the model the pair scores compare with must hold, for
   each pair, a probability table of the pair's shape (finite, non-negative, total mass 1
   within ``MASS_TOLERANCE``, then renormalised), so that a score's sensitivity is the 2 it is
   priced at, whatever the server sends.
@@ -120,7 +120,7 @@ def checked_size(size: Any) -> int:
 
 
 def checked_tables(arrays: Sequence[np.ndarray], shapes: Sequence[tuple[int, ...]]) -> list:
-    """The scout model's tables, one probability table per pair (refused otherwise), each
+    """The compared model's tables, one probability table per pair (refused otherwise), each
     renormalised to mass 1: one record then moves a score by at most 2."""
     if len(arrays) != len(shapes):
         raise refuse(f"{len(arrays)} model tables for {len(shapes)} pairs")

@@ -7,9 +7,9 @@ An :class:`Anchoring` is asked, in the pipeline's order:
 2. ``measure(run, ...)``: plan its releases into the ledger, then run them on the records
    (the measure stage, the only place besides refinement that reads records);
 3. ``encoder``: the encoder the generator's outputs are decoded with;
-4. ``fit_scout`` (fit stage, free), then ``measure_adaptive`` (measure stage): releases
-   chosen from earlier noisy releases with the generator fitted to them as a scout (tables:
-   the pair selection and its second round);
+4. ``measure_adaptive`` (measure stage): releases chosen from earlier noisy releases
+   (tables: the pair selection, scored against the consistent estimate of round 1, and its
+   second round);
 5. ``fit``: the kind's generator fitted to all measurements (post-processing, free);
 6. ``before_refining``: only when the plan has discriminator steps, with the refiner that was
    handed the fitted generator.
@@ -81,14 +81,9 @@ class Anchoring:
     def encoder(self, kind: Any, schema: Any, measured: Measured) -> Any:
         return kind.encoder(schema)
 
-    def fit_scout(self, run: Any, setup: Any, model: Any) -> None:
-        """Fit the kind's generator ``model`` to the first releases as the scout that
-        ``measure_adaptive`` scores its choices with (post-processing; nothing by default)."""
-
-    def measure_adaptive(self, run: Any, setup: Any, model: Any, records: Any) -> None:
-        """Releases chosen from the earlier ones (none by default), with the kind's generator
-        ``model`` (:class:`dpforge.kinds.generator.KindGenerator`) as a scout fitted to them;
-        ``records()`` reads the records through the engine."""
+    def measure_adaptive(self, run: Any, setup: Any, records: Any) -> None:
+        """Releases chosen from the earlier ones (none by default); ``records()`` reads the
+        records through the engine."""
 
     def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Fit the kind's generator ``model`` to ``setup``'s measurements (post-processing)."""

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dpforge.data.encoder import TableEncoder
+from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
 from dpforge.engines.aggregates import TableAggregates, noise_factor
 from dpforge.errors import DataError
@@ -56,6 +56,7 @@ from dpforge.statistics.codes import (
     measure_code_histograms,
     place_codes,
 )
+from dpforge.statistics.estimate import consistent_marginals
 from dpforge.statistics.label_pairs import label_pairs_for
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
@@ -69,7 +70,6 @@ from dpforge.statistics.rounds import (
     plan_anchoring,
     planned_cell_std,
     round_one_cell_std,
-    train_scout,
 )
 from dpforge.statistics.rule_penalty import RULES_WEIGHT, with_rules
 
@@ -180,9 +180,9 @@ class MeasuredTable(Measured):
     cell_mass: dict[str, list[float]] = field(default_factory=dict)  # fine mass (DP, free)
     plan: AnchorPlan | None = None  # not checkpointed: a resumed run does not measure again
     blocks: Any = None  # the records' cell indices (private, never stored)
-    rngs: Any = None  # the generators the selection and the fit share
     code_cells: dict[str, dict] = field(default_factory=dict)  # long code lists' cells (DP)
     empty_bounds: dict[str, list[int]] = field(default_factory=dict)  # bounds that are no atom
+    estimated: tuple[MeasuredMarginal, ...] = ()  # the fit's consistent estimate of them (free)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -327,31 +327,18 @@ class MarginalAnchoring(Anchoring):
         spent_share = min(1.0, run.metadata_share + (1 - run.metadata_share) * share)
         return run.epsilon * spent_share, run.delta * spent_share - ledger.extra_delta()
 
-    def fit_scout(self, run: Any, setup: Any, model: Any) -> None:
-        """Initialise the kind's generator from the run's seed and, when pairs are to be
-        selected, fit it to round 1 as the scout that scores them (free)."""
-        measured = setup.measured
-        if not measured.marginals:
-            return
-        _start_generator(run, model, measured)
-        if measured.plan.pairs:
-            train_scout(
-                model.generator, list(measured.marginals), setup.encoder.spans,
-                _label_name(setup.encoder), _prior(setup), self._round_two(measured),
-                measured.rngs[1],
-            )  # fmt: skip
-
-    def measure_adaptive(self, run: Any, setup: Any, model: Any, records: Any) -> None:
-        """The pair selection and round 2, scored on the scout ``model`` fitted to round 1
+    def measure_adaptive(self, run: Any, setup: Any, records: Any) -> None:
+        """The pair selection and round 2, scored against the consistent estimate of round 1
         (``records()`` reads the records, if their cells are not at hand)."""
         measured = setup.measured
         if not measured.marginals or not measured.plan.pairs:
             return
         blocks = measured.blocks or _blocks(setup.encoder, records())[1]
-        label_name, spans = _label_name(setup.encoder), setup.encoder.spans
+        encoder = setup.encoder
+        rng = noise_generator(run.seed_sequence(4))  # the selection's stream (release noise)
         both_rounds = measure_selected_pairs(
-            model.generator, list(measured.marginals), measured.plan, blocks, spans,
-            label_name, _prior(setup), self._round_two(measured), measured.rngs,
+            list(measured.marginals), measured.plan, blocks, encoder.spans, _label_name(encoder),
+            _domain(encoder), self._round_two(measured), rng,
         )  # fmt: skip
         both_rounds = with_empty_bounds(both_rounds, measured.empty_bounds)
         setup.measured.marginals = tuple(both_rounds)
@@ -367,20 +354,22 @@ class MarginalAnchoring(Anchoring):
         if not measured.marginals:
             return
         prior = _prior(setup)
-        loss = anchor_loss(measured.marginals, encoder.spans, _label_name(encoder), prior)
+        targets = consistent_marginals(measured.marginals, _domain(encoder))
+        measured.estimated = tuple(targets[: len(measured.marginals)])
+        loss = anchor_loss(targets, encoder.spans, _label_name(encoder), prior)
         loss = with_rules(loss, encoder, RULES_WEIGHT)  # the schema's rules
         model.anchor = (loss, self.config.weight)
         if resumed:
             return
-        if measured.rngs is None:  # resumed from the measure stage's checkpoint: fit afresh
-            _start_generator(run, model, measured)
+        run.init_generator(model)  # the networks from the run's stream 2
         n_classes = 0 if prior is None else prior.shape[0]
         phase = anchor_phase(self.config, measured.marginals[0].total)  # the released N
-        train_anchor(model.generator, loss, n_classes, phase, measured.rngs[1])
+        train_anchor(model.generator, loss, n_classes, phase, make_generator(run.seed_sequence(3)))
 
     def sample_release(self, setup: Any) -> MarginalRelease | None:
-        """The measured marginals, stored so that sampling matches rows to them."""
-        marginals = setup.measured.marginals
+        """The consistent estimate of the measured marginals, stored so that sampling
+        matches rows to them."""
+        marginals = setup.measured.estimated
         return MarginalRelease(tuple(marginals)) if marginals else None
 
 
@@ -417,16 +406,6 @@ def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng)
     round_one_std = plan.round_one_noise * plan.rows * math.sqrt(len(first))
     cells = code_cell_count(n_public, round_one_std, encoder.n_classes)
     return {c.name: place_codes(c, counts[c.name], std, cells).to_dict() for c in long}
-
-
-def _start_generator(run: Any, model: Any, measured: MeasuredTable) -> None:
-    """Initialise the networks from the run's seed, and the generators the selection and the
-    fit share (numpy stream 4, torch stream 3)."""
-    run.init_generator(model)
-    measured.rngs = (
-        noise_generator(run.seed_sequence(4)),
-        make_generator(run.seed_sequence(3)),
-    )
 
 
 def _fine_masses(
@@ -496,6 +475,15 @@ def _empty_bounds(encoder: TableEncoder, fine: tuple, round_one: tuple) -> dict[
 def _rounded(mass: np.ndarray) -> list[float]:
     """Six significant digits: what the model folder keeps (and decoding uses)."""
     return [float(f"{m:.6g}") for m in mass]
+
+
+def _domain(encoder: TableEncoder) -> dict[str, int]:
+    """The public domain of the marginals: the label's classes first, then each softmax
+    column's cells, in the encoder's order."""
+    label_name = _label_name(encoder)
+    domain = {} if label_name is None else {label_name: int(encoder.n_classes)}
+    domain.update({s.column: s.dim for s in encoder.spans if s.activation == SOFTMAX})
+    return domain
 
 
 def _label_name(encoder: TableEncoder) -> str | None:

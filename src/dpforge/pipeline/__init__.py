@@ -5,8 +5,7 @@ plan     what may be released, each release's dp-accounting event in the ledger 
 measure  the records checked, then the planned releases (:mod:`.measure`); the pipeline
          then plans the discriminator's steps on what the budget left;
 fit      the kind's generator built and fitted to the noisy measurements: post-processing
-         (:mod:`.fit`); with adaptive releases, first fitted to the first ones as the scout
-         that chooses them, before the measure stage runs them;
+         (:mod:`.fit`);
 refine   only when the plan has steps: a refiner is handed the generator and trains it
          further with DP-SGD (:mod:`.refine`);
 release  the ledger completed and checked, the generator handed out (:mod:`.release`).
@@ -73,11 +72,10 @@ def run_pipeline(
             settle_budget(budget, charged, ledger)
         raise
     charged = settle_budget(budget, charged, planned_ledger(run, setup)) or charged
-    model = fit_stage.build_generator(run, setup)
     if setup.measuring:  # measured now, not read from a checkpoint
-        fit_stage.fit_scout(run, setup, model)
-        measure_stage.measure_adaptive(run, setup, model, engine)
+        measure_stage.measure_adaptive(run, setup, engine)
         measure_stage.save(run, engine, setup)
+    model = fit_stage.build_generator(run, setup)
     resumed = is_resumed(run, setup)
     fit_stage.fit(run, setup, model, resumed)
     refiner = refine_stage.build_refiner(run, setup, model, resumed)

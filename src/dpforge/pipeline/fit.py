@@ -23,12 +23,6 @@ def build_generator(run: RunSettings, setup: RunSetup) -> KindGenerator:
     return KindGenerator(config, encoder.layout, encoder.n_classes, prior_t, run.device)
 
 
-def fit_scout(run: RunSettings, setup: RunSetup, model: KindGenerator) -> None:
-    """Fit the generator to the first releases as the scout the adaptive releases are chosen
-    with (tables: pair selection), before the measure stage runs them (free)."""
-    run.anchoring.fit_scout(run, setup, model)
-
-
 def fit(run: RunSettings, setup: RunSetup, model: KindGenerator, resumed: bool) -> None:
     """Fit the generator to the measurements (a resumed refinement takes it from its
     checkpoint; the anchoring then only sets the loss the refiner keeps)."""

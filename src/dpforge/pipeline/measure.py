@@ -129,7 +129,7 @@ def save(run: RunSettings, engine: Engine, setup: RunSetup) -> None:
         save_measured(run, setup, engine.read(MEASURE))
 
 
-def measure_adaptive(run: RunSettings, setup: RunSetup, model: Any, engine: Engine) -> None:
-    """Releases chosen from the earlier noisy ones (tables: pair selection and round 2, with
-    the kind's generator ``model`` as the scout)."""
-    run.anchoring.measure_adaptive(run, setup, model, lambda: engine.read(MEASURE))
+def measure_adaptive(run: RunSettings, setup: RunSetup, engine: Engine) -> None:
+    """Releases chosen from the earlier noisy ones (tables: pair selection and round 2,
+    scored against the consistent estimate of round 1)."""
+    run.anchoring.measure_adaptive(run, setup, lambda: engine.read(MEASURE))

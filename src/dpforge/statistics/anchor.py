@@ -52,8 +52,8 @@ class AnchorConfig:
         the released N (:mod:`dpforge.statistics.phase_steps`). 0 measures no pairs (round 1
         gets the whole budget; a faster fit, with a worse 2-way fit:
         docs/research/anchoring-options.md).
-    steps, batch_size: each anchor phase (Adam on the generator, before any GAN step: the
-        scout on round 1 that scores the pairs, then the final phase on every measurement).
+    steps, batch_size: the anchor phase (Adam on the generator, fitted to the consistent
+        estimate of every measurement, before any GAN step).
         None (the defaults): they follow the released N (:mod:`dpforge.statistics.phase_steps`);
         a number is used as is.
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.

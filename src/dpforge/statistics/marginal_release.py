@@ -1,11 +1,13 @@
 """A table model's stored release: the measured marginals, for matching rows at sample time.
 
-The marginals are the anchor's DP measurements exactly as the ledger records them: the noisy
-counts of every round-1 marginal and every selected pair (``release.safetensors``, float64, one
-tensor per marginal), with their public description under ``model.json``'s ``release`` (the
-columns, the table's shape, the number of records the counts are projected to, merged cells).
-Sampling reads them to weight a pool of generated rows (:mod:`dpforge.statistics.reweight`).
-Storing them costs nothing: they are the release itself. A non-private run (epsilon infinite)
+The marginals are the anchor's DP measurements as the generator was fitted to them: the
+consistent estimate (:mod:`dpforge.statistics.estimate`) of every round-1 marginal and every
+selected pair (``release.safetensors``, float64, one tensor per marginal; non-negative, and
+agreeing wherever they overlap), with their public description under ``model.json``'s
+``release`` (the columns, the table's shape, the number of records the counts are projected
+to, merged cells). Sampling reads them to weight a pool of
+generated rows (:mod:`dpforge.statistics.reweight`). Storing them costs nothing: they are
+post-processing of the release. A non-private run (epsilon infinite)
 stores exact counts, as its generator is non-private too.
 """
 
@@ -31,7 +33,7 @@ def _tensor_name(i: int) -> str:
 
 @dataclass(frozen=True)
 class MarginalRelease:
-    """The measured marginals a table model stores (the DP release, nothing else)."""
+    """The measured marginals a table model stores (their consistent estimate, nothing else)."""
 
     marginals: tuple[MeasuredMarginal, ...]
 
@@ -40,13 +42,13 @@ class MarginalRelease:
         return {
             "kind": TABLE_RELEASE,
             "marginals": [
-                {k: v for k, v in m.to_dict().items() if k != "noisy_counts"}
+                {k: v for k, v in m.to_dict().items() if k not in ("noisy_counts", "std")}
                 for m in self.marginals
             ],
         }
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        """The noisy counts (release.safetensors), in float64 as they were released."""
+        """The estimated counts (release.safetensors), in float64."""
         return {
             _tensor_name(i): torch.as_tensor(m.noisy_counts, dtype=torch.float64)
             for i, m in enumerate(self.marginals)

@@ -28,7 +28,7 @@ import dp_accounting
 import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
-from dpforge.engines.aggregates import CellTable, NoisyCells, TableAggregates
+from dpforge.engines.aggregates import CellTable, NoisyCells, TableAggregates, noise_factor
 from dpforge.privacy.release_noise import noisy_counts, release_event
 from dpforge.statistics.projection import project_to_simplex, simplex_shift
 
@@ -61,6 +61,10 @@ class MeasuredMarginal:
     # Flat indices of cells the released counts say are empty (a bound that is no atom,
     # :mod:`dpforge.statistics.bound_atoms`): post-processing, they get no mass.
     empty: tuple[int, ...] = ()
+    # The noise standard deviation of each count (public, from the plan; 0 without noise),
+    # which weights it in the consistent estimate (:mod:`dpforge.statistics.estimate`); None
+    # in a model folder saved before the estimate.
+    std: float | None = None
 
     def is_label_by(self, label: str, columns: Container[str] | None = None) -> bool:
         """Whether this is a label x column marginal (of one of ``columns``, when given)."""
@@ -94,6 +98,8 @@ class MeasuredMarginal:
             out["row_totals"] = [float(t) for t in self.row_totals]
         if self.empty:
             out["empty"] = [int(i) for i in self.empty]
+        if self.std is not None:
+            out["std"] = float(self.std)
         return out
 
     @classmethod
@@ -103,7 +109,8 @@ class MeasuredMarginal:
         shape = tuple(int(s) for s in d["shape"])
         rows = tuple(float(t) for t in d.get("row_totals", ()))
         empty = tuple(int(i) for i in d.get("empty", ()))
-        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows, empty)
+        std = None if d.get("std") is None else float(d["std"])
+        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows, empty, std)
 
 
 def row_onto(row: np.ndarray, total: float) -> np.ndarray:
@@ -256,11 +263,14 @@ def measure_marginals(
     if noise_multiplier < 0:
         raise ValueError(f"noise multiplier must be >= 0, got {noise_multiplier}")
     std = noise_multiplier * rows * np.sqrt(len(marginals))
+    carried = float(std * noise_factor(blocks))  # the noise the counts carry (public)
     if isinstance(blocks, NoisyCells):  # noised where the records are (federated sites)
         if groups:
             raise ValueError("merged cells are not counted at the sites: pass label_pairs=False")
         return [
-            MeasuredMarginal(columns, noisy.shape, noisy.ravel().astype(np.float64), float(total))
+            MeasuredMarginal(
+                columns, noisy.shape, noisy.ravel().astype(np.float64), float(total), std=carried
+            )
             for columns, noisy in zip(marginals, blocks.noisy_counts(marginals, std), strict=True)
         ]
     measured = []
@@ -269,7 +279,9 @@ def measure_marginals(
     for columns, counts, merge in zip(marginals, tables, merges, strict=True):
         noisy = noisy_counts(counts.ravel(), std, rng)
         merge = tuple(tuple(int(i) for i in g) for g in merge)
-        measured.append(MeasuredMarginal(columns, counts.shape, noisy, float(total), merge))
+        measured.append(
+            MeasuredMarginal(columns, counts.shape, noisy, float(total), merge, std=carried)
+        )
     return measured
 
 

@@ -36,12 +36,12 @@ __all__ = [
 # 2-way TVD needed (bench/results/tables/quality_trials.md, third round).
 ROWS_PER_STEP = 30.0
 STEPS_RANGE = (300, 1000)
-# The batch of both phases: the released N rounded up to a multiple of BATCH_STEP, within
+# The batch of the anchor phase: the released N rounded up to a multiple of BATCH_STEP, within
 # BATCH_RANGE. A table of 500 rows fits its marginals on batches of 512 generated rows, not
 # 1,024; from 1,024 rows on, 1,024 as before. (The smallest power of two holding N put psid,
 # 502 rows, on 1,024 whenever the noise released more than 512.) Fewer steps or a smaller
-# batch for the scout phase of larger tables cost quality
-# (bench/results/tables_speed/small_table_speed.md).
+# batch for the scout phase that scored the pairs before the consistent estimate did cost
+# quality (bench/results/tables_speed/small_table_speed.md).
 BATCH_RANGE = (256, 1024)
 BATCH_STEP = 64
 # From this many released records, three pairs per column: on Adult (30,162 rows) two took the
@@ -50,7 +50,7 @@ BATCH_STEP = 64
 # 3 seeds each, bench/results/tables/quality_trials.md); on wage and fair (2,000 and 4,244 rows) two
 # changed nothing (second round). Tables between were not tried.
 PAIRS_RULE = (20_000.0, 3.0)
-# Adam's step size in both phases, decaying linearly to 0 over each.
+# Adam's step size in the anchor phase, decaying linearly to 0 over it.
 ANCHOR_LR = 1e-2
 
 
@@ -63,9 +63,7 @@ class AnchorPhase(NamedTuple):
 
 
 def anchor_phase(config: AnchorConfig, n_public: float) -> AnchorPhase:
-    """The scout phase (round 1 alone) and the final phase both take these steps and batch
-    (:func:`anchor_steps`, :func:`anchor_batch_size`); the final phase goes on from the
-    scout."""
+    """The anchor phase's steps and batch (:func:`anchor_steps`, :func:`anchor_batch_size`)."""
     return AnchorPhase(anchor_steps(config, n_public), anchor_batch_size(config, n_public))
 
 

@@ -1,8 +1,9 @@
 """The anchoring of one run: its budget, written to the ledger ahead, then its rounds.
 
-Round 1 measures every 1-way marginal and label x column. With pair selection, a generator fitted
-to round 1 is scored against the data on every other column pair (one Gaussian release of the
-scores), and the best ``k`` pairs are measured in round 2. All noise multipliers are fixed
+Round 1 measures every 1-way marginal and label x column. With pair selection, the consistent
+estimate of round 1 (:mod:`dpforge.statistics.estimate`) is scored against the data on every
+other column pair (one Gaussian release of the scores), and the best ``k`` pairs are measured
+in round 2. All noise multipliers are fixed
 before the first measurement from one calibrated ``sigma``: release ``i`` gets the weight
 ``w_i`` of the budget (noise ``sigma / sqrt(w_i)``, i.e. a share ``w_i`` of the zCDP rho), and
 all events are recorded in the ledger before any of them runs, so an interrupted run can waste
@@ -19,7 +20,6 @@ from dataclasses import asdict, dataclass, replace
 
 import dp_accounting
 import numpy as np
-import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.engines.aggregates import noise_factor
@@ -28,8 +28,9 @@ from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.privacy.release_noise import release_event
-from dpforge.statistics.anchor import AnchorConfig, AnchorLoss, train_anchor
+from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
 from dpforge.statistics.cells import CELLS_SNR
+from dpforge.statistics.estimate import pair_distributions
 from dpforge.statistics.label_pairs import label_pair_marginals
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
@@ -37,13 +38,7 @@ from dpforge.statistics.marginals import (
     measure_marginals,
     measurement_event,
 )
-from dpforge.statistics.phase_steps import anchor_phase
-from dpforge.statistics.selection import (
-    candidate_pairs,
-    model_pair_distributions,
-    pairs_to_measure,
-    select_pairs,
-)
+from dpforge.statistics.selection import candidate_pairs, pairs_to_measure, select_pairs
 
 __all__ = [
     "AnchorPlan",
@@ -53,7 +48,6 @@ __all__ = [
     "plan_anchoring",
     "planned_cell_std",
     "round_one_cell_std",
-    "train_scout",
 ]
 
 # Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
@@ -200,69 +194,47 @@ def round_one_cell_std(plan: AnchorPlan, n_marginals: int, blocks: Mapping) -> f
     return plan.round_one_noise * plan.rows * math.sqrt(n_marginals) * noise_factor(blocks)
 
 
-def train_scout(
-    generator: torch.nn.Module,
-    measured: list[MeasuredMarginal],
-    spans: Sequence[Span],
-    label_name: str | None,
-    prior: torch.Tensor | None,
-    config: AnchorConfig,
-    torch_rng: torch.Generator,
-) -> None:
-    """Fit ``generator`` to round 1 (post-processing, free): the scout whose rows
-    :func:`measure_selected_pairs` compares with the data."""
-    loss = anchor_loss(measured, spans, label_name, prior)
-    total = measured[0].total  # the public N the first round was projected to
-    train_anchor(generator, loss, _n_classes(prior), anchor_phase(config, total), torch_rng)
-
-
 def measure_selected_pairs(
-    generator: torch.nn.Module,
     measured: list[MeasuredMarginal],
     plan: AnchorPlan,
     blocks: Mapping[str, np.ndarray],
     spans: Sequence[Span],
     label_name: str | None,
-    prior: torch.Tensor | None,
+    domain: Mapping[str, int],
     config: AnchorConfig,
-    rngs: tuple[np.random.Generator, torch.Generator],
+    rng: np.random.Generator,
 ) -> list[MeasuredMarginal]:
-    """The adaptive releases, when planned: ``generator`` (the scout, fitted to round 1 by
-    :func:`train_scout`) is compared with the data on every candidate pair, the noisy scores
-    choose the pairs, and round 2 measures them. Returns round 1's measurements plus round 2's."""
+    """The adaptive releases, when planned: the consistent estimate of round 1
+    (:mod:`dpforge.statistics.estimate`, over the public ``domain``) is compared with the
+    data on every candidate pair, the noisy scores choose the pairs, and round 2 measures
+    them. Returns round 1's measurements plus round 2's."""
     if not plan.pairs:
         return measured
-    numpy_rng = rngs[0]
     softmax = [s for s in spans if s.activation == SOFTMAX]
-    loss = anchor_loss(measured, spans, label_name, prior)
     total = measured[0].total
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
-    public = (softmax, label_name, total, cell_noise)
-    chosen, groups = _chosen(generator, loss, blocks, public, plan, config, rngs)
-    pairs = measure_marginals(blocks, chosen, plan.pair_noise, numpy_rng, total, plan.rows, groups)
+    n_classes = domain[label_name] if label_name is not None else 0
+    public = (softmax, label_name, total, cell_noise, n_classes)
+    model = pair_distributions(measured, domain, candidate_pairs(softmax))
+    chosen, groups = _chosen(model, blocks, public, plan, config, rng)
+    pairs = measure_marginals(blocks, chosen, plan.pair_noise, rng, total, plan.rows, groups)
     return measured + pairs
 
 
-def _chosen(generator, loss, blocks, public: tuple, plan: AnchorPlan, config, rngs) -> tuple:
+def _chosen(model, blocks, public: tuple, plan: AnchorPlan, config, rng) -> tuple:
     """(the marginals round 2 measures, their cell merging or None): the pairs with the best
-    noisy scores, as a x b, or with ``label_pairs`` as label x a x b on merged cells.
-    ``public``: the softmax spans, the label's name, the
-    released N and each measured cell's noise std."""
-    softmax, label_name, total, cell_noise = public
-    numpy_rng, torch_rng = rngs
-    noises, n_classes = (plan.score_noise, cell_noise), _n_classes(loss.prior)
-    candidates = candidate_pairs(softmax)
+    noisy scores against ``model`` (each pair's distribution), as a x b, or with
+    ``label_pairs`` as label x a x b on merged cells. ``public``: the softmax spans, the
+    label's name, the released N, each measured cell's noise std and the label's classes."""
+    softmax, label_name, total, cell_noise, n_classes = public
     if config.label_pairs:  # label x a x b on cells merged by a public rule (label_pairs.py)
         sizes = {s.column: s.dim for s in softmax}
         std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
         merged = (label_name, sizes, total, n_classes, std, CELLS_SNR)
-    model = model_pair_distributions(generator, loss, candidates, softmax, n_classes, torch_rng)
-    chosen = select_pairs(blocks, model, plan.pairs, *noises, numpy_rng, total, rows=plan.rows)
+    chosen = select_pairs(
+        blocks, model, plan.pairs, plan.score_noise, cell_noise, rng, total, rows=plan.rows
+    )
     return label_pair_marginals(chosen, *merged) if config.label_pairs else (chosen, None)
-
-
-def _n_classes(prior: torch.Tensor | None) -> int:
-    return 0 if prior is None else prior.shape[0]
 
 
 def anchor_loss(measured, spans, label_name, prior) -> AnchorLoss:

@@ -1,9 +1,10 @@
 """DP selection of the column pairs worth measuring, after a first anchoring round (AIM-like).
 
-The first round measures every 1-way marginal and label x column. The generator fitted to them
-gets the other pairwise marginals from what it learnt; where it is far from the data is where a
+The first round measures every 1-way marginal and label x column. Their consistent estimate
+(:mod:`dpforge.statistics.estimate`, AIM's "current model") answers every other pair with what
+round 1 implies (independence given the label); where it is far from the data is where a
 measurement helps most. For every candidate pair (a, b) the score is the L1 distance, in
-counts, between the data's (a, b) table and the generator's (scaled to the public N). Adding or
+counts, between the data's (a, b) table and the estimate's (scaled to the public N). Adding or
 removing a record changes one cell of the data's table by one, so each score has sensitivity 1
 and the vector of C scores L2 sensitivity sqrt(C): releasing all scores with
 ``N(0, (sigma * sqrt(C))^2)`` noise is one ``GaussianDpEvent(sigma)``. The top ``k`` pairs by
@@ -22,17 +23,13 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 
 import numpy as np
-import torch
 
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.engines.aggregates import NoisyCells, noise_factor
 from dpforge.privacy.release_noise import noisy_values
-from dpforge.statistics.anchor import AnchorLoss, joint_distribution, stratified_labels
 from dpforge.statistics.marginals import count_tables
 
-__all__ = ["candidate_pairs", "model_pair_distributions", "select_pairs", "pairs_to_measure"]
-
-GENERATED_ROWS = 8192
+__all__ = ["candidate_pairs", "select_pairs", "pairs_to_measure"]
 
 
 def candidate_pairs(spans: Sequence[Span]) -> list[tuple[str, str]]:
@@ -45,27 +42,6 @@ def pairs_to_measure(n_candidates: int, n_columns: int, per_column: float = 1.0)
     """The public rule for k: ``per_column`` pairs per column (by default as many pairs as
     there are columns), at least one, at most all candidates."""
     return min(n_candidates, max(1, round(per_column * n_columns)))
-
-
-@torch.no_grad()
-def model_pair_distributions(
-    generator: torch.nn.Module,
-    loss: AnchorLoss,
-    pairs: Sequence[tuple[str, str]],
-    spans: Sequence[Span],
-    n_classes: int,
-    rng: torch.Generator,
-) -> dict[tuple[str, str], np.ndarray]:
-    """The generator's joint distribution of each pair (label-prior weighted), from z draws."""
-    by_name = {s.column: s for s in spans}
-    device = next(generator.parameters()).device
-    labels = stratified_labels(GENERATED_ROWS, n_classes, device)
-    probs = generator(generator.sample_latent(GENERATED_ROWS, rng), labels)
-    weights, _ = loss.row_weights(labels, probs)
-    return {
-        pair: joint_distribution(probs, (by_name[pair[0]], by_name[pair[1]]), weights).numpy()
-        for pair in pairs
-    }
 
 
 def pair_scores(
