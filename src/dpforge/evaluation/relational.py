@@ -241,20 +241,6 @@ def _count_shares(tables, parent: RelationalTable, child: RelationalTable) -> np
     return cells / max(1, cells.sum())
 
 
-def parent_task(
-    train: pd.DataFrame,
-    holdout: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    features: Any,
-    classifiers: Sequence[str] = CLASSIFIERS,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """The parent-level task on feature tables (:func:`parent_features`): each classifier
-    trained on the synthetic parents and on the real training parents, scored on the
-    holdout parents (:func:`dpforge.evaluation.evaluate.utility_scores`)."""
-    return utility_scores(train, holdout, synthetic, features, classifiers, seed)
-
-
 def parent_attacks(
     train: pd.DataFrame,
     holdout: pd.DataFrame,
@@ -316,7 +302,7 @@ def evaluate_relational(
             (synthetic, "synthetic"),
         )
     ]
-    task = None if label is None else parent_task(*frames, features, classifiers, seed)
+    task = None if label is None else utility_scores(*frames, features, classifiers, seed)
     attack = parent_attacks(*frames, features, attacks, seed) if attacks else None
     rows = {
         role: {n: len(t[n]) for n in schema.names}
