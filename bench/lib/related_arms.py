@@ -6,7 +6,7 @@ tables (a dict of DataFrames linked by keys) with its fit and sample seconds.
   without children is one row with empty child columns), fitted with the single-table default
   :class:`dpforge.Synthesizer` at ε with ``privacy_unit`` the parent key and the same k. The
   flat table holds no parent key (the unit is never modelled), so the split back makes each
-  sampled row one parent with its one child (none where the child columns are empty): what
+  sampled row one parent with its one child (none where a required child column is empty): what
   flattening loses is the grouping of children under a parent.
 * ``alone``: each table fitted alone at ε / 2 (the parent per record, the child with the parent
   key as its unit and k rows): the links are broken, each child row gets a random parent. As
@@ -92,7 +92,9 @@ def _flat(train: Tables, schema: RelationalSchema, epsilon: float, seed: int):
 
 
 def _split_back(rows: pd.DataFrame, schema: RelationalSchema, rng) -> Tables:
-    """Each flat row one parent (a new key) and its child row, if any child column is set."""
+    """Each flat row one parent (a new key) and its child row where every child column the
+    child's schema requires is set (else the parent has no child: the flat table's child
+    columns are all nullable, for the parents without children)."""
     (child,) = schema.children
     parent = schema.parent
     keys = fresh_keys(len(rows), rng)
@@ -100,7 +102,8 @@ def _split_back(rows: pd.DataFrame, schema: RelationalSchema, rng) -> Tables:
     parents = rows[[n for n in names if n in rows.columns]].rename(columns=names)
     parents.insert(0, parent.key, keys)
     own = [c for c in child.schema.output_names if c != child.link.foreign_key]
-    has_child = rows[own].notna().any(axis=1).to_numpy()
+    required = [c.name for c in child.schema.modelled.columns if not c.nullable]
+    has_child = rows[required].notna().all(axis=1).to_numpy()
     children = rows.loc[has_child, own].reset_index(drop=True)
     children.insert(0, child.link.foreign_key, keys[has_child])
     columns = [parent.key, *(c for c in parent.schema.output_names if c != parent.key)]
