@@ -17,6 +17,7 @@ of HMA.
 
     cd bench && OMP_NUM_THREADS=1 nice -n 10 python related.py --resume
     cd bench && python related.py summary
+    cd bench && python related.py why pbc --arm dpforge --epsilon 3   # the task's associations
     python bench/related.py --pairs cgd --arms dpforge,real --epsilons 3 --seeds 0,   # smallest
 """
 
@@ -32,7 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 from dpforge.evaluation.relational import evaluate_relational  # noqa: E402
-from dpforge.evaluation.relational_features import split_parents  # noqa: E402
+from dpforge.evaluation.relational_features import (  # noqa: E402
+    bounded_children,
+    parent_features,
+    split_parents,
+)
 from lib.related_arms import ARMS, PRIVATE_ARMS, run_arm  # noqa: E402
 from lib.related_summary import summary  # noqa: E402
 from lib.related_tables import RELATED_TABLES, load_related  # noqa: E402
@@ -89,8 +94,33 @@ def run(args: argparse.Namespace) -> None:
         harness.log_row(args.log, one_run(pair, arm, eps, seed))
 
 
+def why(pair: str, arm: str, epsilon: float, seed: int) -> None:
+    """Print, per class of the pair's label, the mean of each parent feature (the parent's
+    numbers and its children's aggregates), real training parents against one arm's synthetic
+    parents: which association the task needs and the arm lost."""
+    tables, schema = load_related(pair)
+    train, holdout = split_parents(tables, schema, HOLDOUT, np.random.default_rng(0))
+    real = bounded_children(train, schema, np.random.default_rng(0))
+    synthetic, _, _ = run_arm(arm, train, holdout, schema, epsilon, seed)
+    label = schema.parent.schema.label
+    for name, side in (("real training", real), (f"{arm} at epsilon {epsilon}", synthetic)):
+        features = parent_features(side, schema, name)
+        numbers = [c for c in features.columns if c != label and features[c].dtype.kind == "f"]
+        print(f"{name}: means per '{label}'")
+        print(features.groupby(label)[numbers].mean().T.round(3).to_string(), flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["why"]:
+        parser = argparse.ArgumentParser(prog="related.py why")
+        parser.add_argument("pair", choices=sorted(RELATED_TABLES))
+        parser.add_argument("--arm", default="dpforge", choices=ARMS)
+        parser.add_argument("--epsilon", type=float, default=3.0)
+        parser.add_argument("--seed", type=int, default=0)
+        args = parser.parse_args(argv[1:])
+        why(args.pair, args.arm, args.epsilon, args.seed)
+        return
     if argv[:1] == ["summary"]:
         parser = argparse.ArgumentParser(prog="related.py summary")
         parser.add_argument("--log", type=Path, default=RUNS)
