@@ -87,10 +87,9 @@ def done(path: Path) -> set[tuple]:
 def run(args: argparse.Namespace) -> None:
     seeds = harness.seeds(args)
     runs = plan(args.pairs.split(","), args.arms.split(","), harness.floats(args.epsilons), seeds)
-    skip = done(args.log) if args.resume else set()
     for pair, arm, eps, seed in runs:
-        if (pair, arm, eps, seed) in skip:
-            continue
+        if args.resume and (pair, arm, eps, seed) in done(args.log):  # read again: another
+            continue  # process may share the log (one per pair, on a machine with cores to spare)
         harness.log_row(args.log, one_run(pair, arm, eps, seed))
 
 

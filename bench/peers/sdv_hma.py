@@ -53,12 +53,8 @@ def main(path: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     data = {}
     for name, table in spec["tables"].items():
-        kinds = {c: (float if k == "number" else str) for c, k in table["columns"].items()}
-        frame = pd.read_csv(folder / f"{name}.csv", keep_default_na=True)
-        for column, kind in kinds.items():
-            if kind is str:  # categories as text, an empty cell as missing
-                frame[column] = frame[column].map(lambda v: v if pd.isna(v) else str(v))
-        data[name] = frame
+        text = {c: str for c, kind in table["columns"].items() if kind != "number"}
+        data[name] = pd.read_csv(folder / f"{name}.csv", dtype=text)  # codes as written: "1"
     metadata = Metadata.load_from_dict(metadata_dict(spec))
     started = time.perf_counter()
     model = HMASynthesizer(metadata, verbose=False)
