@@ -274,42 +274,41 @@ def evaluate_relational(
     :class:`~dpforge.relational.RelationalSynthesizer`, whose completed schemas give the
     cells of columns the schema leaves undeclared. ``attacks`` empty: no attack."""
     schema = completed_schema(schema, model)
+    label = _checked(real_train, real_holdout, synthetic, schema, label)
+    rng = np.random.default_rng(seed)
+    sets = {
+        "real training": bounded_children(real_train, schema, rng),
+        "real holdout": bounded_children(real_holdout, schema, rng),
+        "synthetic": synthetic,
+    }
+    train = sets["real training"]
+    fidelity = table_fidelity(train, synthetic, schema, n_bins)
+    joint = parent_child_fidelity(train, synthetic, schema, n_bins)
+    counts = count_fidelity(train, synthetic, schema)
+    features = feature_schema(schema, label)
+    frames = [parent_features(tables, schema, role) for role, tables in sets.items()]
+    task = None if label is None else utility_scores(*frames, features, classifiers, seed)
+    attack = parent_attacks(*frames, features, attacks, seed) if attacks else None
+    names = dict(zip(sets, ("real_train", "real_holdout", "synthetic"), strict=True))
+    rows = {names[role]: {n: len(t[n]) for n in schema.names} for role, t in sets.items()}
+    meta = {"label": label, "schema": schema.to_dict(), "bins": n_bins}
+    return RelationalEvaluation(fidelity, joint, counts, task, attack, rows, seed, meta)
+
+
+def _checked(real_train, real_holdout, synthetic, schema: RelationalSchema, label) -> str | None:
+    """The task's label (given, else the parent schema's), checked with the three sets'
+    keys and links and the holdout's parents unseen in training."""
     label = label if label is not None else schema.parent.schema.label
     if label is not None and label not in schema.parent.schema.modelled.names:
         raise SchemaError(
             f"the task's label '{label}' is not a modelled column of the parent table "
             f"'{schema.parent.name}' (its columns: {schema.parent.schema.modelled.names})"
         )
-    for tables, role in (
-        (real_train, "real training"),
-        (real_holdout, "real holdout"),
-        (synthetic, "synthetic"),
-    ):
-        check_links(tables, schema, role)
+    check_links(real_train, schema, "real training")
+    check_links(real_holdout, schema, "real holdout")
+    check_links(synthetic, schema, "synthetic")
     _check_disjoint(real_train, real_holdout, schema)
-    rng = np.random.default_rng(seed)
-    train = bounded_children(real_train, schema, rng)
-    holdout = bounded_children(real_holdout, schema, rng)
-    fidelity = table_fidelity(train, synthetic, schema, n_bins)
-    joint = parent_child_fidelity(train, synthetic, schema, n_bins)
-    counts = count_fidelity(train, synthetic, schema)
-    features = feature_schema(schema, label)
-    frames = [
-        parent_features(t, schema, role)
-        for t, role in (
-            (train, "real training"),
-            (holdout, "real holdout"),
-            (synthetic, "synthetic"),
-        )
-    ]
-    task = None if label is None else utility_scores(*frames, features, classifiers, seed)
-    attack = parent_attacks(*frames, features, attacks, seed) if attacks else None
-    rows = {
-        role: {n: len(t[n]) for n in schema.names}
-        for role, t in (("real_train", train), ("real_holdout", holdout), ("synthetic", synthetic))
-    }
-    meta = {"label": label, "schema": schema.to_dict(), "bins": n_bins}
-    return RelationalEvaluation(fidelity, joint, counts, task, attack, rows, seed, meta)
+    return label
 
 
 def _check_disjoint(train, holdout, schema: RelationalSchema) -> None:
