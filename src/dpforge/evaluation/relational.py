@@ -241,20 +241,6 @@ def _count_shares(tables, parent: RelationalTable, child: RelationalTable) -> np
     return cells / max(1, cells.sum())
 
 
-def parent_attacks(
-    train: pd.DataFrame,
-    holdout: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    features: Any,
-    attacks: Sequence[str] = ATTACKS,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Membership attacks on parents' feature vectors: members are training parents,
-    non-members holdout parents (:func:`dpforge.evaluation.attacks.membership_attacks`)."""
-    matrices = [table_matrix(t, features) for t in (train, holdout, synthetic)]
-    return membership_attacks(*matrices, seed=seed, attacks=tuple(attacks))
-
-
 # -- all together --------------------------------------------------------------------------
 def evaluate_relational(
     real_train: Mapping[str, pd.DataFrame],
@@ -288,7 +274,8 @@ def evaluate_relational(
     features = feature_schema(schema, label)
     frames = [parent_features(tables, schema, role) for role, tables in sets.items()]
     task = None if label is None else utility_scores(*frames, features, classifiers, seed)
-    attack = parent_attacks(*frames, features, attacks, seed) if attacks else None
+    matrices = [table_matrix(frame, features) for frame in frames]  # train, holdout, synthetic
+    attack = membership_attacks(*matrices, seed=seed, attacks=tuple(attacks)) if attacks else None
     names = dict(zip(sets, ("real_train", "real_holdout", "synthetic"), strict=True))
     rows = {names[role]: {n: len(t[n]) for n in schema.names} for role, t in sets.items()}
     meta = {"label": label, "schema": schema.to_dict(), "bins": n_bins}
