@@ -58,9 +58,9 @@ def main(path: str) -> None:
     metadata = Metadata.load_from_dict(metadata_dict(spec))
     started = time.perf_counter()
     model = HMASynthesizer(metadata, verbose=False)
-    model._numpy_seed = spec["seed"]  # SDV 2.0 seeds its fit and sample from this (73251 else)
     model.fit(data)
     fitted = time.perf_counter()
+    model._numpy_seed = spec["seed"]  # SDV 2.0 samples from this seed; fit resets it to 73251
     root = next(n for n, t in spec["tables"].items() if not t.get("parent"))
     tables = model.sample(num_rows=spec["parents"], main_table_name=root)
     sampled = time.perf_counter()
