@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
-from dpforge.evaluation.relational_features import split_parents
 from tests.cli_support import run
 from tests.evaluation.test_relational_metrics import _linked, _schema
+
+from dpforge.evaluation.relational_features import split_parents
 
 
 def _files(tmp_path):

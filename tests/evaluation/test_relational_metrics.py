@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from dpforge.errors import DataError, SchemaError
 from dpforge.evaluation.relational import (
+    completed_schema,
     count_fidelity,
     evaluate_relational,
     parent_child_fidelity,
@@ -140,3 +143,16 @@ def test_an_undeclared_bound_is_refused_naming_table_and_column():
     tables = _linked()
     with pytest.raises(SchemaError, match="table 'people': column 'x' has no declared bounds"):
         evaluate_relational(tables, tables, tables, _schema(x_upper=None), attacks=())
+
+
+def test_a_fitted_model_gives_the_cells_the_schema_leaves_undeclared():
+    """completed_schema reads each table's columns from the model's fits (stand-ins here:
+    the completed parent schema and the completed joined child schema)."""
+    declared, complete = _schema(x_upper=None), _schema()
+    model = SimpleNamespace(
+        parent_model_=SimpleNamespace(schema_=complete.parent_with_counts()),
+        child_models_={"items": SimpleNamespace(schema_=complete.joined(complete.table("items")))},
+    )
+    done = completed_schema(declared, model)
+    assert done.table("people").schema.column("x").upper == 10
+    assert done.to_dict() == complete.to_dict()
