@@ -124,7 +124,9 @@ def summary(log: Path, out: Path) -> None:
     body += ["| pair | check | dpforge vs baseline | result |", "| --- | --- | --- | --- |"]
     for pair in pairs:
         body += goal(groups, pair)
+    provenance = {k: v for k, v in harness.provenance("related.py").items() if k != "command"}
     record = {
+        **provenance,  # of the summary; each run's command is in its row of the log
         "runs": len(rows),
         "groups": [{"pair": p, "arm": a, "epsilon": e, **{m: v for m, v in vals.items()}}
                    for (p, a, e), vals in groups.items()],
