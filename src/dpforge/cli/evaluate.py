@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the metrics (scikit-learn, torch) are imported where used: 
     from dpforge.data.arrays import ArrayData
     from dpforge.synthesizer import Synthesizer
 
-__all__ = ["evaluate", "parse_classifiers", "real_arrays", "real_table"]
+__all__ = ["evaluate", "one_file", "parse_classifiers", "real_arrays", "real_table"]
 
 console = Console(stderr=True)
 
@@ -206,18 +206,38 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def one_file(paths: list[Path], flag: str) -> Path:
+    """The one file of ``flag`` for a model (several files are related tables: --schema)."""
+    if len(paths) != 1:
+        raise DpforgeError(
+            f"{flag} was given {len(paths)} times: one file for a model folder; several files "
+            "(one per table) need --schema, the related tables' schema"
+        )
+    return paths[0]
+
+
 def evaluate(
-    model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
-    real_train: Path = typer.Option(
+    model: Path = typer.Argument(
+        ...,
+        help="a model folder written by 'dpforge fit'; with --schema, the folder of synthetic "
+        "tables written by 'dpforge sample' (one CSV per table)",
+    ),
+    real_train: list[Path] = typer.Option(
         ...,
         "--real-train",
         help="the real records the model was trained on (tables: CSV; images: folder or .npz; "
-        "series: .npz or wide CSV)",
+        "series: .npz or wide CSV); with --schema, once per table (file stem: table name)",
     ),
-    real_test: Path = typer.Option(
-        ..., "--real-test", help="held-out real records, never used in training (same format)"
+    real_test: list[Path] = typer.Option(
+        ...,
+        "--real-test",
+        help="held-out real records, never used in training (same format); with --schema, "
+        "once per table: parents never used in the fit, with all their rows",
     ),
     out: Path = typer.Option(..., "-o", "--out", help="the metrics file to write (JSON)"),
+    schema: Path = typer.Option(
+        None, "--schema", help="related tables: their relational schema (JSON)"
+    ),
     rows: int = typer.Option(
         None, "--rows", help="synthetic rows to sample (default: as many as --real-train)"
     ),
@@ -231,29 +251,39 @@ def evaluate(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Utility, fidelity, membership attacks and ledger of MODEL as JSON (NOT private)."""
+    _check_output(out, model, overwrite)
+    chosen = parse_classifiers(classifiers)
+    if schema is not None:
+        from dpforge.cli.evaluate_related import evaluate_related, refuse_single_table_options
+
+        refuse_single_table_options({"--rows": rows is not None})
+        options = {"schema": schema, "real_train": real_train, "real_test": real_test,
+                   "classifiers": chosen, "attacks": attacks, "seed": seed}  # fmt: skip
+        evaluate_related(model, out, options, overwrite)
+        return
+    paths = (one_file(real_train, "--real-train"), one_file(real_test, "--real-test"))
+    _evaluate_model(model, paths, out, (rows, seed, attacks, chosen), overwrite)
+
+
+def _evaluate_model(model: Path, paths: tuple[Path, Path], out: Path, options, overwrite: bool):
+    """One model folder: tables through :func:`evaluate_table`, images and series through
+    :func:`_evaluate_arrays`."""
     from dpforge.evaluation.attacks import ATTACKS
     from dpforge.evaluation.evaluate import evaluate_table
     from dpforge.synthesizer import load
 
-    _check_output(out, model, overwrite)
-    chosen = parse_classifiers(classifiers)
+    rows, seed, attacks, chosen = options
     if rows is not None and rows < 1:
         raise DpforgeError(f"--rows must be at least 1, got {rows}")
     synth = load(model)
     if not isinstance(synth.schema_, Schema):
-        _evaluate_arrays(synth, (real_train, real_test), out, (rows, seed, attacks), overwrite)
+        _evaluate_arrays(synth, paths, out, (rows, seed, attacks), overwrite)
         return
-    train = real_table(real_train, synth)
-    test = real_table(real_test, synth)
+    train, test = (real_table(path, synth) for path in paths)
     result = evaluate_table(
-        synth,
-        train,
-        test,
-        classifiers=chosen,
-        seed=seed,
-        n_synthetic=rows,
+        synth, train, test, classifiers=chosen, seed=seed, n_synthetic=rows,
         attacks=ATTACKS if attacks else (),
-    )
+    )  # fmt: skip
     text = json.dumps(result, indent=2, allow_nan=False) + "\n"
     atomic_write(out, lambda p: p.write_text(text), overwrite=overwrite)
     _summary(result, out)

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dpforge.cli.evaluate import parse_classifiers, real_arrays, real_table
+from dpforge.cli.evaluate import one_file, parse_classifiers, real_arrays, real_table
 from dpforge.errors import DpforgeError, OutputExistsError
 from dpforge.evaluation.classifier_names import CLASSIFIERS
 from dpforge.schema.table import Schema
@@ -88,16 +88,26 @@ def _full_array_report(synth, args: dict, progress: Progress) -> str:
 
 
 def report(
-    model: Path = typer.Argument(..., help="a model folder written by 'dpforge fit'"),
+    model: Path = typer.Argument(
+        ...,
+        help="a model folder written by 'dpforge fit'; with --schema, the folder of synthetic "
+        "tables written by 'dpforge sample' (one CSV per table)",
+    ),
     out: Path = typer.Option(..., "-o", "--out", help="the HTML file to write"),
-    real_train: Path = typer.Option(
+    real_train: list[Path] = typer.Option(
         None,
         "--real-train",
         help="the real records the model was trained on (tables: CSV; images: folder or .npz; "
-        "series: .npz or wide CSV)",
+        "series: .npz or wide CSV); with --schema, once per table (file stem: table name)",
     ),
-    real_test: Path = typer.Option(
-        None, "--real-test", help="held-out real records, never used in training (same format)"
+    real_test: list[Path] = typer.Option(
+        None,
+        "--real-test",
+        help="held-out real records, never used in training (same format); with --schema, "
+        "once per table",
+    ),
+    schema: Path = typer.Option(
+        None, "--schema", help="related tables: their relational schema (JSON)"
     ),
     release: bool = typer.Option(
         False, "--release", help="only public content (no real data): ledger, schema, samples"
@@ -112,15 +122,15 @@ def report(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """One self-contained HTML report of MODEL (NOT differentially private unless --release)."""
-    from dpforge.evaluation.report import release_report, write_report
-    from dpforge.synthesizer import load
+    from dpforge.evaluation.report import write_report
 
     _check_output(out, model, overwrite)
     if rows is not None and rows < 1:
         raise DpforgeError(f"--rows must be at least 1, got {rows}")
-    if release and (real_train is not None or real_test is not None):
+    real_train, real_test = real_train or [], real_test or []
+    if release and (real_train or real_test):
         raise DpforgeError("--release reads no real data: drop --real-train and --real-test")
-    if not release and (real_train is None or real_test is None):
+    if not release and (not real_train or not real_test):
         raise DpforgeError(
             "give --real-train and --real-test (the full report), or --release (public only)"
         )
@@ -128,6 +138,22 @@ def report(
         "real_train": real_train, "real_test": real_test, "seed": seed, "rows": rows,
         "classifiers": parse_classifiers(classifiers), "attacks": attacks, "pair": _pair(pair),
     }  # fmt: skip
+    if schema is not None:
+        write_report(_related_report(model, schema, args, release), out, model, overwrite)
+        console.print(_NOT_PRIVATE.format(out=out))
+        return
+    if not release:
+        args["real_train"] = one_file(real_train, "--real-train")
+        args["real_test"] = one_file(real_test, "--real-test")
+    _model_report(model, args, release, out, overwrite)
+
+
+def _model_report(model: Path, args: dict, release: bool, out: Path, overwrite: bool) -> None:
+    """The page of one model folder: full, or (``release``) public content only."""
+    from dpforge.evaluation.report import release_report, write_report
+    from dpforge.synthesizer import load
+
+    rows, seed = args["rows"], args["seed"]
     synth = load(model)
     if release:
         text = release_report(synth, n_synthetic=rows or 2000, seed=seed, pair=args["pair"])
@@ -140,7 +166,20 @@ def report(
     if release:
         console.print(f"wrote the release report {out} (public content only)")
     else:
-        console.print(
-            f"[bold red]NOT differentially private[/bold red]: wrote {out}, computed from the "
-            "private data; keep it with the private data, not with the model."
-        )
+        console.print(_NOT_PRIVATE.format(out=out))
+
+
+_NOT_PRIVATE = (
+    "[bold red]NOT differentially private[/bold red]: wrote {out}, computed from the private "
+    "data; keep it with the private data, not with the model."
+)
+
+
+def _related_report(folder: Path, schema: Path, args: dict, release: bool) -> str:
+    """The related-tables page of the synthetic tables in ``folder`` (NOT private)."""
+    from dpforge.cli.evaluate_related import refuse_single_table_options, related_result
+    from dpforge.evaluation.report_relational import relational_page
+
+    refuse_single_table_options({"--release": release, "--rows": args["rows"] is not None,
+                                 "--pair": args["pair"] is not None})  # fmt: skip
+    return relational_page(related_result(folder, {**args, "schema": schema}).to_dict())
