@@ -38,6 +38,9 @@ __all__ = ["Synthesizer", "load", "resolve_anchor"]
 class Synthesizer(FitRun):
     """Differentially private synthetic tables, images and time series.
 
+    ``fit``, ``check_options``, ``privacy_spent``, ``fitted_model`` and ``save`` are the whole
+    fit's (:class:`dpforge.fitting.FitRun`); this class adds sampling.
+
     Parameters
     ----------
     schema: the public metadata: a :class:`dpforge.schema.table.Schema` (tables, fit on a DataFrame)
