@@ -104,7 +104,8 @@ def write_samples(
     the caller checked them beforehand."""
     request = {"n": n, "conditions": conditions, "seed": seed, "move": move}
     files = files_for(schema_type(synth.schema_))
-    return files.write_samples(synth, request, out, overwrite, image_format)
+    records = synth.sample_chunks(**request) if files.streams else synth.sample(**request)
+    return files.write_samples(records, synth.schema_, out, overwrite, image_format)
 
 
 def default_samples_path(kind: str, model: Path) -> Path:

@@ -46,11 +46,14 @@ class ReadOptions:
 
 
 class KindFiles:
-    """One kind's files: what it reads, how a draft is made, where and how samples go."""
+    """One kind's files: what it reads, how a draft is made, where and how samples go. This
+    class is a table's (CSV files); :class:`ImageFiles` and :class:`SeriesFiles` override what
+    differs."""
 
     name = TABLE
     options: frozenset[str] = frozenset()  # the ReadOptions fields it reads (besides label)
     partitioned = True  # samples may be written as a folder of part files
+    streams = True  # samples are drawn and written in chunks (memory stays bounded)
     types_in_draft = True  # a draft holds types read from the data (to check against a code book)
     public_data = False  # a fit may declare a public set of records of this kind
     spark = True  # a Spark engine reads and measures its files
@@ -85,13 +88,12 @@ class KindFiles:
         return model.with_suffix(".csv")
 
     def write_samples(
-        self, synth: Any, request: dict[str, Any], out: Path, overwrite: bool, image_format: str
+        self, records: Any, schema: Any, out: Path, overwrite: bool, image_format: str
     ) -> list[Path]:
-        """Sample ``synth`` as ``request`` asks (n, conditions, seed, move) and write the
-        records (``image_format``: how images are written); returns the paths written. A table
-        is one CSV, streamed in chunks so that memory stays bounded."""
-        chunks = synth.sample_chunks(**request)
-        atomic_write(out, lambda p: write_csv_chunks(chunks, p), overwrite=overwrite)
+        """Write the sampled ``records`` of a model of ``schema`` (``image_format``: how
+        images are written); returns the paths written. A table is one CSV, written from its
+        chunks (``streams``: sampled in chunks so that memory stays bounded)."""
+        atomic_write(out, lambda p: write_csv_chunks(records, p), overwrite=overwrite)
         return [out]
 
 
@@ -99,6 +101,7 @@ class ImageFiles(KindFiles):
     name = IMAGE
     options = frozenset({"labels"})
     partitioned = False
+    streams = False
     types_in_draft = False
     public_data = True
     spark = False
@@ -122,16 +125,15 @@ class ImageFiles(KindFiles):
         return model.with_name(model.name + "-images")
 
     def write_samples(
-        self, synth: Any, request: dict[str, Any], out: Path, overwrite: bool, image_format: str
+        self, records: Any, schema: Any, out: Path, overwrite: bool, image_format: str
     ) -> list[Path]:
         """PNG files and/or an npz (``image_format``), plus a grid image."""
         from dpforge.data.export import write_images
 
         if image_format not in IMAGE_FORMATS:
             raise DpforgeError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
-        records = synth.sample(**request)
         png, npz = image_format in ("both", "png"), image_format in ("both", "npz")
-        write_images(to_pixels(records, synth.schema_), out, png=png, npz=npz, overwrite=overwrite)
+        write_images(to_pixels(records, schema), out, png=png, npz=npz, overwrite=overwrite)
         return [out]
 
 
@@ -139,6 +141,7 @@ class SeriesFiles(KindFiles):
     name = TIMESERIES
     options = frozenset({"layout", "id_column"})
     partitioned = False
+    streams = False
     types_in_draft = False
     spark = False
 
@@ -168,12 +171,11 @@ class SeriesFiles(KindFiles):
         return [out, out.with_suffix(".png")]
 
     def write_samples(
-        self, synth: Any, request: dict[str, Any], out: Path, overwrite: bool, image_format: str
+        self, records: Any, schema: Any, out: Path, overwrite: bool, image_format: str
     ) -> list[Path]:
         """A wide CSV and a plot of the series."""
         from dpforge.data.export import plot_series, write_series_csv
 
-        records, schema = synth.sample(**request), synth.schema_
         csv_path, plot = self.sample_paths(out)
         names = tuple(schema.names)
         write_series_csv(records, csv_path, overwrite=overwrite, channel_names=names,
