@@ -27,7 +27,6 @@ from dpforge.cli.federated_images import simulate_images
 from dpforge.cli.federated_images_deploy import client_images, server_images
 from dpforge.cli.fit import fit
 from dpforge.cli.io import (
-    IMAGE_FORMATS,
     check_parts,
     check_sample_outputs,
     draft_data,
@@ -39,6 +38,7 @@ from dpforge.cli.io import (
 )
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
+from dpforge.data.kind_files import IMAGE_FORMATS
 from dpforge.errors import DpforgeError, redact_from_now
 from dpforge.options import check_seed
 from dpforge.storage import atomic_write, check_output_file, check_output_folder, recover_folder

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpforge.data.kind_files import DATA_TYPES, IMAGE_FORMATS, TABLE, ReadOptions, files_for
+from dpforge.data.kind_files import TABLE, ReadOptions, files_for
 from dpforge.errors import DpforgeError
 from dpforge.schema.array import IMAGE, ArraySchema
 from dpforge.schema.table import Schema
@@ -15,8 +15,6 @@ from dpforge.storage import check_output_folder
 
 if TYPE_CHECKING:  # the readers and writers are imported where used: --help stays light
     from dpforge.data.parts import PartsRequest
-
-__all__ = ["DATA_TYPES", "IMAGE_FORMATS", "TABLE"]
 
 IMAGE_SUFFIXES = (".npz", ".gz", ".idx", "-ubyte", ".idx3-ubyte")
 
