@@ -57,6 +57,19 @@ def src_changes(git: dict[str, Any]) -> list[str]:
     return [f for f in git.get("changed", []) if f.startswith("src/")]
 
 
+def critic_line(run0: dict, cfg: dict, n_train: int) -> str:
+    """The discriminator's steps, or that the anchoring was the whole run (its config is the
+    generator's alone: no batch, clip norm or critic)."""
+    if not run0["steps"]:
+        return "- No discriminator steps: the anchoring's release is the whole run (share 1)."
+    return (
+        f"- Critic steps {run0['steps']} ({run0['epochs']:.1f} epochs), Poisson sampling rate "
+        f"q = {run0['sample_rate']:.5f} (batch {cfg['batch_size']} / {n_train}), "
+        f"noise multiplier σ = {run0['noise_multiplier']:.4f}, clip norm C = "
+        f"{cfg['clip_norm']}, n_critic = {cfg['d_steps']}."
+    )
+
+
 def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> list[str]:
     """The Markdown body under the harness header."""
     s, cfg = result["summary"], result["config"]
@@ -91,10 +104,7 @@ def markdown(result: dict[str, Any], tuning: list[dict], notes: str) -> list[str
         f"- Spent (ledger, metadata + training): ε = {fmt(p['epsilon_pld'], 3)} (PLD, "
         f"reported), {fmt(p['epsilon_rdp'], 3)} (RDP) at δ = {result['delta']:g}.",
         anchor_line(run0),
-        f"- Critic steps {run0['steps']} ({run0['epochs']:.1f} epochs), Poisson sampling rate "
-        f"q = {run0['sample_rate']:.5f} (batch {cfg['batch_size']} / {result['n_train']}), "
-        f"noise multiplier σ = {run0['noise_multiplier']:.4f}, clip norm C = "
-        f"{cfg['clip_norm']}, n_critic = {cfg['d_steps']}.",
+        critic_line(run0, cfg, result["n_train"]),
         f"- Fit wall time: {fmt(p['fit_seconds'], 1)} s per seed (DP), "
         f"{fmt(b.get('fit_seconds'), 1)} s (non-private).",
         "- Non-private baseline: the same code path with ε = ∞ (σ = 0, C = ∞; the channel "
@@ -192,7 +202,7 @@ def anchor_line(run: dict) -> str:
 
 def resolved_nets(cfg: dict[str, Any]) -> tuple[str, str]:
     """The network families a config gets on time series ("auto": the first listed)."""
-    g, d = cfg["generator_net"], cfg["discriminator_net"]
+    g, d = cfg["generator_net"], cfg.get("discriminator_net", "auto")  # none: the anchor alone
     return (
         GENERATORS[TIMESERIES][0] if g == "auto" else g,
         DISCRIMINATORS[TIMESERIES][0] if d == "auto" else d,

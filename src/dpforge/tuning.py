@@ -61,6 +61,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import PrivacyError
+from dpforge.fitting import FitRun
 from dpforge.pipeline.measure import COUNT_ENTRY, release_count
 from dpforge.pipeline.plan import release_bound, size_noise
 from dpforge.privacy.accounting import epsilon as event_epsilon
@@ -68,7 +69,6 @@ from dpforge.privacy.accounting import format_epsilon
 from dpforge.privacy.budget import DataBudget, charge_before_release, settle_charge
 from dpforge.privacy.ledger import PrivacyLedger, event_to_dict
 from dpforge.privacy.release_noise import noisy_values, release_event
-from dpforge.synthesizer import Synthesizer
 
 __all__ = ["PrivateScore", "PublicScore", "Repetitions", "TuningResult", "describe", "tune"]
 
@@ -155,14 +155,14 @@ class PublicScore:
     caller vouches for that, and the tuning report says the score was public.
     """
 
-    score: Callable[[Synthesizer], float]
+    score: Callable[[FitRun], float]
     description: str = "a public score"
 
     @property
     def event(self) -> dp_accounting.DpEvent:
         return dp_accounting.NoOpDpEvent()
 
-    def __call__(self, synthesizer: Synthesizer, rng: np.random.Generator) -> float:
+    def __call__(self, synthesizer: FitRun, rng: np.random.Generator) -> float:
         return float(self.score(synthesizer))
 
 
@@ -177,7 +177,7 @@ class PrivateScore:
     (:mod:`dpforge.privacy.release_noise` draws the noise).
     """
 
-    per_record: Callable[[Synthesizer, Any], np.ndarray]
+    per_record: Callable[[FitRun, Any], np.ndarray]
     records: Any
     noise_multiplier: float
     description: str = "a private score"
@@ -193,7 +193,7 @@ class PrivateScore:
     def event(self) -> dp_accounting.DpEvent:
         return release_event(float(self.noise_multiplier))
 
-    def __call__(self, synthesizer: Synthesizer, rng: np.random.Generator) -> float:
+    def __call__(self, synthesizer: FitRun, rng: np.random.Generator) -> float:
         values = np.asarray(self.per_record(synthesizer, self.records), dtype=np.float64)
         n = len(self.records)
         if values.shape != (n,):
@@ -220,7 +220,7 @@ class TuningResult:
     hidden.
     """
 
-    synthesizer: Synthesizer | None
+    synthesizer: FitRun | None
     candidate: int | None
     score: float | None
     repetitions: Repetitions
@@ -235,7 +235,7 @@ class TuningResult:
 
 
 class _TrialGuard:
-    """Passed to ``Synthesizer.fit`` as its budget: sees each trial's plan before training.
+    """Passed to each trial's ``fit`` as its budget: sees each trial's plan before training.
 
     The search is charged to the data set's budget before its first release
     (:meth:`charge_search`: the record count and what the first trial may release before its
@@ -251,7 +251,7 @@ class _TrialGuard:
         self.trial_index = 0
         self.charge: Any = None
 
-    def charge_search(self, candidate: Synthesizer, count_sigma: float | None) -> None:
+    def charge_search(self, candidate: FitRun, count_sigma: float | None) -> None:
         """Charge the search before its first release (design rule 11), through the one path:
         the record count's release (unless the candidates declare it) and a bound of what the
         first trial releases before its plan is known."""
@@ -322,7 +322,7 @@ def _count_event(sigma: float) -> dp_accounting.DpEvent:
 
 
 def tune(
-    candidates: Sequence[Synthesizer],
+    candidates: Sequence[FitRun],
     data: pd.DataFrame | ArrayData,
     score: Score,
     repetitions: Repetitions,
@@ -333,8 +333,10 @@ def tune(
     """Release the best of K random trials of ``candidates`` on ``data``, accounted.
 
     Args:
-        candidates: unfitted synthesizers with the same privacy settings; each trial fits a
-            copy of one picked uniformly at random (the candidates are not modified).
+        candidates: unfitted synthesizers (``dpforge.Synthesizer``, or any
+            :class:`dpforge.fitting.FitRun`) with the same privacy settings; each trial fits a
+            copy of one picked uniformly at random (the candidates are not modified), and the
+            score is handed that copy.
         data: the private records.
         score: :class:`PublicScore` or :class:`PrivateScore` (its cost is in every trial).
         repetitions: the distribution of the number of trials K.
@@ -363,7 +365,7 @@ def tune(
     count_sigma = None if first.record_count is not None else size_noise(first.epsilon, first.delta)
     guard.charge_search(first, count_sigma)
     record_count = _released_count(first, data, guard.search_ledger, rng, count_sigma)
-    best: tuple[float, int, Synthesizer, _Transcript] | None = None
+    best: tuple[float, int, FitRun, _Transcript] | None = None
     for index in range(trials):
         guard.trial_index = index
         choice = int(rng.integers(len(candidates)))
@@ -382,9 +384,9 @@ def tune(
     return TuningResult(synthesizer, choice, value, repetitions, event, _kind(score))
 
 
-def _check_search(candidates: Sequence[Synthesizer], score: Score, rng: Any) -> None:
+def _check_search(candidates: Sequence[FitRun], score: Score, rng: Any) -> None:
     """Refuse a search whose candidates, score or generator cannot be accounted."""
-    if not candidates or not all(isinstance(c, Synthesizer) for c in candidates):
+    if not candidates or not all(isinstance(c, FitRun) for c in candidates):
         raise PrivacyError("candidates must be a non-empty list of unfitted Synthesizer objects")
     if not isinstance(score, PublicScore | PrivateScore):
         raise PrivacyError("score must be a PublicScore or a PrivateScore (say which it is)")
@@ -436,7 +438,7 @@ def _held_output() -> Iterator[_Transcript]:
 
 
 def _released_count(
-    candidate: Synthesizer,
+    candidate: FitRun,
     data: Any,
     ledger: PrivacyLedger,
     rng: np.random.Generator,

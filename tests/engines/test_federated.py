@@ -198,7 +198,7 @@ def test_federated_engine_refuses_a_discriminator_and_a_checkpoint(tmp_path):
 
 def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, capsys):
     fast = partial(Synthesizer, anchor=ANCHOR)
-    monkeypatch.setattr("dpforge.synthesizer.Synthesizer", fast)
+    monkeypatch.setattr("dpforge.fitting.FitRun", fast)
     frame, schema = _table(600)
     data, schema_path = tmp_path / "t.csv", tmp_path / "schema.json"
     frame.to_csv(data, index=False)
@@ -221,7 +221,7 @@ def test_cli_simulate_writes_model_and_federation_report(tmp_path, monkeypatch, 
 def test_deployed_apps_fit_over_a_grid(tmp_path, monkeypatch):
     """The deployment's server_app and client_app (sites reading their CSV, noise from the OS,
     ledger files), over the in-process grid instead of a SuperLink."""
-    monkeypatch.setattr("dpforge.synthesizer.Synthesizer", partial(Synthesizer, anchor=ANCHOR))
+    monkeypatch.setattr("dpforge.fitting.FitRun", partial(Synthesizer, anchor=ANCHOR))
     frame, schema = _table(900)
     schema_path = tmp_path / "schema.json"
     schema_path.write_text(_declared(schema).to_json())
@@ -247,7 +247,7 @@ def test_deployed_apps_fit_over_a_grid(tmp_path, monkeypatch):
 
 # -- issue 43.7: federated runs charge the budget file; issue 46.4: clipping and the unit ------
 def _simulate_files(tmp_path, monkeypatch, frame=None):
-    monkeypatch.setattr("dpforge.synthesizer.Synthesizer", partial(Synthesizer, anchor=ANCHOR))
+    monkeypatch.setattr("dpforge.fitting.FitRun", partial(Synthesizer, anchor=ANCHOR))
     table, schema = _table(600)
     data, schema_path = tmp_path / "t.csv", tmp_path / "schema.json"
     (table if frame is None else frame).to_csv(data, index=False)

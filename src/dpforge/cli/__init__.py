@@ -27,19 +27,18 @@ from dpforge.cli.federated_images import simulate_images
 from dpforge.cli.federated_images_deploy import client_images, server_images
 from dpforge.cli.fit import fit
 from dpforge.cli.io import (
-    IMAGE_FORMATS,
-    TABLE,
     check_parts,
     check_sample_outputs,
-    draft,
+    draft_data,
     guess_type,
-    read_data,
     refuse_foreign_options,
     schema_type,
+    types_in_draft,
     write_samples,
 )
 from dpforge.cli.privacy import privacy
 from dpforge.cli.report import report
+from dpforge.data.kind_files import IMAGE_FORMATS
 from dpforge.errors import DpforgeError, redact_from_now
 from dpforge.options import check_seed
 from dpforge.storage import atomic_write, check_output_file, check_output_folder, recover_folder
@@ -113,8 +112,6 @@ def schema(
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Draft a schema for DATA: column types or shape, and optionally values to review."""
-    from dpforge.data.tables import draft_schema, read_csv
-
     check_output_file(out, overwrite=overwrite, inputs=tuple(files), what="schema file")
     if len(files) > 1:  # related tables (dpforge.cli.relational)
         from dpforge.cli.relational import draft_relational, refuse_table_options
@@ -126,13 +123,9 @@ def schema(
     data = files[0]
     kind = data_type or guess_type(data)
     refuse_foreign_options(kind, labels=labels, id_column=id_column, layout=layout)
-    if kind == TABLE:
-        drafted = draft_schema(read_csv(data), label=target, with_values=values)
-    else:
-        records = read_data(
-            kind, data, labels=labels, label=target, layout=layout, id_column=id_column
-        )
-        drafted = draft(kind, records, target)
+    options = {"labels": labels, "label": target, "layout": layout, "id_column": id_column}
+    drafted = draft_data(kind, data, values, **options)
+    if not types_in_draft(kind):  # a shape and channel values: flagged whenever read
         values = bool(drafted.notes)
     atomic_write(out, lambda p: p.write_text(drafted.to_json() + "\n"), overwrite=overwrite)
     console.print(_draft_message(out, kind, values, bool(drafted.notes)))
@@ -144,8 +137,9 @@ def _draft_message(out: Path, kind: str, values: bool, flagged: bool) -> str:
     """What the person must check in the draft: its values and, for tables, its types."""
     if not flagged:
         return f"wrote {out}: check it; null values are estimated under DP"
-    what = "values" if kind != TABLE else "column types and values" if values else "column types"
-    todo = "Check each type against public knowledge (a code book)" if kind == TABLE else ""
+    types = types_in_draft(kind)
+    what = "values" if not types else "column types and values" if values else "column types"
+    todo = "Check each type against public knowledge (a code book)" if types else ""
     if values:
         todo += "; replace" if todo else "Replace"
         todo += " each value with public knowledge or null (DP estimate)"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dpforge.cli.io import TABLE
+from dpforge.data.kind_files import files_for
 from dpforge.errors import DpforgeError
 
 URL_SCHEMES = frozenset({"hdfs", "s3", "s3a", "gs", "abfs", "abfss", "wasbs", "dbfs"})
@@ -33,7 +33,7 @@ def check_engine(engine: str, master: str | None, remote: str | None, kind: str)
         raise DpforgeError('[engine] spark_master and spark_remote need name = "spark"')
     if master and remote:
         raise DpforgeError("[engine]: give spark_master or spark_remote, not both")
-    if engine == SPARK and kind != TABLE:
+    if engine == SPARK and not files_for(kind).spark:
         raise DpforgeError(
             f'[engine] name = "spark" measures tables; this schema is for {kind} data'
         )

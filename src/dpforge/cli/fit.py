@@ -27,6 +27,7 @@ from dpforge.cli.io import (
     read_data,
     refuse_foreign_options,
     schema_type,
+    takes_public_data,
     write_samples,
 )
 from dpforge.cli.options_file import REFINERS, FitOptions, OutputOptions, read_options
@@ -224,15 +225,9 @@ def _records(kind: str, data: Path, public: Schema | ArraySchema, options: FitOp
     engine = options.engine
     if engine.name == SPARK:
         return spark_records(data, engine.spark_master, engine.spark_remote)
-    return read_data(
-        kind,
-        data,
-        labels=options.data.labels,
-        label=public.label if isinstance(public, ArraySchema) else None,
-        layout=options.data.layout,
-        id_column=options.data.id_column,
-        channels=tuple(public.names) if isinstance(public, ArraySchema) else None,
-    )
+    given = options.data
+    return read_data(kind, data, public, labels=given.labels, layout=given.layout,
+                     id_column=given.id_column)  # fmt: skip
 
 
 def check_output_extras(output: OutputOptions, layout: str, checkpoint_dir: Path | None) -> None:
@@ -279,7 +274,7 @@ def read_public(kind: str, options: FitOptions) -> ArrayData | None:
         if labels is not None:
             raise DpforgeError("[data] public_labels needs [data] public_data")
         return None
-    if kind != IMAGE:
+    if not takes_public_data(kind):
         raise DpforgeError("[data] public_data is for images; remove it for tables and series")
     return read_data(IMAGE, path, labels=labels)
 

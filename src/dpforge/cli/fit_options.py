@@ -12,12 +12,13 @@ from typing import Any
 
 from dpforge.cli.options_file import FitOptions
 from dpforge.errors import DpforgeError
+from dpforge.kinds import default_anchor
 from dpforge.methods import METHODS
 from dpforge.options import REFINE_SHARE
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
+from dpforge.statistics.features import FeatureAnchorConfig
 
 __all__ = ["anchor_option", "check_refine_sections", "method_config"]
 
@@ -64,12 +65,7 @@ def anchor_option(
         given.setdefault("share", REFINE_SHARE)
     if given.get("share") == 0:
         return None
-    base = (
-        feature_anchor_defaults(schema.kind, public)
-        if isinstance(schema, ArraySchema)
-        else AnchorConfig()
-    )
-    config = replace(base, **given)
+    config = replace(default_anchor(schema, public), **given)
     try:
         config.validate()
     except ValueError as exc:

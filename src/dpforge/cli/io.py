@@ -1,33 +1,26 @@
 """Reading private data and writing synthetic output for each data type (tables, images,
-time series), so that the commands stay thin."""
+time series), so that the commands stay thin: each kind's files are
+:mod:`dpforge.data.kind_files`, which imports its readers and writers when they run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from dpforge.data.kind_files import TABLE, ReadOptions, files_for
 from dpforge.errors import DpforgeError
-from dpforge.schema.array import IMAGE, TIMESERIES, ArraySchema
+from dpforge.schema.array import IMAGE, ArraySchema
 from dpforge.schema.table import Schema
-from dpforge.storage import atomic_write, check_output_file, check_output_folder
+from dpforge.storage import check_output_folder
 
 if TYPE_CHECKING:  # the readers and writers are imported where used: --help stays light
-    import pandas as pd
-
-    from dpforge.data.arrays import ArrayData
     from dpforge.data.parts import PartsRequest
 
-TABLE = "table"
-DATA_TYPES = (TABLE, IMAGE, TIMESERIES)
 IMAGE_SUFFIXES = (".npz", ".gz", ".idx", "-ubyte", ".idx3-ubyte")
-IMAGE_FORMATS = ("both", "png", "npz")
 
 
 def schema_type(schema: Schema | ArraySchema) -> str:
-    return schema.kind if isinstance(schema, ArraySchema) else TABLE
+    return schema.kind
 
 
 def guess_type(path: Path) -> str:
@@ -38,77 +31,41 @@ def guess_type(path: Path) -> str:
     return TABLE
 
 
-def read_data(
-    kind: str,
-    path: Path,
-    *,
-    labels: Path | None = None,
-    label: str | None = None,
-    layout: str = "wide",
-    id_column: str | None = None,
-    time_column: str = "time",
-    channels: tuple[str, ...] | None = None,
-):
-    """The private data at ``path`` as a table (DataFrame) or :class:`ArrayData`."""
-    if kind == TABLE:
-        from dpforge.data.tables import read_csv
-
-        return read_csv(path)
-    if kind == IMAGE:
-        from dpforge.data.images import read_images
-
-        return read_images(path, labels)
-    from dpforge.data.series import read_series
-
-    if path.suffix.lower() != ".csv":
-        return read_series(path)
-    if layout == "long":
-        return read_series(
-            path, layout="long", id_column=id_column or "id", time_column=time_column, label=label
-        )
-    several = channels is not None and len(channels) > 1
-    return read_series(
-        path, label=label, id_column=id_column, channels=list(channels) if several else None
-    )
+def read_data(kind: str, path: Path, schema: Any = None, **options: Any) -> Any:
+    """The private data at ``path`` as a table (DataFrame) or :class:`ArrayData`; ``options``
+    are :class:`dpforge.data.kind_files.ReadOptions` fields, with what the kind takes from
+    ``schema`` (its declared schema) when given."""
+    files = files_for(kind)
+    read = ReadOptions(**options) if schema is None else files.read_options(schema, **options)
+    return files.read(path, read)
 
 
-def draft(kind: str, data, label: str | None):
-    """A draft schema of ``kind`` for ``data`` (values read from the data are flagged)."""
-    if kind == IMAGE:
-        from dpforge.data.images import draft_image_schema
-
-        return draft_image_schema(data, label=label or "label")
-    from dpforge.data.series import draft_series_schema
-
-    return draft_series_schema(data, label=label or "label")
+def takes_public_data(kind: str) -> bool:
+    """Whether a fit of ``kind`` may declare a public set of its records."""
+    return files_for(kind).public_data
 
 
-def to_pixels(data: ArrayData, schema: ArraySchema) -> ArrayData:
-    """Images in the 0..255 range of PNG files, from the schema's public channel ranges."""
-    from dpforge.data.arrays import ArrayData
+def draft_data(kind: str, path: Path, values: bool, **options: Any) -> Any:
+    """A draft schema of ``kind`` for the data at ``path`` (values read from it are flagged;
+    a table's only with ``values``)."""
+    return files_for(kind).draft(path, ReadOptions(**options), values)
 
-    lower = np.array([c.lower for c in schema.channels]).reshape(-1, 1, 1)
-    upper = np.array([c.upper for c in schema.channels]).reshape(-1, 1, 1)
-    pixels = (np.asarray(data.values, dtype=np.float64) - lower) / (upper - lower) * 255.0
-    return ArrayData(np.clip(pixels, 0.0, 255.0), data.labels)
+
+def types_in_draft(kind: str) -> bool:
+    """Whether a draft of ``kind`` holds types read from the data (a table's columns)."""
+    return files_for(kind).types_in_draft
 
 
 def sample_paths(kind: str, out: Path) -> list[Path]:
     """Every path ``write_samples`` writes for ``kind``: the CSV (and the plot of a series)."""
-    return [out, out.with_suffix(".png")] if kind == TIMESERIES else [out]
+    return files_for(kind).sample_paths(out)
 
 
 def check_sample_outputs(
     kind: str, out: Path, overwrite: bool, inputs: tuple[Path, ...] = ()
 ) -> None:
     """Before any work: every path the samples go to may be written (see ``dpforge.storage``)."""
-    if kind == IMAGE:
-        from dpforge.data.export import IMAGE_FOLDER
-
-        check_output_folder(out, IMAGE_FOLDER, overwrite=overwrite, inputs=inputs)
-        return
-    for path in sample_paths(kind, out):
-        check_output_file(path, overwrite=overwrite, inputs=inputs, what="samples file")
+    files_for(kind).check_sample_outputs(out, overwrite, inputs)
 
 
 def check_parts(
@@ -118,7 +75,7 @@ def check_parts(
     is for tables, and its folder may be written."""
     from dpforge.data.parts import PARTS_FOLDER, check_workers
 
-    if kind != TABLE:
+    if not files_for(kind).partitioned:
         raise DpforgeError(
             f"--format, --partitions and --workers apply to tables; this model writes {kind} "
             "data: drop them"
@@ -143,41 +100,23 @@ def write_samples(
     them: CSV (tables, streamed in chunks so memory stays bounded), PNG files and/or an npz
     plus a grid image (images), wide CSV and a plot (time series). Returns the paths written;
     the caller checked them beforehand."""
-    kind = schema_type(synth.schema_)
-    if kind == TABLE:
-        chunks = synth.sample_chunks(n, conditions=conditions, seed=seed, move=move)
-        atomic_write(out, lambda p: write_csv_chunks(chunks, p), overwrite=overwrite)
-        return [out]
-    records = synth.sample(n, conditions=conditions, seed=seed, move=move)
-    schema = synth.schema_
-    if kind == IMAGE:
-        from dpforge.data.export import write_images
-
-        if image_format not in IMAGE_FORMATS:
-            raise DpforgeError(f"--image-format {image_format!r}: choose one of {IMAGE_FORMATS}")
-        png, npz = image_format in ("both", "png"), image_format in ("both", "npz")
-        write_images(to_pixels(records, schema), out, png=png, npz=npz, overwrite=overwrite)
-        return [out]
-    from dpforge.data.export import plot_series, write_series_csv
-
-    csv_path, plot = sample_paths(kind, out)
-    names = tuple(schema.names)
-    write_series_csv(
-        records, csv_path, overwrite=overwrite, channel_names=names, label=schema.label or "label"
-    )
-    plot_series(records, plot, overwrite=overwrite, channel_names=names)
-    return [csv_path, plot]
-
-
-def write_csv_chunks(chunks: Iterable[pd.DataFrame], path: Path) -> None:
-    """Write DataFrames one after another as one CSV file (the header once)."""
-    with open(path, "w", newline="") as handle:
-        for index, chunk in enumerate(chunks):
-            chunk.to_csv(handle, index=False, header=index == 0)
+    request = {"n": n, "conditions": conditions, "seed": seed, "move": move}
+    files = files_for(schema_type(synth.schema_))
+    records = synth.sample_chunks(**request) if files.streams else synth.sample(**request)
+    return files.write_samples(records, synth.schema_, out, overwrite, image_format)
 
 
 def default_samples_path(kind: str, model: Path) -> Path:
-    return model.with_suffix(".csv") if kind != IMAGE else model.with_name(model.name + "-images")
+    return files_for(kind).default_samples_path(model)
+
+
+_FOREIGN = {
+    "labels": "{flag} {value} applies to images (an idx labels file), but this is {kind} data: "
+    "drop it (a table's label is the schema's 'label', or target)",
+    "id_column": "{flag} {value} applies to time series, but this is {kind} data: drop it (a "
+    "table's identifier columns are declared in its schema as 'drop' or 'surrogate')",
+    "layout": "{flag} {value} applies to time series CSV files only: drop it",
+}
 
 
 def refuse_foreign_options(
@@ -185,22 +124,13 @@ def refuse_foreign_options(
 ) -> None:
     """Reading options of another data type are refused, never silently ignored; ``in_file``:
     they were given as ``[data]`` keys of the options file, not as flags."""
-
-    def name(key: str) -> str:
-        return f"[data] {key} =" if in_file else "--" + key.replace("_", "-")
-
-    if labels is not None and kind != IMAGE:
-        raise DpforgeError(
-            f"{name('labels')} {labels} applies to images (an idx labels file), but this is "
-            f"{kind} data: drop it (a table's label is the schema's 'label', or target)"
-        )
-    if id_column is not None and kind != TIMESERIES:
-        raise DpforgeError(
-            f"{name('id_column')} {id_column} applies to time series, but this is {kind} data: "
-            "drop it (a table's identifier columns are declared in its schema as 'drop' or "
-            "'surrogate')"
-        )
-    if layout != "wide" and kind != TIMESERIES:
-        raise DpforgeError(
-            f"{name('layout')} {layout} applies to time series CSV files only: drop it"
-        )
+    given = {
+        "labels": labels,
+        "id_column": id_column,
+        "layout": None if layout == "wide" else layout,
+    }
+    taken = files_for(kind).options
+    for key, value in given.items():
+        if value is not None and key not in taken:
+            flag = f"[data] {key} =" if in_file else "--" + key.replace("_", "-")
+            raise DpforgeError(_FOREIGN[key].format(flag=flag, value=value, kind=kind))

@@ -155,15 +155,14 @@ class FitOptions:
 def section_classes(kind: str, refiner: str | None) -> dict[str, tuple[type, ...]]:
     """The dataclasses whose fields are each section's keys, for a schema of ``kind`` ("table",
     "image", "timeseries") and the refiner named by ``--refine`` (or None)."""
+    from dpforge.kinds import anchor_config_class
     from dpforge.methods import METHODS
-    from dpforge.statistics.anchor import AnchorConfig
-    from dpforge.statistics.features import FeatureAnchorConfig
 
     method = METHODS[refiner or "dpcgan"][1]
     return {
         "data": (DataOptions,),
         "privacy": (PrivacyOptions,),
-        "anchor": (AnchorConfig if kind == "table" else FeatureAnchorConfig,),
+        "anchor": (anchor_config_class(kind),),
         "generator": (method,),
         "refine": (RefineOptions, method),
         "engine": (EngineOptions,),

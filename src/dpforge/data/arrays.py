@@ -49,10 +49,9 @@ def _text_labels(labels: np.ndarray) -> np.ndarray:
 
 def _check_shape(data: ArrayData, schema: ArraySchema) -> None:
     if data.shape != tuple(schema.shape):
-        layout = "(channels, height, width)" if schema.kind == "image" else "(channels, length)"
         raise DataError(
             f"the records have shape {list(data.shape)} but the schema's {schema.kind} shape "
-            f"{layout} is {list(schema.shape)}: fix the schema's 'shape' or the data"
+            f"{schema.shape_layout} is {list(schema.shape)}: fix the schema's 'shape' or the data"
         )
 
 

@@ -50,7 +50,7 @@ from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
 
 if TYPE_CHECKING:  # torch is imported on the server only: each site answer is a new process
-    from dpforge import Synthesizer
+    from dpforge.fitting import FitRun
 
 __all__ = [
     "client_app",
@@ -135,15 +135,15 @@ def wait_for_sites(grid: Grid, n_sites: int, wait: float) -> list[int]:
 
 def fit_federation(
     engine: FederatedEngine, schema: Any, trust: Trust, config: Any, budget: RunCharge | None
-) -> Synthesizer:
+) -> FitRun:
     """The pipeline over the sites, charged to ``budget`` (the data set's budget file) before
-    its first release by the same path as any fit; the trust model is stated in the ledger
-    (a no-cost entry). The server app is a user of the library: it takes the Synthesizer from
-    dpforge's public API, as any Flower app would."""
-    import dpforge
+    its first release by the same path as any fit (:class:`dpforge.fitting.FitRun`: a whole
+    fit below the facade, which saves the model folder); the trust model is stated in the
+    ledger (a no-cost entry)."""
+    from dpforge.fitting import FitRun
 
     seed = config.get("seed")
-    synth = dpforge.Synthesizer(
+    synth = FitRun(
         schema,
         epsilon=float(config.get("epsilon", 3.0)),
         delta=float(config.get("delta", 1e-5)),
@@ -157,7 +157,7 @@ def fit_federation(
     return synth
 
 
-def federation_report(synth: Synthesizer, trust: Trust, site_ledgers: list | None) -> dict:
+def federation_report(synth: FitRun, trust: Trust, site_ledgers: list | None) -> dict:
     """The federation report beside the model: trust, epsilon beyond t, the sites' ledgers
     (simulation only: deployed sites keep theirs, see the ``ledger`` node config)."""
     delta = synth.delta

@@ -34,7 +34,9 @@ __all__ = [
     "ArrayKind",
     "Measured",
     "TableKind",
+    "anchor_config_class",
     "anchoring_for",
+    "default_anchor",
     "kind_of",
     "resolve_anchor",
 ]
@@ -78,11 +80,7 @@ def resolve_anchor(
     principal subspace (with a declared ``public`` set: on public perceptual features too)
     and series on random-feature embeddings."""
     if anchor == "auto":
-        anchor = (
-            AnchorConfig()
-            if isinstance(schema, Schema)
-            else feature_anchor_defaults(schema.kind, public)
-        )
+        anchor = default_anchor(schema, public)
     if anchor is None:
         return None
     _check_anchor_type(anchor, schema)
@@ -99,6 +97,19 @@ def resolve_anchor(
             image_sizes.check_shape(tuple(schema.shape), resolved)  # before any release
         return resolved
     return anchor
+
+
+def default_anchor(schema: Any, public: bool = False) -> AnchorConfig | FeatureAnchorConfig:
+    """The kind's own anchor config ("auto"; with a declared ``public`` set of images, its
+    perceptual features): what an options file's ``[anchor]`` keys change."""
+    if isinstance(schema, Schema):
+        return AnchorConfig()
+    return feature_anchor_defaults(schema.kind, public)
+
+
+def anchor_config_class(kind: str) -> type[AnchorConfig] | type[FeatureAnchorConfig]:
+    """The anchor config of the kind named ``kind`` ("table", "image" or "timeseries")."""
+    return AnchorConfig if kind == TableKind.kind_name(None) else FeatureAnchorConfig
 
 
 def _check_views(anchor: FeatureAnchorConfig, schema: Any) -> None:

@@ -34,6 +34,7 @@ from dpforge.schema.table import (
 
 IMAGE, TIMESERIES = ARRAY_KINDS
 _SHAPE_RANK = {IMAGE: 3, TIMESERIES: 2}
+_SHAPE_LAYOUT = {IMAGE: "(channels, height, width)", TIMESERIES: "(channels, length)"}
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,12 @@ class ArraySchema:
         return not self.incomplete_channels and (self.label is None or self.classes is not None)
 
     @property
+    def shape_layout(self) -> str:
+        """What the axes of ``shape`` are, for messages: "(channels, height, width)" or
+        "(channels, length)"."""
+        return _SHAPE_LAYOUT[self.kind]
+
+    @property
     def names(self) -> list[str]:
         return [c.name for c in self.channels]
 
@@ -115,7 +122,7 @@ class ArraySchema:
         if self.kind not in ARRAY_KINDS:
             raise SchemaError(f"unknown data type '{self.kind}'; use one of {ARRAY_KINDS}")
         rank = _SHAPE_RANK[self.kind]
-        layout = "(channels, height, width)" if self.kind == IMAGE else "(channels, length)"
+        layout = self.shape_layout
         sizes_ok = all(isinstance(s, Integral) and not isinstance(s, bool) for s in self.shape)
         if (
             not sizes_ok

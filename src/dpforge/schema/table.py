@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 from numbers import Real
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dpforge.errors import DpforgeError, SchemaError
 from dpforge.schema.dates import (
@@ -372,6 +372,7 @@ class Schema:
     rules between columns (:mod:`dpforge.schema.rules`) that every sampled row satisfies.
     """
 
+    kind: ClassVar[str] = "table"  # the data kind, as an ArraySchema's ``kind`` names its own
     columns: tuple[Column, ...]
     label: str | None = None
     label_prior: str | dict[str, float] = "uniform"
