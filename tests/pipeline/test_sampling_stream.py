@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from dpforge.cli import main
-from dpforge.cli.io import write_csv_chunks
+from dpforge.data.kind_files import write_csv_chunks
 from dpforge.errors import DataError, PrivacyError
 from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.synthesizer import Synthesizer
