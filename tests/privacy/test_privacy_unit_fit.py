@@ -166,7 +166,8 @@ def test_the_command_line_refines_with_dpwgan_per_person(tmp_path, monkeypatch, 
     (count,) = [e for name, e in entries.items() if name.startswith("person count")]
     (steps,) = [e for name, e in entries.items() if name.startswith("dpwgan: ")]
     q = steps["event"]["sampling_probability"]
-    assert count["type"] == "ZCDpEvent" and q == info["plan"]["sample_rate"]
+    assert count == {"type": "DiscreteGaussianDpEvent", "sigma": count["sigma"], "sensitivity": 1}
+    assert q == info["plan"]["sample_rate"]
     assert abs(128 / q - 300) < 40  # B = 128 over ~300 persons (DP count), not 900 rows
     assert info["privacy"]["report"]["epsilon"] <= 3.0 + 1e-6
     text = (tmp_path / "model" / "model.json").read_text()

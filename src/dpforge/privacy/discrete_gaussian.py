@@ -29,8 +29,10 @@ __all__ = ["DiscreteGaussianDpEvent", "discrete_gaussian_pld", "discrete_gaussia
 
 def _check_sigma(instance, attribute, value) -> None:
     del instance, attribute  # attrs validator signature
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-        math.isfinite(value) and value > 0
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and value > 0)
     ):
         raise PrivacyError(
             f"DiscreteGaussianDpEvent sigma={value!r} must be a finite number > 0; "

@@ -9,9 +9,9 @@ and the vector of C scores L2 sensitivity sqrt(C). The scores are rounded down t
 first: rounding down a score that one record moves by at most 1 moves it by at most 1, so each
 is an integer query of sensitivity 1, released with the discrete Gaussian of parameter
 ``sigma * sqrt(C)`` (``release_noise.count_event`` of C queries, which the PLD accountant
-analyses tightly; noised at federated sites, the zCDP ``release_event(sigma)``). The top ``k`` pairs by
-noisy score, less the error their measurement would itself add (AIM's penalty: larger tables get
-more noise), are then measured like the first round. The choice of ``k`` is a public rule.
+analyses tightly; noised at federated sites, the zCDP ``release_event(sigma)``). The top
+``k`` pairs by noisy score, less the error their measurement would itself add (AIM's penalty:
+larger tables get more noise), are then measured like the first round. The choice of ``k`` is a public rule.
 
 With a privacy unit (a person's at most ``r`` rows, :mod:`dpforge.privacy.person`) a person
 moves each table by at most ``r`` in L1, so each (rounded) score by at most ``r`` and the
