@@ -11,7 +11,8 @@ is an integer query of sensitivity 1, released with the discrete Gaussian of par
 ``sigma * sqrt(C)`` (``release_noise.count_event`` of C queries, which the PLD accountant
 analyses tightly; noised at federated sites, the zCDP ``release_event(sigma)``). The top
 ``k`` pairs by noisy score, less the error their measurement would itself add (AIM's penalty:
-larger tables get more noise), are then measured like the first round. The choice of ``k`` is a public rule.
+larger tables get more noise), are then measured like the first round. The choice of ``k`` is
+a public rule.
 
 With a privacy unit (a person's at most ``r`` rows, :mod:`dpforge.privacy.person`) a person
 moves each table by at most ``r`` in L1, so each (rounded) score by at most ``r`` and the
