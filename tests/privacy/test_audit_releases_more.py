@@ -25,7 +25,8 @@ GAUSSIAN = {"bounds": 3.708, "dates": 3.708, "categories": 2.318, "federated-sit
 CLAIMS = {**GAUSSIAN, "federated-site-scores": 2.318, "gswgan-sanitizer": 2.318}
 # The record and person counts are one discrete Gaussian (PLD): 2.364 at σ = 1; the person
 # count at the budget rule's noise multiplier.
-CLAIMS["record-count"] = 2.364
+CLAIMS["record-count"] = CLAIMS["codes"] = 2.364
+CLAIMS["pair-scores"] = 2.347  # 2 integer scores, discrete Gaussians of σ = √2
 CLAIMS["person-count"] = 1.569
 
 
