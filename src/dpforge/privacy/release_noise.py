@@ -15,7 +15,7 @@ that can move (:func:`count_event`, :func:`table_event`): the PLD accountant ana
 tightly with dp-accounting's PLD of the discrete Gaussian, so ledgers of such releases are
 reported and calibrated by PLD. Its (ε, δ) curve is not bounded by the continuous Gaussian's
 (Canonne, Kamath and Steinke 2020), so a ``GaussianDpEvent`` would not be a valid record.
-Float releases (sums, scores, embeddings: OpenDP's Gaussian on a fine binary grid), count
+Float releases (sums, a search's score, embeddings: OpenDP's Gaussian on a fine binary grid), count
 tables whose person's rows may fall in several cells, and noise added at federated sites (a
 sum of continuous Gaussian shares) are recorded as ``ZCDpEvent(1 / (2 σ²))`` for noise
 multiplier σ = s / Δ (L2 sensitivity Δ; :func:`release_event`): each is exactly that
