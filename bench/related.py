@@ -158,10 +158,11 @@ def main(argv: list[str] | None = None) -> None:
         parser = argparse.ArgumentParser(prog="related.py scale")
         parser.add_argument("--copies", type=int, default=3, help="planes and flights tiled")
         parser.add_argument("--epsilon", type=float, default=3.0)
+        parser.add_argument("--delta", type=float, default=1e-8, help="below 1/N of 10^6 rows")
         parser.add_argument("--seed", type=int, default=0)
         harness.add_out(parser, harness.results(SUITE, "scale.jsonl"))
         args = parser.parse_args(argv[1:])
-        harness.log_row(args.out, scale_run(args.copies, args.epsilon, args.seed))
+        harness.log_row(args.out, scale_run(args.copies, args.epsilon, args.delta, args.seed))
         return
     if argv[:1] == ["summary"]:
         parser = argparse.ArgumentParser(prog="related.py summary")

@@ -68,7 +68,7 @@ from dpforge.privacy.accounting import epsilon as event_epsilon
 from dpforge.privacy.accounting import format_epsilon
 from dpforge.privacy.budget import DataBudget, charge_before_release, settle_charge
 from dpforge.privacy.ledger import PrivacyLedger, event_to_dict
-from dpforge.privacy.release_noise import noisy_values, release_event
+from dpforge.privacy.release_noise import count_event, noisy_values, release_event
 
 __all__ = ["PrivateScore", "PublicScore", "Repetitions", "TuningResult", "describe", "tune"]
 
@@ -258,7 +258,7 @@ class _TrialGuard:
         eps, delta = candidate.epsilon, candidate.delta
         bound = PrivacyLedger()
         if count_sigma is not None:
-            bound.record(COUNT_ENTRY, _count_event(count_sigma))
+            bound.record(COUNT_ENTRY, count_event(count_sigma))  # as release_count records it
         for entry in release_bound(eps, delta, candidate.metadata_share).entries:
             bound.record(entry.name, entry.event, entry.extra_delta)
         self.charge = charge_before_release(
@@ -315,10 +315,6 @@ class _TrialGuard:
             f"hyperparameter search: best of a random number of trials "
             f"({self.repetitions.describe()}), scored by {self.score.description}"
         )
-
-
-def _count_event(sigma: float) -> dp_accounting.DpEvent:
-    return release_event(sigma)
 
 
 def tune(

@@ -39,7 +39,7 @@ def test_fit_then_sample_with_a_condition(files, tmp_path, monkeypatch, capsys):
         capsys,
     )
     assert code == 0, out
-    assert "privacy spent" in out and "(RDP" in out  # zCDP releases: RDP reports
+    assert "privacy spent" in out and "(PLD" in out  # discrete Gaussian counts: PLD reports
     manifest = json.loads((model / "model.json").read_text())
     assert manifest["privacy"]["report"]["epsilon"] <= 8.0
     synthetic = tmp_path / "synthetic.csv"

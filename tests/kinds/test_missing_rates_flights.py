@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
 from dpforge.datasets.flights import flights_available, load_on_time
@@ -30,8 +29,7 @@ def cell_noise_std(synth: Synthesizer) -> float:
     for entry in synth.ledger_.entries:
         found = re.fullmatch(r"anchor: (\d+) marginals \(1-way, label x column\)", entry.name)
         if found:
-            sigma = 1 / np.sqrt(2 * entry.event.rho)  # ZCDpEvent(1 / 2 sigma^2)
-            return sigma * np.sqrt(int(found.group(1)))
+            return entry.event.event.sigma  # k discrete Gaussians of sigma * sqrt(k) a cell
     raise AssertionError("no first-round marginals in the ledger")
 
 

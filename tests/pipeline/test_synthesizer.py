@@ -43,7 +43,7 @@ def test_fit_returns_self_and_spends_no_more_than_the_target(fitted):
     report = fitted.privacy_spent()
     assert report.epsilon <= 8.0
     assert report.epsilon > 7.5  # the planner uses the budget
-    assert report.accountant == "rdp"  # the record count is a zCDP release (issue 43.4)
+    assert report.accountant == "pld"  # the record count is a discrete Gaussian (issue 43.4)
     steps, q = fitted.plan_.steps, fitted.plan_.sample_rate
     # q = B / N with N the record count released under DP (569 records, noise std about 7)
     assert 64 / q == round(64 / q) and abs(64 / q - 569) < 50

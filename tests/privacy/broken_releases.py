@@ -19,7 +19,7 @@ from dpforge.pipeline import measure
 from dpforge.privacy import person
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import count_event
 from dpforge.statistics import (
     bounds_estimate,
     categories_estimate,
@@ -61,7 +61,7 @@ def _date_noise_by_4(real):
 def _count_noise_by_4(real):
     def broken(n_records, sigma, ledger, rng, unit=PER_RECORD):
         released = real(n_records, sigma / 4.0, PrivacyLedger(), rng, unit)
-        ledger.record(unit.entry(measure.COUNT_ENTRY), release_event(sigma))
+        ledger.record(unit.entry(measure.COUNT_ENTRY), count_event(sigma, rows=unit.rows))
         return released
 
     return broken
@@ -73,7 +73,7 @@ def _count_twice(real):
 
 def _persons_claim_x4(real):
     """The person count's ledger claims four times the noise it adds."""
-    return lambda sigma: real(4.0 * sigma)
+    return lambda sigma, *rest, **options: real(4.0 * sigma, *rest, **options)
 
 
 def _persons_twice(real):
@@ -135,7 +135,7 @@ MORE_RELEASE_DEFECTS = {
         Defect(SENSITIVITY_X2, measure, "release_count", _count_twice),
     ],
     "person-count": [
-        Defect(NOISE_BY_4, measure, "release_event", _persons_claim_x4),
+        Defect(NOISE_BY_4, measure, "count_event", _persons_claim_x4),
         Defect(SENSITIVITY_X2, measure, "person_codes", _persons_twice),
     ],
     "federated-site": [

@@ -13,6 +13,7 @@ from dp_accounting import dp_event
 from dpforge.errors import PrivacyError
 from dpforge.privacy.accounting import dpsgd_event, epsilon
 from dpforge.privacy.calibration import noise_for_epsilon
+from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 from dpforge.privacy.ledger import (
     EVENT_TYPES,
     LedgerEntry,
@@ -46,6 +47,8 @@ ALL_EVENTS = [
     dp_event.SingleEpochTreeAggregationDpEvent(1.0, [5, 6]),
     dp_event.RepeatAndSelectDpEvent(dp_event.GaussianDpEvent(1.0), 3.0, math.inf),
     dp_event.TruncatedSubsampledGaussianDpEvent(1000, 0.01, 20, 1.0),
+    DiscreteGaussianDpEvent(2.5, 3),
+    dp_event.SelfComposedDpEvent(DiscreteGaussianDpEvent(7.25), 6),
 ]
 
 

@@ -31,7 +31,7 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.per_example import clip_and_sum, per_example_gradients
 from dpforge.privacy.person import refuse_per_row_sgd
-from dpforge.privacy.release_noise import noisy_counts, release_event
+from dpforge.privacy.release_noise import count_event, noisy_counts
 from dpforge.privacy.sampling import PersonPoissonSampler
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.anchor import AnchorConfig
@@ -264,7 +264,7 @@ def test_q_is_batch_over_a_dp_count_of_persons_recorded_in_the_ledger():
     persons = sampled_count(run, records, ledger, n_public=2400.0)
     (entry,) = ledger.entries
     assert entry.name == f"{PERSON_COUNT_ENTRY}; per person ({K} rows): L2 sensitivity 1"
-    assert entry.event == release_event(size_noise(3.0, 1e-5))
+    assert entry.event == count_event(size_noise(3.0, 1e-5))
     rng = np.random.default_rng(run.seed_sequence(7))
     noisy = noisy_counts(np.array([800]), size_noise(3.0, 1e-5), rng)[0]
     assert persons == noisy  # the discrete Gaussian mechanism on P, sensitivity 1

@@ -24,7 +24,7 @@ from dpforge.pipeline.measure import release_count
 from dpforge.privacy import release_noise
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows, person_unit, row_priority
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import count_event
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.cells import measure_fine_histograms
 from dpforge.statistics.dp_stats import dp_bounds, dp_categories, dp_label_prior
@@ -116,17 +116,6 @@ def test_a_missing_key_or_a_missing_unit_column_is_refused_naming_column_and_row
 
 
 # -- every statistic adds k times its per-record noise, same event -----------------------------
-class Recorder:
-    """Stands in for the numpy generator and records each noise std asked for."""
-
-    def __init__(self) -> None:
-        self.stds: list[float] = []
-
-    def normal(self, loc, scale, size=None):
-        self.stds.append(float(scale))
-        return np.zeros(size)
-
-
 def _encoded(frame: pd.DataFrame):
     schema = Schema(SCHEMA.columns[1:], label="y")
     encoder = TableEncoder(schema, n_bins=8)
@@ -173,9 +162,9 @@ def test_marginals_fine_histograms_and_pair_scores_add_k_times_the_noise(count_s
         measure_fine_histograms(frame, [column], 0.5, np.random.default_rng(4), rows)
     assert count_stds == [pytest.approx(0.5), pytest.approx(K * 0.5)]
     model = {p: np.full((3, 8), 1 / 24) for p in candidate_pairs(encoder.spans)}
-    recorder = Recorder()
-    select_pairs(cells, model, 1, 0.9, 1.0, recorder, 200.0, rows=K)
-    assert recorder.stds == [pytest.approx(0.9 * K * math.sqrt(len(model)))]
+    count_stds.clear()  # the scores, whole counts, get the discrete Gaussian
+    select_pairs(cells, model, 1, 0.9, 1.0, np.random.default_rng(5), 200.0, rows=K)
+    assert count_stds == [pytest.approx(0.9 * K * math.sqrt(len(model)))]
 
 
 def test_metadata_estimates_add_k_times_the_noise_and_keep_their_event(count_stds):
@@ -193,7 +182,7 @@ def test_metadata_estimates_add_k_times_the_noise_and_keep_their_event(count_std
     release_count(10_000, 40.0, ledger, rng, PrivacyUnit("person", K))
     release_count(10_000, 40.0, PrivacyLedger(), np.random.default_rng(8))
     assert count_stds == [pytest.approx(K * 40.0), pytest.approx(40.0)]
-    assert ledger.entries[0].event == release_event(40.0)
+    assert ledger.entries[0].event == count_event(40.0, rows=K)  # sensitivity K, noise K x 40
     assert ledger.entries[0].name.endswith("per person (3 rows): L2 sensitivity x3")
 
 

@@ -70,7 +70,8 @@ def test_every_ledger_entry_is_per_person_with_the_per_record_event(fitted):
     assert entries and all(e.name.endswith(SUFFIX) for e in entries)
     names = [e.name.removesuffix(SUFFIX) for e in entries]
     assert names == [e.name for e in per_record.ledger_.entries]
-    assert [e.event for e in entries] == [e.event for e in per_record.ledger_.entries]
+    count, record_count = entries[0].event, per_record.ledger_.entries[0].event
+    assert count.sensitivity == K and count.sigma == pytest.approx(K * record_count.sigma)
     assert per_person.privacy_spent().epsilon <= 3.0 + 1e-6
 
 
@@ -166,7 +167,8 @@ def test_the_command_line_refines_with_dpwgan_per_person(tmp_path, monkeypatch, 
     (count,) = [e for name, e in entries.items() if name.startswith("person count")]
     (steps,) = [e for name, e in entries.items() if name.startswith("dpwgan: ")]
     q = steps["event"]["sampling_probability"]
-    assert count["type"] == "ZCDpEvent" and q == info["plan"]["sample_rate"]
+    assert count == {"type": "DiscreteGaussianDpEvent", "sigma": count["sigma"], "sensitivity": 1}
+    assert q == info["plan"]["sample_rate"]
     assert abs(128 / q - 300) < 40  # B = 128 over ~300 persons (DP count), not 900 rows
     assert info["privacy"]["report"]["epsilon"] <= 3.0 + 1e-6
     text = (tmp_path / "model" / "model.json").read_text()

@@ -12,6 +12,7 @@ import pytest
 import dpforge
 from dpforge.evaluation.fidelity import discretize
 from dpforge.methods.dpcgan import DPCGANConfig
+from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 from dpforge.statistics.anchor import AnchorConfig
 
 FAST = AnchorConfig(steps=60, batch_size=256)
@@ -37,9 +38,10 @@ def test_every_measurement_is_charged_and_epsilon_stays_within_the_target(fitted
     assert "fine histograms of 6 numeric columns" in names[0]
     assert "12 marginals" in names[1] and "15 column pairs" in names[2]
     assert "6 selected column pairs" in names[3]
-    for entry in fitted.ledger_.entries:
-        assert isinstance(entry.event, dp_accounting.ZCDpEvent)
+    for entry in fitted.ledger_.entries:  # one discrete Gaussian per table, count or score
+        assert isinstance(getattr(entry.event, "event", entry.event), DiscreteGaussianDpEvent)
     report = fitted.privacy_spent()
+    assert report.accountant == "pld"
     assert 2.9 < report.epsilon <= 3.0  # the whole budget, never more
     assert fitted.plan_.steps == 0  # marginals only: no discriminator step
 

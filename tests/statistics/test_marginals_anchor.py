@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dp_accounting
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +14,6 @@ from dpforge.statistics.marginals import (
     default_marginals,
     encoded_cells,
     measure_marginals,
-    measurement_event,
     true_counts,
 )
 
@@ -58,11 +56,6 @@ def test_noise_std_per_cell_is_sigma_times_sqrt_k(encoded):
     expected = 2.0 * np.sqrt(len(marginals))
     assert abs(residuals.mean()) < 4 * expected / np.sqrt(residuals.size)
     assert residuals.std() == pytest.approx(expected, rel=0.03)
-
-
-def test_the_event_is_one_discrete_gaussian_whatever_the_number_of_marginals():
-    assert measurement_event(3.0) == dp_accounting.ZCDpEvent(pytest.approx(1 / 18, rel=1e-9))
-    assert measurement_event(0.0) == dp_accounting.NonPrivateDpEvent()
 
 
 def _loss(encoded, noise):

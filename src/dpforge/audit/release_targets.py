@@ -33,6 +33,7 @@ import torch
 
 from dpforge.audit.bound import THRESHOLDS
 from dpforge.data.encoder import TableEncoder
+from dpforge.privacy.release_noise import table_event
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics import cells, features, marginals, moments, rounds
 from dpforge.statistics import dp_stats as metadata_estimates
@@ -110,7 +111,7 @@ def _marginal_target(sigma: float, records: int) -> ReleaseTarget:
         return np.concatenate([m.noisy_counts for m in out])
 
     statistic = projected(release, sigma, sigma * k**0.5)
-    return ReleaseTarget("table marginals", marginals.measurement_event(sigma), statistic)
+    return ReleaseTarget("table marginals", table_event(sigma, k), statistic)
 
 
 def _cells_target(sigma: float, records: int) -> ReleaseTarget:
@@ -126,7 +127,7 @@ def _cells_target(sigma: float, records: int) -> ReleaseTarget:
         return np.concatenate([out[c.name] for c in columns])
 
     statistic = projected(release, sigma, sigma * 2.0)
-    return ReleaseTarget("numeric cells", marginals.measurement_event(sigma), statistic)
+    return ReleaseTarget("numeric cells", table_event(sigma, len(columns)), statistic)
 
 
 def _image_records(records: int, d: int = 4) -> dict[bool, tuple[np.ndarray, np.ndarray]]:

@@ -34,6 +34,7 @@ from dpforge.audit.release_targets import (
     projected,
 )
 from dpforge.privacy import person
+from dpforge.privacy.release_noise import count_event, table_event
 from dpforge.schema.table import Column
 from dpforge.statistics import (
     bounds_estimate,
@@ -156,7 +157,7 @@ def _codes_target(sigma: float, records: int) -> ReleaseTarget:
         return codes.measure_code_histograms(tables[with_canary], [column], noise, rng)["code"]
 
     statistic = projected(release, sigma, sigma)
-    return ReleaseTarget("code histogram", marginals.measurement_event(sigma), statistic)
+    return ReleaseTarget("code histogram", table_event(sigma, 1), statistic)
 
 
 def _pair_blocks(records: int, with_canary: bool) -> dict[str, marginals.CellColumn]:
@@ -182,7 +183,8 @@ def _pairs_target(sigma: float, records: int) -> ReleaseTarget:
         chosen = selection.select_pairs(blocks[with_canary], model, 1, sigma, 0.0, rng, records)
         return float(chosen[0] == ("a", "b"))
 
-    return ReleaseTarget("pair selection", marginals.measurement_event(sigma), statistic, (0.5,))
+    event = count_event(sigma, len(model))  # C integer scores (selection.py)
+    return ReleaseTarget("pair selection", event, statistic, (0.5,))
 
 
 def _rows_target(sigma: float, records: int) -> ReleaseTarget:
@@ -204,7 +206,7 @@ def _rows_target(sigma: float, records: int) -> ReleaseTarget:
 
     claimed = sigma * ROWS * math.sqrt(k)
     statistic = projected(release, sigma, claimed)
-    return ReleaseTarget("k rows per person", marginals.measurement_event(sigma), statistic)
+    return ReleaseTarget("k rows per person", table_event(sigma, k, ROWS), statistic)
 
 
 MORE_TARGETS: dict[str, Callable[[float, int], ReleaseTarget]] = {

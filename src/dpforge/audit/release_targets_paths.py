@@ -34,7 +34,7 @@ from dpforge.pipeline.run import RunSettings
 from dpforge.privacy.accounting import epsilon
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PrivacyUnit
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import count_event
 from dpforge.schema.table import Column, Schema
 
 __all__ = ["PATH_TARGETS"]
@@ -61,7 +61,7 @@ def _person_run(sigma: float, schema: Schema) -> RunSettings:
     budget rule's smallest is about 1.34: the person count's claim is its ledger event), per
     person of at most ROWS rows, with discriminator steps (the person count is released)."""
     delta = 1e-5
-    whole = epsilon(release_event(sigma * math.sqrt(plan.SIZE_SHARE)), delta, "rdp")
+    whole = epsilon(count_event(sigma * math.sqrt(plan.SIZE_SHARE)), delta)  # as calibrated
     return RunSettings(
         schema, "dpcgan", whole, delta, None, None, 0.1, DPCGANConfig(batch_size=1), True,
         None, Anchoring(), "error", 0, "cpu", False, None, 0, unit=PrivacyUnit("id", ROWS),
@@ -81,7 +81,7 @@ def _persons_target(sigma: float, records: int) -> ReleaseTarget:
         return np.array([n]), ledger.entries[-1].event
 
     _, event = release(False, run)
-    claimed = 1 / math.sqrt(2 * event.rho)  # σ of the ledger's ZCDpEvent(1 / 2σ²)
+    claimed = event.sigma  # σ of the ledger's DiscreteGaussianDpEvent(σ, 1)
     exact_run = replace(run, epsilon=math.inf)  # no budget: the exact count
     project = projector(lambda c: release(c, exact_run)[0], claimed)
 

@@ -46,6 +46,7 @@ __all__ = [
     "NoisyColumn",
     "TableAggregates",
     "noise_factor",
+    "noised_at_source",
 ]
 
 Assign = Callable[[np.ndarray], np.ndarray]
@@ -202,10 +203,12 @@ def rule_from_dict(d: Mapping[str, Any]) -> CellRule:
 
 def noise_factor(records: Any) -> float:
     """How much larger than asked the noise of ``records``' releases is (1: added once)."""
-    return float(getattr(records, "noise_factor", 1.0)) if _at_source(records) else 1.0
+    return float(getattr(records, "noise_factor", 1.0)) if noised_at_source(records) else 1.0
 
 
-def _at_source(records: Any) -> bool:
+def noised_at_source(records: Any) -> bool:
+    """Whether ``records``' engine adds each release's noise where the records are (its
+    releases are then sums of continuous Gaussian shares, recorded as zCDP)."""
     return isinstance(records, NoisyColumn | NoisyCells | TableAggregates)
 
 

@@ -11,6 +11,7 @@ import dp_accounting
 
 from dpforge.errors import DpforgeError
 from dpforge.evaluation.report_html import _fmt, esc, table_html
+from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.table import Schema
 
@@ -23,6 +24,11 @@ def describe_event(event: dp_accounting.DpEvent) -> str:
     if isinstance(event, dp_accounting.ZCDpEvent):
         sigma = 1 / math.sqrt(2 * event.rho)
         return f"discrete or OpenDP Gaussian noise with noise multiplier {sigma:.4g} (zCDP)"
+    if isinstance(event, DiscreteGaussianDpEvent):
+        return (
+            f"discrete Gaussian noise with sigma {event.sigma:.4g} on a count that one "
+            f"record moves by at most {event.sensitivity}"
+        )
     if isinstance(event, dp_accounting.LaplaceDpEvent):
         return f"Laplace noise with scale {event.noise_multiplier:.4g}"
     if isinstance(event, dp_accounting.PoissonSampledDpEvent):

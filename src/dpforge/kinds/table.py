@@ -20,7 +20,7 @@ import torch
 
 from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.data.tables import keep_released_rows, validate_table
-from dpforge.engines.aggregates import TableAggregates, noise_factor
+from dpforge.engines.aggregates import TableAggregates, noise_factor, noised_at_source
 from dpforge.errors import DataError
 from dpforge.kinds.base import Anchoring, Measured, chose
 from dpforge.privacy.ledger import PrivacyLedger
@@ -249,6 +249,7 @@ class MarginalAnchoring(Anchoring):
         plan = plan_anchoring(
             config, public.spans, label and label.name,
             target, ledger, adaptive=len(adaptive), codes=len(long), unit=run.unit,
+            at_source=noised_at_source(records),
         )  # fmt: skip
         m = len(adaptive) + len(long)  # histograms in the release (sensitivity rows * sqrt(m))
         fine = measure_fine_histograms(  # noise std cells_noise * rows * sqrt(m) per cell

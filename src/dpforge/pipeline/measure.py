@@ -21,7 +21,12 @@ from dpforge.pipeline.plan import metadata_budget, size_noise
 from dpforge.pipeline.run import RunSettings, RunSetup
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit, person_codes
-from dpforge.privacy.release_noise import noise_generator, noisy_counts, release_event
+from dpforge.privacy.release_noise import (
+    count_event,
+    noise_generator,
+    noisy_counts,
+    release_event,
+)
 
 COUNT_ENTRY = "record count (sizes the sampling rate, cells and totals)"
 PERSON_COUNT_ENTRY = "person count (sizes the discriminator's sampling rate over persons)"
@@ -58,7 +63,7 @@ def release_size(
         return float(run.record_count)
     sigma = size_noise(run.epsilon, run.delta)
     if n_records is None:
-        ledger.record(COUNT_ENTRY, release_event(sigma))
+        ledger.record(COUNT_ENTRY, release_event(sigma))  # the sites' continuous shares: zCDP
         return max(1.0, round(engine.noisy_size(MEASURE, sigma)))
     rng = noise_generator(run.seed_sequence(5))
     return release_count(n_records, sigma, ledger, rng, run.unit)
@@ -74,7 +79,7 @@ def release_count(
     """The record count released with the Gaussian mechanism, recorded in ``ledger`` before it
     runs; 0 noise: non-private. One record moves it by 1 under add/remove; one person, whose
     rows were bounded to k, by k: the noise std is ``sigma * unit.rows``."""
-    ledger.record(unit.entry(COUNT_ENTRY), release_event(sigma))
+    ledger.record(unit.entry(COUNT_ENTRY), count_event(sigma, rows=unit.rows))
     noisy = float(noisy_counts(np.array([n_records]), sigma * unit.rows, rng)[0])
     return max(1.0, round(noisy))  # rounding and the floor are post-processing
 
@@ -89,7 +94,7 @@ def sampled_count(run: RunSettings, records: Any, ledger: PrivacyLedger, n_publi
     persons = person_codes(records, run.unit)
     n_persons = int(persons.max()) + 1 if persons.size else 0
     sigma = size_noise(run.epsilon, run.delta)
-    ledger.record(run.unit.count_entry(PERSON_COUNT_ENTRY), release_event(sigma))
+    ledger.record(run.unit.count_entry(PERSON_COUNT_ENTRY), count_event(sigma))
     rng = noise_generator(run.seed_sequence(7))
     noisy = float(noisy_counts(np.array([n_persons]), sigma, rng)[0])
     released = max(1.0, round(noisy))  # post-processing

@@ -28,7 +28,7 @@ from dpforge.privacy.budget import (
 )
 from dpforge.privacy.calibration import noise_for_target, steps_for_target
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import count_event
 from dpforge.statistics.metadata import MetadataBudget
 from dpforge.training import TrainingPlan
 
@@ -62,10 +62,12 @@ def check_request(run: RunSettings) -> None:
 
 def size_noise(epsilon: float, delta: float) -> float:
     """The noise multiplier of the record count's release: ``SIZE_SHARE`` of an (epsilon,
-    delta) budget in the zCDP sense (a Gaussian's cost grows as 1 / sigma^2); 0 without one."""
+    delta) budget in the zCDP sense (a Gaussian's cost grows as 1 / sigma^2), from the sigma
+    of one discrete Gaussian count that spends the whole budget (by PLD, as it is reported); 0
+    without one."""
     if not math.isfinite(epsilon):
         return 0.0
-    whole = noise_for_target(release_event, epsilon, delta)
+    whole = noise_for_target(count_event, epsilon, delta)
     return whole / math.sqrt(SIZE_SHARE)
 
 

@@ -39,6 +39,11 @@ from dp_accounting.privacy_accountant import (
 from dp_accounting.rdp import RdpAccountant, rdp_privacy_accountant
 
 from dpforge.errors import PrivacyError
+from dpforge.privacy.discrete_gaussian import (
+    DiscreteGaussianDpEvent,
+    discrete_gaussian_pld,
+    discrete_gaussian_rho,
+)
 
 
 class _KnownRdpNotice(logging.Filter):
@@ -220,6 +225,12 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
     def _maybe_compose(
         self, event: dp_accounting.DpEvent, count: int, do_compose: bool
     ) -> PrivacyAccountant.CompositionErrorDetails | None:
+        if isinstance(event, DiscreteGaussianDpEvent):  # dp-accounting has no event for it
+            if do_compose and count > 0:
+                interval = self._value_discretization_interval
+                pld = discrete_gaussian_pld(event.sigma, event.sensitivity, count, interval)
+                self._pld = self._pld.compose(pld)
+            return None
         gaussian = isinstance(event, dp_accounting.GaussianDpEvent)
         if not (gaussian and do_compose and count > 0):
             return super()._maybe_compose(event, count, do_compose)
@@ -293,6 +304,8 @@ class MixedRelationRdpAccountant(PrivacyAccountant):
             return None
         if isinstance(event, dp_accounting.SelfComposedDpEvent):
             return self._maybe_compose(event.event, count * event.count, do_compose)
+        if isinstance(event, DiscreteGaussianDpEvent):  # exactly ρ-zCDP (discrete_gaussian.py)
+            event = dp_accounting.ZCDpEvent(discrete_gaussian_rho(event))
         return self._part_accountant(event)._maybe_compose(event, count, do_compose)
 
     def get_epsilon(self, target_delta: float) -> float:

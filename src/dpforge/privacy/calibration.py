@@ -155,9 +155,9 @@ def _bracket_noise(gap: Any, target: float) -> tuple[float | None, float]:
     """(low, high) with gap(low) > 0 ≥ gap(high), found by doubling from σ = 1.
 
     ``low`` is None when even the smallest searched σ meets the target. An unreachable target
-    is refused first, with the smallest ε that the largest σ gives.
+    is refused, with the smallest ε that the largest σ gives, once the doubling reaches it
+    (only then: the PLD of a discrete Gaussian of very large σ takes seconds to build).
     """
-    _check_reachable(gap, target)
     sigma = 1.0
     if gap(sigma) <= 0.0:
         while sigma > _MIN_NOISE:
@@ -168,6 +168,8 @@ def _bracket_noise(gap: Any, target: float) -> tuple[float | None, float]:
         return None, _MIN_NOISE
     while 2.0 * sigma < _MAX_NOISE and gap(2.0 * sigma) > 0.0:
         sigma *= 2.0
+    if 2.0 * sigma >= _MAX_NOISE:
+        _check_reachable(gap, target)
     return sigma, min(2.0 * sigma, _MAX_NOISE)
 
 

@@ -28,6 +28,7 @@ from dpforge.privacy.accounting import (
     reporting_accountant,
     validate_delta,
 )
+from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 
 __all__ = ["EVENT_TYPES", "LedgerEntry", "PrivacyLedger", "event_from_dict", "event_to_dict"]
 
@@ -54,9 +55,11 @@ EVENT_TYPES: dict[str, type[dp_accounting.DpEvent]] = {
         dp_event.SingleEpochTreeAggregationDpEvent,
         dp_event.RepeatAndSelectDpEvent,
         dp_event.TruncatedSubsampledGaussianDpEvent,
+        DiscreteGaussianDpEvent,  # dpforge's own: dp-accounting has the PLD but no event
     )
 }
-"""The dp-accounting event classes a ledger may hold, by the name used in saved ledgers."""
+"""The event classes a ledger may hold (dp-accounting's and dpforge's discrete Gaussian), by
+the name used in saved ledgers."""
 
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf}
 

@@ -8,14 +8,20 @@ Gaussian on a fine binary grid (which OpenDP makes floating-point safe). A seede
 benchmarks, the demo) must be reproducible, so it draws the same distributions from its own
 numpy generator: :func:`discrete_gaussian` for counts, the normal distribution for sums.
 
-Accounting. Both samplers are, with L2 sensitivity Δ and noise std s, exactly
-ρ-zCDP with ρ = Δ² / (2 s²) (Canonne, Kamath and Steinke 2020 for the discrete Gaussian, with
-integer shifts; OpenDP's privacy map of ``make_gaussian`` gives the same ρ), while the discrete
-Gaussian's (ε, δ) curve is not bounded by the continuous Gaussian's. A release of noise
-multiplier σ = s / Δ is therefore recorded as ``ZCDpEvent(1 / (2 σ²))``
-(:func:`release_event`), which dp-accounting's RDP accountant analyses; a ledger holding one is
-reported, and calibrated, by RDP. DP-SGD's per-step noise stays ``torch.normal``
-(:mod:`dpforge.privacy.noise`), as Opacus draws it outside its secure mode.
+Accounting. Integer counts drawn here with the discrete Gaussian of parameter s, each moved
+by at most Δ (a whole number) by one record or person, are recorded as what they are,
+``DiscreteGaussianDpEvent(s, Δ)`` (:mod:`dpforge.privacy.discrete_gaussian`), one per count
+that can move (:func:`count_event`, :func:`table_event`): the PLD accountant analyses it
+tightly with dp-accounting's PLD of the discrete Gaussian, so ledgers of such releases are
+reported and calibrated by PLD. Its (ε, δ) curve is not bounded by the continuous Gaussian's
+(Canonne, Kamath and Steinke 2020), so a ``GaussianDpEvent`` would not be a valid record.
+Float releases (sums, a search's score, embeddings: OpenDP's Gaussian on a fine binary grid), count
+tables whose person's rows may fall in several cells, and noise added at federated sites (a
+sum of continuous Gaussian shares) are recorded as ``ZCDpEvent(1 / (2 σ²))`` for noise
+multiplier σ = s / Δ (L2 sensitivity Δ; :func:`release_event`): each is exactly that
+ρ-zCDP, which the RDP accountant analyses, and a ledger holding one is reported by RDP.
+DP-SGD's per-step noise stays ``torch.normal`` (:mod:`dpforge.privacy.noise`), as Opacus
+draws it outside its secure mode.
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ import secrets
 import dp_accounting
 import numpy as np
 
+from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
+
 _RHO_ROUNDING = 1.0 + 1e-12  # ρ rounded up: OpenDP's map rounds its ρ up in float arithmetic
+_SIGMA_ROUNDING = 1.0 - 1e-12  # the recorded σ rounded down from the σ the noise is drawn at
 
 
 class ReleaseGenerator(np.random.Generator):
@@ -46,14 +55,50 @@ def noise_generator(seed: int | None) -> np.random.Generator:
 
 
 def release_event(noise_multiplier: float) -> dp_accounting.DpEvent:
-    """The ledger event of one release with noise multiplier σ (noise std / L2 sensitivity):
-    ``ZCDpEvent(1 / (2 σ²))`` (see the module docstring); σ = 0 is non-private."""
-    sigma = float(noise_multiplier)
-    if not (math.isfinite(sigma) and sigma >= 0):
-        raise ValueError(f"noise multiplier must be a finite number >= 0, got {noise_multiplier}")
+    """The ledger event of one float release (or one noised at the sites) with noise
+    multiplier σ (noise std / L2 sensitivity): ``ZCDpEvent(1 / (2 σ²))`` (see the module
+    docstring; counts drawn here are :func:`count_event`); σ = 0 is non-private."""
+    sigma = _checked_multiplier(noise_multiplier)
     if sigma == 0:
         return dp_accounting.NonPrivateDpEvent()
     return dp_accounting.ZCDpEvent(_RHO_ROUNDING / (2.0 * sigma * sigma))
+
+
+def count_event(noise_multiplier: float, queries: int = 1, rows: int = 1) -> dp_accounting.DpEvent:
+    """The ledger event of ``queries`` integer queries released together by
+    :func:`noisy_counts`, each with discrete Gaussian noise of parameter
+    ``noise_multiplier * rows * sqrt(queries)``, each moved by at most ``rows`` (a whole
+    number) by one record or person: that many ``DiscreteGaussianDpEvent``; σ = 0 is
+    non-private."""
+    sigma = _checked_multiplier(noise_multiplier)
+    if sigma == 0:
+        return dp_accounting.NonPrivateDpEvent()
+    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+        raise ValueError(f"queries must be a whole number >= 1, got {queries!r}")
+    noise = sigma * rows * math.sqrt(queries) * _SIGMA_ROUNDING
+    single = DiscreteGaussianDpEvent(noise, rows)
+    return single if queries == 1 else dp_accounting.SelfComposedDpEvent(single, queries)
+
+
+def table_event(
+    noise_multiplier: float, tables: int, rows: int = 1, at_source: bool = False
+) -> dp_accounting.DpEvent:
+    """The ledger event of ``tables`` count tables released together, noise std
+    ``noise_multiplier * rows * sqrt(tables)`` on each cell, where a record moves one cell of
+    each table by one. One record (``rows`` 1) with the noise drawn here: one moved count a
+    table, the :func:`count_event` of ``tables`` queries (the other cells do not move). A
+    person's rows may fall in several cells, and noise added at the sites (``at_source``) is
+    a sum of continuous Gaussian shares: both are the zCDP :func:`release_event`."""
+    if rows == 1 and not at_source:
+        return count_event(noise_multiplier, tables)
+    return release_event(noise_multiplier)
+
+
+def _checked_multiplier(noise_multiplier: float) -> float:
+    sigma = float(noise_multiplier)
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"noise multiplier must be a finite number >= 0, got {noise_multiplier}")
+    return sigma
 
 
 def noisy_counts(counts: np.ndarray, std: float, rng: np.random.Generator) -> np.ndarray:

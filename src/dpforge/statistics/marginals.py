@@ -1,4 +1,4 @@
-"""Which marginals to measure, and their Gaussian measurement with its dp-accounting event.
+"""Which marginals to measure, and their measurement with discrete Gaussian noise.
 
 A marginal is the histogram of one column, or the joint histogram of two or more (the label may
 be one of them), on the encoder's cells: categories, or the public numeric cells of
@@ -9,14 +9,14 @@ merged cells (``groups``: each column's map from its cells to fewer, a public ru
 :mod:`dpforge.statistics.label_pairs`); a record still adds one to exactly one cell.
 
 Privacy. Neighbouring tables differ by one record (added or removed). A record adds exactly one
-to one cell of every marginal, so the vector of ``k`` marginals has L2 sensitivity ``sqrt(k)``;
-adding ``N(0, (sigma * sqrt(k))^2)`` to every cell is the Gaussian mechanism with noise
-multiplier ``sigma``: one ``GaussianDpEvent(sigma)`` in the ledger, whatever ``k`` is. With a
-privacy unit (one person, at most ``r`` rows kept: :mod:`dpforge.privacy.person`) a person adds
-at most ``r`` to each marginal, at most ``r`` in L2 (all rows in one cell), so the vector has L2
-sensitivity ``r * sqrt(k)`` and the noise std is ``sigma * r * sqrt(k)``, the same event. Noise
-comes from the numpy generator the run owns; like the rest of the ecosystem the analysis assumes
-ideal Gaussian noise (numpy's floating-point sampler approximates it).
+to one cell of every marginal, so the vector of ``k`` marginals has L2 sensitivity ``sqrt(k)``
+and each cell gets discrete Gaussian noise of ``sigma * sqrt(k)``
+(:mod:`dpforge.privacy.release_noise`): one moved count per marginal, recorded as ``k``
+discrete Gaussians by ``release_noise.table_event``. With a privacy unit (one person, at most
+``r`` rows kept: :mod:`dpforge.privacy.person`) a person adds at most ``r`` to each marginal,
+at most ``r`` in L2 (all rows in one cell), so the vector has L2 sensitivity ``r * sqrt(k)``,
+the noise std is ``sigma * r * sqrt(k)`` and the event the zCDP of that (the rows may fall in
+several cells).
 """
 
 from __future__ import annotations
@@ -24,19 +24,17 @@ from __future__ import annotations
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
-import dp_accounting
 import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.engines.aggregates import CellTable, NoisyCells, TableAggregates, noise_factor
-from dpforge.privacy.release_noise import noisy_counts, release_event
+from dpforge.privacy.release_noise import noisy_counts
 from dpforge.statistics.projection import project_to_simplex, simplex_shift
 
 __all__ = [
     "MeasuredMarginal",
     "default_marginals",
     "measure_marginals",
-    "measurement_event",
     "CellColumn",
     "cell_columns",
     "indexed_cells",
@@ -283,8 +281,3 @@ def measure_marginals(
             MeasuredMarginal(columns, counts.shape, noisy, float(total), merge, std=carried)
         )
     return measured
-
-
-def measurement_event(noise_multiplier: float) -> dp_accounting.DpEvent:
-    """The ledger event of one :func:`measure_marginals` call (see the module docstring)."""
-    return release_event(noise_multiplier)

@@ -27,7 +27,7 @@ from dpforge.privacy.accounting import reporting_accountant
 from dpforge.privacy.calibration import bounded_epsilon, noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import count_event, release_event, table_event
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
 from dpforge.statistics.cells import CELLS_SNR
 from dpforge.statistics.estimate import pair_distributions
@@ -36,7 +36,6 @@ from dpforge.statistics.marginals import (
     MeasuredMarginal,
     default_marginals,
     measure_marginals,
-    measurement_event,
 )
 from dpforge.statistics.selection import candidate_pairs, pairs_to_measure, select_pairs
 
@@ -125,6 +124,7 @@ def plan_anchoring(
     adaptive: int = 0,
     codes: int = 0,
     unit: PrivacyUnit = PER_RECORD,
+    at_source: bool = False,
 ) -> AnchorPlan:
     """Calibrate the noise so the ledger reaches ``target`` (epsilon, delta); None: no noise.
 
@@ -132,42 +132,60 @@ def plan_anchoring(
     ``CELLS_WEIGHT`` of the budget, with the code histograms of the ``codes`` long code lists
     (:mod:`dpforge.statistics.codes`) in the same release. Records every release in ``ledger``
     (ahead of running them), each named for ``unit``'s relation, whose ``rows`` the plan keeps.
+    ``at_source``: the engine adds the noise where the records are (continuous shares), which
+    changes the events recorded (:func:`dpforge.privacy.release_noise.table_event`).
     """
     what = f"{adaptive} numeric columns" + (f" and {codes} code lists" if codes else "")
     adaptive += codes
     first = default_marginals(spans, label_name)
     extra = min(CODES_WEIGHT, codes / len(first)) if codes else 0.0
     weights, _, candidates, k = _weights(config, spans, bool(adaptive), extra)
-    sigma = 0.0 if target is None else _calibrate(weights, target, ledger)
+    releases = _releases(len(first), len(candidates), k, adaptive, (unit.rows, at_source))
+    sigma = 0.0 if target is None else _calibrate(weights, releases, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
+    events = [make(noise) for make, noise in zip(releases, noises, strict=True)]
     cells_noise = noises.pop() if adaptive else 0.0
     plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
     plan = replace(plan, rows=unit.rows, label_pairs=bool(config.label_pairs and k))
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
         name = f"anchor: fine histograms of {what} (cells)"
-        ledger.record(unit.entry(name), measurement_event(cells_noise))
+        ledger.record(unit.entry(name), events[-1])
     kinds = "1-way, label x column"
-    name = f"anchor: {len(first)} marginals ({kinds})"
-    ledger.record(unit.entry(name), measurement_event(noises[0]))
+    ledger.record(unit.entry(f"anchor: {len(first)} marginals ({kinds})"), events[0])
     if k:
-        name = f"anchor: scores of {len(candidates)} column pairs"
-        ledger.record(unit.entry(name), measurement_event(noises[1]))
+        ledger.record(unit.entry(f"anchor: scores of {len(candidates)} column pairs"), events[1])
         what = "label x column x column marginals" if config.label_pairs else "column pairs"
-        name = f"anchor: {k} selected {what}"
-        ledger.record(unit.entry(name), measurement_event(noises[2]))
+        ledger.record(unit.entry(f"anchor: {k} selected {what}"), events[2])
     return plan
 
 
-def _calibrate(weights, target: tuple[float, float], ledger: PrivacyLedger) -> float:
-    def composed(sigma: float) -> dp_accounting.DpEvent:
-        return dp_accounting.ComposedDpEvent([release_event(sigma / math.sqrt(w)) for w in weights])
+def _releases(first: int, candidates: int, k: int, adaptive: int, how: tuple[int, bool]) -> list:
+    """Each release's event as a function of its noise multiplier, in the order of
+    :func:`_weights`: round 1's tables, the pair scores and round 2's tables (with ``k``), the
+    cells' histograms (with ``adaptive``). ``how``: (a person's most rows, noise at source)."""
+    rows, at_source = how
 
-    # The releases compose like one Gaussian of multiplier sigma (their weights sum to 1):
+    def tables(count: int):
+        return lambda noise: table_event(noise, count, rows, at_source)
+
+    def scores(noise: float) -> dp_accounting.DpEvent:  # integer scores, one per pair
+        return release_event(noise) if at_source else count_event(noise, candidates, rows)
+
+    releases = [tables(first)] + ([scores, tables(k)] if k else [])
+    return releases + ([tables(adaptive)] if adaptive else [])
+
+
+def _calibrate(weights, releases, target: tuple[float, float], ledger: PrivacyLedger) -> float:
+    def composed(sigma: float) -> dp_accounting.DpEvent:
+        parts = [make(sigma / math.sqrt(w)) for make, w in zip(releases, weights, strict=True)]
+        return dp_accounting.ComposedDpEvent(parts)
+
+    # The releases compose about like round 1's at the whole budget (their weights sum to 1):
     # calibrating that one event is several times faster; the composed events are then checked
     # with the same accountant, and calibrated themselves if discretisation puts them over.
     base = ledger.event()
-    single = noise_for_target(release_event, target[0], target[1], None, base)
+    single = noise_for_target(releases[0], target[0], target[1], None, base)
     event = dp_accounting.ComposedDpEvent([base, composed(single)])
     if bounded_epsilon(event, target[1], reporting_accountant(event)) <= target[0]:
         return single

@@ -6,14 +6,19 @@ round 1 implies (independence given the label); where it is far from the data is
 measurement helps most. For every candidate pair (a, b) the score is the L1 distance, in
 counts, between the data's (a, b) table and the estimate's (scaled to the public N). Adding or
 removing a record changes one cell of the data's table by one, so each score has sensitivity 1
-and the vector of C scores L2 sensitivity sqrt(C): releasing all scores with
-``N(0, (sigma * sqrt(C))^2)`` noise is one ``GaussianDpEvent(sigma)``. The top ``k`` pairs by
-noisy score, less the error their measurement would itself add (AIM's penalty: larger tables get
-more noise), are then measured like the first round. The choice of ``k`` is a public rule.
+and the vector of C scores L2 sensitivity sqrt(C). The scores are rounded down to whole counts
+first: rounding down a score that one record moves by at most 1 moves it by at most 1, so each
+is an integer query of sensitivity 1, released with the discrete Gaussian of parameter
+``sigma * sqrt(C)`` (``release_noise.count_event`` of C queries, which the PLD accountant
+analyses tightly; noised at federated sites, the zCDP ``release_event(sigma)``). The top
+``k`` pairs by noisy score, less the error their measurement would itself add (AIM's penalty:
+larger tables get more noise), are then measured like the first round. The choice of ``k`` is
+a public rule.
 
 With a privacy unit (a person's at most ``r`` rows, :mod:`dpforge.privacy.person`) a person
-moves each table by at most ``r`` in L1, so each score by at most ``r`` and the vector by
-``r * sqrt(C)``: the noise std is ``sigma * r * sqrt(C)``, the same event.
+moves each table by at most ``r`` in L1, so each (rounded) score by at most ``r`` and the
+vector by ``r * sqrt(C)``: the noise std is ``sigma * r * sqrt(C)``, each score a discrete
+Gaussian of sensitivity ``r``.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import numpy as np
 
 from dpforge.data.encoder import SOFTMAX, Span
 from dpforge.engines.aggregates import NoisyCells, noise_factor
-from dpforge.privacy.release_noise import noisy_values
+from dpforge.privacy.release_noise import noisy_counts
 from dpforge.statistics.marginals import count_tables
 
 __all__ = ["candidate_pairs", "select_pairs", "pairs_to_measure"]
@@ -79,8 +84,8 @@ def select_pairs(
     if isinstance(blocks, NoisyCells):  # each site scores its own part (see NoisyCells)
         scores = blocks.noisy_scores(model, std)
     else:
-        scores = pair_scores(blocks, model, total)
-        scores = noisy_values(scores, std, rng) if score_noise > 0 else scores
+        scores = np.floor(pair_scores(blocks, model, total))  # whole numbers, sensitivity rows
+        scores = noisy_counts(scores, std, rng) if score_noise > 0 else scores
     cell_noise = measure_noise * noise_factor(blocks)  # the noise the sum will carry
     penalty = np.array([math.sqrt(2 / math.pi) * cell_noise * model[p].size for p in pairs])
     order = np.argsort(-(scores - penalty), kind="stable")
