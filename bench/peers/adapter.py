@@ -42,6 +42,7 @@ __all__ = [
     "SAMPLERS",
     "PeerEnvironmentError",
     "PeerNotCachedError",
+    "PeerTimeoutError",
     "peers_python",
     "run_peer",
     "run_peer_samplers",
@@ -61,6 +62,10 @@ class PeerEnvironmentError(RuntimeError):
 
 class PeerNotCachedError(LookupError):
     """``cache_only=True`` and the cache lacks a requested sampler's result."""
+
+
+class PeerTimeoutError(RuntimeError):
+    """The peer's fit ran past its ``timeout`` (the benchmark's cap on a fit's wall time)."""
 
 
 # -- the peers' environment -------------------------------------------------------------------
@@ -144,7 +149,7 @@ def _run(
                     cmd, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=timeout
                 )
             except subprocess.TimeoutExpired:
-                raise RuntimeError(f"{method} (peer) ran past {timeout} s") from None
+                raise PeerTimeoutError(f"{method} (peer) ran past {timeout:g} s") from None
         if proc.returncode != 0:
             with open(output, "rb") as f:
                 f.seek(max(start, output.stat().st_size - 6000))
