@@ -40,6 +40,7 @@ bench/results/tables/quality_gaps.md); ``demo``: ``dpforge demo``'s table over s
     python bench/tables.py summary adult thyroid psid nmes fair healthins wage --gaps
     OMP_NUM_THREADS=1 python bench/tables.py demo --seeds 5
     python bench/tables.py spikes --label after  # bound spikes, issue 46.3 (lib/bound_spikes.py)
+    python bench/tables.py new-tables  # issue 44's new tables (lib/new_tables_report.py)
 
 Quick checks (one seed, GANs cut to 150 steps; written to bench/results/tables/quick.json)::
 
@@ -59,7 +60,7 @@ import torch
 
 import harness
 from dpforge.evaluation.fidelity import EVAL_BINS
-from lib import bound_spikes, demo_seeds, tables_summary
+from lib import bound_spikes, demo_seeds, new_tables_report, tables_summary
 from lib.tables_report import TITLE, markdown, sections, summary_line
 from lib.tables_runs import (
     DATASETS,
@@ -309,7 +310,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sub = {"summary": tables_summary.main, "demo": demo_seeds.main, "spikes": bound_spikes.main}
+    sub = {"summary": tables_summary.main, "demo": demo_seeds.main, "spikes": bound_spikes.main,
+           "new-tables": new_tables_report.main}  # fmt: skip
     if sys.argv[1:2] and sys.argv[1] in sub:
         sub[sys.argv[1]](sys.argv[2:])
     else:

@@ -21,14 +21,14 @@ import pandas as pd
 
 import harness
 from dpforge import Schema, Synthesizer
-from dpforge.evaluation.association import cell_associations
-from dpforge.evaluation.inputs import typed_table
-from dpforge.schema.table import Column
 from dpforge.datasets.adult import load_adult
 from dpforge.datasets.thyroid import load_thyroid
+from dpforge.evaluation.association import cell_associations
 from dpforge.evaluation.fidelity import marginal_fidelity
+from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
 from dpforge.methods import METHODS
+from dpforge.schema.table import Column
 from harness import Timer, append_jsonl
 from lib.new_tables import NEW_TABLES, PRIVACY_UNITS, load_new_table
 from lib.public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table
