@@ -177,7 +177,8 @@ def association(real: pd.DataFrame, rows: pd.DataFrame, schema: Schema) -> dict[
 
 def classifier_scores(synthetic, data: Dataset, kind: str, seed: int, out: dict) -> dict:
     """AUC and balanced accuracy of one classifier into ``out``; its fit notes returned."""
-    pred = predict_test(synthetic, data.test, data.schema, classifier=kind, seed=seed)
+    rows, test = _on_axis(synthetic, data), _on_axis(data.test, data)  # the classifiers read
+    pred = predict_test(rows, test, data.schema, classifier=kind, seed=seed)  # numbers
     auc = auroc_scores(pred)
     out[f"{kind}_auc"] = auc["per_class"][data.positive] if data.positive else auc["macro"]
     out[f"{kind}_bal_acc"] = accuracy_scores(pred)["balanced_accuracy"]
