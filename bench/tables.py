@@ -260,7 +260,8 @@ def run_job(job: tuple, data: Dataset, args, results: Results, peer_inputs: tupl
         status = {"status": "not run", "note": "not in the peer cache (--no-peer-fit)",
                   "detail": str(exc)}  # fmt: skip
     except PeerTimeoutError as exc:  # the cap on a fit's wall time: not tried again on resume
-        status = {"status": "capped", "note": str(exc), "cap_seconds": args.peer_timeout}
+        status = {"status": "capped", "note": str(exc), "cap_seconds": args.peer_timeout,
+                  "cpu_seconds": exc.cpu_seconds}  # fmt: skip
     except Exception as exc:  # a broken method must not hide the others' results
         status = {"status": "failed", "note": f"{type(exc).__name__}: {exc}"}
     else:
