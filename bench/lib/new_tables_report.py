@@ -27,14 +27,14 @@ import harness
 from lib.new_tables import NEW_TABLES
 from lib.stats import fmt, mean_std
 
-METRICS = (  # (key, header, lower is better)
-    ("tvd_1way", "1-way TVD", True),
-    ("tvd_2way", "2-way TVD", True),
-    ("v_mean_abs_diff", "mean abs ΔV", True),
-    ("rf_auc", "RF AUC", False),
-    ("lr_auc", "LR AUC", False),
-    ("rf_bal_acc", "RF bal. acc.", False),
-    ("lr_bal_acc", "LR bal. acc.", False),
+METRICS = (  # (key, header, lower is better, decimals: TVD at 254k rows is below 0.001)
+    ("tvd_1way", "1-way TVD", True, 4),
+    ("tvd_2way", "2-way TVD", True, 4),
+    ("v_mean_abs_diff", "mean abs ΔV", True, 3),
+    ("rf_auc", "RF AUC", False, 3),
+    ("lr_auc", "LR AUC", False, 3),
+    ("rf_bal_acc", "RF bal. acc.", False, 3),
+    ("lr_bal_acc", "LR bal. acc.", False, 3),
 )
 SLACK = 0.005  # within 0.005 of the best peer's AUC and balanced accuracy
 SPEEDUP = 10.0  # at least 10x faster than AIM
@@ -56,9 +56,7 @@ def summarise(runs: list[dict]) -> dict[str, Any]:
     """Mean ± sd of each metric and of the fit CPU over the ok runs; the largest excess over
     the seeds; the invented pairs; the seeds not run and why (a capped peer)."""
     ok = sorted((r for r in runs if r["status"] == "ok"), key=lambda r: r["seed"])
-    out: dict[str, Any] = {
-        m: mean_std([r.get(m) for r in ok]) if ok else None for m, _, _ in METRICS
-    }
+    out: dict[str, Any] = {m: mean_std([r.get(m) for r in ok]) if ok else None for m, *_ in METRICS}
     cpu = [r.get("fit_cpu_seconds") for r in ok]
     out["fit_cpu"] = mean_std(cpu) if ok and None not in cpu else None
     excess = [r["v_largest_excess"] for r in ok if r.get("v_largest_excess")]
@@ -92,7 +90,7 @@ def best_peer(found: dict[str, dict]) -> dict[str, Any] | None:
     if not peers:
         return None
     out: dict[str, Any] = {}
-    for m, _, lower in METRICS:
+    for m, _, lower, _ in METRICS:
         pick = (min if lower else max)(peers, key=lambda s, m=m: s[m]["mean"])
         out[m] = pick[m]
     return out
@@ -115,11 +113,11 @@ def misses(found: dict[str, dict]) -> list[str] | None:
     if not ours or not ours["seeds"] or best is None:
         return None
     out = []
-    for m, head, lower in METRICS:
+    for m, head, lower, digits in METRICS:
         a, b = ours[m]["mean"], best[m]["mean"]
         gap = a - b if lower else b - SLACK - a
-        if gap > 5e-4:
-            out.append(f"{head} {a:.3f} vs {b:.3f} (by {gap:.3f})")
+        if gap > 0.5 * 10.0**-digits:  # a difference the table shows
+            out.append(f"{head} {a:.{digits}f} vs {b:.{digits}f} (by {gap:.{digits}f})")
     if ours["invented"]:
         out.append("invents " + ", ".join(ours["invented"]))
     out += speed_misses(found, ours)
@@ -150,7 +148,7 @@ def excess_text(pair: dict | None) -> str:
 
 def table_lines(name: str, info: dict, epsilon: float, found: dict[str, dict]) -> list[str]:
     """The Markdown section of one table and epsilon, with the verdict under it."""
-    heads = [h for _, h, _ in METRICS]
+    heads = [h for _, h, *_ in METRICS]
     unit = info.get("privacy_unit")
     lines = [
         f"### {name}, ε = {epsilon:g}",
@@ -166,7 +164,7 @@ def table_lines(name: str, info: dict, epsilon: float, found: dict[str, dict]) -
     rows = [*found.items(), *([(BEST, best)] if best else [])]
     for label, s in rows:
         seeds = ",".join(map(str, s.get("seeds", []))) or "-"
-        cells = [fmt(s[m]) for m, _, _ in METRICS]
+        cells = [fmt(s[m], digits) for m, _, _, digits in METRICS]
         fit = fmt(s.get("fit_cpu"), 1)
         lines.append(f"| {label} | {seeds} | {cells[0]} | {excess_text(s.get('largest_excess'))} | "
                      + " | ".join(cells[1:]) + f" | {fit} |")  # fmt: skip
