@@ -173,6 +173,10 @@ def table_lines(name: str, info: dict, epsilon: float, found: dict[str, dict]) -
     if missed is not None:
         verdict = "**at the goal**" if not missed else "misses: " + "; ".join(missed)
         lines.append(f"- dpforge against the goal: {verdict}.")
+    invented = [f"{label}: {', '.join(s['invented'])}" for label, s in found.items()
+                if s["invented"]]  # fmt: skip
+    if invented:
+        lines.append("- pairs invented on some seed: " + "; ".join(invented) + ".")
     for label, s in found.items():
         if s["not_run"]:
             lines.append(f"- {label}: " + "; ".join(s["not_run"]) + ".")
