@@ -40,6 +40,7 @@ bench/results/tables/quality_gaps.md); ``demo``: ``dpforge demo``'s table over s
     python bench/tables.py summary adult thyroid psid nmes fair healthins wage --gaps
     OMP_NUM_THREADS=1 python bench/tables.py demo --seeds 5
     python bench/tables.py spikes --label after  # bound spikes, issue 46.3 (lib/bound_spikes.py)
+    python bench/tables.py new-tables  # issue 44's new tables (lib/new_tables_report.py)
 
 Quick checks (one seed, GANs cut to 150 steps; written to bench/results/tables/quick.json)::
 
@@ -59,7 +60,7 @@ import torch
 
 import harness
 from dpforge.evaluation.fidelity import EVAL_BINS
-from lib import bound_spikes, demo_seeds, tables_summary
+from lib import bound_spikes, demo_seeds, new_tables_report, tables_summary
 from lib.tables_report import TITLE, markdown, sections, summary_line
 from lib.tables_runs import (
     DATASETS,
@@ -73,12 +74,13 @@ from lib.tables_runs import (
     Dataset,
     describe,
     load_dataset,
+    peer_rows,
     run_ours,
     run_peer_seed,
     run_real,
     setting,
 )
-from peers.adapter import PeerNotCachedError
+from peers.adapter import PeerNotCachedError, PeerTimeoutError
 from peers.cells import cell_domain, to_cells
 
 DEFAULT_PEER_CACHE = Path("/work/peer-cache")
@@ -133,7 +135,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help='never fit a peer: a result missing from the cache is recorded as "not run"',
     )
+    p.add_argument(
+        "--peer-timeout",
+        type=float,
+        default=None,
+        help="cap a peer's fit at this many seconds of wall time; a fit past it is recorded "
+        'as "capped" (not tried again by --resume) and said under its table',
+    )
     p.add_argument("--resume", action="store_true", help="keep and skip the runs in --out")
+    p.add_argument(
+        "--redo",
+        type=lambda t: _names(t, METHOD_ORDER, "--redo"),
+        default=[],
+        help="with --resume, run these methods again though --out holds them (dpforge after "
+        "a change to the default, the peers read from --peer-cache)",
+    )
     harness.add_data_dir(p)
     harness.add_out(p)
     harness.add_threads(p)
@@ -176,7 +192,7 @@ class Results:
     def done(self, key: tuple, setting_: str) -> bool:
         """Whether an ok run of that key and setting is already in the file."""
         return any(
-            run_key(r) == key and r["status"] == "ok" and r["setting"] == setting_
+            run_key(r) == key and r["status"] in ("ok", "capped") and r["setting"] == setting_
             for r in self.doc["runs"]
         )
 
@@ -232,7 +248,7 @@ def run_job(job: tuple, data: Dataset, args, results: Results, peer_inputs: tupl
     setting_ = setting(method, data, args)
     keys = [(dataset, epsilon, method, s, seed) for s in (SAMPLERS if method in PEERS else (None,))]
     what = f"{dataset} eps={'-' if epsilon is None else f'{epsilon:g}'} {method} seed={seed}"
-    if args.resume and all(results.done(k, setting_) for k in keys):
+    if args.resume and method not in args.redo and all(results.done(k, setting_) for k in keys):
         print(f"{what}: in {args.out.name}, skipped", flush=True)
         return
     base = {"dataset": dataset, "epsilon": epsilon, "method": method, "seed": seed,
@@ -243,6 +259,9 @@ def run_job(job: tuple, data: Dataset, args, results: Results, peer_inputs: tupl
     except PeerNotCachedError as exc:
         status = {"status": "not run", "note": "not in the peer cache (--no-peer-fit)",
                   "detail": str(exc)}  # fmt: skip
+    except PeerTimeoutError as exc:  # the cap on a fit's wall time: not tried again on resume
+        status = {"status": "capped", "note": str(exc), "cap_seconds": args.peer_timeout,
+                  "cpu_seconds": exc.cpu_seconds}  # fmt: skip
     except Exception as exc:  # a broken method must not hide the others' results
         status = {"status": "failed", "note": f"{type(exc).__name__}: {exc}"}
     else:
@@ -275,7 +294,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"note: GAN epochs capped at {args.gan_epochs:g} (library default 50)")
     datasets = load_all(args, results)
     peer_inputs = {
-        name: (to_cells(d.train, d.schema, PEER_BINS), cell_domain(d.schema, PEER_BINS))
+        name: (to_cells(peer_rows(d), d.schema, PEER_BINS), cell_domain(d.schema, PEER_BINS))
         for name, d in datasets.items()
     }
     jobs = plan(args)
@@ -292,7 +311,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sub = {"summary": tables_summary.main, "demo": demo_seeds.main, "spikes": bound_spikes.main}
+    sub = {"summary": tables_summary.main, "demo": demo_seeds.main, "spikes": bound_spikes.main,
+           "new-tables": new_tables_report.main}  # fmt: skip
     if sys.argv[1:2] and sys.argv[1] in sub:
         sub[sys.argv[1]](sys.argv[2:])
     else:

@@ -218,9 +218,12 @@ PUBLIC_TABLES = {
 
 
 def clip_to_bounds(data: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """``data`` with each numeric column clipped to its declared bounds, dtypes kept."""
+    """``data`` with each numeric column clipped to its declared bounds, dtypes kept (a date
+    column, text in its format, is left as it is)."""
     out = data.copy()
     for column in schema.columns:
+        if column.is_time:
+            continue
         if column.is_numeric and column.lower is not None and column.upper is not None:
             values = out[column.name]
             out[column.name] = values.clip(column.lower, column.upper).astype(values.dtype)

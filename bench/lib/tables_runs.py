@@ -8,10 +8,11 @@ on the real test rows.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,14 @@ import harness
 from dpforge import Schema, Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.datasets.thyroid import load_thyroid
+from dpforge.evaluation.association import cell_associations
 from dpforge.evaluation.fidelity import marginal_fidelity
+from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
 from dpforge.methods import METHODS
+from dpforge.schema.table import Column
 from harness import Timer, append_jsonl
+from lib.new_tables import NEW_TABLES, PRIVACY_UNITS, load_new_table
 from lib.public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table
 from peers.adapter import run_peer_samplers
 from peers.cells import ADULT_DECLARED_BOUNDS, declare_bounds, from_cells
@@ -39,10 +44,15 @@ def sample_rate(method: str, config: Any, n_records: int) -> float:
     return config.batch_size / n_records
 
 
-DATASETS = ("adult", "thyroid", *PUBLIC_TABLES)
-# run unless --datasets names others: the holdout tables only when named (tables/holdout.json)
-DEFAULT_DATASETS = tuple(name for name in DATASETS if name not in HOLDOUT_TABLES)
-EPSILONS = {"adult": (1.0, 3.0), "thyroid": (3.7,), **{name: (1.0, 3.0) for name in PUBLIC_TABLES}}
+DATASETS = ("adult", "thyroid", *PUBLIC_TABLES, *NEW_TABLES)
+# run unless --datasets names others: the holdout tables (tables/holdout.json) and issue 44's
+# new tables (tables/new_tables.md) only when named
+DEFAULT_DATASETS = tuple(n for n in DATASETS if n not in HOLDOUT_TABLES and n not in NEW_TABLES)
+EPSILONS = {
+    "adult": (1.0, 3.0),
+    "thyroid": (3.7,),
+    **{name: (1.0, 3.0) for name in (*PUBLIC_TABLES, *NEW_TABLES)},
+}
 GANS = ("dpcgan", "dpwgan", "gswgan")
 PEERS = ("mst", "aim")
 SAMPLERS = ("default", "iid")
@@ -63,11 +73,19 @@ class Dataset:
     positive: str | None  # binary: the class whose AUC is reported; None: macro AuROC
     classifiers: tuple[str, ...]
     info: dict[str, Any] = field(default_factory=dict)
+    unit: tuple[str, int] | None = None  # the privacy unit's column and public k, if any
 
 
 def load_dataset(name: str, data_dir: Path) -> Dataset:
     """Adult (natural class balance, two bounds declared), Thyroid or a table of
     ``public_tables``, with their schemas."""
+    if name in NEW_TABLES:
+        train, test, schema = load_new_table(name)
+        info = {"source": f"bench/lib/new_tables.py: {name} (public split, seed 0)"}
+        unit = PRIVACY_UNITS.get(name)
+        if unit:
+            info["privacy_unit"] = {"column": unit[0], "k": unit[1]}
+        return Dataset(name, train, test, schema, "yes", ("rf", "lr"), info, unit)
     if name in PUBLIC_TABLES:
         train, test, schema = load_public_table(name)
         info = {"source": f"bench/lib/public_tables.py: {name} (public split, seed 0)"}
@@ -123,13 +141,14 @@ def describe(data: Dataset) -> dict[str, Any]:
 
 
 def score(synthetic: pd.DataFrame, data: Dataset, seed: int, fidelity_of: pd.DataFrame | None):
-    """TVD of ``fidelity_of`` (default: ``synthetic``) to the real training rows, and the
-    classifiers trained on ``synthetic``, tested on the real test rows."""
+    """TVD and Cramér's V (``association``) of ``fidelity_of`` (default: ``synthetic``) against
+    the real training rows, and the classifiers trained on ``synthetic``, tested on the real
+    test rows."""
+    rows = synthetic if fidelity_of is None else fidelity_of
     with Timer() as timer:
-        fid = marginal_fidelity(
-            data.train, synthetic if fidelity_of is None else fidelity_of, data.schema
-        )
+        fid = marginal_fidelity(_on_axis(data.train, data), _on_axis(rows, data), data.schema)
         out: dict[str, Any] = {"tvd_1way": fid.mean_one_way, "tvd_2way": fid.mean_two_way}
+        out.update(association(data.train, rows, data.schema))
         out["classifier_info"] = {
             kind: classifier_scores(synthetic, data, kind, seed, out) for kind in data.classifiers
         }
@@ -137,9 +156,29 @@ def score(synthetic: pd.DataFrame, data: Dataset, seed: int, fidelity_of: pd.Dat
     return out
 
 
+def _on_axis(table: pd.DataFrame, data: Dataset) -> pd.DataFrame:
+    """``table`` with its dates as numbers on their time axis (``marginal_fidelity`` bins
+    numbers); as it is when the schema has no date."""
+    if any(c.is_time for c in data.schema.columns):
+        return typed_table(table, data.schema, "evaluated")
+    return table
+
+
+def association(real: pd.DataFrame, rows: pd.DataFrame, schema: Schema) -> dict[str, Any]:
+    """Mean |synthetic V - real V| over the column pairs on the evaluation's cells, the pair
+    of the largest excess and the pairs that invent a dependence (``cell_associations``)."""
+    result = cell_associations(real, rows, schema)
+    return {
+        "v_mean_abs_diff": result.value,
+        "v_largest_excess": result.details["largest_excess"],
+        "v_invented": result.details["invented"],
+    }
+
+
 def classifier_scores(synthetic, data: Dataset, kind: str, seed: int, out: dict) -> dict:
     """AUC and balanced accuracy of one classifier into ``out``; its fit notes returned."""
-    pred = predict_test(synthetic, data.test, data.schema, classifier=kind, seed=seed)
+    rows, test = _on_axis(synthetic, data), _on_axis(data.test, data)  # the classifiers read
+    pred = predict_test(rows, test, data.schema, classifier=kind, seed=seed)  # numbers
     auc = auroc_scores(pred)
     out[f"{kind}_auc"] = auc["per_class"][data.positive] if data.positive else auc["macro"]
     out[f"{kind}_bal_acc"] = accuracy_scores(pred)["balanced_accuracy"]
@@ -173,8 +212,13 @@ def run_ours(method: str, data: Dataset, epsilon: float, seed: int, args) -> dic
     options: dict[str, Any] = {}
     if method in GANS:
         options = {"method": method, "anchor": None, "epochs": gan_epochs(method, data, args)}
+    schema = data.schema
+    if data.unit is not None:  # the guarantee per person: the unit column joins as "drop"
+        column, k = data.unit
+        schema = replace(schema, columns=(*schema.columns, Column(column, "drop")))
+        options.update(privacy_unit=column, max_rows_per_unit=k)
     synth = Synthesizer(
-        data.schema, epsilon=epsilon, delta=args.delta, seed=seed, progress=False, **options
+        schema, epsilon=epsilon, delta=args.delta, seed=seed, progress=False, **options
     )
     cpu = time.process_time()
     with Timer() as fit, warnings.catch_warnings():
@@ -229,19 +273,45 @@ def unmatched_scores(synth, data: Dataset, seed: int) -> dict[str, Any]:
     return {"unmatched": out}
 
 
+def peer_budget(data: Dataset, epsilon: float, delta: float) -> tuple[float, float]:
+    """The per-row (epsilon, delta) a peer runs at so that its release is (epsilon, delta)-DP
+    per person: the peers know no privacy unit, so with k rows per person kept (``peer_rows``)
+    group privacy applies: an (e, d)-DP release is (k e, k exp((k - 1) e) d)-DP for groups of
+    k rows (Dwork and Roth, 2014, Theorem 2.2 and its approximate form). Unchanged without a
+    unit."""
+    if data.unit is None:
+        return epsilon, delta
+    k = data.unit[1]
+    per_row = epsilon / k
+    return per_row, delta / (k * math.exp((k - 1) * per_row))
+
+
+def peer_rows(data: Dataset) -> pd.DataFrame:
+    """The training rows a peer sees: with a privacy unit, at most k rows per person (chosen
+    with the public seed 0; all of them when no person has more than k)."""
+    if data.unit is None:
+        return data.train
+    column, k = data.unit
+    shuffled = data.train.sample(frac=1.0, random_state=0)
+    return shuffled.groupby(column, sort=False).head(k).sort_index()
+
+
 def run_peer_seed(method: str, data: Dataset, epsilon: float, seed: int, args, cells, domain):
-    """MST or AIM: both samplers from one (cached) fit, each decoded and scored."""
+    """MST or AIM: both samplers from one (cached) fit, each decoded and scored; a fit past
+    ``args.peer_timeout`` seconds raises the adapter's ``PeerTimeoutError``."""
+    peer_epsilon, peer_delta = peer_budget(data, epsilon, args.delta)
     results = run_peer_samplers(
         cells,
         domain,
         method,
-        epsilon,
-        args.delta,
+        peer_epsilon,
+        peer_delta,
         seed,
         len(data.train),
         SAMPLERS,
         cache_dir=args.peer_cache,
         cache_only=args.no_peer_fit,
+        timeout=args.peer_timeout,
     )
     out = {}
     for sampler, (synth_cells, info) in results.items():
@@ -252,7 +322,8 @@ def run_peer_seed(method: str, data: Dataset, epsilon: float, seed: int, args, c
             "fit_cpu_seconds": info.get("fit_cpu_seconds"),  # fits since issue 22's rerun
             "sample_seconds": info["sample_seconds"],
             "epsilon_spent": epsilon,  # smartnoise spends its target; it reports no ledger
-            "accountant": "target (smartnoise)",
+            "accountant": "target (smartnoise)"
+            + ("" if data.unit is None else f", per row {peer_epsilon:.4g} (group privacy)"),
             "cached": info["cached"],
             "fit_id": info.get("fit_id"),
             "versions": info.get("versions", {}),

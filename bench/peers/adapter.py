@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import tempfile
 import uuid
@@ -42,6 +43,7 @@ __all__ = [
     "SAMPLERS",
     "PeerEnvironmentError",
     "PeerNotCachedError",
+    "PeerTimeoutError",
     "peers_python",
     "run_peer",
     "run_peer_samplers",
@@ -61,6 +63,21 @@ class PeerEnvironmentError(RuntimeError):
 
 class PeerNotCachedError(LookupError):
     """``cache_only=True`` and the cache lacks a requested sampler's result."""
+
+
+class PeerTimeoutError(RuntimeError):
+    """The peer's fit ran past its ``timeout`` (the benchmark's cap on a fit's wall time);
+    ``cpu_seconds``: the CPU time it had used when it was stopped."""
+
+    def __init__(self, message: str, cpu_seconds: float) -> None:
+        super().__init__(message)
+        self.cpu_seconds = cpu_seconds
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # -- the peers' environment -------------------------------------------------------------------
@@ -139,12 +156,16 @@ def _run(
         output = Path(log_path) if log_path is not None else folder / "output.txt"
         start = output.stat().st_size if output.exists() else 0
         with open(output, "ab") as sink:
+            cpu = _children_cpu()
             try:
                 proc = subprocess.run(
                     cmd, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=timeout
                 )
             except subprocess.TimeoutExpired:
-                raise RuntimeError(f"{method} (peer) ran past {timeout} s") from None
+                used = _children_cpu() - cpu  # the stopped child is reaped by run()
+                raise PeerTimeoutError(
+                    f"{method} (peer) ran past {timeout:g} s ({used:.0f} CPU s by then)", used
+                ) from None
         if proc.returncode != 0:
             with open(output, "rb") as f:
                 f.seek(max(start, output.stat().st_size - 6000))

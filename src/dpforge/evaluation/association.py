@@ -11,25 +11,35 @@ A column that is constant in a table has association 0 with every other column t
 varies together with it); the diagonal is 1. The fidelity figure is the matrix ``synthetic -
 real`` and the mean of its absolute values over the pairs above the diagonal: 0 when both tables
 show the same dependencies. Categorical columns are read as text (``canonical_text``), so any
-value counts as a category of its own. Computed from private rows: for the steward, not for
-release.
+value counts as a category of its own.
+
+:func:`cell_associations` reads every column on the evaluation's cells instead (the public cells
+of :func:`dpforge.evaluation.fidelity.discretize`, numbers binned) and compares Cramér's V of
+every pair, real against synthetic: the mean absolute difference, and the dependence the
+synthetic rows invent where the real rows have none (:data:`INVENTION_RULE`), with the pair of
+the largest excess. Computed from private rows: for the steward, not for release.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
+from dpforge.evaluation.fidelity import EVAL_BINS, discretize
 from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.utility import MetricResult
 from dpforge.schema.table import Schema
 
 __all__ = [
     "ASSOCIATION_RULE",
+    "INVENTION_RULE",
+    "PairAssociation",
     "association_difference",
     "association_matrix",
+    "cell_associations",
     "correlation_ratio",
     "cramers_v",
     "pearson",
@@ -38,6 +48,18 @@ __all__ = [
 ASSOCIATION_RULE = (
     "numeric x numeric: Pearson correlation; categorical x categorical: Cramér's V (no bias "
     "correction); numeric x categorical: correlation ratio eta; a constant column: 0"
+)
+
+
+# A dependence the synthetic rows invent (issue 44): a pair independent in the real rows (V
+# below INDEPENDENT_V) whose every cell is well populated (at least MIN_CELL_ROWS real rows, so
+# that its V is not sampling noise) must not reach INVENTED_V in the synthetic rows.
+INDEPENDENT_V = 0.05
+MIN_CELL_ROWS = 100
+INVENTED_V = 0.2
+INVENTION_RULE = (
+    f"real Cramér's V < {INDEPENDENT_V:g}, every cell of the pair's real table (its non-empty "
+    f"rows and columns) >= {MIN_CELL_ROWS} rows, synthetic V > {INVENTED_V:g}"
 )
 
 
@@ -58,12 +80,7 @@ def cramers_v(a: np.ndarray, b: np.ndarray) -> float:
     r, c = x.max() + 1, y.max() + 1
     if min(r, c) < 2:
         return 0.0
-    table = np.zeros((r, c))
-    np.add.at(table, (x, y), 1.0)
-    n = table.sum()
-    expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / n
-    chi2 = float(((table - expected) ** 2 / expected).sum())
-    return float(np.clip(np.sqrt(chi2 / n / (min(r, c) - 1)), 0.0, 1.0))
+    return _table_v(_contingency(x, y, (r, c)))
 
 
 def correlation_ratio(categories: np.ndarray, values: np.ndarray) -> float:
@@ -142,3 +159,87 @@ def association_difference(
         "rule": ASSOCIATION_RULE,
     }
     return MetricResult("association_mean_abs_difference", value, details)
+
+
+@dataclass(frozen=True)
+class PairAssociation:
+    """Cramér's V of one column pair on the evaluation's cells, real and synthetic.
+
+    ``well_populated``: every cell of the real table (its non-empty rows and columns) holds at
+    least :data:`MIN_CELL_ROWS` rows. ``excess``: synthetic V minus real V."""
+
+    pair: str
+    real_v: float
+    synthetic_v: float
+    well_populated: bool
+
+    @property
+    def excess(self) -> float:
+        return self.synthetic_v - self.real_v
+
+    @property
+    def invented(self) -> bool:
+        """Whether the pair breaks :data:`INVENTION_RULE`."""
+        return self.well_populated and self.real_v < INDEPENDENT_V and self.synthetic_v > INVENTED_V
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "excess": self.excess, "invented": self.invented}
+
+
+def _table_v(table: np.ndarray) -> float:
+    """Cramér's V (no bias correction) of a contingency table, empty rows and columns left out
+    (as :func:`cramers_v` sees only the values present); 0 when fewer than two remain."""
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    if min(table.shape) < 2:
+        return 0.0
+    n = table.sum()
+    expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / n
+    chi2 = float(((table - expected) ** 2 / expected).sum())
+    return float(np.clip(np.sqrt(chi2 / n / (min(table.shape) - 1)), 0.0, 1.0))
+
+
+def _contingency(x: np.ndarray, y: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    flat = np.bincount(x * shape[1] + y, minlength=shape[0] * shape[1])
+    return flat.reshape(shape).astype(np.float64)
+
+
+def _well_populated(table: np.ndarray) -> bool:
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    return bool(table.size) and float(table.min()) >= MIN_CELL_ROWS
+
+
+def pair_associations(
+    real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, n_bins: int = EVAL_BINS
+) -> list[PairAssociation]:
+    """Cramér's V of every column pair (label included) on the evaluation's cells
+    (:func:`~dpforge.evaluation.fidelity.discretize`; an empty cell is a cell of its own)."""
+    cells = [
+        discretize(typed_table(table, schema, role), schema, n_bins)
+        for table, role in ((real, "real"), (synthetic, "synthetic"))
+    ]
+    sizes = {n: int(max(c[n].max() for c in cells)) + 1 for n in schema.names}
+    out = []
+    for x, y in combinations(schema.names, 2):
+        shape = (sizes[x], sizes[y])
+        a, b = (_contingency(c[x].to_numpy(), c[y].to_numpy(), shape) for c in cells)
+        out.append(PairAssociation(f"{x} x {y}", _table_v(a), _table_v(b), _well_populated(a)))
+    return out
+
+
+def cell_associations(
+    real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, n_bins: int = EVAL_BINS
+) -> MetricResult:
+    """Mean |synthetic V - real V| of Cramér's V over every column pair on the evaluation's
+    cells; ``details``: the pair of the largest excess (synthetic V above real V; None with
+    fewer than two columns) and the pairs that break :data:`INVENTION_RULE`."""
+    pairs = pair_associations(real, synthetic, schema, n_bins)
+    value = float(np.mean([abs(p.excess) for p in pairs])) if pairs else 0.0
+    largest = max(pairs, key=lambda p: p.excess, default=None)
+    details = {
+        "largest_excess": None if largest is None else largest.to_dict(),
+        "invented": [p.to_dict() for p in pairs if p.invented],
+        "pairs": len(pairs),
+        "n_bins": n_bins,
+        "rule": INVENTION_RULE,
+    }
+    return MetricResult("cramers_v_mean_abs_difference", value, details)
