@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-import harness
+from lib import harness
 
 CASES = {
     "import dpforge": ["-c", "import dpforge"],

@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 import torch
 
-import harness
+from lib import harness
 from lib.speed_steps import (
     CLIP,
     GP,

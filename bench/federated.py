@@ -30,7 +30,7 @@ from dpforge.engines.federated_trust import Trust  # noqa: E402
 from dpforge.evaluation.fidelity import marginal_fidelity  # noqa: E402
 from dpforge.evaluation.utility import auroc_scores, predict_test  # noqa: E402
 from dpforge.statistics.anchor import AnchorConfig  # noqa: E402
-from harness import (  # noqa: E402
+from lib.harness import (  # noqa: E402
     Timer,
     add_data_dir,
     add_out,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-import harness
+from lib import harness
 from lib import images_run
 
 COLUMNS = ("cnn_accuracy", "label_fidelity", "frechet_distance", "lr_auroc_macro")

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import harness
+from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import image_grid

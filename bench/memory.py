@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import harness
+from lib import harness
 from dpforge.schema.table import Column, Schema
 
 RESULTS = harness.results("memory", "sample_and_fit.md")

@@ -34,7 +34,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import harness  # noqa: E402
+from lib import harness  # noqa: E402
 from dpforge.evaluation.relational import evaluate_relational  # noqa: E402
 from dpforge.evaluation.relational_features import (  # noqa: E402
     bounded_children,

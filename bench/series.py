@@ -38,9 +38,9 @@ from typing import Any
 
 import torch
 
-import harness
+from lib import harness
 from dpforge.methods import METHODS
-from harness import floats, widths
+from lib.harness import floats, widths
 from lib.series_plots import write_plots
 from lib.series_report import append_tuning, markdown, print_table, title
 from lib.series_runs import (

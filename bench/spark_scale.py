@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-import harness
+from lib import harness
 
 RESULTS = harness.results("spark_scale", "rows_1e6.json")
 PROGRESS_ENV = "DPFORGE_SCALE_PROGRESS"  # a file the child rewrites with the stage times so far

@@ -58,7 +58,7 @@ from typing import Any
 
 import torch
 
-import harness
+from lib import harness
 from dpforge.evaluation.fidelity import EVAL_BINS
 from lib import bound_spikes, demo_seeds, new_tables_report, tables_summary
 from lib.tables_report import TITLE, markdown, sections, summary_line

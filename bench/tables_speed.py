@@ -28,7 +28,7 @@ from dataclasses import fields, replace
 
 import torch
 
-import harness
+from lib import harness
 from dpforge.statistics.anchor import AnchorConfig
 from lib.tables_runs import PEER_BINS, load_dataset, timed_fit
 from peers.adapter import run_peer_samplers

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-import harness
+from lib import harness
 from dpforge import Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.evaluation.attacks import ATTACKS, membership_attacks, table_matrix

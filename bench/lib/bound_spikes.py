@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import harness
+from lib import harness
 from dpforge import Synthesizer
 from dpforge.evaluation.evaluate import fidelity_scores, utility_scores
 from dpforge.schema.table import Column, Schema

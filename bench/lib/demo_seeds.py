@@ -14,7 +14,7 @@ import warnings
 
 import torch
 
-import harness
+from lib import harness
 from dpforge import Synthesizer
 from dpforge.cli.demo import DEMO_METADATA_SHARE, _mean_features
 from dpforge.datasets.breast_cancer import load_breast_cancer_demo

@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-import harness
+from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
@@ -48,7 +48,7 @@ from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
 from dpforge.methods import METHODS
 from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
-from harness import floats, widths, with_overrides
+from lib.harness import floats, widths, with_overrides
 
 PUBLISHED = {
     "mnist": [

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-import harness
+from lib import harness
 from dpforge.schema.dates import to_axis
 from dpforge.schema.table import Column, Schema
 from lib.public_tables import YES_NO, _cat, _int, _real, clip_to_bounds

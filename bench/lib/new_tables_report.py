@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import harness
+from lib import harness
 from lib.new_tables import NEW_TABLES
 from lib.stats import fmt, mean_std
 

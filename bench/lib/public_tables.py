@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-import harness
+from lib import harness
 from dpforge.schema.table import Column, Schema
 
 __all__ = ["HOLDOUT_TABLES", "PUBLIC_TABLES", "clip_to_bounds", "load_public_table"]

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import harness
+from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.encoder import fresh_keys
 from dpforge.data.relational import joined_child, key_texts

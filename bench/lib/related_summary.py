@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-import harness
+from lib import harness
 
 __all__ = ["summary"]
 

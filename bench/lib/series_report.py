@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import harness
+from lib import harness
 from dpforge.evaluation.series import SERIES_MODELS
 from dpforge.methods import METHODS
 from dpforge.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES

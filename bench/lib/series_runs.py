@@ -13,7 +13,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
 import dpforge
-import harness
+from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.series import load_italy_power_demand

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import harness
+from lib import harness
 from dpforge import Schema, Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.datasets.thyroid import load_thyroid
@@ -29,7 +29,7 @@ from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
 from dpforge.methods import METHODS
 from dpforge.schema.table import Column
-from harness import Timer, append_jsonl
+from lib.harness import Timer, append_jsonl
 from lib.new_tables import NEW_TABLES, PRIVACY_UNITS, load_new_table
 from lib.public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table
 from peers.adapter import run_peer_samplers

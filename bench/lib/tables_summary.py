@@ -33,7 +33,7 @@ import math
 import sys
 from statistics import mean, stdev
 
-import harness
+from lib import harness
 from lib.public_tables import HOLDOUT_TABLES
 
 METRICS = ("tvd_1way", "tvd_2way", "rf_auc", "lr_auc", "rf_bal_acc", "lr_bal_acc")

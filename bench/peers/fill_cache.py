@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: harness, peers.*
 
-import harness  # noqa: E402
+from lib import harness  # noqa: E402
 from dpforge.datasets.adult import load_adult  # noqa: E402
 from dpforge.datasets.thyroid import load_thyroid  # noqa: E402
 from lib.public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table  # noqa: E402

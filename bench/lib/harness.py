@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"
 DATA_DIR_ENV = "DPFORGE_DATA_DIR"  # what dpforge.datasets reads on its own too
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "datasets"
