@@ -12,9 +12,8 @@ fits, with the public :class:`~dpforge.synthesizer.Synthesizer`:
   estimates would need the same per-row rule applied to the joined rows, clipping to estimated
   bounds and dropping or pooling unreleased categories, so that no refusal names a value.)
 
-The budget is shared evenly between these fits (a public rule), each fitted at ``delta /
-parts`` and the epsilon at which the parts together reach the target
-(:func:`~dpforge.privacy.relational_charge.part_epsilon`), and their ledgers are composed into
+The budget is shared evenly between these fits (a public rule), each fitted at ``epsilon /
+parts`` and ``delta / parts`` (:func:`~dpforge.privacy.relational_charge.part_epsilon`), and their ledgers are composed into
 one whose every entry names the unit. ``sample(n)`` draws n parents (new surrogate keys),
 then, per child table, a pool of joined rows from the child model; each parent takes as many of
 them as its generated count, the unused rows nearest its own columns
@@ -162,7 +161,7 @@ class RelationalSynthesizer:
         check_table_names(self.schema)
         run_options.check_budget(self.epsilon, self.delta, METADATA_SHARE)
         parts = 1 + len(self.schema.children)
-        self.part_epsilon_ = part_epsilon(self.epsilon, self.delta, parts, METADATA_SHARE)
+        self.part_epsilon_ = part_epsilon(self.epsilon, parts)
         self._check_models(parts)
 
     def _check_models(self, parts: int) -> None:

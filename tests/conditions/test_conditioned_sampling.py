@@ -33,7 +33,7 @@ WANTED = {"sex": "F", "age": (30, 60), "region": ["N", "S"], "visit": ("2020-03-
 @pytest.fixture(scope="module")
 def fitted():
     synth = Synthesizer(
-        SCHEMA, epsilon=3.0, seed=0, progress=False, anchor=AnchorConfig(steps=30, batch_size=256)
+        SCHEMA, epsilon=3.0, seed=0, progress=False, anchor=AnchorConfig(steps=150, batch_size=256)
     )
     return synth.fit(public_table())
 

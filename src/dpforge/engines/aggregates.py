@@ -76,7 +76,12 @@ class CellTable(ABC):
 
 
 class TableAggregates(ABC):
-    """The validated records of one table, kept by an engine that computes their aggregates."""
+    """The validated records of one table, kept by an engine that computes their aggregates.
+    ``adds_noise`` is True for an engine whose parties add each release's noise where the
+    records are (federated sites); an engine that counts exactly (Spark) leaves it False, and
+    the driver draws the noise as in memory."""
+
+    adds_noise: bool = False
 
     @abstractmethod
     def validated(
@@ -209,7 +214,9 @@ def noise_factor(records: Any) -> float:
 def noised_at_source(records: Any) -> bool:
     """Whether ``records``' engine adds each release's noise where the records are (its
     releases are then sums of continuous Gaussian shares, recorded as zCDP)."""
-    return isinstance(records, NoisyColumn | NoisyCells | TableAggregates)
+    if isinstance(records, TableAggregates):
+        return records.adds_noise
+    return isinstance(records, NoisyColumn | NoisyCells)
 
 
 class NoisyColumn(ColumnAggregates):

@@ -90,6 +90,8 @@ class FederatedEngine(Engine):
 class FederatedTable(TableAggregates):
     """The sites' records, checked and filtered where they are."""
 
+    adds_noise = True
+
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
         self.noise_factor = transport.trust.noise_factor
