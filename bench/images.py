@@ -17,8 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lib import harness
-from lib import images_run
+from lib import harness, images_run
 
 COLUMNS = ("cnn_accuracy", "label_fidelity", "frechet_distance", "lr_auroc_macro")
 

@@ -46,7 +46,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import image_grid
@@ -55,6 +54,7 @@ from dpforge.evaluation.images import tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
 from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.statistics.features import feature_anchor_defaults
+from lib import harness
 from lib.images_device_report import (
     LONG_STEPS,
     MODES,

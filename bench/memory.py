@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib import harness
 from dpforge.schema.table import Column, Schema
+from lib import harness
 
 RESULTS = harness.results("memory", "sample_and_fit.md")
 TITLE = "Peak memory: sampling and fitting 20-column tables (bench/memory.py)"

@@ -34,7 +34,6 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lib import harness  # noqa: E402
 from dpforge.evaluation.relational import evaluate_relational  # noqa: E402
 from dpforge.evaluation.relational_features import (  # noqa: E402
     bounded_children,
@@ -42,6 +41,7 @@ from dpforge.evaluation.relational_features import (  # noqa: E402
     split_parents,
 )
 from dpforge.relational import RelationalSynthesizer  # noqa: E402
+from lib import harness  # noqa: E402
 from lib.related_arms import ARMS, PRIVATE_ARMS, run_arm  # noqa: E402
 from lib.related_scale import scale_run  # noqa: E402
 from lib.related_summary import summary  # noqa: E402

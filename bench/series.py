@@ -38,8 +38,8 @@ from typing import Any
 
 import torch
 
-from lib import harness
 from dpforge.methods import METHODS
+from lib import harness
 from lib.harness import floats, widths
 from lib.series_plots import write_plots
 from lib.series_report import append_tuning, markdown, print_table, title

@@ -58,9 +58,8 @@ from typing import Any
 
 import torch
 
-from lib import harness
 from dpforge.evaluation.fidelity import EVAL_BINS
-from lib import bound_spikes, demo_seeds, new_tables_report, tables_summary
+from lib import bound_spikes, demo_seeds, harness, new_tables_report, tables_summary
 from lib.tables_report import TITLE, markdown, sections, summary_line
 from lib.tables_runs import (
     DATASETS,

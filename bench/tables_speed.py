@@ -28,8 +28,8 @@ from dataclasses import fields, replace
 
 import torch
 
-from lib import harness
 from dpforge.statistics.anchor import AnchorConfig
+from lib import harness
 from lib.tables_runs import PEER_BINS, load_dataset, timed_fit
 from peers.adapter import run_peer_samplers
 from peers.cells import cell_domain, to_cells

@@ -47,7 +47,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lib import harness
 from dpforge import Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.evaluation.attacks import ATTACKS, membership_attacks, table_matrix
@@ -55,6 +54,7 @@ from dpforge.evaluation.inputs import typed_table
 from dpforge.methods.dpwgan import DPWGANConfig
 from dpforge.schema.table import Schema
 from dpforge.statistics.anchor import AnchorConfig
+from lib import harness
 
 RELEASES = ("copy", "holdout", "anchor-overfit", "anchor-dp", "gan-overfit", "gan-dp")
 DELTA = 1e-5

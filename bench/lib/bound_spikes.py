@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lib import harness
 from dpforge import Synthesizer
 from dpforge.evaluation.evaluate import fidelity_scores, utility_scores
 from dpforge.schema.table import Column, Schema
+from lib import harness
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "tables" / "bound_spikes.json"
 TITLE = "Spikes on generous public bounds (issue 46.3)"

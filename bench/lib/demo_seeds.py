@@ -14,12 +14,12 @@ import warnings
 
 import torch
 
-from lib import harness
 from dpforge import Synthesizer
 from dpforge.cli.demo import DEMO_METADATA_SHARE, _mean_features
 from dpforge.datasets.breast_cancer import load_breast_cancer_demo
 from dpforge.evaluation.utility import tstr_auroc
 from dpforge.statistics.anchor import AnchorConfig
+from lib import harness
 
 BATCHES = {"batch-follows-n": None, "batch-1024": 1024}
 

@@ -39,7 +39,6 @@ from typing import Any
 
 import torch
 
-from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
@@ -48,6 +47,7 @@ from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
 from dpforge.methods import METHODS
 from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
+from lib import harness
 from lib.harness import floats, widths, with_overrides
 
 PUBLISHED = {

@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lib import harness
 from dpforge.schema.dates import to_axis
 from dpforge.schema.table import Column, Schema
+from lib import harness
 from lib.public_tables import YES_NO, _cat, _int, _real, clip_to_bounds
 
 __all__ = ["NEW_TABLES", "PRIVACY_UNITS", "load_new_table", "person_split"]

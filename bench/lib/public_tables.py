@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lib import harness
 from dpforge.schema.table import Column, Schema
+from lib import harness
 
 __all__ = ["HOLDOUT_TABLES", "PUBLIC_TABLES", "clip_to_bounds", "load_public_table"]
 

@@ -33,13 +33,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.encoder import fresh_keys
 from dpforge.data.relational import joined_child, key_texts
 from dpforge.evaluation.relational_features import bounded_children
 from dpforge.relational import RelationalSynthesizer
 from dpforge.schema.relational import RelationalSchema, joined_name
+from lib import harness
 
 __all__ = ["ARMS", "PRIVATE_ARMS", "run_arm"]
 

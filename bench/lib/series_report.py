@@ -7,11 +7,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from lib import harness
 from dpforge.evaluation.series import SERIES_MODELS
 from dpforge.methods import METHODS
 from dpforge.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES
-from lib import stats
+from lib import harness, stats
 from lib.series_runs import METRICS
 
 

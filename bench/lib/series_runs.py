@@ -13,7 +13,6 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
 import dpforge
-from lib import harness
 from dpforge import Synthesizer
 from dpforge.data.arrays import ArrayData
 from dpforge.datasets.series import load_italy_power_demand
@@ -22,6 +21,7 @@ from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, tstr_accura
 from dpforge.schema.array import ArraySchema
 from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
 from dpforge.statistics.particles import MoveSettings, embedding_gap
+from lib import harness
 from lib.stats import mean_std
 
 METRICS = ("accuracy", "balanced_accuracy")

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lib import harness
 from dpforge import Schema, Synthesizer
 from dpforge.datasets.adult import load_adult
 from dpforge.datasets.thyroid import load_thyroid
@@ -29,6 +28,7 @@ from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.utility import accuracy_scores, auroc_scores, predict_test
 from dpforge.methods import METHODS
 from dpforge.schema.table import Column
+from lib import harness
 from lib.harness import Timer, append_jsonl
 from lib.new_tables import NEW_TABLES, PRIVACY_UNITS, load_new_table
 from lib.public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table

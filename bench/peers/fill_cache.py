@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: harness, peers.*
 
-from lib import harness  # noqa: E402
 from dpforge.datasets.adult import load_adult  # noqa: E402
 from dpforge.datasets.thyroid import load_thyroid  # noqa: E402
+from lib import harness  # noqa: E402
 from lib.public_tables import HOLDOUT_TABLES, PUBLIC_TABLES, load_public_table  # noqa: E402
 from peers.adapter import SAMPLERS, run_peer_samplers  # noqa: E402
 from peers.cells import ADULT_DECLARED_BOUNDS, cell_domain, declare_bounds, to_cells  # noqa: E402

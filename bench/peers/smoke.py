@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: harness, peers.*
 
-from lib import harness  # noqa: E402
 from dpforge.datasets.adult import load_adult  # noqa: E402
 from dpforge.datasets.thyroid import load_thyroid  # noqa: E402
 from dpforge.evaluation.fidelity import marginal_fidelity  # noqa: E402
+from lib import harness  # noqa: E402
 from peers.adapter import run_peer_samplers  # noqa: E402
 from peers.cells import (  # noqa: E402
     ADULT_DECLARED_BOUNDS,
