@@ -43,10 +43,7 @@ from broken_releases import MORE_RELEASE_DEFECTS  # noqa: E402
 
 from dpforge.audit.releases import RELEASES, ReleaseAuditConfig, release_audit  # noqa: E402
 from dpforge.audit.training_step import STEP_PATHS, StepAuditConfig, step_audit  # noqa: E402
-from lib import (
-    attacks,  # noqa: E402
-    harness,  # noqa: E402
-)
+from lib import attacks, harness  # noqa: E402
 
 TITLE = "Empirical privacy audits of every release and of the discriminator step"
 RELEASE_RUNS = {"subspace": 20_000}
