@@ -15,9 +15,9 @@ fits, with the public :class:`~dpforge.synthesizer.Synthesizer`:
 The budget is shared evenly between these fits (a public rule), each fitted at ``epsilon /
 parts`` and ``delta / parts`` (:func:`~dpforge.privacy.relational_charge.part_epsilon`), and
 their ledgers are composed into one whose every entry names the unit. ``sample(n)`` draws n
-parents (new surrogate keys), then, per child table, a pool of joined rows from the child model; each parent takes as many of
-them as its generated count, the unused rows nearest its own columns
-(:mod:`dpforge.data.parent_match`).
+parents (new surrogate keys), then, per child table, a pool of joined rows from the child
+model; each parent takes as many of them as its generated count, the unused rows nearest its
+own columns (:mod:`dpforge.data.parent_match`).
 No real key is read by a model, saved or sampled.
 
 The whole plan is charged to the data set's budget file once, before the first release
