@@ -21,7 +21,8 @@ set -euo pipefail
 
 VENV="${DPFORGE_PEERS_VENV:-$HOME/.cache/dpforge-peers-venv}"
 SMARTNOISE_SYNTH="${SMARTNOISE_SYNTH:-smartnoise-synth==1.0.8}"
-TORCH_PIN="torch==2.13.0"
+# shellcheck source=venv.sh
+source "$(dirname "$0")/venv.sh"  # build_venv and TORCH_PIN
 
 check() {
   "$VENV/bin/python" - <<'PY' 2>/dev/null
@@ -39,12 +40,7 @@ if [ -x "$VENV/bin/python" ] && check; then
 fi
 
 start=$(date +%s)
-python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-constraints="$(mktemp)"
-trap 'rm -f "$constraints"' EXIT
-echo "$TORCH_PIN" > "$constraints"
-"$VENV/bin/python" -m pip install --constraint "$constraints" "$TORCH_PIN" "$SMARTNOISE_SYNTH"
+build_venv "$VENV" "$SMARTNOISE_SYNTH"
 
 if ! check; then
   echo "setup.sh: the venv at $VENV was built but cannot import snsynth's MST/AIM" >&2

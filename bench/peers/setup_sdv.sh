@@ -12,7 +12,8 @@ set -euo pipefail
 
 VENV="${DPFORGE_SDV_VENV:-$HOME/.cache/dpforge-sdv-venv}"
 SDV="${SDV:-sdv}"
-TORCH_PIN="torch==2.13.0"
+# shellcheck source=venv.sh
+source "$(dirname "$0")/venv.sh"  # build_venv and TORCH_PIN
 
 check() {
   "$VENV/bin/python" -c "from sdv.multi_table import HMASynthesizer" 2>/dev/null
@@ -24,12 +25,7 @@ if [ -x "$VENV/bin/python" ] && check; then
 fi
 
 start=$(date +%s)
-python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-constraints="$(mktemp)"
-trap 'rm -f "$constraints"' EXIT
-echo "$TORCH_PIN" > "$constraints"
-"$VENV/bin/python" -m pip install --constraint "$constraints" "$TORCH_PIN" "$SDV"
+build_venv "$VENV" "$SDV"
 
 if ! check; then
   echo "setup_sdv.sh: the venv at $VENV was built but cannot import sdv's HMASynthesizer" >&2
