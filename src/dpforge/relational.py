@@ -21,7 +21,9 @@ own columns (:mod:`dpforge.data.parent_match`).
 No real key is read by a model, saved or sampled.
 
 The whole plan is charged to the data set's budget file once, before the first release
-(:mod:`dpforge.privacy.relational_charge`); :meth:`RelationalSynthesizer.save` and
+(:mod:`dpforge.privacy.relational_charge`). With ``checkpoint_dir`` an interrupted fit called
+again resumes: finished parts are not measured again and nothing more is charged
+(:mod:`dpforge.relational_checkpoint`). :meth:`RelationalSynthesizer.save` and
 :meth:`RelationalSynthesizer.load` write and read the model folder
 (:mod:`dpforge.relational_io`). This is a facade of its own level (a user's entry point, like
 the table facade it composes): only the command line imports it.
@@ -50,10 +52,12 @@ from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.relational import unit_words
 from dpforge.privacy.relational_charge import PartsCharge, part_epsilon, planned_bound
+from dpforge.relational_checkpoint import bounding_seed, part_folder, resumed_run, save_run
 from dpforge.relational_io import check_table_names, read_relational, save_relational
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 from dpforge.schema.table import Schema
 from dpforge.synthesizer import Synthesizer
+from dpforge.training import checkpoint_lock
 
 __all__ = ["RelationalSynthesizer"]
 POOL_FACTOR = 3  # child rows drawn per child needed, so that each parent finds near ones
@@ -64,7 +68,8 @@ class RelationalSynthesizer:
     """A parent table and its child tables under one guarantee per parent (see the module
     docstring). ``seed`` None draws the bounding and the noise from the OS (releases).
     ``out_of_bounds`` "clip" clips values outside declared bounds (as the table facade does)
-    instead of refusing them."""
+    instead of refusing them. ``checkpoint_dir``: a private folder that makes the fit
+    resumable (see the module docstring); keep it with the data, never publish it."""
 
     def __init__(
         self,
@@ -76,12 +81,14 @@ class RelationalSynthesizer:
         anchor: Any = "auto",
         out_of_bounds: str = "error",
         progress: bool = True,
+        checkpoint_dir: str | Path | None = None,
     ) -> None:
         if not isinstance(schema, RelationalSchema):
             raise SchemaError(f"schema must be a RelationalSchema, got {type(schema).__name__}")
         self.schema, self.epsilon, self.delta = schema, epsilon, delta
         self.seed, self.anchor, self.progress = seed, anchor, progress
         self.out_of_bounds = out_of_bounds
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
 
     # -- fit -------------------------------------------------------------------------------
     def fit(
@@ -95,7 +102,14 @@ class RelationalSynthesizer:
         the composed ledger at the end (:mod:`dpforge.privacy.relational_charge`).
         """
         self.check_options()
+        with checkpoint_lock(self.checkpoint_dir):
+            return self._fit(tables, budget)
+
+    def _fit(
+        self, tables: Mapping[str, pd.DataFrame], budget: RunCharge | None
+    ) -> RelationalSynthesizer:
         parts = 1 + len(self.schema.children)
+        resume_of = resumed_run(self.checkpoint_dir, self._settings())
         seeds, rng = self._streams(parts)
         # bad input is refused here, before anything is charged
         bounded = bound_children(tables, self.schema, rng, self.out_of_bounds)
@@ -103,7 +117,8 @@ class RelationalSynthesizer:
         bounds = {n: self._bound(m) for n, m in models.items()}
         charge = PartsCharge(budget, unit_words(self.schema), bounds)
         self.plan_ = charge.plan
-        charge.charge(self.epsilon, self.delta, self._description())
+        charge.charge(self.epsilon, self.delta, self._description(), self.checkpoint_dir, resume_of)
+        save_run(self.checkpoint_dir, charge.run_id, self._settings())
         try:
             for name, model in models.items():
                 charge.start(name)
@@ -119,13 +134,17 @@ class RelationalSynthesizer:
 
     def _models(self, parts: int, seeds: Iterator[int | None]) -> dict[str, Synthesizer]:
         """The unfitted table models by table name, the parent first."""
+        parent = self.schema.parent.name
         models = {
-            self.schema.parent.name: self._synthesizer(
-                self.schema.parent_with_counts(), parts, next(seeds)
+            parent: self._synthesizer(
+                self.schema.parent_with_counts(), parts, next(seeds),
+                checkpoint_dir=part_folder(self.checkpoint_dir, parent),
             )
-        }
+        }  # fmt: skip
         for child in self.schema.children:
-            models[child.name] = self._child_model(self.schema, child, parts, next(seeds))
+            models[child.name] = self._child_model(
+                self.schema, child, parts, next(seeds), part_folder(self.checkpoint_dir, child.name)
+            )
         return models
 
     def _part_data(self, bounded: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
@@ -138,6 +157,14 @@ class RelationalSynthesizer:
     def _bound(self, model: Synthesizer) -> PrivacyLedger:
         """What one part may release before its plan is known (its share of the budget)."""
         return release_bound(model.epsilon, model.delta, model.metadata_share)
+
+    def _settings(self) -> dict[str, Any]:
+        """What fixes the run's accounting, as a checkpoint records it (the parts' checkpoints
+        record their own settings and records)."""
+        return {
+            "epsilon": self.epsilon, "delta": self.delta, "seed": self.seed,
+            "schema": self.schema.to_dict(), "out_of_bounds": self.out_of_bounds,
+        }  # fmt: skip
 
     def _description(self) -> str:
         """The run as ``budget show`` lists it."""
@@ -172,31 +199,45 @@ class RelationalSynthesizer:
             self._child_model(self.schema, child, parts, None).check_options()
 
     def _streams(self, parts: int) -> tuple[Iterator[int | None], np.random.Generator]:
-        """The fits' seeds and the bounding's generator (from the OS when seed is None)."""
+        """The fits' seeds and the bounding's generator (from the OS when seed is None; then
+        kept in the checkpoint folder, where there is one, so that a resumed run keeps the same
+        rows)."""
         if self.seed is None:
-            return iter([None] * parts), np.random.default_rng()
+            kept = bounding_seed(self.checkpoint_dir, self.seed)
+            return iter([None] * parts), np.random.default_rng(kept)
         streams = np.random.SeedSequence(self.seed).spawn(parts + 1)
         seeds = iter([int(s.generate_state(1)[0]) for s in streams[:parts]])
         return seeds, np.random.default_rng(streams[parts])
 
     def _synthesizer(
-        self, schema: Schema, parts: int, seed: int | None, unit: RelationalTable | None = None
+        self,
+        schema: Schema,
+        parts: int,
+        seed: int | None,
+        unit: RelationalTable | None = None,
+        checkpoint_dir: Path | None = None,
     ) -> Synthesizer:
         """A table model at its share of the budget (:func:`part_epsilon`, ``delta / parts``);
         per person over ``unit``'s foreign key with its k rows, where given (a child joined
-        with its parent)."""
+        with its parent); resumable in ``checkpoint_dir``, where given."""
         return Synthesizer(
             schema, epsilon=self.part_epsilon_, delta=self.delta / parts, seed=seed,
             anchor=self.anchor, progress=self.progress, out_of_bounds=self.out_of_bounds,
             metadata_share=METADATA_SHARE,
             privacy_unit=None if unit is None else unit.link.foreign_key,
             max_rows_per_unit=None if unit is None else unit.max_rows,
+            checkpoint_dir=checkpoint_dir,
         )  # fmt: skip
 
     def _child_model(
-        self, schema: RelationalSchema, child: RelationalTable, parts: int, seed: int | None
+        self,
+        schema: RelationalSchema,
+        child: RelationalTable,
+        parts: int,
+        seed: int | None,
+        checkpoint_dir: Path | None = None,
     ) -> Synthesizer:
-        return self._synthesizer(schema.joined(child), parts, seed, child)
+        return self._synthesizer(schema.joined(child), parts, seed, child, checkpoint_dir)
 
     def privacy_spent(self) -> PrivacyReport:
         """epsilon of the composed ledger at the total delta."""

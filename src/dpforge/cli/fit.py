@@ -107,14 +107,15 @@ def fit(
     if is_relational(schema_path):
         from dpforge.cli.relational import FitRequest, fit_relational
 
+        if checkpoint_dir is not None:
+            _keep_apart(out, checkpoint_dir)
         request = FitRequest(
             tuple(files), schema_path, out, epsilon, delta, options_path, seed, budget_file,
-            clip_out_of_bounds, overwrite,
+            clip_out_of_bounds, overwrite, checkpoint_dir,
         )  # fmt: skip
         one_table = {
             "--refine": refine, "--privacy-unit": privacy_unit,
             "--max-rows-per-unit": max_rows_per_unit, "--device": device != DEVICE_DEFAULT,
-            "--checkpoint-dir": checkpoint_dir,
         }  # fmt: skip
         fit_relational(request, one_table)
         return

@@ -78,6 +78,7 @@ class FitRequest:
     budget_file: Path | None
     clip_out_of_bounds: bool
     overwrite: bool
+    checkpoint_dir: Path | None = None
 
 
 def fit_relational(request: FitRequest, one_table: dict[str, object]) -> None:
@@ -98,6 +99,7 @@ def fit_relational(request: FitRequest, one_table: dict[str, object]) -> None:
         schema, request.epsilon, request.delta, seed=request.seed,
         anchor=_anchor(options, schema), progress=options.output.progress,
         out_of_bounds="clip" if request.clip_out_of_bounds else "error",
+        checkpoint_dir=request.checkpoint_dir,
     )  # fmt: skip
     model.check_options()  # before the data are read
     parent_file = files[schema.parent.name]
@@ -109,7 +111,7 @@ def fit_relational(request: FitRequest, one_table: dict[str, object]) -> None:
     try:
         model.fit(tables, budget=budget)
     except KeyboardInterrupt:
-        line = interrupted_line(budget, before, False, sys.argv)
+        line = interrupted_line(budget, before, request.checkpoint_dir is not None, sys.argv)
         console.print(line, soft_wrap=True, markup=False, highlight=False)
         sys.exit(130)
     model.save(request.out, overwrite=request.overwrite)

@@ -61,15 +61,21 @@ def privacy_settings(run: RunSettings, setup: RunSetup, n_records: int) -> dict[
 
 def bounding_seed(run: RunSettings) -> int | None:
     """The seed of the rows kept per person: the run's stream 6; without a seed, drawn from the
-    OS once per checkpoint folder and kept there (private), so that a resumed run keeps the
-    same rows and its records match the checkpoint's fingerprint."""
+    OS once per checkpoint folder and kept there (:func:`folder_seed`), so that a resumed run
+    keeps the same rows and its records match the checkpoint's fingerprint."""
     if run.seed is not None or run.checkpoint_dir is None:
         return run.seed_sequence(6)
-    path = Path(run.checkpoint_dir) / BOUNDING_SEED
+    return folder_seed(Path(run.checkpoint_dir))
+
+
+def folder_seed(folder: Path) -> int:
+    """A seed drawn from the OS the first time a checkpoint folder asks, then read back from it
+    (private, like the folder): what a resumed run must draw the same way as the first."""
+    path = folder / BOUNDING_SEED
     if path.is_file():
         return int(read_json(path)["seed"])
     seed = secrets.randbits(63)
-    Path(run.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     write_json(path, {"seed": seed}, private=True)
     return seed
 

@@ -72,11 +72,26 @@ class PartsCharge:
         """What the file holds for the run: each settled part's ledger, else its bound."""
         return planned_bound({n: self.settled.get(n, b) for n, b in self.bounds.items()}, self.unit)
 
-    def charge(self, epsilon: float, delta: float, description: str) -> None:
-        """Reserve the whole plan before the first release (refused beyond the total)."""
+    def charge(
+        self,
+        epsilon: float,
+        delta: float,
+        description: str,
+        checkpoint: Path | None = None,
+        resume_of: str | None = None,
+    ) -> None:
+        """Reserve the whole plan before the first release (refused beyond the total); a
+        resumed run (``resume_of``: the id its checkpoint recorded) finds its record and adds
+        nothing."""
         self.run = charge_before_release(
-            self.budget, epsilon=epsilon, delta=delta, description=description, bound=self.plan
-        )
+            self.budget, epsilon=epsilon, delta=delta, description=description,
+            bound=self.plan, checkpoint=checkpoint, resume_of=resume_of,
+        )  # fmt: skip
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id in the budget file (None without one)."""
+        return getattr(self.run, "run_id", None)
 
     def start(self, table: str) -> None:
         """The part of ``table`` fits next."""
