@@ -138,14 +138,42 @@ def report(
         "real_train": real_train, "real_test": real_test, "seed": seed, "rows": rows,
         "classifiers": parse_classifiers(classifiers), "attacks": attacks, "pair": _pair(pair),
     }  # fmt: skip
+    if release and schema is not None:
+        raise DpforgeError(
+            "--release reads a model folder, and a related tables' model folder holds its "
+            "schema: give the folder 'dpforge fit' wrote as MODEL and leave out --schema"
+        )
     if schema is not None:
-        write_report(_related_report(model, schema, args, release), out, model, overwrite)
+        write_report(_related_report(model, schema, args), out, model, overwrite)
         console.print(_NOT_PRIVATE.format(out=out))
+        return
+    if release and _related_model(model):
+        _related_release(model, args, out, overwrite)
         return
     if not release:
         args["real_train"] = one_file(real_train, "--real-train")
         args["real_test"] = one_file(real_test, "--real-test")
     _model_report(model, args, release, out, overwrite)
+
+
+def _related_model(model: Path) -> bool:
+    from dpforge.relational_io import is_relational_folder
+
+    return is_relational_folder(model)
+
+
+def _related_release(model: Path, args: dict, out: Path, overwrite: bool) -> None:
+    """The public page of a related tables' model folder (``--rows``: the parents sampled)."""
+    from dpforge.evaluation.report import write_report
+    from dpforge.evaluation.report_relational_release import relational_release_report
+    from dpforge.relational import RelationalSynthesizer
+
+    if args["pair"] is not None:
+        raise DpforgeError("--pair applies to one table's model: leave it out for related tables")
+    related = RelationalSynthesizer.load(model)
+    text = relational_release_report(related, n_parents=args["rows"] or 500, seed=args["seed"])
+    write_report(text, out, model, overwrite=overwrite)
+    console.print(f"wrote the release report {out} (public content only)")
 
 
 def _model_report(model: Path, args: dict, release: bool, out: Path, overwrite: bool) -> None:
@@ -175,11 +203,11 @@ _NOT_PRIVATE = (
 )
 
 
-def _related_report(folder: Path, schema: Path, args: dict, release: bool) -> str:
+def _related_report(folder: Path, schema: Path, args: dict) -> str:
     """The related-tables page of the synthetic tables in ``folder`` (NOT private)."""
     from dpforge.cli.evaluate_related import refuse_single_table_options, related_result
     from dpforge.evaluation.report_relational import relational_page
 
-    refuse_single_table_options({"--release": release, "--rows": args["rows"] is not None,
+    refuse_single_table_options({"--rows": args["rows"] is not None,
                                  "--pair": args["pair"] is not None})  # fmt: skip
     return relational_page(related_result(folder, {**args, "schema": schema}).to_dict())

@@ -49,32 +49,39 @@ def describe_event(event: dp_accounting.DpEvent) -> str:
 
 # -- privacy sections ----------------------------------------------------------------------
 def ledger_html(model: Any) -> str:
-    report = model.privacy_spent()
-    ledger: PrivacyLedger = model.ledger_
-    rows = []
-    for entry in ledger.entries:
-        alone = PrivacyLedger([entry])
-        rows.append(
-            (
-                entry.name,
-                describe_event(entry.event),
-                _eps(alone, model.delta, "pld"),
-                _eps(alone, model.delta, "rdp"),
-            )
+    """The model's ledger section: every entry in plain words, the total and the guarantee."""
+    return (
+        ledger_section(model.ledger_, model.delta, model.unit.describe())
+        + "\n"
+        + _public_private(model)
+    )
+
+
+def ledger_section(ledger: PrivacyLedger, delta: float, guarantee: str) -> str:
+    """A ledger as a report section: one row per entry (its event in words, its epsilon alone by
+    either accountant) and the composed total at ``delta``; ``guarantee``: the unit in words."""
+    report = ledger.report(delta)
+    rows = [
+        (
+            entry.name,
+            describe_event(entry.event),
+            _eps(PrivacyLedger([entry]), delta, "pld"),
+            _eps(PrivacyLedger([entry]), delta, "rdp"),
         )
+        for entry in ledger.entries
+    ]
     parts = [
         "<h2>Privacy ledger</h2>",
         f"<p>Every access to the private records during <code>fit</code> is one entry; the "
         f"total is {esc(report.summary())}, computed by the dp-accounting accountants from the "
         "whole ledger (composition). The per-entry ε below are each entry alone, for scale; they "
         "do not add up to the total (composition is tighter).</p>",
-        f"<p>The guarantee is {esc(model.unit.describe())}.</p>",
+        f"<p>The guarantee is {esc(guarantee)}.</p>",
         table_html(
             ("entry", "what happened, in plain words", "ε alone (PLD)", "ε alone (RDP)"), rows
         ),
         f"<p>Total: {esc(report.summary())}. A Bayesian (data-dependent) bound is not part "
         "of the model folder and is not shown.</p>",
-        _public_private(model),
     ]
     return "\n".join(parts)
 
