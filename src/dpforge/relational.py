@@ -44,7 +44,14 @@ import pandas as pd
 from dpforge import options as run_options
 from dpforge.data.encoder import fresh_keys
 from dpforge.data.parent_match import assign_to_parents
-from dpforge.data.relational import bound_children, joined_child, parent_with_counts
+from dpforge.data.relational import (
+    bound_children,
+    check_given,
+    joined_child,
+    parent_with_counts,
+)
+from dpforge.data.relational_spark import refuse_mixed, spark_part_tables
+from dpforge.engines.spark import is_spark_dataframe
 from dpforge.errors import DataError, ModelFileError, SchemaError
 from dpforge.pipeline.plan import release_bound
 from dpforge.privacy.accounting import PrivacyReport
@@ -111,8 +118,7 @@ class RelationalSynthesizer:
         parts = 1 + len(self.schema.children)
         resume_of = resumed_run(self.checkpoint_dir, self._settings())
         seeds, rng = self._streams(parts)
-        # bad input is refused here, before anything is charged
-        bounded = bound_children(tables, self.schema, rng, self.out_of_bounds)
+        part_tables = self._part_tables(tables, rng)  # bad input: refused, nothing charged
         models = self._models(parts, seeds)
         bounds = {n: self._bound(m) for n, m in models.items()}
         charge = PartsCharge(budget, unit_words(self.schema), bounds)
@@ -122,7 +128,7 @@ class RelationalSynthesizer:
         try:
             for name, model in models.items():
                 charge.start(name)
-                model.fit(self._part_data(bounded, name), budget=charge)
+                model.fit(part_tables[name], budget=charge)
         finally:
             charge.settle_run()
         self.parent_model_ = models.pop(self.schema.parent.name)
@@ -147,12 +153,20 @@ class RelationalSynthesizer:
             )
         return models
 
-    def _part_data(self, bounded: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
-        """What the model of table ``name`` reads: the parent with its child counts, or the
-        child joined with its parent."""
-        if name == self.schema.parent.name:
-            return parent_with_counts(bounded, self.schema)
-        return joined_child(bounded, self.schema, self.schema.table(name))
+    def _part_tables(self, tables: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        """What each table's model reads, by table name: the parent with its child counts, each
+        child joined with its parent; in memory each child first cut to k rows per parent with
+        ``rng``, on Spark (every table a Spark DataFrame) by the child's fit, where the records
+        are (:mod:`dpforge.data.relational_spark`)."""
+        check_given(tables, self.schema)
+        refuse_mixed(tables)
+        if any(is_spark_dataframe(frame) for frame in tables.values()):
+            return spark_part_tables(tables, self.schema, self.out_of_bounds)
+        bounded = bound_children(tables, self.schema, rng, self.out_of_bounds)
+        parts = {self.schema.parent.name: parent_with_counts(bounded, self.schema)}
+        for child in self.schema.children:
+            parts[child.name] = joined_child(bounded, self.schema, child)
+        return parts
 
     def _bound(self, model: Synthesizer) -> PrivacyLedger:
         """What one part may release before its plan is known (its share of the budget)."""

@@ -43,10 +43,17 @@ def spark_records(path: Path, master: str | None, remote: str | None) -> Any:
     """A Spark engine over the table at ``path`` (Parquet file or folder, or CSV file)."""
     from dpforge.engines.spark import SparkEngine
 
+    return SparkEngine(spark_frame(path, master, remote))
+
+
+def spark_frame(path: Path, master: str | None, remote: str | None) -> Any:
+    """The table at ``path`` (Parquet file or folder, or CSV file) as a Spark DataFrame."""
+    from dpforge.engines.spark import read_table, spark_session
+
     location = _location(path)
     if location == str(path) and not path.exists():
         raise DpforgeError(f"data path {path} does not exist")
-    return SparkEngine.from_paths([location], master=master, remote=remote)
+    return read_table(spark_session(master, remote), [location])
 
 
 def _location(path: Path) -> str:

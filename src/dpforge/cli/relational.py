@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from dpforge.cli.engine import SPARK, check_engine, spark_frame
 from dpforge.data.relational import draft_relational_schema, read_tables
 from dpforge.errors import DataError, DpforgeError
 from dpforge.storage import FolderKind, atomic_write, check_output_folder, replace_folder
@@ -106,7 +107,7 @@ def fit_relational(request: FitRequest, one_table: dict[str, object]) -> None:
     budget = budget_for_fit(parent_file, request.budget_file, not options.privacy.record_budget)
     if budget is not None:
         budget.data_sha256 = tables_fingerprint(files)
-    tables = read_tables([files[name] for name in schema.names])
+    tables = _read(files, options)
     before = run_ids(budget)
     try:
         model.fit(tables, budget=budget)
@@ -181,7 +182,6 @@ def _relational_options(path: Path | None) -> FitOptions:
             ("[privacy] metadata_share", options.privacy.metadata_share, 0.1),
             ("[refine]", (options.refine, options.refine_run), (None, default.refine_run)),
             ("[generator]", options.generator, None),
-            ("[engine]", options.engine, default.engine),
             ("[output] checkpoint_every, samples or samples_out",
              (options.output.checkpoint_every, options.output.samples, options.output.samples_out),
              (default.output.checkpoint_every, 0, None)),
@@ -190,9 +190,23 @@ def _relational_options(path: Path | None) -> FitOptions:
     if foreign:
         raise DpforgeError(
             f"{options.source} sets {foreign[0]}, which related tables do not take (they "
-            "take [anchor], [privacy] record_budget and [output] progress): remove it"
+            "take [anchor], [engine], [privacy] record_budget and [output] progress): remove it"
         )
+    engine = options.engine
+    check_engine(engine.name, engine.spark_master, engine.spark_remote, "table")
     return options
+
+
+def _read(files: dict[str, Path], options: FitOptions) -> dict[str, Any]:
+    """Every table: read into this process, or (``[engine] name = "spark"``) as Spark
+    DataFrames, each part then measured on Spark (:mod:`dpforge.data.relational_spark`)."""
+    engine = options.engine
+    if engine.name == SPARK:
+        return {
+            name: spark_frame(path, engine.spark_master, engine.spark_remote)
+            for name, path in files.items()
+        }
+    return read_tables(list(files.values()))
 
 
 def _anchor(options: FitOptions, schema: RelationalSchema) -> Any:

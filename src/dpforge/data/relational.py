@@ -39,6 +39,7 @@ from dpforge.schema.table import Column, Schema
 
 __all__ = [
     "bound_children",
+    "check_given",
     "check_tables",
     "child_counts",
     "draft_relational_schema",
@@ -73,6 +74,16 @@ def check_tables(
     """Every declared table is given (and no other), every parent key is present and unique,
     every child row names a parent that exists. ``out_of_bounds`` as in
     :func:`~dpforge.data.tables.validate_table` ("clip": the table models clip such values)."""
+    check_given(tables, schema)
+    for table in schema.tables:
+        _check_values(tables[table.name], table, out_of_bounds)
+    parent_keys = _parent_keys(tables, schema.parent)
+    for child in schema.children:
+        _check_foreign_keys(tables[child.name], child, parent_keys)
+
+
+def check_given(tables: Mapping[str, object], schema: RelationalSchema) -> None:
+    """Every table of the schema is given, and no other (on any engine)."""
     missing = [n for n in schema.names if n not in tables]
     if missing:
         raise DataError(
@@ -85,11 +96,6 @@ def check_tables(
             f"table '{extra[0]}' is not in the schema (its tables: {schema.names}); declare it "
             "or leave it out"
         )
-    for table in schema.tables:
-        _check_values(tables[table.name], table, out_of_bounds)
-    parent_keys = _parent_keys(tables, schema.parent)
-    for child in schema.children:
-        _check_foreign_keys(tables[child.name], child, parent_keys)
 
 
 def _check_values(frame: object, table: RelationalTable, out_of_bounds: str) -> None:
