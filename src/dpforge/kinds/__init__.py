@@ -13,19 +13,15 @@ from typing import Any
 from dpforge.errors import PrivacyError
 from dpforge.kinds.arrays import ArrayKind, EmbeddingAnchoring, MomentAnchoring
 from dpforge.kinds.base import Anchoring, Measured, NoAnchoring
+from dpforge.kinds.feature_defaults import feature_anchor_defaults, resolve_statistic
 from dpforge.kinds.perceptual import PerceptualAnchoring
 from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
-from dpforge.statistics import array_anchor, image_sizes
+from dpforge.statistics import image_sizes
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.feature_views import check_views
-from dpforge.statistics.features import (
-    MOMENTS,
-    PERCEPTUAL,
-    FeatureAnchorConfig,
-    feature_anchor_defaults,
-)
+from dpforge.statistics.features import MOMENTS, PERCEPTUAL, FeatureAnchorConfig
 from dpforge.statistics.perceptual import PublicImages
 
 __all__ = [
@@ -91,7 +87,7 @@ def resolve_anchor(
     if isinstance(anchor, FeatureAnchorConfig) and anchor.share == 0:
         return None  # no embedding release: the discriminator alone, with its own generator
     if isinstance(anchor, FeatureAnchorConfig):
-        resolved = array_anchor.resolve_statistic(anchor, schema.kind, public)
+        resolved = resolve_statistic(anchor, schema.kind, public)
         _check_views(resolved, schema)
         if schema.kind == "image":
             image_sizes.check_shape(tuple(schema.shape), resolved)  # before any release
