@@ -3,7 +3,10 @@
 A kind (:class:`TableKind`, :class:`ArrayKind`) says how its records are checked, how its
 undeclared metadata are estimated under DP and how records are encoded. Its anchoring
 (:mod:`dpforge.kinds.base`) says what it measures and how its generator is fitted. The facade
-and the pipeline call these and never branch on the kind.
+and the pipeline call these and never branch on the kind. Each kind's network family is
+:mod:`dpforge.kinds.networks`, the images' and series' anchor defaults
+:mod:`dpforge.kinds.feature_defaults`, and each kind's part of the reports
+:mod:`dpforge.kinds.reports` (not imported here: a fit loads no plotting).
 """
 
 from __future__ import annotations
