@@ -101,14 +101,13 @@ def build_networks(layout: Layout, family: Family, config: Any, n_classes: int) 
     d_name = _choose(
         family, config.discriminator_net, tuple(family.discriminators), "discriminator"
     )
-    make_d, join = family.discriminators[d_name]
     return Networks(
         layout,
         g_name,
         d_name,
         lambda: family.generators[g_name](layout, config, n_classes),
-        lambda: make_d(layout, config, n_classes),
-        join,
+        lambda: _discriminator(layout, family, d_name, config, n_classes),
+        family.discriminators[d_name][1],
     )
 
 
@@ -118,6 +117,14 @@ def build_generator(layout: Layout, family: Family, config: Any, n_classes: int)
     being loaded)."""
     name = _choose(family, config.generator_net, tuple(family.generators), "generator")
     return family.generators[name](layout, config, n_classes)
+
+
+def _discriminator(
+    layout: Layout, family: Family, name: str, config: Any, n_classes: int
+) -> nn.Sequential:
+    """A fresh discriminator ``name`` of ``family`` (every one is built here)."""
+    make, _ = family.discriminators[name]
+    return make(layout, config, n_classes)
 
 
 def _table_mlp(layout: Layout, c: Any, k: int) -> nn.Module:
