@@ -2,7 +2,8 @@
 
 Methods never look at column types or image shapes: they ask a :class:`Networks` for a fresh
 generator, a fresh discriminator and the discriminator's input for (records, one-hot labels).
-The choice of families per data type:
+The families per data type (:data:`TABLE_NETWORKS`, :data:`IMAGE_NETWORKS`,
+:data:`SERIES_NETWORKS`; which one a layout takes is its kind's, :mod:`dpforge.kinds.networks`):
 
 =============  ==============================  ==========================================
 data type      generators (first: default)     discriminators (plain ``nn.Sequential``)
