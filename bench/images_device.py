@@ -52,8 +52,8 @@ from dpforge.data.export import image_grid
 from dpforge.datasets.images import load_idx_dataset
 from dpforge.evaluation.images import tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.methods.dpcgan import DPCGANConfig
-from dpforge.statistics.features import feature_anchor_defaults
 from lib import harness
 from lib.images_device_report import (
     LONG_STEPS,

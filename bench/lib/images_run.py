@@ -45,8 +45,9 @@ from dpforge.data.export import write_images
 from dpforge.datasets.images import load_idx_dataset
 from dpforge.evaluation.images import tstr_auroc, tstr_cnn_accuracy
 from dpforge.evaluation.reference import ReferenceClassifier
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.methods import METHODS
-from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
+from dpforge.statistics.features import FeatureAnchorConfig
 from lib import harness
 from lib.harness import floats, widths, with_overrides
 

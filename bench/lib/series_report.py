@@ -9,7 +9,7 @@ from typing import Any
 
 from dpforge.evaluation.series import SERIES_MODELS
 from dpforge.methods import METHODS
-from dpforge.nets.families import DISCRIMINATORS, GENERATORS, TIMESERIES
+from dpforge.nets.families import SERIES_NETWORKS
 from lib import harness, stats
 from lib.series_runs import METRICS
 
@@ -203,8 +203,8 @@ def resolved_nets(cfg: dict[str, Any]) -> tuple[str, str]:
     """The network families a config gets on time series ("auto": the first listed)."""
     g, d = cfg["generator_net"], cfg.get("discriminator_net", "auto")  # none: the anchor alone
     return (
-        GENERATORS[TIMESERIES][0] if g == "auto" else g,
-        DISCRIMINATORS[TIMESERIES][0] if d == "auto" else d,
+        next(iter(SERIES_NETWORKS.generators)) if g == "auto" else g,
+        next(iter(SERIES_NETWORKS.discriminators)) if d == "auto" else d,
     )
 
 

@@ -18,8 +18,9 @@ from dpforge.data.arrays import ArrayData
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.evaluation.reference import label_fidelity
 from dpforge.evaluation.series import SERIES_MODELS, nearest_by_dtw, tstr_accuracy
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.schema.array import ArraySchema
-from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
+from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.statistics.particles import MoveSettings, embedding_gap
 from lib import harness
 from lib.stats import mean_std

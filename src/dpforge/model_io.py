@@ -33,6 +33,7 @@ from dpforge.errors import ModelFileError
 from dpforge.generate import FittedModel
 from dpforge.kinds import kind_of
 from dpforge.kinds.generator import GeneratorConfig
+from dpforge.kinds.networks import family_of
 from dpforge.model_check import (
     DIGEST_KEY,
     FORMAT,
@@ -288,7 +289,9 @@ def _architecture(info: dict[str, Any], where: Path = Path(MANIFEST)) -> tuple:
         encoder = TableEncoder(schema, n_bins=int(n_bins), cells=cells, codes=codes)
     try:
         spec = GeneratorConfig.of(config)
-        generator = build_generator(encoder.layout, spec, encoder.n_classes)
+        generator = build_generator(
+            encoder.layout, family_of(encoder.layout), spec, encoder.n_classes
+        )
     except (ValueError, TypeError, RuntimeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelFileError(f"{where}: $.config describes no generator ({first})") from None

@@ -138,7 +138,7 @@ def test_the_command_line_anchors_each_kind_on_its_defaults():
 
     from dpforge.cli.fit_options import anchor_option
     from dpforge.cli.options_file import FitOptions
-    from dpforge.statistics.features import feature_anchor_defaults
+    from dpforge.kinds.feature_defaults import feature_anchor_defaults
 
     _, _, series = load_italy_power_demand()
     _, _, images = load_digits_images()

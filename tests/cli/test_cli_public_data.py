@@ -15,7 +15,7 @@ from dpforge.data.arrays import ArrayData
 from dpforge.data.export import write_images
 from dpforge.datasets.images import load_digits_images
 from dpforge.datasets.series import load_italy_power_demand
-from dpforge.statistics.features import feature_anchor_defaults
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 
 
 def test_a_public_set_makes_perceptual_the_images_default():

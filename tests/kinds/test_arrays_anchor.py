@@ -22,9 +22,10 @@ from sklearn.linear_model import LogisticRegression
 from dpforge.datasets.images import load_digits_images
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.errors import PrivacyError
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.methods.dpcgan import DPCGANConfig
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.features import FeatureAnchorConfig, feature_anchor_defaults
+from dpforge.statistics.features import FeatureAnchorConfig
 from dpforge.synthesizer import Synthesizer, load, resolve_anchor
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import pytest
 
 from dpforge.datasets.series import load_italy_power_demand
 from dpforge.kinds.arrays import EmbeddingAnchoring
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.methods import METHODS
-from dpforge.statistics.features import feature_anchor_defaults
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))

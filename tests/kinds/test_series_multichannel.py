@@ -17,8 +17,8 @@ import pytest
 
 import dpforge
 from dpforge.datasets.series import MOTION_CHANNELS, load_basic_motions
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.schema.array import Channel
-from dpforge.statistics.features import feature_anchor_defaults
 from dpforge.synthesizer import Synthesizer
 
 FAST = replace(feature_anchor_defaults("timeseries"), n_features=300, steps=120, batch_size=128)

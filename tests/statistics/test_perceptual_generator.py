@@ -8,9 +8,9 @@ import pytest
 
 from dpforge.datasets.images import load_digits_images
 from dpforge.errors import PrivacyError
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.kinds.perceptual import PerceptualAnchoring
 from dpforge.methods.dpcgan import DPCGANConfig
-from dpforge.statistics.features import feature_anchor_defaults
 
 SCHEMA = load_digits_images()[2]
 

@@ -16,12 +16,12 @@ import pytest
 from tests.statistics.test_series_moved import FAST, fitted  # noqa: F401  (the fitted model fixture)
 
 import dpforge
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.privacy.release_noise import release_event
 from dpforge.statistics.array_anchor import feature_map
 from dpforge.statistics.features import (
     embedding_sensitivity,
     exact_embedding,
-    feature_anchor_defaults,
     measure_embedding,
     noise_optimal_count_weight,
 )

@@ -18,12 +18,12 @@ import dpforge
 from cli_support import run
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import DataError, ModelFileError
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.schema.array import ArraySchema, Channel
 from dpforge.statistics.array_anchor import feature_map
 from dpforge.statistics.features import (
     embedding_sensitivity,
     exact_embedding,
-    feature_anchor_defaults,
 )
 from dpforge.synthesizer import Synthesizer
 

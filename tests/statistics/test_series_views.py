@@ -19,6 +19,7 @@ from tests.statistics.test_series_moved import FAST, SCHEMA, _curves
 
 import dpforge
 from dpforge.errors import PrivacyError
+from dpforge.kinds.feature_defaults import feature_anchor_defaults
 from dpforge.schema.array import ArraySchema, Channel
 from dpforge.statistics.array_anchor import feature_map
 from dpforge.statistics.feature_views import SERIES_VIEWS, view_blocks
@@ -26,7 +27,6 @@ from dpforge.statistics.features import (
     FeatureAnchorConfig,
     embedding_sensitivity,
     exact_embedding,
-    feature_anchor_defaults,
 )
 from dpforge.statistics.particles import SampleRelease, release_shapes
 from dpforge.synthesizer import Synthesizer

@@ -80,8 +80,7 @@ def real_arrays(path: Path, synth) -> ArrayData:
     from dpforge.data.arrays import keep_released_records, validate_arrays
 
     schema = synth.schema_
-    label = schema.label if schema.kind == "timeseries" else None
-    data = read_data(schema.kind, path, label=label, channels=tuple(schema.names))
+    data = read_data(schema.kind, path, schema)
     names = [entry.name for entry in synth.ledger_.entries]
     dp_classes = any(n.startswith(f"metadata: classes of '{schema.label}'") for n in names)
     checked = validate_arrays(data, schema.with_classes(None) if dp_classes else schema, "clip")

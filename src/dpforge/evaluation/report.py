@@ -23,16 +23,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dpforge.errors import DataError, DpforgeError, OutputExistsError
-from dpforge.evaluation import plots
-from dpforge.evaluation.association import association_matrix
 from dpforge.evaluation.attacks import ATTACKS
 from dpforge.evaluation.evaluate import NOT_PRIVATE_NOTICE, evaluate_tables, evaluation_tables
 from dpforge.evaluation.fidelity import EVAL_BINS
-from dpforge.evaluation.inputs import typed_table
 from dpforge.evaluation.report_headline import headline_html, verdict
 from dpforge.evaluation.report_html import STYLE, esc, img_html, page_html, table_html
 from dpforge.evaluation.report_privacy import describe_event, ledger_html, model_description
@@ -41,9 +37,10 @@ from dpforge.evaluation.report_sections import (
     _released_section,
     _utility_section,
     attack_html,
+    check_pair,
 )
 from dpforge.evaluation.utility import CLASSIFIERS
-from dpforge.schema.array import ArraySchema
+from dpforge.kinds.reports import report_of
 from dpforge.schema.table import Schema
 from dpforge.storage import atomic_write
 
@@ -74,24 +71,6 @@ RELEASE_NOTICE = (
 )
 
 
-def default_pair(schema: Schema) -> tuple[str, str] | None:
-    """The first two numeric columns of the schema (None if it has fewer than two)."""
-    numeric = [c.name for c in schema.columns if c.is_numeric]
-    return (numeric[0], numeric[1]) if len(numeric) >= 2 else None
-
-
-def _check_pair(schema: Schema, pair: tuple[str, str] | None) -> tuple[str, str] | None:
-    if pair is None:
-        return default_pair(schema)
-    for name in pair:
-        if name not in schema.names or not schema.column(name).is_numeric:
-            numeric = [c.name for c in schema.columns if c.is_numeric]
-            raise DataError(
-                f"the density pair needs two numeric columns of {numeric}; got '{name}'"
-            )
-    return pair
-
-
 def table_report(
     model: Any,
     real_train: pd.DataFrame,
@@ -110,7 +89,7 @@ def table_report(
             "the full report supports table models; use the release report for images and series"
         )
     schema = model.schema_.modelled  # identifiers ("drop", "surrogate") are never sampled
-    pair = _check_pair(schema, pair)
+    pair = check_pair(schema, pair)
     tables = evaluation_tables(model, real_train, real_test, schema, seed, n_synthetic)
     result = evaluate_tables(tables, model, classifiers, seed, EVAL_BINS, attacks, on_step)
     step = on_step or (lambda name: None)
@@ -141,56 +120,9 @@ def release_report(
         headline_html(model, None),
         ledger_html(model),
     ]
-    if isinstance(schema, Schema):
-        modelled = schema.modelled  # identifiers ("drop", "surrogate") are never sampled
-        pair = _check_pair(modelled, pair)
-        sections.append(_synthetic_table_section(model, modelled, n_synthetic, seed, pair))
-    elif isinstance(schema, ArraySchema):
-        sections.append(_synthetic_array_section(model, schema, seed))
+    sections.append(report_of(schema).release_section(model, n_synthetic, seed, pair))
     sections.append("<h2>Schema</h2><pre>" + esc(schema.to_json()) + "</pre>")
     return page_html("dpforge release report", sections)
-
-
-def _synthetic_table_section(model: Any, schema: Schema, n: int, seed: int, pair) -> str:
-    synthetic = typed_table(model.sample(n, seed=seed), schema, "synthetic")
-    matrix = association_matrix(synthetic, schema, "synthetic").abs()
-    parts = [
-        f"<h2>Synthetic records ({n} sampled with seed {seed})</h2>",
-        "<h3>The first 10 records</h3>",
-        table_html(schema.names, synthetic.head(10).itertuples(index=False)),
-        "<h3>Every column</h3>",
-        img_html(
-            plots.histograms(schema, [("synthetic", synthetic)]), "histograms of synthetic records"
-        ),
-        "<h3>Association matrix</h3>",
-        img_html(
-            plots.association_heatmaps([("synthetic", matrix)]),
-            "association matrix of synthetic records",
-        ),
-    ]
-    if pair is not None:
-        parts += [
-            f"<h3>2-D density of {esc(pair[0])} × {esc(pair[1])}</h3>",
-            img_html(plots.density_pair(schema, pair, [("synthetic", synthetic)]), "2-D density"),
-        ]
-    return "\n".join(parts)
-
-
-def _synthetic_array_section(model: Any, schema: ArraySchema, seed: int) -> str:
-    n = 8 * max(1, schema.n_classes if schema.label is not None else 4)
-    data = model.sample(n, seed=seed)
-    values = np.asarray(data.values, dtype=float)
-    labels = None if data.labels is None else data.labels
-    if schema.kind == "image":
-        lower = np.array([c.lower for c in schema.channels]).reshape(1, -1, 1, 1)
-        upper = np.array([c.upper for c in schema.channels]).reshape(1, -1, 1, 1)
-        picture = plots.image_grid((values - lower) / (upper - lower), labels)
-        return f"<h2>Synthetic images (seed {seed})</h2>" + img_html(
-            picture, "synthetic image grid"
-        )
-    return f"<h2>Synthetic series (seed {seed})</h2>" + img_html(
-        plots.series_panels(values, labels, "synthetic"), "synthetic series: mean and 10-90% band"
-    )
 
 
 # -- writing -------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ import dp_accounting
 
 from dpforge.errors import DpforgeError
 from dpforge.evaluation.report_html import _fmt, esc, table_html
+from dpforge.kinds.reports import report_of
 from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.schema.table import Schema
 
 
 # -- words ---------------------------------------------------------------------------------
@@ -93,38 +93,10 @@ def _eps(ledger: PrivacyLedger, delta: float, accountant: str) -> str:
         return "n/a"
 
 
-def _prior_words(prior: Any) -> str:
-    return prior if isinstance(prior, str) else "given in the schema"
-
-
 def _public_private(model: Any) -> str:
     names = [entry.name for entry in model.ledger_.entries]
     private = [n.removeprefix("metadata: ") for n in names if n.startswith("metadata:")]
-    schema = model.schema_
-    rows = []
-    if isinstance(schema, Schema):
-        for column in schema.columns:
-            what = "bounds" if column.is_numeric else "categories"
-            estimated = any(n.startswith(f"{what} of '{column.name}'") for n in private)
-            rows.append(
-                (
-                    column.name,
-                    column.type,
-                    what,
-                    "estimated under DP" if estimated else "declared public",
-                )
-            )
-        if schema.label is not None:
-            estimated = any(n.startswith(f"label prior of '{schema.label}'") for n in private)
-            prior = (
-                "estimated under DP"
-                if estimated
-                else f"declared public ({_prior_words(schema.label_prior)})"
-            )
-            rows.append((schema.label, "label", "class proportions", prior))
-    else:
-        for item in private:
-            rows.append((item, "", "", "estimated under DP"))
+    rows = report_of(model.schema_).metadata_rows(model.schema_, private)
     return (
         "<h3>What was public and what was estimated privately</h3>"
         "<p>Declared values came from the schema the user wrote (public knowledge, free); "

@@ -1,5 +1,6 @@
 """The real-data sections of the full (NOT differentially private) table report: utility, the
-released-row use, fidelity and the membership attacks.
+released-row use, fidelity and the membership attacks; and the density pair a table's reports
+draw (:func:`check_pair`).
 """
 
 from __future__ import annotations
@@ -7,10 +8,31 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpforge.errors import DataError
 from dpforge.evaluation import plots
 from dpforge.evaluation.attacks import ATTACK_NOTE
 from dpforge.evaluation.report_html import _fmt, esc, img_html, table_html
 from dpforge.schema.table import Schema
+
+
+def default_pair(schema: Schema) -> tuple[str, str] | None:
+    """The first two numeric columns of the schema (None if it has fewer than two)."""
+    numeric = [c.name for c in schema.columns if c.is_numeric]
+    return (numeric[0], numeric[1]) if len(numeric) >= 2 else None
+
+
+def check_pair(schema: Schema, pair: tuple[str, str] | None) -> tuple[str, str] | None:
+    """The 2-D density pair of a table report: ``pair`` checked (two numeric columns of
+    ``schema``), or the first two numeric columns when none is given."""
+    if pair is None:
+        return default_pair(schema)
+    for name in pair:
+        if name not in schema.names or not schema.column(name).is_numeric:
+            numeric = [c.name for c in schema.columns if c.is_numeric]
+            raise DataError(
+                f"the density pair needs two numeric columns of {numeric}; got '{name}'"
+            )
+    return pair
 
 
 def _utility_section(result: dict) -> str:

@@ -3,7 +3,10 @@
 A kind (:class:`TableKind`, :class:`ArrayKind`) says how its records are checked, how its
 undeclared metadata are estimated under DP and how records are encoded. Its anchoring
 (:mod:`dpforge.kinds.base`) says what it measures and how its generator is fitted. The facade
-and the pipeline call these and never branch on the kind.
+and the pipeline call these and never branch on the kind. Each kind's network family is
+:mod:`dpforge.kinds.networks`, the images' and series' anchor defaults
+:mod:`dpforge.kinds.feature_defaults`, and each kind's part of the reports
+:mod:`dpforge.kinds.reports` (not imported here: a fit loads no plotting).
 """
 
 from __future__ import annotations
@@ -13,19 +16,15 @@ from typing import Any
 from dpforge.errors import PrivacyError
 from dpforge.kinds.arrays import ArrayKind, EmbeddingAnchoring, MomentAnchoring
 from dpforge.kinds.base import Anchoring, Measured, NoAnchoring
+from dpforge.kinds.feature_defaults import feature_anchor_defaults, resolve_statistic
 from dpforge.kinds.perceptual import PerceptualAnchoring
 from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
-from dpforge.statistics import array_anchor, image_sizes
+from dpforge.statistics import image_sizes
 from dpforge.statistics.anchor import AnchorConfig
 from dpforge.statistics.feature_views import check_views
-from dpforge.statistics.features import (
-    MOMENTS,
-    PERCEPTUAL,
-    FeatureAnchorConfig,
-    feature_anchor_defaults,
-)
+from dpforge.statistics.features import MOMENTS, PERCEPTUAL, FeatureAnchorConfig
 from dpforge.statistics.perceptual import PublicImages
 
 __all__ = [
@@ -91,7 +90,7 @@ def resolve_anchor(
     if isinstance(anchor, FeatureAnchorConfig) and anchor.share == 0:
         return None  # no embedding release: the discriminator alone, with its own generator
     if isinstance(anchor, FeatureAnchorConfig):
-        resolved = array_anchor.resolve_statistic(anchor, schema.kind, public)
+        resolved = resolve_statistic(anchor, schema.kind, public)
         _check_views(resolved, schema)
         if schema.kind == "image":
             image_sizes.check_shape(tuple(schema.shape), resolved)  # before any release

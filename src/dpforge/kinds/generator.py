@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from dpforge.errors import PrivacyError
+from dpforge.kinds.networks import family_of
 from dpforge.nets.families import Layout, build_generator
 from dpforge.nets.init import initialise
 
@@ -68,7 +69,7 @@ class KindGenerator:
         self.n_classes = n_classes
         self.label_prior = label_prior
         self.device = device
-        self.generator = build_generator(layout, config, n_classes).to(device)
+        self.generator = build_generator(layout, family_of(layout), config, n_classes).to(device)
         # (AnchorLoss, weight) a refiner adds to its generator loss (post-processing of the
         # releases, free), and the rows of the batch it is computed on (None: the refiner's).
         self.anchor: tuple[Any, float] | None = None

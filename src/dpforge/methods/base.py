@@ -17,6 +17,7 @@ import torch
 from dpforge.distributed import ONE_PROCESS, GradientReducer
 from dpforge.errors import PrivacyError
 from dpforge.kinds.generator import GeneratorConfig, KindGenerator
+from dpforge.kinds.networks import family_of
 from dpforge.nets.families import Layout, Networks, build_networks
 from dpforge.nets.init import initialise
 from dpforge.nets.mlp import one_hot
@@ -118,7 +119,7 @@ class GanMethod:
         self.model = generator
         self.config = config
         self.noise_multiplier = float(noise_multiplier)
-        self.networks: Networks = build_networks(layout, config, n_classes)
+        self.networks: Networks = build_networks(layout, family_of(layout), config, n_classes)
         self.discriminator = self.networks.make_discriminator().to(device)
         self.d_optimizer = self.make_d_optimizer()
         self.generator_average = generator.average()

@@ -2,7 +2,8 @@
 
 Methods never look at column types or image shapes: they ask a :class:`Networks` for a fresh
 generator, a fresh discriminator and the discriminator's input for (records, one-hot labels).
-The choice of families per data type:
+The families per data type (:data:`TABLE_NETWORKS`, :data:`IMAGE_NETWORKS`,
+:data:`SERIES_NETWORKS`; which one a layout takes is its kind's, :mod:`dpforge.kinds.networks`):
 
 =============  ==============================  ==========================================
 data type      generators (first: default)     discriminators (plain ``nn.Sequential``)
@@ -45,18 +46,26 @@ from dpforge.nets.mlp import FlatGenerator, Generator, flat_mlp_critic, make_dis
 from dpforge.nets.recurrent import DPLSTM
 from dpforge.nets.resnet import ResNetGenerator
 
-TABLE, IMAGE, TIMESERIES = "table", "image", "timeseries"
 AUTO = "auto"
-GENERATORS = {
-    TABLE: ("mlp",),
-    IMAGE: ("conv", "upconv", "resnet", "mlp", "gaussian"),
-    TIMESERIES: ("lstm", "mlp", "conv", "gaussian"),
-}
-DISCRIMINATORS = {TABLE: ("mlp",), IMAGE: ("conv", "mlp"), TIMESERIES: ("mlp", "conv", "lstm")}
+Join = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+MakeGenerator = Callable[[Layout, Any, int], nn.Module]
+MakeDiscriminator = Callable[[Layout, Any, int], nn.Sequential]
 
 
 def _row_condition(rows: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
     return torch.cat([rows, onehot.to(rows.dtype)], dim=1)
+
+
+@dataclass(frozen=True)
+class Family:
+    """The networks that fit one kind's records (the table above): generators and
+    discriminators by name, the first of each the default ('auto'), each discriminator with
+    how it sees the labels. Which family a layout takes is its kind's choice
+    (:mod:`dpforge.kinds.networks`)."""
+
+    data_type: str  # as messages name it
+    generators: dict[str, MakeGenerator]
+    discriminators: dict[str, tuple[MakeDiscriminator, Join]]
 
 
 @dataclass(frozen=True)
@@ -68,88 +77,127 @@ class Networks:
     discriminator_name: str
     make_generator: Callable[[], nn.Module]
     make_discriminator: Callable[[], nn.Sequential]
-    join: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    join: Join
 
     def d_input(self, rows: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
         """The discriminator's input for records ``rows`` and their one-hot labels (n, K)."""
         return self.join(rows, onehot)
 
 
-def _choose(kind: str, requested: str, options: dict[str, tuple[str, ...]], role: str) -> str:
-    allowed = options[kind]
+def _choose(family: Family, requested: str, allowed: tuple[str, ...], role: str) -> str:
     if requested == AUTO:
         return allowed[0]
     if requested not in allowed:
         raise PrivacyError(
-            f"{role} network '{requested}' does not apply to {kind} data; choose one of "
-            f"{list(allowed)} (or 'auto')"
+            f"{role} network '{requested}' does not apply to {family.data_type} data; choose "
+            f"one of {list(allowed)} (or 'auto')"
         )
     return requested
 
 
-def build_networks(layout: Layout, config: Any, n_classes: int) -> Networks:
-    """The networks ``config`` asks for (``generator_net``, ``discriminator_net``) on ``layout``."""
-    if layout.kind not in GENERATORS:
-        raise PrivacyError(f"unknown data type '{layout.kind}'; use one of {list(GENERATORS)}")
-    g_name = _choose(layout.kind, config.generator_net, GENERATORS, "generator")
-    d_name = _choose(layout.kind, config.discriminator_net, DISCRIMINATORS, "discriminator")
+def build_networks(layout: Layout, family: Family, config: Any, n_classes: int) -> Networks:
+    """The networks of ``family`` that ``config`` asks for (``generator_net``,
+    ``discriminator_net``) on ``layout``."""
+    g_name = _choose(family, config.generator_net, tuple(family.generators), "generator")
+    d_name = _choose(
+        family, config.discriminator_net, tuple(family.discriminators), "discriminator"
+    )
     return Networks(
         layout,
         g_name,
         d_name,
-        lambda: _generator(layout, g_name, config, n_classes),
-        lambda: _discriminator(layout, d_name, config, n_classes),
-        _join(layout.kind, d_name),
+        lambda: family.generators[g_name](layout, config, n_classes),
+        lambda: _discriminator(layout, family, d_name, config, n_classes),
+        family.discriminators[d_name][1],
     )
 
 
-def build_generator(layout: Layout, config: Any, n_classes: int) -> nn.Module:
-    """The generator ``config`` asks for (``generator_net``) on ``layout``, and nothing else:
-    no discriminator is built or named (a fit without refinement, a model being loaded)."""
-    if layout.kind not in GENERATORS:
-        raise PrivacyError(f"unknown data type '{layout.kind}'; use one of {list(GENERATORS)}")
-    name = _choose(layout.kind, config.generator_net, GENERATORS, "generator")
-    return _generator(layout, name, config, n_classes)
+def build_generator(layout: Layout, family: Family, config: Any, n_classes: int) -> nn.Module:
+    """The generator of ``family`` that ``config`` asks for (``generator_net``) on ``layout``,
+    and nothing else: no discriminator is built or named (a fit without refinement, a model
+    being loaded)."""
+    name = _choose(family, config.generator_net, tuple(family.generators), "generator")
+    return family.generators[name](layout, config, n_classes)
 
 
-def _generator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Module:
-    if name == "mlp" and layout.kind == TABLE:
-        return Generator(c.latent_dim, n_classes, layout.spans, c.generator_hidden, c.gumbel_tau)
-    if name == "mlp":
-        return FlatGenerator(c.latent_dim, n_classes, layout.shape, c.generator_hidden)
-    if name == "conv" and layout.kind == TIMESERIES:
-        return Conv1dGenerator(
-            c.latent_dim, n_classes, layout.shape, c.generator_channels, c.generator_hidden[0]
-        )
-    if name == "conv":
-        return ConvGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
-    if name == "upconv":  # nearest-neighbour upsampling + 3x3 convolutions
-        shape, channels = layout.shape, c.generator_channels
-        return ConvGenerator(c.latent_dim, n_classes, shape, channels, upsample="nearest")
-    if name == "gaussian":
-        return SubspaceGaussianGenerator(c.latent_dim, n_classes, layout.shape)
-    if name == "resnet":
-        return ResNetGenerator(c.latent_dim, n_classes, layout.shape, c.generator_channels)
-    return LSTMGenerator(c.latent_dim, n_classes, layout.shape, hidden=c.generator_hidden[0])
+def _discriminator(
+    layout: Layout, family: Family, name: str, config: Any, n_classes: int
+) -> nn.Sequential:
+    """A fresh discriminator ``name`` of ``family`` (every one is built here)."""
+    make, _ = family.discriminators[name]
+    return make(layout, config, n_classes)
 
 
-def _discriminator(layout: Layout, name: str, c: Any, n_classes: int) -> nn.Sequential:
-    if layout.kind == TABLE:
-        return make_discriminator(layout.data_dim, n_classes, c.discriminator_hidden)
-    if name == "mlp":
-        return flat_mlp_critic(layout.shape, n_classes, c.discriminator_hidden)
-    if name == "lstm":
-        hidden = c.discriminator_hidden[0]
-        recurrent = DPLSTM(layout.shape[0] + n_classes, hidden)
-        return nn.Sequential(recurrent, nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
-    if layout.kind == IMAGE:
-        return conv_critic(layout.shape, n_classes, c.discriminator_channels, c.discriminator_norm)
-    return conv1d_critic(layout.shape, n_classes, c.discriminator_channels, c.discriminator_norm)
+def _table_mlp(layout: Layout, c: Any, k: int) -> nn.Module:
+    return Generator(c.latent_dim, k, layout.spans, c.generator_hidden, c.gumbel_tau)
 
 
-def _join(kind: str, d_name: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    if kind == TABLE:
-        return _row_condition
-    if d_name == "mlp":
-        return _flat_condition
-    return condition_channels
+def _flat_mlp(layout: Layout, c: Any, k: int) -> nn.Module:
+    return FlatGenerator(c.latent_dim, k, layout.shape, c.generator_hidden)
+
+
+def _conv(layout: Layout, c: Any, k: int) -> nn.Module:
+    return ConvGenerator(c.latent_dim, k, layout.shape, c.generator_channels)
+
+
+def _upconv(layout: Layout, c: Any, k: int) -> nn.Module:
+    """Nearest-neighbour upsampling + 3x3 convolutions."""
+    shape, channels = layout.shape, c.generator_channels
+    return ConvGenerator(c.latent_dim, k, shape, channels, upsample="nearest")
+
+
+def _conv1d(layout: Layout, c: Any, k: int) -> nn.Module:
+    return Conv1dGenerator(
+        c.latent_dim, k, layout.shape, c.generator_channels, c.generator_hidden[0]
+    )
+
+
+def _gaussian(layout: Layout, c: Any, k: int) -> nn.Module:
+    return SubspaceGaussianGenerator(c.latent_dim, k, layout.shape)
+
+
+def _resnet(layout: Layout, c: Any, k: int) -> nn.Module:
+    return ResNetGenerator(c.latent_dim, k, layout.shape, c.generator_channels)
+
+
+def _lstm(layout: Layout, c: Any, k: int) -> nn.Module:
+    return LSTMGenerator(c.latent_dim, k, layout.shape, hidden=c.generator_hidden[0])
+
+
+def _row_critic(layout: Layout, c: Any, k: int) -> nn.Sequential:
+    return make_discriminator(layout.data_dim, k, c.discriminator_hidden)
+
+
+def _flat_critic(layout: Layout, c: Any, k: int) -> nn.Sequential:
+    return flat_mlp_critic(layout.shape, k, c.discriminator_hidden)
+
+
+def _lstm_critic(layout: Layout, c: Any, k: int) -> nn.Sequential:
+    hidden = c.discriminator_hidden[0]
+    recurrent = DPLSTM(layout.shape[0] + k, hidden)
+    return nn.Sequential(recurrent, nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
+
+
+def _image_critic(layout: Layout, c: Any, k: int) -> nn.Sequential:
+    return conv_critic(layout.shape, k, c.discriminator_channels, c.discriminator_norm)
+
+
+def _series_critic(layout: Layout, c: Any, k: int) -> nn.Sequential:
+    return conv1d_critic(layout.shape, k, c.discriminator_channels, c.discriminator_norm)
+
+
+TABLE_NETWORKS = Family("table", {"mlp": _table_mlp}, {"mlp": (_row_critic, _row_condition)})
+IMAGE_NETWORKS = Family(
+    "image",
+    {"conv": _conv, "upconv": _upconv, "resnet": _resnet, "mlp": _flat_mlp, "gaussian": _gaussian},
+    {"conv": (_image_critic, condition_channels), "mlp": (_flat_critic, _flat_condition)},
+)
+SERIES_NETWORKS = Family(
+    "timeseries",
+    {"lstm": _lstm, "mlp": _flat_mlp, "conv": _conv1d, "gaussian": _gaussian},
+    {
+        "mlp": (_flat_critic, _flat_condition),
+        "conv": (_series_critic, condition_channels),
+        "lstm": (_lstm_critic, condition_channels),
+    },
+)

@@ -28,8 +28,6 @@ from dpforge.privacy.calibration import noise_for_target
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.statistics.anchor import train_anchor
 from dpforge.statistics.features import (
-    AUTO,
-    EMBEDDING,
     MOMENTS,
     PERCEPTUAL,
     FeatureAnchorConfig,
@@ -55,7 +53,6 @@ __all__ = [
     "plan_embedding",
     "plan_gaussian_releases",
     "plan_moments",
-    "resolve_statistic",
     "set_gaussian",
 ]
 
@@ -197,18 +194,6 @@ def anchored_config(method_config: Any, config: FeatureAnchorConfig, shape: tupl
     return replace(
         method_config, generator_net=config.generator_net, generator_hidden=config.generator_hidden
     )
-
-
-def resolve_statistic(
-    config: FeatureAnchorConfig, kind: str, public: bool = False
-) -> FeatureAnchorConfig:
-    """``config`` with ``statistic="auto"`` made concrete: for images perceptual features with
-    a declared public set, else moments; embedding for series."""
-    if config.statistic != AUTO:
-        return config
-    if kind != "image":
-        return replace(config, statistic=EMBEDDING)
-    return replace(config, statistic=PERCEPTUAL if public else MOMENTS)
 
 
 def subspace_rank(config: FeatureAnchorConfig, shape: tuple[int, ...]) -> int:
