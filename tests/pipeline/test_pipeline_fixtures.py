@@ -52,11 +52,14 @@ class Tolerance:
 #   (other labels even). Their 2,000-record summary moved by up to 0.17 of a column's standard
 #   deviation in a mean and 0.33 in a deviation (table_anchor_refine; table_anchor 0.11 and
 #   0.18; table_nonprivate 0.007), and a label share by 0.009.
+# An Intel Xeon host (no AVX-512 flag shown; stop 49) moved series_embedding's first records by
+# 1.35e-2, beyond the 0.01 set from the hosts above: the series' tolerance is now the images'
+# 0.05 (3.7 times that, on values about +-2), which still catches a series decoded otherwise.
 # Each tolerance is about 5 times the largest difference, except the anchored tables' spread:
 # 0.6 is 3.5 times the mean's and 1.8 times the deviation's, which still catches a column that
 # is decoded or weighted otherwise.
 IMAGES = Tolerance(weights=1e-3, first_records=0.05)
-SERIES = Tolerance(weights=1e-3, first_records=0.01)
+SERIES = Tolerance(weights=1e-3, first_records=0.05)
 ANCHORED_TABLE = Tolerance(weights=3e-2, first_records=None, spread=0.6, shares=0.03)
 TOLERANCES = {
     **{name: IMAGES for name in CASES if name.startswith("image")},
