@@ -17,7 +17,7 @@ def _selected(frame, schema, per_column: float) -> tuple[int, float]:
         schema, epsilon=1.0, delta=1e-5, seed=0, progress=False, anchor=anchor
     ).fit(frame)
     names = [e.name for e in synth.ledger_.entries]
-    k = sum(int(m.group(1)) for n in names if (m := re.search(r"(\d+) selected column pairs", n)))
+    (k,) = [int(m.group(1)) for n in names if (m := re.search(r"(\d+) selected column pairs", n))]
     return k, synth.privacy_spent().epsilon
 
 

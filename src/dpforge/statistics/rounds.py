@@ -1,10 +1,9 @@
 """The anchoring of one run: its budget, written to the ledger ahead, then its rounds.
 
-Round 1 measures every 1-way marginal and label x column. With pair selection, round 2
-measures ``k`` column pairs in up to ``SUB_ROUNDS`` sub-rounds (AIM's rounds): each scores
-every pair not yet measured against the consistent estimate of all that is measured so far
-(:mod:`dpforge.statistics.estimate`; one Gaussian release of the scores), and measures its
-share of the best. All noise multipliers are fixed
+Round 1 measures every 1-way marginal and label x column. With pair selection, the consistent
+estimate of round 1 (:mod:`dpforge.statistics.estimate`) is scored against the data on every
+other column pair (one Gaussian release of the scores), and the best ``k`` pairs are measured
+in round 2. All noise multipliers are fixed
 before the first measurement from one calibrated ``sigma``: release ``i`` gets the weight
 ``w_i`` of the budget (noise ``sigma / sqrt(w_i)``, i.e. a share ``w_i`` of the zCDP rho), and
 all events are recorded in the ledger before any of them runs, so an interrupted run can waste
@@ -50,12 +49,8 @@ __all__ = [
     "round_one_cell_std",
 ]
 
-# Budget weights of round 1, the pair scores and round 2 when selecting pairs; the scores' and
-# round 2's shares are split evenly over round 2's sub-rounds.
+# Budget weights of the three releases (round 1, pair scores, round 2) when selecting pairs.
 WEIGHTS_WITH_SELECTION = (0.5, 0.1, 0.4)
-# Round 2's sub-rounds (fewer when fewer pairs are measured): each scores the pairs not yet
-# measured against the estimate refreshed after the previous one (AIM's rounds).
-SUB_ROUNDS = 3
 # Part of the budget for the fine histograms that place the numeric cells, when there are any.
 CELLS_WEIGHT = 0.1
 # A long code list's histogram is its only fine 1-way measurement (statistics/codes.py): the
@@ -72,7 +67,6 @@ class AnchorPlan:
     score_noise: float = 0.0
     pair_noise: float = 0.0
     pairs: int = 0
-    sub_rounds: tuple[int, ...] = ()  # the pairs each sub-round of round 2 measures
     cells_noise: float = 0.0  # fine histograms of the columns whose cells follow the data
     rows: int = 1  # a person's most rows (1: per record): every release's noise std x rows
     label_pairs: bool = False  # round 2 as label x a x b (the setting as the plan resolved it)
@@ -82,14 +76,7 @@ class AnchorPlan:
 
     @classmethod
     def from_dict(cls, d: dict) -> AnchorPlan:
-        return cls(**{**d, "sub_rounds": tuple(d.get("sub_rounds", ()))})
-
-
-def sub_round_sizes(k: int) -> tuple[int, ...]:
-    """The public rule splitting round 2's ``k`` pairs into at most ``SUB_ROUNDS`` sub-rounds
-    of (nearly) equal size, the larger first."""
-    rounds = min(SUB_ROUNDS, k)
-    return tuple(k // rounds + (i < k % rounds) for i in range(rounds)) if k else ()
+        return cls(**d)
 
 
 def _weights(config: AnchorConfig, spans: Sequence[Span], adaptive: bool, codes: float = 0.0):
@@ -100,9 +87,7 @@ def _weights(config: AnchorConfig, spans: Sequence[Span], adaptive: bool, codes:
     n_columns = sum(1 for s in spans if s.activation == SOFTMAX)
     per_column = 1.0 if config.pairs_per_column is None else config.pairs_per_column
     k = pairs_to_measure(len(candidates), n_columns, per_column) if candidates else 0
-    first_share, scores, pairs = WEIGHTS_WITH_SELECTION
-    rounds = len(sub_round_sizes(k))
-    weights = [first_share] + [scores / rounds, pairs / rounds] * rounds if k else [1.0]
+    weights = list(WEIGHTS_WITH_SELECTION if k else (1.0,))
     if adaptive:
         cells = CELLS_WEIGHT + codes
         weights = [w * (1 - cells) for w in weights] + [cells]
@@ -155,13 +140,12 @@ def plan_anchoring(
     first = default_marginals(spans, label_name)
     extra = min(CODES_WEIGHT, codes / len(first)) if codes else 0.0
     weights, _, candidates, k = _weights(config, spans, bool(adaptive), extra)
-    sizes = sub_round_sizes(k)
-    releases = _releases(len(first), len(candidates), sizes, adaptive, (unit.rows, at_source))
+    releases = _releases(len(first), len(candidates), k, adaptive, (unit.rows, at_source))
     sigma = 0.0 if target is None else _calibrate(weights, releases, target, ledger)
     noises = [sigma / math.sqrt(w) for w in weights]
     events = [make(noise) for make, noise in zip(releases, noises, strict=True)]
     cells_noise = noises.pop() if adaptive else 0.0
-    plan = AnchorPlan(noises[0], *noises[1:3], k, sizes) if k else AnchorPlan(noises[0])
+    plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
     plan = replace(plan, rows=unit.rows, label_pairs=bool(config.label_pairs and k))
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
@@ -169,37 +153,26 @@ def plan_anchoring(
         ledger.record(unit.entry(name), events[-1])
     kinds = "1-way, label x column"
     ledger.record(unit.entry(f"anchor: {len(first)} marginals ({kinds})"), events[0])
-    what = "label x column x column marginals" if config.label_pairs else "column pairs"
-    left = len(candidates)
-    for i, size in enumerate(sizes):
-        step = f" (sub-round {i + 1} of {len(sizes)})"
-        ledger.record(unit.entry(f"anchor: scores of {left} column pairs{step}"), events[1 + 2 * i])
-        ledger.record(unit.entry(f"anchor: {size} selected {what}{step}"), events[2 + 2 * i])
-        left -= size
+    if k:
+        ledger.record(unit.entry(f"anchor: scores of {len(candidates)} column pairs"), events[1])
+        what = "label x column x column marginals" if config.label_pairs else "column pairs"
+        ledger.record(unit.entry(f"anchor: {k} selected {what}"), events[2])
     return plan
 
 
-def _releases(
-    first: int, candidates: int, sizes: Sequence[int], adaptive: int, how: tuple[int, bool]
-) -> list:
+def _releases(first: int, candidates: int, k: int, adaptive: int, how: tuple[int, bool]) -> list:
     """Each release's event as a function of its noise multiplier, in the order of
-    :func:`_weights`: round 1's tables, then per sub-round of round 2 (``sizes``: the pairs
-    each measures) the scores of the pairs not yet measured and its tables, then the cells'
-    histograms (with ``adaptive``). ``how``: (a person's most rows, noise at source)."""
+    :func:`_weights`: round 1's tables, the pair scores and round 2's tables (with ``k``), the
+    cells' histograms (with ``adaptive``). ``how``: (a person's most rows, noise at source)."""
     rows, at_source = how
 
     def tables(count: int):
         return lambda noise: table_event(noise, count, rows, at_source)
 
-    def scores(count: int):  # integer scores, one per pair
-        if at_source:
-            return release_event
-        return lambda noise: count_event(noise, count, rows)
+    def scores(noise: float) -> dp_accounting.DpEvent:  # integer scores, one per pair
+        return release_event(noise) if at_source else count_event(noise, candidates, rows)
 
-    releases, left = [tables(first)], candidates
-    for size in sizes:
-        releases += [scores(left), tables(size)]
-        left -= size
+    releases = [tables(first)] + ([scores, tables(k)] if k else [])
     return releases + ([tables(adaptive)] if adaptive else [])
 
 
@@ -249,44 +222,37 @@ def measure_selected_pairs(
     config: AnchorConfig,
     rng: np.random.Generator,
 ) -> list[MeasuredMarginal]:
-    """The adaptive releases, when planned, one sub-round at a time: the consistent estimate
-    of what is measured so far (:mod:`dpforge.statistics.estimate`, over the public
-    ``domain``) is compared with the data on every candidate pair not yet measured, the noisy
-    scores choose the sub-round's pairs, and it measures them. Returns round 1's
-    measurements plus round 2's."""
+    """The adaptive releases, when planned: the consistent estimate of round 1
+    (:mod:`dpforge.statistics.estimate`, over the public ``domain``) is compared with the
+    data on every candidate pair, the noisy scores choose the pairs, and round 2 measures
+    them. Returns round 1's measurements plus round 2's."""
+    if not plan.pairs:
+        return measured
     softmax = [s for s in spans if s.activation == SOFTMAX]
+    total = measured[0].total
+    cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
     n_classes = domain[label_name] if label_name is not None else 0
-    left = candidate_pairs(softmax)
-    for size in plan.sub_rounds:
-        cell_noise = plan.pair_noise * plan.rows * math.sqrt(size)  # std per cell
-        public = (softmax, label_name, measured[0].total, cell_noise, n_classes)
-        model = pair_distributions(measured, domain, left)
-        pairs, chosen, groups = _chosen(model, blocks, public, (plan, size), config, rng)
-        measured = measured + measure_marginals(
-            blocks, chosen, plan.pair_noise, rng, measured[0].total, plan.rows, groups
-        )
-        left = [p for p in left if p not in pairs]
-    return measured
+    public = (softmax, label_name, total, cell_noise, n_classes)
+    model = pair_distributions(measured, domain, candidate_pairs(softmax))
+    chosen, groups = _chosen(model, blocks, public, plan, config, rng)
+    pairs = measure_marginals(blocks, chosen, plan.pair_noise, rng, total, plan.rows, groups)
+    return measured + pairs
 
 
-def _chosen(model, blocks, public: tuple, round_: tuple, config, rng) -> tuple:
-    """(the pairs chosen, the marginals that measure them, their cell merging or None): the
-    ``size`` pairs with the best noisy scores against ``model`` (each pair's distribution),
-    as a x b, or with ``label_pairs`` as label x a x b on merged cells. ``public``: the
-    softmax spans, the label's name, the released N, each measured cell's noise std and the
-    label's classes; ``round_``: the plan and the sub-round's number of pairs."""
+def _chosen(model, blocks, public: tuple, plan: AnchorPlan, config, rng) -> tuple:
+    """(the marginals round 2 measures, their cell merging or None): the pairs with the best
+    noisy scores against ``model`` (each pair's distribution), as a x b, or with
+    ``label_pairs`` as label x a x b on merged cells. ``public``: the softmax spans, the
+    label's name, the released N, each measured cell's noise std and the label's classes."""
     softmax, label_name, total, cell_noise, n_classes = public
-    plan, size = round_
+    if config.label_pairs:  # label x a x b on cells merged by a public rule (label_pairs.py)
+        sizes = {s.column: s.dim for s in softmax}
+        std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
+        merged = (label_name, sizes, total, n_classes, std, CELLS_SNR)
     chosen = select_pairs(
-        blocks, model, size, plan.score_noise, cell_noise, rng, total, rows=plan.rows
+        blocks, model, plan.pairs, plan.score_noise, cell_noise, rng, total, rows=plan.rows
     )
-    if not config.label_pairs:
-        return chosen, chosen, None
-    # label x a x b on cells merged by a public rule (label_pairs.py)
-    sizes = {s.column: s.dim for s in softmax}
-    std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
-    merged = (label_name, sizes, total, n_classes, std, CELLS_SNR)
-    return (chosen, *label_pair_marginals(chosen, *merged))
+    return label_pair_marginals(chosen, *merged) if config.label_pairs else (chosen, None)
 
 
 def anchor_loss(measured, spans, label_name, prior) -> AnchorLoss:

@@ -1,11 +1,9 @@
 """DP selection of the column pairs worth measuring, after a first anchoring round (AIM-like).
 
-The first round measures every 1-way marginal and label x column. The consistent estimate of
-what is measured so far (:mod:`dpforge.statistics.estimate`, AIM's "current model") answers
-every pair not yet measured with what the measurements imply (after round 1, independence
-given the label); where it is far from the data is where a measurement helps most. Round 2
-selects in sub-rounds, each against the estimate refreshed with the previous one's pairs
-(:mod:`dpforge.statistics.rounds`). For every candidate pair (a, b) the score is the L1 distance, in
+The first round measures every 1-way marginal and label x column. Their consistent estimate
+(:mod:`dpforge.statistics.estimate`, AIM's "current model") answers every other pair with what
+round 1 implies (independence given the label); where it is far from the data is where a
+measurement helps most. For every candidate pair (a, b) the score is the L1 distance, in
 counts, between the data's (a, b) table and the estimate's (scaled to the public N). Adding or
 removing a record changes one cell of the data's table by one, so each score has sensitivity 1
 and the vector of C scores L2 sensitivity sqrt(C). The scores are rounded down to whole counts
