@@ -7,13 +7,15 @@ recorded in the run's ledger, so it is charged to the same (epsilon, delta) budg
 
 Budget split: the metadata get ``share`` of epsilon and of delta. Half of the metadata delta is
 the accountant's; the other half pays the release probability of the thresholded category
-histograms (their ``extra_delta``). All Gaussian releases share one noise multiplier calibrated
-with the PLD accountant so that their composition costs at most
+histograms (their ``extra_delta``). All histogram releases (discrete Gaussian,
+:func:`dpforge.statistics.dp_noise.histogram_event`) share one noise multiplier calibrated by
+the accountant that reports their events, so that their composition costs at most
 (share * epsilon, share * delta / 2).
 
 With a privacy unit (one person, at most k rows kept: :mod:`dpforge.privacy.person`) each
-histogram's L2 sensitivity is k: the estimators add k times the noise (same events, same
-sigma) and each ledger entry says so.
+histogram's L2 sensitivity is k: the estimators add k times the noise, the events are the zCDP
+of the same sigma (a person's rows may fall in several bins), the calibration is for those,
+and each ledger entry says so. Histograms noised at federated sites are zCDP events as well.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.arrays import ArrayData
-from dpforge.engines.aggregates import ColumnAggregates, TableAggregates
+from dpforge.engines.aggregates import ColumnAggregates, TableAggregates, noised_at_source
 from dpforge.errors import PrivacyError
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
@@ -97,7 +99,9 @@ def complete_schema(
             "the schema leaves values to estimate from the data but the metadata budget share "
             "is 0: give a share > 0, or declare bounds, categories and the label prior"
         )
-    sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
+    sigma = noise_multiplier_for(
+        budget.epsilon, budget.delta / 2, gaussian, budget.unit.rows, noised_at_source(table)
+    )
     threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
     return _complete(table, schema, (sigma, threshold_delta), budget.unit, ledger, rng)
 
