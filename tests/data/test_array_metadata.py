@@ -8,7 +8,7 @@ import numpy as np
 from dpforge.data.arrays import ArrayData
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.schema.array import ArraySchema, Channel
-from dpforge.statistics.dp_stats import noise_multiplier_for
+from dpforge.statistics.dp_stats import histogram_event, noise_multiplier_for
 from dpforge.statistics.metadata import MetadataBudget, array_releases_needed, complete_array_schema
 
 
@@ -30,7 +30,7 @@ def test_a_channel_range_is_two_single_histograms_within_the_metadata_budget():
     budget = MetadataBudget(epsilon=0.3, delta=1e-5)
     completed, prior = complete_array_schema(data, schema, budget, ledger, np.random.default_rng(1))
     sigma = noise_multiplier_for(0.3, 0.5e-5, 2)
-    assert [entry.event for entry in ledger.entries] == [dp_accounting.GaussianDpEvent(sigma)] * 2
+    assert [entry.event for entry in ledger.entries] == [histogram_event(sigma)] * 2
     assert ledger.epsilon(1e-5) <= 0.3 + 1e-3
     channel = completed.channels[0]
     plane = data.values.ravel()
