@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dp_accounting
 import numpy as np
 
 from dpforge.data.arrays import ArrayData

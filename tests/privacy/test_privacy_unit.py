@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-import dp_accounting
 import numpy as np
 import pandas as pd
 import pytest

@@ -138,12 +138,15 @@ def test_gaussian_histogram_draws_the_discrete_gaussian():
 def test_gaussian_histogram_in_a_release_run_draws_with_opendp(monkeypatch):
     from dpforge.privacy import release_noise
 
-    calls = []
-    real = release_noise._opendp_gaussian
-    monkeypatch.setattr(
-        release_noise, "_opendp_gaussian", lambda std, atom: calls.append((std, atom)) or real(std, atom)
-    )
-    noisy = gaussian_histogram(np.array([3.0, 0.0, 7.0]), 2.0, release_noise.noise_generator(None), 2)
+    calls, real = [], release_noise._opendp_gaussian
+
+    def spy(std: float, atom: type):
+        calls.append((std, atom))
+        return real(std, atom)
+
+    monkeypatch.setattr(release_noise, "_opendp_gaussian", spy)
+    counts, rng = np.array([3.0, 0.0, 7.0]), release_noise.noise_generator(None)
+    noisy = gaussian_histogram(counts, 2.0, rng, 2)
     assert calls == [(4.0, int)] and np.array_equal(noisy, np.rint(noisy))
 
 
@@ -164,8 +167,10 @@ def test_bounds_event_is_two_discrete_gaussian_histograms():
     assert estimate.event == dp_accounting.ComposedDpEvent([one, one])
     assert estimate.extra_delta == 0.0
     person = dp_bounds(np.arange(1000.0), 2.5, rng(), sensitivity=3).event
-    assert person == bounds_event(2.5, rows=3) == dp_accounting.ComposedDpEvent(
-        [dp_accounting.ZCDpEvent((1 + 1e-12) / 12.5)] * 2
+    assert (
+        person
+        == bounds_event(2.5, rows=3)
+        == dp_accounting.ComposedDpEvent([dp_accounting.ZCDpEvent((1 + 1e-12) / 12.5)] * 2)
     )
 
 

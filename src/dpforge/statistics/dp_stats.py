@@ -108,8 +108,8 @@ def dp_label_prior(
     """DP class proportions over the public list ``classes`` (a probability vector).
 
     Discrete Gaussian noise on the class counts (one record changes one count by 1, so the
-    event is :func:`histogram_event`), negatives clipped to 0, normalised, then mixed with the uniform
-    distribution so that every class has probability ≥ ``floor`` (default 1% of the uniform
+    event is :func:`histogram_event`), negatives clipped to 0, normalised, then mixed with the
+    uniform distribution so that every class has probability ≥ ``floor`` (default 1% of the uniform
     share, 0.01 / K): p = (1 - K·floor)·p̂ + floor. Why a floor: the generator of a
     conditional GAN draws its labels from this prior, and a public class whose noisy count
     was clipped to 0 would otherwise never be generated (and log p would be -inf). Mixing
