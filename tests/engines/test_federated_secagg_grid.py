@@ -29,11 +29,9 @@ def _served_exactly(trust: Trust, std: float, most: int) -> None:
     share = std * trust.share_fraction
     assert grid <= 1.0 and grid * NOISE_STEPS <= share
     assert trust.n_sites * quantization <= 2**31 and 2 * clip / quantization == grid
-    rng = np.random.default_rng(0)
-    counts = rng.integers(0, most, size=(trust.n_sites, 400)).astype(float)
-    noise = share * rng.standard_normal(counts.shape)
-    rounded = on_grid(counts, noise, grid, "counts")
-    moved = on_grid(counts + 1.0, noise, grid, "counts") - rounded
+    counts = np.random.default_rng(0).integers(0, most, size=(trust.n_sites, 400)).astype(float)
+    rounded = on_grid(counts, share, grid, np.random.default_rng(1))
+    moved = on_grid(counts + 1.0, share, grid, np.random.default_rng(1)) - rounded  # same draws
     np.testing.assert_array_equal(moved, 1.0)  # one record: exactly 1, as the ledger says
     summed_noise = rounded.sum(axis=0) - counts.sum(axis=0)
     central = std * trust.noise_factor  # n / (n - t) times the central variance

@@ -41,6 +41,7 @@ from dpforge.engines.federated_trust import Trust  # noqa: E402
 from dpforge.errors import DataError, DpforgeError, PrivacyError  # noqa: E402
 from dpforge.privacy.accounting import epsilon  # noqa: E402
 from dpforge.privacy.ledger import PrivacyLedger  # noqa: E402
+from dpforge.privacy.release_noise import noise_generator, release_event  # noqa: E402
 from dpforge.schema.table import Column, Schema  # noqa: E402
 from dpforge.statistics.marginals import encoded_cells  # noqa: E402
 
@@ -140,15 +141,16 @@ def test_a_site_refuses_model_tables_that_are_not_probability_tables():
     score = _scores_query(site, frame, [np.ones(shape) / np.prod(shape)])
     assert score.shape == (1,) and len(site.ledger) == 1
     (entry,) = site.ledger.entries
-    assert entry.event == dp_accounting.GaussianDpEvent(1.0)  # std 1 x 2 for sensitivity 2
+    assert entry.event == release_event(1.0)  # std 1 x 2 for sensitivity 2
 
 
 # -- 5: a table site's ledger and cap across runs ---------------------------------------------
 def _noise_for_two_of_three_runs(cap: float, delta: float) -> float:
-    """A noise std whose release fits twice under ``cap``, not three times."""
+    """A noise std whose release (recorded as its zCDP) fits twice under ``cap``, not three
+    times."""
     for std in np.arange(3.0, 12.0, 0.1):
         composed = [epsilon(dp_accounting.SelfComposedDpEvent(
-            dp_accounting.GaussianDpEvent(std), k), delta, "pld") for k in (2, 3)]  # fmt: skip
+            release_event(std), k), delta, "rdp") for k in (2, 3)]  # fmt: skip
         if composed[0] < cap * 0.98 and composed[1] > cap * 1.02:
             return float(std)
     raise AssertionError("no such std")
@@ -220,3 +222,46 @@ def test_warm_ups_cannot_reprice_an_image_site_s_old_answers(tmp_path):
     assert answered[0][1] > 0 and sum(n for _, n in answered) > answered[0][1]
     kept = json.loads((tmp_path / "images.ledger.json").read_text())
     assert [s["answers"] for s in kept["segments"]] == [n for _, n in answered if n]
+
+
+# -- 43.4: a site's answers are drawn by the vetted sampler ----------------------------------
+def _size_answers(frame: pd.DataFrame, trust: Trust, rng, draws: int) -> np.ndarray:
+    site = Site(frame, OWN, trust, rng)
+    site.answer({"op": "validate", "schema": OWN.to_dict(), "out_of_bounds": "error"}, [])
+    grid = {"grid": 0.125} if trust.mode == "secagg" else {}
+    return np.array([site.answer({"op": "size", "std": 3.0, **grid}, [])[0] for _ in range(draws)])
+
+
+@pytest.mark.parametrize("trust", [Trust("local", 2), Trust("secagg", 4, 1)])
+def test_a_site_s_answer_moves_by_one_record_under_the_noise_its_event_says(trust):
+    frame = _penguins(False)
+    share = 3.0 * trust.share_fraction
+    answers = {
+        n: _size_answers(frame.iloc[:n], trust, np.random.default_rng(n), 4000) for n in (300, 301)
+    }
+    moved = answers[301].mean() - answers[300].mean()
+    assert abs(moved - 1.0) < 4 * share * np.sqrt(2 / 4000)  # the mean moves by one record
+    assert answers[300].std() == pytest.approx(share, rel=0.06)  # std: the share priced
+    if trust.mode == "secagg":  # multiples of the SecAgg+ grid, summed exactly
+        assert np.array_equal(answers[300] / 0.125, np.rint(answers[300] / 0.125))
+
+
+def test_a_site_in_a_release_run_draws_with_opendp(monkeypatch):
+    from dpforge.privacy import release_noise
+
+    calls, real = [], release_noise._opendp_gaussian
+
+    def spy(std: float, atom: type):
+        calls.append((std, atom))
+        return real(std, atom)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("numpy's floating-point Gaussian drawn in a release run")
+
+    monkeypatch.setattr(release_noise, "_opendp_gaussian", spy)
+    monkeypatch.setattr(release_noise.ReleaseGenerator, "standard_normal", refused)
+    monkeypatch.setattr(release_noise.ReleaseGenerator, "normal", refused)
+    _size_answers(_penguins(False), Trust("local", 2), noise_generator(None), 2)
+    assert calls == [(3.0, float)] * 2
+    deployed = federated_app._deployed_site.__code__.co_names
+    assert "noise_generator" in deployed  # a deployed site's generator is a release run's

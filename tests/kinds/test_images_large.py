@@ -136,10 +136,13 @@ def test_in_place_noise_and_top_eigenpairs_match_the_plain_computation():
 
     base = np.random.default_rng(0).normal(size=(30, 30))
     base = base + base.T
-    plain = base + moments._symmetric_noise(30, 0.7, np.random.default_rng(5))
     in_place = base.copy()
-    moments._add_symmetric_noise(in_place, 0.7, np.random.default_rng(5))
-    np.testing.assert_allclose(in_place, plain)  # the same draws, the same symmetric matrix
+    moments._noise_symmetric(in_place, 0.7, np.random.default_rng(5))
+    np.testing.assert_array_equal(in_place, in_place.T)  # the upper triangle, mirrored
+    noise = (in_place - base)[np.triu_indices(30)]  # 465 draws of N(0, 0.7^2)
+    assert abs(noise.mean()) < 4 * 0.7 / np.sqrt(noise.size)
+    assert abs(noise.std() / 0.7 - 1) < 0.1
+    plain = in_place.copy()
     values, vectors = moments._top_eigenpairs(in_place.copy(), 4)
     full_values, full_vectors = np.linalg.eigh(plain)
     np.testing.assert_allclose(values, full_values[::-1][:4])

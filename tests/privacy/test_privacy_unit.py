@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-import dp_accounting
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,10 +23,10 @@ from dpforge.pipeline.measure import release_count
 from dpforge.privacy import release_noise
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PrivacyUnit, frame_keys, kept_rows, person_unit, row_priority
-from dpforge.privacy.release_noise import count_event
+from dpforge.privacy.release_noise import count_event, release_event
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.cells import measure_fine_histograms
-from dpforge.statistics.dp_stats import dp_bounds, dp_categories, dp_label_prior
+from dpforge.statistics.dp_stats import bounds_event, dp_bounds, dp_categories, dp_label_prior
 from dpforge.statistics.marginals import (
     count_tables,
     default_marginals,
@@ -167,17 +166,20 @@ def test_marginals_fine_histograms_and_pair_scores_add_k_times_the_noise(count_s
     assert count_stds == [pytest.approx(0.9 * K * math.sqrt(len(model)))]
 
 
-def test_metadata_estimates_add_k_times_the_noise_and_keep_their_event(count_stds):
+def test_metadata_estimates_add_k_times_the_noise_and_record_its_zcdp(count_stds):
     values = np.random.default_rng(0).normal(50, 10, 3000)
     one = dp_bounds(values, 2.0 * K, np.random.default_rng(6))
     k = dp_bounds(values, 2.0, np.random.default_rng(6), sensitivity=K)
     assert k.value == one.value  # the same draws, scaled by k: what sigma * k gives
-    assert k.event == dp_bounds(values, 2.0, np.random.default_rng(6)).event
+    assert k.event == bounds_event(2.0, rows=K)  # a person's rows may fall in several bins
+    assert k.event.events[0] == release_event(2.0)
     labels = np.array(["a"] * 700 + ["b"] * 300, dtype=object)
     prior_k = dp_label_prior(labels, ["a", "b"], 5.0, np.random.default_rng(7), sensitivity=K)
     prior_one = dp_label_prior(labels, ["a", "b"], 5.0 * K, np.random.default_rng(7))
     assert np.allclose(prior_k.value, prior_one.value)
-    assert prior_k.event == dp_accounting.GaussianDpEvent(5.0)
+    assert prior_k.event == release_event(5.0)
+    assert set(count_stds) == {2.0 * K, 5.0 * K}  # every histogram drawn at sigma * k
+    count_stds.clear()
     ledger, rng = PrivacyLedger(), np.random.default_rng(8)
     release_count(10_000, 40.0, ledger, rng, PrivacyUnit("person", K))
     release_count(10_000, 40.0, PrivacyLedger(), np.random.default_rng(8))

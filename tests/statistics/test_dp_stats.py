@@ -7,6 +7,7 @@ import os
 import re
 import warnings
 from pathlib import Path
+from statistics import NormalDist
 
 import dp_accounting
 import numpy as np
@@ -15,6 +16,8 @@ import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
 from dpforge.errors import DataError, PrivacyError
+from dpforge.privacy.accounting import epsilon as ledger_epsilon
+from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 from dpforge.statistics.dp_stats import (
     DpEstimate,
     DpNoiseWarning,
@@ -24,6 +27,7 @@ from dpforge.statistics.dp_stats import (
     dp_categories,
     dp_label_prior,
     gaussian_histogram,
+    histogram_event,
     noise_multiplier_for,
 )
 
@@ -60,8 +64,26 @@ def pld_epsilon(event: dp_accounting.DpEvent, delta: float) -> float:
 
 def test_noise_multiplier_spends_the_share_and_no_more():
     sigma = noise_multiplier_for(1.0, 1e-6, releases=2)
-    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(sigma), 2)
-    assert 0.99 <= pld_epsilon(event, 1e-6) <= 1.0
+    event = dp_accounting.SelfComposedDpEvent(histogram_event(sigma), 2)
+    assert 0.99 <= ledger_epsilon(event, 1e-6) <= 1.0
+
+
+@pytest.mark.parametrize("rows, at_source", [(3, False), (1, True)])
+def test_noise_multiplier_is_calibrated_for_the_zcdp_events(rows, at_source):
+    # a person's rows, or noise added at the sites: zCDP events, reported (and calibrated) by RDP
+    sigma = noise_multiplier_for(1.0, 1e-6, 2, rows, at_source)
+    event = dp_accounting.SelfComposedDpEvent(histogram_event(sigma, rows, at_source), 2)
+    assert isinstance(histogram_event(sigma, rows, at_source), dp_accounting.ZCDpEvent)
+    assert 0.99 <= ledger_epsilon(event, 1e-6, "rdp") <= 1.0
+
+
+def test_histogram_events():
+    assert histogram_event(2.0) == DiscreteGaussianDpEvent(2.0 * (1 - 1e-12), 1)
+    assert histogram_event(2.0, 3) == histogram_event(2.0, 1, True)
+    assert histogram_event(2.0, 3).rho == pytest.approx(1 / 8)
+    assert histogram_event(0.0) == dp_accounting.NonPrivateDpEvent()
+    with pytest.raises(PrivacyError, match="whole number"):
+        histogram_event(2.0, 1.5)
 
 
 def test_noise_multiplier_follows_gaussian_composition():
@@ -96,8 +118,36 @@ def test_gaussian_histogram_noise_has_std_sigma():
     generator = rng(1)
     draws = np.stack([gaussian_histogram(counts, 3.0, generator) for _ in range(20_000)])
     noise = draws - counts
+    assert np.array_equal(noise, np.rint(noise))  # the discrete Gaussian: whole numbers
     assert np.abs(noise.mean(axis=0)).max() < 0.1
     np.testing.assert_allclose(noise.std(axis=0), 3.0, rtol=0.03)
+
+
+def test_gaussian_histogram_draws_the_discrete_gaussian():
+    # P[X = x] ∝ exp(-x² / 2σ²) on the integers: observed frequencies at σ = 0.8 (where the
+    # discrete and continuous Gaussians differ) match it within 5 standard errors
+    sigma, n = 0.8, 40_000
+    noise = gaussian_histogram(np.zeros(n), sigma, rng(2))
+    support = np.arange(-6, 7)
+    mass = np.exp(-(support**2) / (2 * sigma**2))
+    mass /= mass.sum()
+    observed = np.array([(noise == x).mean() for x in support])
+    assert np.all(np.abs(observed - mass) <= 5 * np.sqrt(mass * (1 - mass) / n) + 1e-4)
+
+
+def test_gaussian_histogram_in_a_release_run_draws_with_opendp(monkeypatch):
+    from dpforge.privacy import release_noise
+
+    calls, real = [], release_noise._opendp_gaussian
+
+    def spy(std: float, atom: type):
+        calls.append((std, atom))
+        return real(std, atom)
+
+    monkeypatch.setattr(release_noise, "_opendp_gaussian", spy)
+    counts, rng = np.array([3.0, 0.0, 7.0]), release_noise.noise_generator(None)
+    noisy = gaussian_histogram(counts, 2.0, rng, 2)
+    assert calls == [(4.0, int)] and np.array_equal(noisy, np.rint(noisy))
 
 
 def test_gaussian_histogram_refuses_global_randomness():
@@ -110,13 +160,18 @@ def test_gaussian_histogram_refuses_global_randomness():
 # --------------------------------------------------------------------------- bounds
 
 
-def test_bounds_event_is_two_gaussian_histograms():
+def test_bounds_event_is_two_discrete_gaussian_histograms():
     estimate = dp_bounds(np.arange(1000.0), 2.5, rng())
     assert isinstance(estimate, DpEstimate)
-    assert estimate.event == dp_accounting.ComposedDpEvent(
-        [dp_accounting.GaussianDpEvent(2.5), dp_accounting.GaussianDpEvent(2.5)]
-    )
+    one = DiscreteGaussianDpEvent(2.5 * (1 - 1e-12), 1)
+    assert estimate.event == dp_accounting.ComposedDpEvent([one, one])
     assert estimate.extra_delta == 0.0
+    person = dp_bounds(np.arange(1000.0), 2.5, rng(), sensitivity=3).event
+    assert (
+        person
+        == bounds_event(2.5, rows=3)
+        == dp_accounting.ComposedDpEvent([dp_accounting.ZCDpEvent((1 + 1e-12) / 12.5)] * 2)
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -211,12 +266,10 @@ def test_bounds_are_deterministic_given_the_generator():
     assert dp_bounds(values, 3.0, rng(7)).value == dp_bounds(values, 3.0, rng(7)).value
 
 
-def test_single_histogram_bounds_are_one_gaussian_event():
+def test_single_histogram_bounds_are_one_histogram_event():
     estimate = dp_bounds(np.arange(1000.0), 2.5, rng(), fine=False, bins_per_octave=4)
-    assert estimate.event == dp_accounting.GaussianDpEvent(2.5) == bounds_event(2.5, fine=False)
-    assert bounds_event(2.5) == dp_accounting.ComposedDpEvent(
-        [dp_accounting.GaussianDpEvent(2.5), dp_accounting.GaussianDpEvent(2.5)]
-    )
+    assert estimate.event == histogram_event(2.5) == bounds_event(2.5, fine=False)
+    assert bounds_event(2.5) == dp_accounting.ComposedDpEvent([histogram_event(2.5)] * 2)
 
 
 def test_finer_public_grid_has_the_quarter_octave_edges():
@@ -281,8 +334,10 @@ def test_channel_bounds_are_tighter_than_the_two_stage_default_and_clip_little()
 
 def test_categories_event_and_threshold_delta():
     estimate = dp_categories(["a", "b", "a"], 4.0, 1e-7, rng())
-    assert estimate.event == dp_accounting.GaussianDpEvent(4.0)
+    assert estimate.event == histogram_event(4.0)
     assert estimate.extra_delta == 1e-7
+    person = dp_categories(["a", "b", "a"], 4.0, 1e-7, rng(), max_rows=2)
+    assert person.event == histogram_event(4.0, 2)
 
 
 def test_frequent_categories_are_released_sorted(adult):
@@ -293,11 +348,20 @@ def test_frequent_categories_are_released_sorted(adult):
 
 
 def test_a_single_record_category_is_released_with_probability_threshold_delta():
-    # P[1 + N(0, σ²) ≥ 1 + σ·Φ⁻¹(1 - δ)] = δ exactly: 2000 trials, δ = 0.05 -> 100 ± 9.7.
+    # the threshold τ = 2 + σ·Φ⁻¹(1 - δ): a singleton passes with probability P[X ≥ τ - 1]
+    # for X ~ N_Z(0, σ²), at most δ; 4000 trials match that exact probability
+    sigma, delta, trials = 1.5, 0.05, 4000
     values = ["common"] * 50 + ["rare"]
     generator = rng(8)
-    released = sum("rare" in dp_categories(values, 1.5, 0.05, generator).value for _ in range(2000))
-    assert 60 <= released <= 140
+    released = sum(
+        "rare" in dp_categories(values, sigma, delta, generator).value for _ in range(trials)
+    )
+    first = math.ceil(1 + sigma * NormalDist().inv_cdf(1 - delta))  # X ≥ τ - 1
+    support = np.arange(-40, 41)
+    mass = np.exp(-(support**2) / (2 * sigma**2))
+    p = mass[support >= first].sum() / mass.sum()
+    assert p <= delta
+    assert abs(released - trials * p) <= 4 * math.sqrt(trials * p * (1 - p))
 
 
 def test_a_single_record_category_is_not_released_at_small_delta():
@@ -328,7 +392,9 @@ def test_categories_reject_bad_threshold_delta():
 
 
 def test_label_prior_event():
-    assert dp_label_prior([0, 1, 1], [0, 1], 2.0, rng()).event == dp_accounting.GaussianDpEvent(2.0)
+    assert dp_label_prior([0, 1, 1], [0, 1], 2.0, rng()).event == histogram_event(2.0)
+    person = dp_label_prior([0, 1, 1], [0, 1], 2.0, rng(), sensitivity=2).event
+    assert person == histogram_event(2.0, 2)
 
 
 def test_label_prior_is_close_to_the_truth_at_small_noise(adult):

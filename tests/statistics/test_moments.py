@@ -105,6 +105,32 @@ def test_the_noise_is_gaussian_with_the_calibrated_std_and_symmetric():
         assert sample.std() == pytest.approx(std, rel=4 / math.sqrt(2 * len(sample)))
 
 
+def test_a_release_run_draws_both_releases_with_opendps_float_gaussian(monkeypatch):
+    from dpforge.privacy import release_noise
+
+    calls = []
+    real = release_noise._opendp_gaussian
+
+    def spy(std: float, atom: type):
+        calls.append((std, atom))
+        return real(std, atom)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("numpy's floating-point Gaussian drawn in a release run")
+
+    monkeypatch.setattr(release_noise, "_opendp_gaussian", spy)
+    monkeypatch.setattr(release_noise.ReleaseGenerator, "normal", refused)
+    monkeypatch.setattr(release_noise.ReleaseGenerator, "standard_normal", refused)
+    x, y = _records(30, np.random.default_rng(6))
+    rng = release_noise.noise_generator(None)
+    sub = principal_subspace(x, 3, 3, 1.7, C, rng)
+    class_moments(x, y, 3, sub, 1.7, C, rng)
+    std = 1.7 * moment_sensitivity(C)
+    assert calls and set(calls) == {(std, float)}
+    # every row of the two upper triangles, the sums and the counts: nothing drawn elsewhere
+    assert len(calls) == 16 + 2 + 3 * sub.rank + 2
+
+
 def test_the_rank_shrinks_with_the_noise_and_is_kept_without_it():
     values = 1.0 / np.arange(1, 41) ** 2
     assert supported_rank(values, 40, 0.0, 100.0) == 40

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import dp_accounting
 import numpy as np
 import pandas as pd
 
@@ -142,7 +141,7 @@ def _categories_target(sigma: float, records: int) -> ReleaseTarget:
         categories_estimate.dp_categories(values[with_canary], noise, 1e-3, rng)
 
     statistic = _white_box(run, categories_estimate, "gaussian_histogram", sigma)
-    return ReleaseTarget("DP categories", dp_accounting.GaussianDpEvent(sigma), statistic)
+    return ReleaseTarget("DP categories", categories_estimate.histogram_event(sigma), statistic)
 
 
 def _codes_target(sigma: float, records: int) -> ReleaseTarget:

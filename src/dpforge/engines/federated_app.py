@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from dp_accounting import NoOpDpEvent
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
@@ -46,6 +45,7 @@ from dpforge.engines.federated_site_ledger import SiteLedger, site_cap
 from dpforge.engines.federated_trust import Trust, degraded_epsilons
 from dpforge.errors import DpforgeError
 from dpforge.privacy.budget import DataBudget, RunCharge
+from dpforge.privacy.release_noise import noise_generator
 from dpforge.schema.array import load_schema
 from dpforge.schema.table import Schema
 
@@ -88,11 +88,11 @@ def site_schema(config: Any) -> Schema:
 def _deployed_site(context: Context, answers: int) -> Site:
     config = context.node_config
     records = read_csv(Path(str(config["data"])))
-    return Site(records, site_schema(config), site_trust(config), np.random.default_rng(),
+    return Site(records, site_schema(config), site_trust(config), noise_generator(None),
                 site_ledger(config), str(config.get("out-of-bounds", "error")))  # fmt: skip
 
 
-client_app = site_app(ContextSites(_deployed_site))  # noise from the OS's entropy
+client_app = site_app(ContextSites(_deployed_site))  # OpenDP's noise, seeded from the OS
 server_app = ServerApp()
 UNIT = (
     "one record (a row at one site): federated runs take no privacy unit, so a person with k "

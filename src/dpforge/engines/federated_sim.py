@@ -34,6 +34,7 @@ from dpforge.engines.federated_site import Site
 from dpforge.engines.federated_trust import Trust
 from dpforge.errors import DataError
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.release_noise import noise_generator
 from dpforge.schema.table import Schema
 
 SERVER_NODE = 1
@@ -154,5 +155,5 @@ def site_generator(seed: int | None, site: int, answers: int) -> np.random.Gener
     """The noise generator of a simulated site's next answer: from ``seed`` (reproducible),
     or from the OS's entropy when ``seed`` is None (a deployed site's only choice)."""
     if seed is None:
-        return np.random.default_rng()
+        return noise_generator(None)  # its release noise drawn by OpenDP
     return np.random.default_rng([seed, site, answers])

@@ -18,9 +18,10 @@ worst case. SecAgg+ sums integers modulo 2^32: a share is put on a public fixed-
 that rounding changes neither the sensitivity nor the noise:
 
 * ``grid <= 1``: an exact count is a multiple of the grid, so one record moves a rounded count
-  by exactly 1, as the ledger says, and the rounded answer ``exact + rint(noise / grid) * grid``
-  is a function of the Gaussian answer ``exact + noise`` (post-processing); a pair score is
-  rounded to the grid and its sensitivity grows by one grid step, which the site prices;
+  by exactly 1, as the ledger says, and the rounded answer ``grid * rint((exact + noise) /
+  grid)`` is a function of the Gaussian answer ``exact + noise`` (post-processing, of OpenDP's
+  release in a release run: :func:`on_grid`); a pair score is rounded to the grid and its
+  sensitivity grows by one grid step, which the site prices;
 * ``grid <= share_std / NOISE_STEPS``: each site's noise share spans at least
   ``NOISE_STEPS`` grid steps, so rounding cannot erase it (the summed rounded shares carry the
   central variance; the distributed discrete Gaussian of Kairouz et al. 2021 is within a
@@ -47,6 +48,7 @@ from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 from dpforge.errors import DataError, PrivacyError
 from dpforge.privacy.ledger import PrivacyLedger
+from dpforge.privacy.release_noise import noisy_values, release_event
 
 TRUST_MODELS = ("local", "secagg")
 SCORE_SENSITIVITY = 2.0  # a site's pair score against the model scaled to its own size
@@ -137,16 +139,15 @@ class Trust:
     # ------------------------------------------------------------------ at a site
     def noisy(self, exact, std, l2, grid, ledger: PrivacyLedger, what: str, rng):
         """``exact`` plus this site's share of a release whose central std is ``std`` (L2
-        sensitivity ``l2``); the event is recorded in the site's ledger first."""
+        sensitivity ``l2``), drawn by :func:`noisy_values` (OpenDP's Gaussian when ``rng`` is
+        a release run's); its zCDP event is recorded in the site's ledger first."""
         if self.mode == "secagg":  # before anything is recorded: a public refusal
             self.check_grid(float(grid), std)
         share = std * self.share_fraction
-        event = GaussianDpEvent(share / l2) if share > 0 else NonPrivateDpEvent()
-        ledger.record(f"site: {what}", event)
-        noise = share * rng.standard_normal(np.shape(exact)) if share > 0 else 0.0
+        ledger.record(f"site: {what}", release_event(share / l2))
         if self.mode == "local":
-            return np.asarray(exact + noise, dtype=np.float64)
-        return on_grid(exact, noise, float(grid), what)
+            return noisy_values(exact, share, rng)
+        return on_grid(exact, share, float(grid), rng)
 
     def record_threshold(self, ledger: PrivacyLedger, what: str, std: float, threshold: float):
         """The thresholded histogram's event (always full noise, at the site)."""
@@ -154,7 +155,7 @@ class Trust:
             ledger.record(f"site: {what}", NonPrivateDpEvent())
             return
         extra = 1.0 - NormalDist().cdf((threshold - 1.0) / std)
-        ledger.record(f"site: {what}", GaussianDpEvent(std), extra)
+        ledger.record(f"site: {what}", release_event(std), extra)
 
 
 def secagg_grid(trust: Trust, std: float, max_site_records: int) -> tuple[float, float, int]:
@@ -200,13 +201,14 @@ def max_secagg_sites(max_site_records: int, share_std: float) -> int:
     return most if most >= 3 else 0
 
 
-def on_grid(exact, noise, grid: float, what: str) -> np.ndarray:
-    """The exact value rounded to the grid (counts are on it already) plus the noise share
-    rounded to it: a multiple of ``grid`` that SecAgg+ sums exactly."""
+def on_grid(exact, share: float, grid: float, rng: np.random.Generator) -> np.ndarray:
+    """The exact value rounded to the grid (counts are on it already), released with Gaussian
+    noise of std ``share`` (:func:`noisy_values`) and rounded to the grid again: a multiple of
+    ``grid`` that SecAgg+ sums exactly, and a function of that release (post-processing)."""
     if not (grid > 0 and math.log2(grid).is_integer()):
         raise PrivacyError(f"the SecAgg grid must be a power of 2, got {grid}")
-    value = np.rint(np.asarray(exact, dtype=np.float64) / grid) + np.rint(noise / grid)
-    return value * grid
+    on = np.rint(np.asarray(exact, dtype=np.float64) / grid) * grid
+    return np.rint(noisy_values(on, share, rng) / grid) * grid
 
 
 def check_range(values: np.ndarray, clip: float, what: str) -> None:

@@ -9,9 +9,9 @@ PipelineDP does before each aggregation); after that a person adds or removes at
 rows. Every release of the table path is a histogram in which one row adds one to one cell, so
 one person changes it by a vector of non-negative whole numbers summing to at most ``k``, whose
 L2 norm is at most ``k`` (all ``k`` rows in one cell). Each release therefore adds ``k`` times
-the noise it adds per record and keeps its dp-accounting event: ``GaussianDpEvent(sigma)`` is
-the Gaussian mechanism of noise std ``sigma * sensitivity``, here ``sigma * k * (the per-record
-sensitivity)``.
+the noise it adds per record, and its event is the zCDP of the same noise multiplier sigma
+(``ZCDpEvent(1 / 2 sigma^2)``, :func:`dpforge.privacy.release_noise.table_event`: the rows may
+fall in several cells), for noise ``sigma * k * (the per-record sensitivity)``.
 
 The discriminator's DP-SGD is per person too (user-level DP-SGD): whole persons are
 Poisson-sampled at rate q = B / P, P the number of persons released under DP (its own Gaussian

@@ -16,7 +16,7 @@ one cell of each):
     move each histogram by non-negative whole numbers summing to at most k, at most k in L2
     (all in one cell): ``k sqrt(m)``. This is the single-table privacy unit with the foreign
     key as the unit column and k rows per unit (:mod:`dpforge.privacy.person`), which scales
-    the same noise multiplier's std by k and keeps its ``GaussianDpEvent``.
+    the same noise multiplier's std by k and records its zCDP (``release_noise.table_event``).
 
 Each release is its own dp-accounting event; the run's ledger composes them, and each entry's
 name states the unit (:func:`unit_words`). The bounding is random (which k rows a parent

@@ -12,6 +12,7 @@ import numpy as np
 from dpforge.engines.aggregates import (
     ColumnAggregates,
     noise_factor,
+    noised_at_source,
 )
 from dpforge.statistics.bounds_bins import (
     _as_finite_floats,
@@ -29,6 +30,7 @@ from dpforge.statistics.dp_noise import (
     _check_sensitivity,
     _upper_tail_z,
     _warn_noise,
+    histogram_event,
 )
 
 FINE_CDF_TOLERANCE = 0.02
@@ -53,9 +55,9 @@ def dp_bounds(
 ) -> DpEstimate:
     """DP (lower, upper) bounds that hold all but about ``quantile`` of the values in each tail.
 
-    Two Gaussian histograms, each of L2 sensitivity 1, so the event is
-    ``ComposedDpEvent([GaussianDpEvent(σ), GaussianDpEvent(σ)])`` (charged in full even when
-    the first shows only noise, so the cost never depends on the data):
+    Two discrete Gaussian histograms, each of L2 sensitivity 1, so the event is
+    :func:`bounds_event`, two :func:`~dpforge.statistics.dp_noise.histogram_event` (charged in
+    full even when the first shows only noise, so the cost never depends on the data):
 
     1. Coarse: a public, data-independent grid with edges 0, ±2^k for k in
        [min_exponent, max_exponent] and an overflow bin at each end. The bins holding the noisy
@@ -85,7 +87,7 @@ def dp_bounds(
     needs about ``N >= 70σ`` records to be read at all (see :func:`_affordable_bins`); below
     that its half of the budget is wasted and the result is the coarse range, whose edges are
     octaves widened by a further octave (seen on 767 daily power curves: [-4, 8] for values
-    in [-2.3, 3.3]). With ``fine=False`` the event is ONE ``GaussianDpEvent(σ)`` (so the same
+    in [-2.3, 3.3]). With ``fine=False`` the event is ONE histogram's (so the same
     (ε, δ) buys less noise), the grid has ``bins_per_octave`` bins per octave (edges
     2^(j / bins_per_octave)) and the quantile bins are widened by ``widen_octaves`` (rounded to
     whole grid bins, at least one) instead of one octave. This is the setting for array
@@ -97,10 +99,12 @@ def dp_bounds(
     octaves, dates far from 1970 get a range of many years.
 
     ``sensitivity`` (k for a person with at most k rows): both histograms get noise std
-    σ·k, and every level read from the noise above uses that std; the event stays σ's.
+    σ·k, and every level read from the noise above uses that std; the event is σ's for k rows
+    (zCDP when k > 1, or when the sites add the noise: :func:`bounds_event`).
     """
     sigma = _check_noise_multiplier(noise_multiplier)
-    std = sigma * _check_sensitivity(sensitivity)
+    rows = _check_sensitivity(sensitivity)
+    std = sigma * rows
     _check_rng(rng)
     if not 0.0 <= quantile < 0.5:
         raise ValueError(f"quantile must be in [0, 0.5), got {quantile}")
@@ -110,7 +114,7 @@ def dp_bounds(
     if not (math.isfinite(widen_octaves) and widen_octaves > 0):
         raise ValueError(f"widen_octaves must be a finite number > 0, got {widen_octaves}")
     array = values if isinstance(values, ColumnAggregates) else _as_finite_floats(values)
-    event = bounds_event(sigma, fine)
+    event = bounds_event(sigma, fine, rows, noised_at_source(array))
     limit = 2.0 ** (max_exponent + 1)  # overflow bins read as [2^max, 2^(max+1)), mirrored
 
     coarse_edges = _geometric_edges(min_exponent, max_exponent, bins_per_octave)
@@ -147,9 +151,12 @@ def _checked_grid(grid: np.ndarray) -> np.ndarray:
     return edges
 
 
-def bounds_event(noise_multiplier: float, fine: bool = True) -> dp_accounting.DpEvent:
-    """The event of :func:`dp_bounds`: two Gaussian histograms, or one when ``fine=False``."""
-    one = dp_accounting.GaussianDpEvent(noise_multiplier)
+def bounds_event(
+    noise_multiplier: float, fine: bool = True, rows: float = 1, at_source: bool = False
+) -> dp_accounting.DpEvent:
+    """The event of :func:`dp_bounds`: two histograms (:func:`histogram_event` of σ for
+    ``rows`` per person, noised at the sites or not), or one when ``fine=False``."""
+    one = histogram_event(noise_multiplier, rows, at_source)
     return dp_accounting.ComposedDpEvent([one, one]) if fine else one
 
 

@@ -5,10 +5,11 @@ crowd into a small part of its range (a hormone level near 0 on a [0, 1] scale) 
 cells for almost all of them, and whatever separates the classes inside those cells is lost:
 on Thyroid a classifier trained on the real rows, cut into 64 public cells and decoded again,
 reaches a macro AuROC of 0.90 instead of 0.98. Here every such column's histogram on a fine
-public grid (``FINE_CELLS`` cells) is released once with the Gaussian mechanism (a record adds
-one to one cell of each column's histogram: L2 sensitivity ``sqrt(m)`` for ``m`` columns, one
-``GaussianDpEvent``), projected onto the simplex (free) and cut into cells of about equal mass
-(free): fine where the records are, coarse where they are not. The bounds' point cells stay.
+public grid (``FINE_CELLS`` cells) is released once with the discrete Gaussian (a record adds
+one to one cell of each column's histogram: L2 sensitivity ``sqrt(m)`` for ``m`` columns, the
+``table_event`` of :mod:`dpforge.privacy.release_noise`), projected onto the simplex (free)
+and cut into cells of about equal mass (free): fine where the records are, coarse where they
+are not. The bounds' point cells stay.
 The fine counts that stand out from the noise are kept too (free, ``kinds.table``): a value is
 drawn inside its cell in proportion to them, so that heaped numbers come back on their points
 (``NumericBins.decode``). An empty cell

@@ -1,7 +1,7 @@
 """Shared pieces of the DP metadata estimators (:mod:`dpforge.statistics.dp_stats`): the estimate
-type, the warning raised when noise overwhelms a histogram, argument checks, the Gaussian noisy
-histogram and the calibration of a noise multiplier to (ε, δ) by the dp-accounting PLD
-accountant.
+type, the warning raised when noise overwhelms a histogram, argument checks, the noisy
+histogram (discrete Gaussian, drawn by :mod:`dpforge.privacy.release_noise`), its ledger event
+and the calibration of a noise multiplier to (ε, δ) by the accountant that reports that event.
 """
 
 import math
@@ -11,15 +11,10 @@ from statistics import NormalDist
 
 import dp_accounting
 import numpy as np
-from dp_accounting import mechanism_calibration
-from dp_accounting.pld import pld_privacy_accountant
 
 from dpforge.errors import PrivacyError
-
-# PLD discretisation used for calibration. A PLD accountant's ε is an upper bound for any
-# interval; 1e-3 is ~10x faster than the default 1e-4 at small σ and at most slightly more
-# conservative (σ a little larger), so the returned σ never overspends.
-_CALIBRATION_DISCRETIZATION = 1e-3
+from dpforge.privacy.calibration import noise_for_target
+from dpforge.privacy.release_noise import noisy_counts, table_event
 
 
 class DpNoiseWarning(UserWarning):
@@ -82,16 +77,36 @@ def _check_probability(name: str, value: float) -> float:
 def gaussian_histogram(
     counts: np.ndarray, noise_multiplier: float, rng: np.random.Generator, sensitivity: float = 1
 ) -> np.ndarray:
-    """Add N(0, (σ·sensitivity)²) independently to every count (the Gaussian mechanism).
+    """Add discrete Gaussian noise of parameter σ·sensitivity independently to every count
+    (whole numbers), drawn by :func:`dpforge.privacy.release_noise.noisy_counts` (OpenDP in a
+    release run), so that floating point cannot betray the counts (Mironov 2012).
 
     Private only if one neighbouring step (a record, or a person's bounded rows) changes
     ``counts`` by at most ``sensitivity`` in L2; the callers in this module build their
-    histograms so that one record changes one entry by at most 1.
+    histograms so that one record changes one entry by at most 1. The event is
+    :func:`histogram_event`.
     """
     sigma = _check_noise_multiplier(noise_multiplier) * _check_sensitivity(sensitivity)
     _check_rng(rng)
-    counts = np.asarray(counts, dtype=float)
-    return counts + sigma * rng.standard_normal(counts.shape)
+    return noisy_counts(np.asarray(counts, dtype=float), sigma, rng)
+
+
+def histogram_event(
+    noise_multiplier: float, rows: float = 1, at_source: bool = False
+) -> dp_accounting.DpEvent:
+    """The ledger event of one histogram of this module at noise multiplier σ (std σ·rows):
+    one record moves one bin by 1, so with the discrete Gaussian drawn here it is
+    ``DiscreteGaussianDpEvent(σ)``; a person's ``rows`` may fall in several bins, and noise
+    added at federated sites (``at_source``) is a sum of continuous shares, both recorded as
+    their zCDP (:func:`dpforge.privacy.release_noise.table_event`); σ = 0 is non-private."""
+    return table_event(noise_multiplier, 1, _whole_rows(rows), at_source)
+
+
+def _whole_rows(rows: float) -> int:
+    value = _check_sensitivity(rows)
+    if not value.is_integer():
+        raise PrivacyError(f"rows per person must be a whole number, got {rows!r}")
+    return int(value)
 
 
 def _upper_tail_z(probability: float) -> float:
@@ -99,38 +114,30 @@ def _upper_tail_z(probability: float) -> float:
     return -NormalDist().inv_cdf(probability)
 
 
-def noise_multiplier_for(epsilon: float, delta: float, releases: int = 1) -> float:
-    """Smallest σ such that ``releases`` Gaussian histograms (sensitivity 1) are (ε, δ)-DP.
+def noise_multiplier_for(
+    epsilon: float, delta: float, releases: int = 1, rows: float = 1, at_source: bool = False
+) -> float:
+    """Smallest σ (4 decimals) such that ``releases`` histograms, each the
+    :func:`histogram_event` of σ for ``rows`` and ``at_source``, are (ε, δ)-DP.
 
-    Calibrated with dp-accounting's ``calibrate_dp_mechanism`` and a PLD accountant over
-    ``SelfComposedDpEvent(GaussianDpEvent(σ), releases)`` (discretisation 1e-3, slightly
-    conservative); an RDP analysis of the same events reports a somewhat larger ε. Use
-    ``releases=2`` for :func:`dp_bounds` and ``releases=1`` for the other estimators; for
-    :func:`dp_categories` pass the δ share left after ``threshold_delta``.
+    Calibrated with :func:`dpforge.privacy.calibration.noise_for_target` by the accountant
+    that reports those events (PLD for the discrete Gaussian, RDP for zCDP), so the estimates
+    never spend more than their share. Use ``releases=2`` for :func:`dp_bounds` and
+    ``releases=1`` for the other estimators; for :func:`dp_categories` pass the δ share left
+    after ``threshold_delta``.
     """
     if not (math.isfinite(float(epsilon)) and float(epsilon) > 0):
         raise PrivacyError(f"epsilon must be a finite number > 0, got {epsilon}")
     delta = _check_probability("delta", delta)
     if isinstance(releases, bool) or not isinstance(releases, int | np.integer) or releases < 1:
         raise PrivacyError(f"releases must be an integer >= 1, got {releases!r}")
+    count = int(releases)
 
     def make_event(sigma: float) -> dp_accounting.DpEvent:
-        return dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(sigma), releases)
+        one = histogram_event(sigma, rows, at_source)
+        return one if count == 1 else dp_accounting.SelfComposedDpEvent(one, count)
 
-    def make_accountant() -> pld_privacy_accountant.PLDAccountant:
-        return pld_privacy_accountant.PLDAccountant(
-            value_discretization_interval=_CALIBRATION_DISCRETIZATION
-        )
-
-    sigma = mechanism_calibration.calibrate_dp_mechanism(
-        make_accountant,
-        make_event,
-        float(epsilon),
-        delta,
-        mechanism_calibration.LowerEndpointAndGuess(0.0, 1.0),
-        tol=1e-6,
-    )
-    return float(sigma)
+    return float(noise_for_target(make_event, float(epsilon), delta))
 
 
 def _warn_noise(stage: str, fallback: str) -> None:

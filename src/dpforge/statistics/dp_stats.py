@@ -8,18 +8,19 @@ event describing the mechanism, plus any δ paid outside that event (thresholdin
 
 Neighbouring data sets differ by adding or removing one record, as for the Poisson-subsampled
 Gaussian used in training. Every mechanism here is a histogram in which one record changes one
-bin by 1 (L2 sensitivity 1) with N(0, σ²) noise per bin, so one histogram is exactly
-``GaussianDpEvent(σ)``. Noise comes only from the ``numpy.random.Generator`` passed in. Like
-the rest of the DP-ML ecosystem, the analysis assumes ideal real-valued Gaussian noise; numpy's
-floating-point sampler only approximates it (see Mironov 2012 on floating-point attacks).
+bin by 1 with discrete Gaussian noise N_Z(0, σ²) per bin, drawn by
+:mod:`dpforge.privacy.release_noise` (OpenDP in a release run, so that floating point cannot
+betray the counts, Mironov 2012; the run's seeded generator otherwise), so one histogram is
+exactly ``DiscreteGaussianDpEvent(σ)`` (:func:`~dpforge.statistics.dp_noise.histogram_event`).
 
 Several rows per person (:mod:`dpforge.privacy.person`): once each person keeps at most ``k``
-rows, one person changes a histogram by at most ``k`` in L2 (all rows in one bin). Every
-estimator takes that ``sensitivity`` and adds ``sensitivity`` times the noise, keeping its event:
-``GaussianDpEvent(σ)`` is the Gaussian mechanism of noise std σ·sensitivity.
+rows, one person changes a histogram by at most ``k`` in L2 (its rows may fall in several bins).
+Every estimator takes that ``sensitivity`` and adds ``sensitivity`` times the noise; the event
+is then the zCDP of noise multiplier σ, ``ZCDpEvent(1 / 2σ²)``, as it is for histograms noised
+at federated sites (a sum of continuous Gaussian shares).
 
 Calling with ``noise_multiplier=0`` is the non-private baseline: the event is
-``GaussianDpEvent(0)``, for which the accountant reports ε = ∞.
+``NonPrivateDpEvent``, for which the accountant reports ε = ∞.
 
 Layout: the shared pieces (estimate type, checks, noisy histogram, calibration) are in
 :mod:`~dpforge.statistics.dp_noise`, the bounds in :mod:`~dpforge.statistics.bounds_estimate`
@@ -35,7 +36,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-import dp_accounting
 import numpy as np
 import pandas as pd
 
@@ -55,6 +55,7 @@ from dpforge.statistics.dp_noise import (
     _check_rng,
     _refuse_rows_at_sites,
     gaussian_histogram,
+    histogram_event,
     noise_multiplier_for,
 )
 
@@ -66,6 +67,7 @@ __all__ = [
     "dp_categories",
     "dp_label_prior",
     "gaussian_histogram",
+    "histogram_event",
     "noise_multiplier_for",
 ]
 
@@ -105,15 +107,15 @@ def dp_label_prior(
 ) -> DpEstimate:
     """DP class proportions over the public list ``classes`` (a probability vector).
 
-    Gaussian noise on the class counts (one record changes one count by 1, so the event is
-    ``GaussianDpEvent(σ)``), negatives clipped to 0, normalised, then mixed with the uniform
-    distribution so that every class has probability ≥ ``floor`` (default 1% of the uniform
+    Discrete Gaussian noise on the class counts (one record changes one count by 1, so the
+    event is :func:`histogram_event`), negatives clipped to 0, normalised, then mixed with the
+    uniform distribution so that every class has probability ≥ ``floor`` (default 1% of the uniform
     share, 0.01 / K): p = (1 - K·floor)·p̂ + floor. Why a floor: the generator of a
     conditional GAN draws its labels from this prior, and a public class whose noisy count
     was clipped to 0 would otherwise never be generated (and log p would be -inf). Mixing
     moves each probability by at most K·floor ≤ 0.01 and is post-processing, hence free.
     If every noisy count is ≤ 0, p̂ is uniform and a :class:`DpNoiseWarning` is issued.
-    ``sensitivity``: k for a person with at most k rows (noise std σ·k, same event).
+    ``sensitivity``: k for a person with at most k rows (noise σ·k, the event's zCDP).
     """
     sigma = _check_noise_multiplier(noise_multiplier)
     _check_rng(rng)
@@ -138,4 +140,5 @@ def dp_label_prior(
         )
         estimate = np.full(k, 1.0 / k)
     prior = (1.0 - k * floor) * estimate + floor
-    return DpEstimate(prior / prior.sum(), dp_accounting.GaussianDpEvent(sigma))
+    event = histogram_event(sigma, sensitivity, isinstance(labels, NoisyColumn))
+    return DpEstimate(prior / prior.sum(), event)

@@ -14,8 +14,10 @@ frame (design.md section 1):
   per-class SUMS of feature vectors and the class counts weighted by the public ``c``
   (``count_weight``). Adding or removing one record of class ``k`` changes ``S_k`` by its feature
   vector (norm 1) and ``c * n_k`` by ``c``: the L2 sensitivity is exactly ``sqrt(1 + c^2)``.
-  Adding ``N(0, (sigma * sqrt(1 + c^2))^2)`` to every coordinate is the Gaussian mechanism with
-  noise multiplier ``sigma``: one ``GaussianDpEvent(sigma)`` in the ledger.
+  Adding ``N(0, (sigma * sqrt(1 + c^2))^2)`` to every coordinate (OpenDP's floating-point-safe
+  Gaussian in a release run, :func:`dpforge.privacy.release_noise.noisy_values`) is the Gaussian
+  mechanism with noise multiplier ``sigma``: one ``ZCDpEvent(1 / 2 sigma^2)`` in the ledger
+  (:func:`dpforge.privacy.release_noise.release_event`).
 * **The anchor is post-processing.** Noisy per-class means ``S_k / n_k`` (counts from the same
   release) are the targets; a generator is trained to match them (the squared distance between
   mean embeddings: an MMD under the random-feature kernel). Everything it reads is the release.

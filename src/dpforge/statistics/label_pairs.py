@@ -8,8 +8,8 @@ label x a x b instead, and the generator fits it given each label.
 Privacy: the release is the same as the pairs' one. Adding or removing one record adds or
 removes one to exactly one cell of each of the ``k`` 3-way tables (merged cells included: a
 record's cell lies in one merged cell), so the vector has L2 sensitivity ``sqrt(k)`` (``r *
-sqrt(k)`` for a person's ``r`` rows) and the noise ``sigma * sqrt(k)`` per cell is one
-``GaussianDpEvent(sigma)``, the same event the plan records for the pairs.
+sqrt(k)`` for a person's ``r`` rows) and the noise ``sigma * sqrt(k)`` per cell gives the
+same event the plan records for the pairs (:func:`dpforge.privacy.release_noise.table_event`).
 
 Selection: the pairs are chosen as without the option (on a x b scores).
 

@@ -7,13 +7,17 @@ recorded in the run's ledger, so it is charged to the same (epsilon, delta) budg
 
 Budget split: the metadata get ``share`` of epsilon and of delta. Half of the metadata delta is
 the accountant's; the other half pays the release probability of the thresholded category
-histograms (their ``extra_delta``). All Gaussian releases share one noise multiplier calibrated
-with the PLD accountant so that their composition costs at most
+histograms (their ``extra_delta``). All histogram releases (discrete Gaussian,
+:func:`dpforge.statistics.dp_noise.histogram_event`) share one noise multiplier calibrated by
+the accountant that reports their events, so that their composition costs at most
 (share * epsilon, share * delta / 2).
 
 With a privacy unit (one person, at most k rows kept: :mod:`dpforge.privacy.person`) each
-histogram's L2 sensitivity is k: the estimators add k times the noise (same events, same
-sigma) and each ledger entry says so.
+histogram's L2 sensitivity is k: the estimators add k times the noise, the events are the zCDP
+of the same sigma (a person's rows may fall in several bins), the calibration is for those,
+and each ledger entry says so. Histograms noised at federated sites are zCDP events as well.
+Each estimate's event is recorded in the ledger before it runs (it depends on the noise and the
+relation only, never on the records).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dpforge.data.arrays import ArrayData
-from dpforge.engines.aggregates import ColumnAggregates, TableAggregates
+from dpforge.engines.aggregates import ColumnAggregates, TableAggregates, noised_at_source
 from dpforge.errors import PrivacyError
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
@@ -33,9 +37,11 @@ from dpforge.schema.array import ArraySchema, Channel
 from dpforge.schema.table import Column, Schema
 from dpforge.statistics.dp_stats import (
     DpEstimate,
+    bounds_event,
     dp_bounds,
     dp_categories,
     dp_label_prior,
+    histogram_event,
     noise_multiplier_for,
 )
 from dpforge.statistics.time_bounds import time_range
@@ -97,7 +103,9 @@ def complete_schema(
             "the schema leaves values to estimate from the data but the metadata budget share "
             "is 0: give a share > 0, or declare bounds, categories and the label prior"
         )
-    sigma = noise_multiplier_for(budget.epsilon, budget.delta / 2, gaussian)
+    sigma = noise_multiplier_for(
+        budget.epsilon, budget.delta / 2, gaussian, budget.unit.rows, noised_at_source(table)
+    )
     threshold_delta = budget.delta / 2 / thresholded if thresholded else 0.0
     return _complete(table, schema, (sigma, threshold_delta), budget.unit, ledger, rng)
 
@@ -145,25 +153,26 @@ def _estimate_column(
     rng: np.random.Generator,
 ) -> Column:
     sigma, threshold_delta = noise
+    at_source = noised_at_source(values)
+    if column.is_numeric or column.is_time:
+        event = bounds_event(sigma, True, unit.rows, at_source)
+        what = "range" if column.is_time else "bounds"
+        ledger.record(unit.entry(f"metadata: {what} of '{column.name}'"), event)
     if column.is_time:
         values = _as(values, np.float64)
-        estimate, lower, upper = time_range(values, column, sigma, rng, sensitivity=unit.rows)
-        name = unit.entry(f"metadata: range of '{column.name}'")
-        ledger.record(name, estimate.event, estimate.extra_delta)
+        _, lower, upper = time_range(values, column, sigma, rng, sensitivity=unit.rows)
         return replace(column, lower=lower, upper=upper)
     if column.is_numeric:
         estimate = dp_bounds(_as(values, np.float64), sigma, rng, sensitivity=unit.rows)
-        name = unit.entry(f"metadata: bounds of '{column.name}'")
-        ledger.record(name, estimate.event, estimate.extra_delta)
         lower, upper = estimate.value
         if column.type == "integer":
             lower, upper = float(np.floor(lower)), float(np.ceil(upper))
         if lower >= upper:
             upper = lower + 1.0
         return replace(column, lower=lower, upper=upper)
-    estimate = dp_categories(_as(values, str), sigma, threshold_delta, rng, max_rows=unit.rows)
     name = unit.entry(f"metadata: categories of '{column.name}'")
-    ledger.record(name, estimate.event, estimate.extra_delta)
+    ledger.record(name, histogram_event(sigma, unit.rows, at_source), threshold_delta)
+    estimate = dp_categories(_as(values, str), sigma, threshold_delta, rng, max_rows=unit.rows)
     categories = tuple(estimate.value)
     if column.other is not None and column.other not in categories:
         categories += (column.other,)  # the rarer values pool into it (data.tables)
@@ -186,9 +195,9 @@ def _dp_prior(
 ) -> np.ndarray:
     label = schema.label_column
     values = _column_values(table, label.name)
+    event = histogram_event(sigma, unit.rows, noised_at_source(values))
+    ledger.record(unit.entry(f"metadata: label prior of '{label.name}'"), event)
     estimate = dp_label_prior(values, label.categories, sigma, rng, sensitivity=unit.rows)
-    name = unit.entry(f"metadata: label prior of '{label.name}'")
-    ledger.record(name, estimate.event, estimate.extra_delta)
     return np.asarray(estimate.value, dtype=np.float64)
 
 
@@ -252,10 +261,9 @@ def complete_array_schema(
     )
     schema = schema.with_channels(channels)
     if schema.label is not None and schema.classes is None:
+        name = f"metadata: classes of '{schema.label}'"
+        ledger.record(name, histogram_event(sigma), threshold_delta)
         estimate = dp_categories(data.labels.astype(str), sigma, threshold_delta, rng)
-        ledger.record(
-            f"metadata: classes of '{schema.label}'", estimate.event, estimate.extra_delta
-        )
         if len(estimate.value) < 2:
             raise PrivacyError(
                 f"label '{schema.label}': fewer than 2 classes are frequent enough to be released "
@@ -263,8 +271,8 @@ def complete_array_schema(
             )
         schema = schema.with_classes(tuple(estimate.value))
     if schema.label is not None and schema.label_prior == "dp":
+        ledger.record(f"metadata: label prior of '{schema.label}'", histogram_event(sigma))
         estimate = dp_label_prior(data.labels, schema.classes, sigma, rng)
-        ledger.record(f"metadata: label prior of '{schema.label}'", estimate.event)
         return schema, np.asarray(estimate.value, dtype=np.float64)
     return schema, _public_array_prior(schema)
 
@@ -291,10 +299,10 @@ def channel_bound(values: np.ndarray, sigma: float, rng: np.random.Generator) ->
 def _estimate_channel(data, index, channel, sigma, ledger, rng) -> Channel:
     """DP range of one channel: a low quantile of per-record minima, a high one of maxima."""
     plane = data.values[:, index].reshape(len(data), -1)
+    ledger.record(f"metadata: lower bound of channel '{channel.name}'", histogram_event(sigma))
     low = channel_bound(plane.min(axis=1), sigma, rng)
-    ledger.record(f"metadata: lower bound of channel '{channel.name}'", low.event)
+    ledger.record(f"metadata: upper bound of channel '{channel.name}'", histogram_event(sigma))
     high = channel_bound(plane.max(axis=1), sigma, rng)
-    ledger.record(f"metadata: upper bound of channel '{channel.name}'", high.event)
     lower, upper = low.value[0], high.value[1]
     if lower >= upper:
         upper = lower + 1.0

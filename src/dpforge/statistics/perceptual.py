@@ -15,7 +15,8 @@ The idea of DP-MEPF (Harder et al., TMLR 2023) in this project's measure / ancho
   same statistic as :mod:`dpforge.statistics.features`: adding or removing one record moves it
   by at most ``sqrt(1 + c^2)`` in L2 norm (the derivation there applies word for word, with
   "norm at most 1" for "norm exactly 1"). Gaussian noise of std ``sigma * sqrt(1 + c^2)``
-  per coordinate; one ``GaussianDpEvent(sigma)`` in the ledger, recorded before it runs.
+  per coordinate (drawn as there); one ``ZCDpEvent(1 / 2 sigma^2)`` in the ledger, recorded
+  before it runs.
 * **The fit is post-processing.** A convolutional generator matches the noisy per-class mean
   embeddings together with the per-class moments that moment anchoring releases in its DP
   principal subspace (:class:`MomentLoss`); everything it reads is a release.
