@@ -147,3 +147,13 @@ def test_unmeasured_pairs_are_capped_smallest_first(monkeypatch):
     ]  # fmt: skip
     monkeypatch.setattr(module, "PAIR_CELLS", 20)  # 6 (B, D) + 8 (B, C) + 9 (A, D) passes 20
     assert module.unmeasured_pairs(measured, DOMAIN) == [("B", "C"), ("B", "D")]
+
+
+def test_a_model_beyond_64_bit_cells_is_measured_exactly_and_left_out_by_the_cap():
+    """psid's round-1 tree once overflowed numpy's int64 product and passed the cap as a small
+    number, then failed to allocate: sizes are Python integers."""
+    domain = {name: 10_000 for name in "abcde"}
+    tree = JunctionTree.build([tuple("abcde")], domain)
+    assert tree.size() == 10**20
+    readings = [Measurement(tuple("abcde"), np.zeros(1), 1.0)]
+    assert _within_cap(readings, domain) == []

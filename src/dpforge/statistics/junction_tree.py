@@ -12,6 +12,7 @@ Everything here is post-processing of public or noisy quantities: no record is r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -53,7 +54,7 @@ def _elimination_cliques(edges: Mapping[str, set[str]], domain: Mapping[str, int
     while graph:
 
         def cost(a: str) -> tuple[int, str]:
-            return int(np.prod([domain[b] for b in graph[a] | {a}])), a
+            return math.prod(domain[b] for b in graph[a] | {a}), a
 
         a = min(graph, key=cost)
         clique = frozenset(graph[a] | {a})
@@ -128,7 +129,7 @@ class JunctionTree:
 
     def size(self) -> int:
         """The number of cells over all cliques (what one pass of inference touches)."""
-        return sum(int(np.prod(self.shape(c))) for c in self.cliques)
+        return sum(math.prod(self.shape(c)) for c in self.cliques)
 
     def shape(self, attrs: Attrs) -> tuple[int, ...]:
         return tuple(self.domain[a] for a in attrs)
