@@ -11,13 +11,15 @@ decoding, on the AMD EPYC host; the same code and seed train to other figures on
 of earlier sessions, so no older run is mixed in), one fit per table, epsilon and seed 0-2,
 scored as ``tables.py`` scores (the deleted trial ``quality_trials.py``, tag ``s37-bound``): the
 development tables from ``tables/default_public.jsonl``, Adult from
-``tables/default_adult.jsonl``, healthins from ``tables/default_healthins.jsonl``,
-the holdout tables from ``tables/default_holdout.jsonl``; Adult's non-private run from
+``tables/default_adult.jsonl``, healthins from ``tables/default_healthins.jsonl``;
+Adult's non-private run from
 ``tables/nonprivate_adult.jsonl`` (tag ``np-s37-bound``, one seed). The peers and real
 rows come from ``bench/results/tables/<name>.json`` (``tables.py --out``), Adult's and
 Thyroid's from ``tables/tables.json`` (fitted in an earlier session on the same data, split, seeds
-and public cells), the holdout tables' from ``tables/holdout.json``. A table without trials
-keeps the dpforge rows of its bench file::
+and public cells). A table without trials keeps the dpforge rows of its bench file: the
+holdout tables', every method, from ``tables/holdout.json`` (ours rerun on 2026-12-07 on the
+default with issue 44's consistent estimate, 0ed8cc4, whose draws the label-pairs removal keeps
+there; session 37's trials in ``tables/default_holdout.jsonl`` are no longer read)::
 
     python bench/tables.py summary adult thyroid psid nmes fair healthins wage --gaps
 
@@ -45,7 +47,6 @@ DEFAULT_TRIALS = "tables/default_public.jsonl"  # else, per table:
 TRIALS_OF = {
     "adult": "tables/default_adult.jsonl",
     "healthins": "tables/default_healthins.jsonl",
-    **{name: "tables/default_holdout.jsonl" for name in HOLDOUT_TABLES},
 }
 NONPRIVATE = ("tables/nonprivate_adult.jsonl", "np-s37-bound")
 SOURCES = {  # name: ((file, methods taken from it, None = all), ...)

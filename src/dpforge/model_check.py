@@ -110,6 +110,8 @@ TABLE_RELEASE_FORMAT: dict[str, Any] = {
                     "total": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e300},
                     "groups": {
                         "type": "array",
+                        "description": "merged cells (folders fitted with the removed "
+                        "label_pairs option): refused on load, fit the table again",
                         "items": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                     },
                     "row_totals": {

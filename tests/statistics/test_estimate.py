@@ -9,11 +9,9 @@ import pytest
 
 from dpforge.statistics.estimate import (
     Measurement,
-    _spread,
     _within_cap,
     consistent_marginals,
     estimate,
-    merged,
 )
 from dpforge.statistics.junction_tree import JunctionTree, aligned, summed_to
 from dpforge.statistics.marginals import MeasuredMarginal
@@ -23,15 +21,14 @@ NAMES = tuple(DOMAIN)
 N = 1000.0
 
 
-def _measured(rng: np.random.Generator, sets, groups=None, std=5.0):
+def _measured(rng: np.random.Generator, sets, std=5.0):
     """Noisy measurements of ``sets`` drawn from a random joint over ``DOMAIN``."""
     joint = rng.dirichlet(np.full(72, 0.5)).reshape(3, 2, 4, 3)
     out = []
     for columns in sets:
-        g = (groups or {}).get(columns, ())
-        table = merged(summed_to(joint, NAMES, columns) * N, g)
+        table = summed_to(joint, NAMES, columns) * N
         noisy = table + rng.normal(0.0, std * len(columns), table.shape)
-        out.append(Measurement(columns, noisy.ravel(), std * len(columns), g))
+        out.append(Measurement(columns, noisy.ravel(), std * len(columns)))
     return out
 
 
@@ -44,20 +41,20 @@ def _brute_force(measurements, steps: int = 3000) -> np.ndarray:
     for _ in range(steps):
         grad = np.zeros_like(joint)
         for m, w in zip(measurements, weights, strict=True):
-            table = merged(summed_to(joint, NAMES, m.columns), m.groups)
+            table = summed_to(joint, NAMES, m.columns)
             residual = table - m.counts.reshape(table.shape) / N
-            grad += aligned(_spread(w * residual, m.groups), m.columns, NAMES)
+            grad += aligned(w * residual, m.columns, NAMES)
         theta -= grad
         joint = np.exp(theta - theta.max())
         joint /= joint.sum()
     return joint
 
 
-def test_agrees_with_the_full_joint_oracle_on_a_cycle_with_merged_cells():
-    """A cycle of pairs (triangulated), a 1-way table and a pair on merged cells: every
-    marginal, measured or not, matches the full joint's max-entropy best fit."""
+def test_agrees_with_the_full_joint_oracle_on_a_cycle():
+    """A cycle of pairs (triangulated) and a 1-way table: every marginal, measured or not,
+    matches the full joint's max-entropy best fit."""
     sets = [("A", "B"), ("B", "C"), ("C", "D"), ("A", "D"), ("A",)]
-    measurements = _measured(np.random.default_rng(0), sets, {("C", "D"): ((0, 0, 1, 1), ())})
+    measurements = _measured(np.random.default_rng(0), sets)
     fitted = estimate(measurements, DOMAIN, N)
     oracle = _brute_force(measurements)
     for columns in [("A", "B"), ("B", "D"), ("A", "C"), ("C",), ("D", "A")]:
@@ -134,6 +131,13 @@ def test_marginal_keeps_its_noise_std_through_a_round_trip():
     legacy = {k: v for k, v in m.to_dict().items() if k != "std"}
     with pytest.raises(ValueError, match="fit the table again"):
         consistent_marginals([MeasuredMarginal.from_dict(legacy)], {"a": 2})
+
+
+def test_a_marginal_on_merged_cells_is_refused_on_load():
+    """Model folders fitted with the removed ``label_pairs`` option stored merged cells."""
+    m = MeasuredMarginal(("a", "b"), (2, 2), np.ones(4), 4.0, std=1.0).to_dict()
+    with pytest.raises(ValueError, match="label_pairs option.*fit the table again"):
+        MeasuredMarginal.from_dict({**m, "groups": [[0, 0, 1], []]})
 
 
 def test_unmeasured_pairs_are_capped_smallest_first(monkeypatch):

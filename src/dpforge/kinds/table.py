@@ -57,7 +57,6 @@ from dpforge.statistics.codes import (
     place_codes,
 )
 from dpforge.statistics.estimate import consistent_marginals
-from dpforge.statistics.label_pairs import label_pairs_for
 from dpforge.statistics.marginal_release import MarginalRelease
 from dpforge.statistics.marginals import MeasuredMarginal, default_marginals, encoded_cells
 from dpforge.statistics.metadata import MetadataBudget, complete_schema
@@ -240,8 +239,7 @@ class MarginalAnchoring(Anchoring):
             return MeasuredTable()
         public = self.encoder(TableKind, schema, MeasuredTable())
         label = schema.label_column
-        _check_label_pairs(self.config, label, records)
-        config = self._resolved(label, records, n_public, run.epsilon)
+        config = self._resolved(n_public)
         target = self._target(run, ledger)
         n_cells = self.cells_per_column(public, target, ledger, n_public, run.unit.rows)
         adaptive = adaptive_columns(schema.generated_columns, n_cells)
@@ -308,16 +306,9 @@ class MarginalAnchoring(Anchoring):
             for c in adaptive
         }
 
-    def _resolved(self, label: Any, records: Any, n_public: float, epsilon: float) -> AnchorConfig:
-        """The config with the rules of the released N and the run's epsilon applied (public):
-        pairs per column and whether round 2 measures label x a x b."""
-        pairs = anchor_pairs_per_column(self.config, n_public)
-        in_memory = not isinstance(records, TableAggregates)
-        label_pairs = label_pairs_for(
-            self.config.label_pairs, n_public, epsilon, label is not None, in_memory,
-            self.config.pairs_per_column != 0,
-        )  # fmt: skip
-        return replace(self.config, pairs_per_column=pairs, label_pairs=label_pairs)
+    def _resolved(self, n_public: float) -> AnchorConfig:
+        """The config with the released N's rule applied (public): pairs per column."""
+        return replace(self.config, pairs_per_column=anchor_pairs_per_column(self.config, n_public))
 
     def _target(self, run: Any, ledger: PrivacyLedger) -> tuple[float, float] | None:
         """(epsilon, delta) the ledger may reach after the anchoring (all of it without a
@@ -338,15 +329,10 @@ class MarginalAnchoring(Anchoring):
         encoder = setup.encoder
         rng = noise_generator(run.seed_sequence(4))  # the selection's stream (release noise)
         both_rounds = measure_selected_pairs(
-            list(measured.marginals), measured.plan, blocks, encoder.spans, _label_name(encoder),
-            _domain(encoder), self._round_two(measured), rng,
-        )  # fmt: skip
+            list(measured.marginals), measured.plan, blocks, encoder.spans, _domain(encoder), rng
+        )
         both_rounds = with_empty_bounds(both_rounds, measured.empty_bounds)
         setup.measured.marginals = tuple(both_rounds)
-
-    def _round_two(self, measured: MeasuredTable) -> AnchorConfig:
-        """The config with round 2's form as the plan resolved it."""
-        return replace(self.config, label_pairs=_planned_label_pairs(self.config, measured))
 
     def fit(self, run: Any, setup: Any, model: Any, resumed: bool) -> None:
         """Train the generator on every measured marginal (free); a resumed discriminator run
@@ -372,24 +358,6 @@ class MarginalAnchoring(Anchoring):
         matches rows to them."""
         marginals = setup.measured.estimated
         return MarginalRelease(tuple(marginals)) if marginals else None
-
-
-def _planned_label_pairs(config: AnchorConfig, measured: MeasuredTable) -> bool:
-    """Round 2's form as the plan (and so the ledger) resolved it; a plan saved before the
-    plan kept it follows the setting."""
-    return measured.plan.label_pairs or config.label_pairs is True
-
-
-def _check_label_pairs(config: AnchorConfig, label: Any, records: Any) -> None:
-    """Refuse ``label_pairs`` where it cannot run, before anything is recorded or measured."""
-    if not config.label_pairs:
-        return
-    if label is None:
-        raise ValueError("anchor label_pairs needs a label column: pass label_pairs=False")
-    if isinstance(records, TableAggregates):
-        raise ValueError(
-            "anchor label_pairs counts in memory (no engine): pass label_pairs=False with an engine"
-        )
 
 
 def _place_codes(long: list, records: Any, plan: AnchorPlan, public: tuple, rng) -> dict:
@@ -445,12 +413,12 @@ def _released_column(
     """Round 1's noisy count of each cell of column ``name`` (a nullable column's "missing"
     cell is the last) and its noise sd (DP releases): its 1-way marginal, or its label x
     column marginal summed over the classes (noise sd times sqrt(classes)); None where
-    neither is measured on the column's own cells (merged cells)."""
+    neither is measured."""
     for m in measured:
-        if m.columns == (name,) and not any(m.groups):
+        if m.columns == (name,):
             return np.asarray(m.noisy_counts, dtype=np.float64), std
     for m in measured:
-        if label_name is not None and m.columns == (label_name, name) and not any(m.groups):
+        if label_name is not None and m.columns == (label_name, name):
             rows = np.asarray(m.noisy_counts, dtype=np.float64).reshape(m.shape)
             return rows.sum(axis=0), std * math.sqrt(m.shape[0])
     return None

@@ -23,7 +23,6 @@ from dpforge.statistics.anchor_l1 import (
     PairGroups,
     conditional_distribution,
     joint_distribution,
-    merge_matrices,
     split_heads,
 )
 from dpforge.statistics.anchor_train import stratified_labels, train_anchor
@@ -59,13 +58,6 @@ class AnchorConfig:
     weight: weight of the anchor loss added to the generator's GAN loss during refinement.
     generator_hidden: the generator's hidden widths when the method's options are the
         defaults (a caller who passes ``method_options`` keeps theirs).
-    label_pairs: with pairs measured and a label, round 2 measures each selected pair (a, b)
-        as the 3-way marginal label x a x b instead of a x b, on cells merged by a public rule
-        so each cell's count stays ``cells.CELLS_SNR`` noise sd above the noise
-        (:mod:`dpforge.statistics.label_pairs`); the generator fits it given each label.
-        None (the default): on from ``LABEL_PAIRS_FROM`` released records with epsilon x N
-        at least ``LABEL_PAIRS_SIGNAL``, a label and the records in memory, off otherwise
-        (:func:`.label_pairs.label_pairs_for`).
     """
 
     share: float = 1.0
@@ -75,18 +67,12 @@ class AnchorConfig:
     batch_size: int | None = None
     weight: float = 1.0
     generator_hidden: tuple[int, ...] = (256, 256)
-    label_pairs: bool | None = None
 
     def validate(self) -> None:
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"anchor share must be in [0, 1], got {self.share}")
         if self.pairs_per_column is not None and not self.pairs_per_column >= 0:
             raise ValueError(f"anchor pairs_per_column must be >= 0, got {self.pairs_per_column}")
-        if self.label_pairs and self.pairs_per_column == 0:
-            raise ValueError(
-                "anchor label_pairs needs pairs measured (it changes round 2): leave "
-                "pairs_per_column above 0"
-            )
         if self.n_bins < 3:
             raise ValueError(f"anchor n_bins must be >= 3, got {self.n_bins}")
         steps = 0 if self.steps is None else self.steps
@@ -104,7 +90,6 @@ class _Target:
     conditional: bool  # True: the marginal includes the label (compared per label)
     distribution: torch.Tensor  # (K, cells...) given each label, or the joint (cells...)
     weight: float = 1.0
-    groups: tuple = ()  # per span: a (cells, merged cells) 0/1 matrix or None; () for none
 
 
 class AnchorLoss:
@@ -130,17 +115,16 @@ class AnchorLoss:
     @staticmethod
     def _target(m: MeasuredMarginal, by_name: dict[str, Span], label: str | None) -> _Target:
         dist = torch.as_tensor(m.distribution(), dtype=torch.float32)
-        groups = merge_matrices(m.groups)
         if label is not None and m.columns[0] == label:
             flat = dist.reshape(dist.shape[0], -1)
             rows = flat.sum(dim=1, keepdim=True)
             uniform = torch.full_like(flat, 1.0 / flat.shape[1])
             cond = torch.where(rows > 0, flat / rows.clamp_min(1e-12), uniform)
             spans = tuple(by_name[c] for c in m.columns[1:])
-            return _Target(spans, True, cond.reshape(dist.shape), 1.0, groups[1:])
+            return _Target(spans, True, cond.reshape(dist.shape))
         if label is not None and label in m.columns:
             raise ValueError(f"put the label first in a marginal, got {m.columns}")
-        return _Target(tuple(by_name[c] for c in m.columns), False, dist, 1.0, groups)
+        return _Target(tuple(by_name[c] for c in m.columns), False, dist)
 
     def __call__(self, probs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
         """The loss of generated probability rows ``probs`` (n, D) drawn with ``labels``: the
@@ -158,7 +142,7 @@ class AnchorLoss:
         conditional = [t for t in one if t.conditional]
         joint = [t for t in one if not t.conditional]
         self._groups = (OneColumnTargets.build(conditional), OneColumnTargets.build(joint))
-        is_pair = [len(t.spans) == 2 and not (t.conditional or t.groups) for t in self.targets]
+        is_pair = [len(t.spans) == 2 and not t.conditional for t in self.targets]
         pairs = [t for t, pair in zip(self.targets, is_pair, strict=True) if pair]
         self._pairs = PairGroups.build(pairs, self._spans)
         self._other_l1 = [
@@ -187,11 +171,9 @@ class AnchorLoss:
         models = []
         for target in self.targets if targets is None else targets:
             if target.conditional:
-                models.append(
-                    conditional_distribution(probs, target.spans, class_means, target.groups)
-                )
+                models.append(conditional_distribution(probs, target.spans, class_means))
             else:
-                models.append(joint_distribution(probs, target.spans, weights, target.groups))
+                models.append(joint_distribution(probs, target.spans, weights))
         return models
 
     def _l1(self, target: _Target, model: torch.Tensor) -> torch.Tensor:

@@ -8,11 +8,9 @@ subtraction, an absolute value and two sums each, forward and backward, per step
 into one index over the generator's output, all conditional targets are one matmul and one
 absolute difference, all 1-way targets likewise. Same loss (up to float summation order).
 
-The column pairs measured on their own cells are grouped too (below); the other targets (pairs
-on merged cells, label x column x column marginals) are evaluated one by one, for any number
-of columns (:func:`joint_distribution`, :func:`conditional_distribution`):
-a column's probability vector is first summed into the target's coarser cells when the
-marginal was measured on merged cells (``groups``: a (cells, merged cells) 0/1 matrix).
+The label-free column pairs are grouped too (below); any other target (a marginal of more
+columns) is evaluated on its own, for any number of columns (:func:`joint_distribution`,
+:func:`conditional_distribution`).
 
 One by one, each such pair sliced two blocks out of the output, and every slice's backward
 wrote a full-size zero gradient (a third of a 21-column table's step). :func:`split_heads`
@@ -34,7 +32,6 @@ __all__ = [
     "PairTargets",
     "conditional_distribution",
     "joint_distribution",
-    "merge_matrices",
     "split_heads",
 ]
 
@@ -140,12 +137,9 @@ def split_heads(probs: torch.Tensor, spans: Sequence) -> tuple[torch.Tensor, ...
     return torch.split(probs, [span.dim for span in spans], dim=1)
 
 
-def _blocks(probs: torch.Tensor, spans: Sequence, groups: Sequence) -> list[torch.Tensor]:
-    """Each span's probability block, summed into merged cells where ``groups`` has a
-    matrix (an empty ``groups``: every column on its own cells)."""
-    blocks = [probs[:, s.start : s.stop] for s in spans]
-    merges = groups or [None] * len(blocks)
-    return [b if g is None else b @ g.to(b) for b, g in zip(blocks, merges, strict=True)]
+def _blocks(probs: torch.Tensor, spans: Sequence) -> list[torch.Tensor]:
+    """Each span's probability block."""
+    return [probs[:, s.start : s.stop] for s in spans]
 
 
 def _row_products(blocks: list[torch.Tensor]) -> torch.Tensor:
@@ -156,12 +150,10 @@ def _row_products(blocks: list[torch.Tensor]) -> torch.Tensor:
     return out
 
 
-def joint_distribution(
-    probs: torch.Tensor, spans: Sequence, weights: torch.Tensor, groups: Sequence = ()
-) -> torch.Tensor:
+def joint_distribution(probs: torch.Tensor, spans: Sequence, weights: torch.Tensor) -> torch.Tensor:
     """The weighted average over rows of the product of the spans' probability vectors:
     the generator's joint distribution of the columns, of shape (c1, c2, ...)."""
-    blocks = _blocks(probs, spans, groups)
+    blocks = _blocks(probs, spans)
     if len(blocks) == 1:
         return weights @ blocks[0]
     first = _row_products(blocks[:-1])
@@ -170,25 +162,13 @@ def joint_distribution(
 
 
 def conditional_distribution(
-    probs: torch.Tensor, spans: Sequence, class_means: torch.Tensor, groups: Sequence = ()
+    probs: torch.Tensor, spans: Sequence, class_means: torch.Tensor
 ) -> torch.Tensor:
     """The generator's distribution of the columns given each label, (K, c1, c2, ...):
     ``class_means`` (K, n) averages the rows of each class."""
-    blocks = _blocks(probs, spans, groups)
+    blocks = _blocks(probs, spans)
     if len(blocks) == 1:
         return class_means @ blocks[0]
     first = _row_products(blocks[:-1])  # (n, a)
     per_class = (class_means[:, :, None] * first[None]).transpose(1, 2) @ blocks[-1]  # (K, a, b)
     return per_class.reshape(class_means.shape[0], *(b.shape[1] for b in blocks))
-
-
-def merge_matrices(groups: Sequence[Sequence[int]] | None) -> tuple:
-    """Per column of a marginal, the (cells, merged cells) 0/1 matrix of its cell merging
-    (``groups[i]`` maps each cell to its merged cell), or None for a column on its own cells
-    (an empty map); () when the marginal has no merging."""
-    if not groups:
-        return ()
-    return tuple(
-        torch.nn.functional.one_hot(torch.as_tensor(g), max(g) + 1).float() if g else None
-        for g in groups
-    )

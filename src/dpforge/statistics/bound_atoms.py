@@ -129,15 +129,13 @@ def with_empty_bounds(
     marginals: Sequence[MeasuredMarginal], empty: Mapping[str, Sequence[int]]
 ) -> list[MeasuredMarginal]:
     """``marginals`` with every cell on an ``empty`` cell of one of its columns (per column
-    name, its own cell indices) marked empty; a column whose cells a marginal merges keeps
-    them (a merged cell may hold more than the bound)."""
+    name, its own cell indices) marked empty."""
     out = []
     for m in marginals:
         mask = np.zeros(m.shape, dtype=bool)
         for axis, name in enumerate(m.columns):
-            merged = bool(m.groups) and bool(m.groups[axis])
             cells = [c for c in empty.get(name, ()) if c < m.shape[axis]]
-            if cells and not merged:
+            if cells:
                 index = [slice(None)] * len(m.shape)
                 index[axis] = cells
                 mask[tuple(index)] = True

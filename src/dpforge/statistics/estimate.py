@@ -1,7 +1,7 @@
 """One consistent, non-negative estimate of every noisy marginal (Private-PGM's estimation).
 
 The anchoring measures overlapping marginals (each column's 1-way table, label x column,
-selected pairs or label x a x b on merged cells), each with its own Gaussian noise. Read one by
+selected pairs), each with its own Gaussian noise. Read one by
 one they disagree: the 1-way table and the label x column table give two readings of one
 column, and a cell that holds no record keeps whatever noise it drew. The estimate reconciles
 them as Private-PGM does (McKenna, Sheldon and Miklau 2019): the graphical model over the
@@ -49,14 +49,12 @@ PAIR_CELLS = 250_000
 
 @dataclass(frozen=True)
 class Measurement:
-    """One noisy marginal: its columns, counts (flat, C order, on the merged cells of
-    ``groups``: per column its cells' map to merged cells, an empty map for its own cells)
-    and the noise standard deviation of each count (public; 0 without noise)."""
+    """One noisy marginal: its columns, counts (flat, C order) and the noise standard
+    deviation of each count (public; 0 without noise)."""
 
     columns: tuple[str, ...]
     counts: np.ndarray
     std: float
-    groups: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,23 +68,6 @@ class Estimate:
     def counts(self, columns: Sequence[str]) -> np.ndarray:
         """The estimated count table of ``columns`` (in that order; sums to the total)."""
         return self.tree.marginal(self.beliefs, tuple(columns)) * self.total
-
-
-def merged(table: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
-    """``table`` summed into the merged cells of ``groups`` (an empty map: kept)."""
-    for axis, group in enumerate(groups):
-        if group:
-            onehot = np.eye(max(group) + 1)[np.asarray(group)]
-            table = np.moveaxis(np.tensordot(table, onehot, axes=([axis], [0])), -1, axis)
-    return table
-
-
-def _spread(table: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
-    """The transpose of :func:`merged`: each merged cell's value on every cell in it."""
-    for axis, group in enumerate(groups):
-        if group:
-            table = np.take(table, np.asarray(group), axis=axis)
-    return table
 
 
 def _weights(measurements: Sequence[Measurement]) -> np.ndarray:
@@ -110,11 +91,9 @@ class _Objective:
         self.weights = _weights(measurements)
         self.measurements = measurements
         self.targets = [
-            np.asarray(m.counts, dtype=np.float64).reshape(
-                merged(np.zeros(tree.shape(m.columns)), m.groups).shape
-            ) / total
+            np.asarray(m.counts, dtype=np.float64).reshape(tree.shape(m.columns)) / total
             for m in measurements
-        ]  # fmt: skip
+        ]
 
     def __call__(self, beliefs: Sequence[np.ndarray]) -> tuple[float, list[np.ndarray]]:
         cliques = self.tree.cliques
@@ -124,10 +103,9 @@ class _Objective:
             self.measurements, self.home, self.weights, self.targets, strict=True
         ):
             table = summed_to(beliefs[home], cliques[home], m.columns)
-            residual = merged(table, m.groups) - target
+            residual = table - target
             loss += 0.5 * weight * float((residual**2).sum())
-            grad = _spread(weight * residual, m.groups)
-            grads[home] = grads[home] + aligned(grad, m.columns, cliques[home])
+            grads[home] = grads[home] + aligned(weight * residual, m.columns, cliques[home])
         return loss, grads
 
 
@@ -180,9 +158,9 @@ def _within_cap(measurements: Sequence[Measurement], domain: Mapping[str, int]) 
 def consistent_marginals(
     measured: Sequence[MeasuredMarginal], domain: Mapping[str, int], pairs: bool = True
 ) -> list[MeasuredMarginal]:
-    """``measured`` with each count table replaced by the consistent estimate's (on the same
-    merged cells; the empty cells still marked), and with ``pairs`` the estimate's table of
-    the column pairs nobody measured (:func:`unmeasured_pairs`; label-free, on own cells).
+    """``measured`` with each count table replaced by the consistent estimate's (the empty
+    cells still marked), and with ``pairs`` the estimate's table of
+    the column pairs nobody measured (:func:`unmeasured_pairs`; label-free).
     A marginal the model's size cap leaves out keeps its noisy counts."""
     total = measured[0].total
     fitted, kept = _fitted(measured, domain)
@@ -191,9 +169,9 @@ def consistent_marginals(
         if i not in kept:
             out.append(m)
             continue
-        table = merged(fitted.counts(m.columns), m.groups)
+        table = fitted.counts(m.columns)
         out.append(MeasuredMarginal(
-            m.columns, m.shape, table.ravel(), total, m.groups, m.row_totals, m.empty, m.std,
+            m.columns, m.shape, table.ravel(), total, m.row_totals, m.empty, m.std,
         ))  # fmt: skip
     if pairs:
         for a, b in unmeasured_pairs(measured, domain):
@@ -239,7 +217,7 @@ def _fitted(
     measured: Sequence[MeasuredMarginal], domain: Mapping[str, int]
 ) -> tuple[Estimate, list[int]]:
     """The estimate of ``measured`` within the size cap, and the indices it kept."""
-    readings = [Measurement(m.columns, m.noisy_counts, _std(m), m.groups) for m in measured]
+    readings = [Measurement(m.columns, m.noisy_counts, _std(m)) for m in measured]
     kept = _within_cap(readings, domain)
     return estimate([readings[i] for i in kept], domain, measured[0].total), kept
 

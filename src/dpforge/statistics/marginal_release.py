@@ -5,7 +5,7 @@ consistent estimate (:mod:`dpforge.statistics.estimate`) of every round-1 margin
 selected pair (``release.safetensors``, float64, one tensor per marginal; non-negative, and
 agreeing wherever they overlap), with their public description under ``model.json``'s
 ``release`` (the columns, the table's shape, the number of records the counts are projected
-to, merged cells). Sampling reads them to weight a pool of
+to). Sampling reads them to weight a pool of
 generated rows (:mod:`dpforge.statistics.reweight`). Storing them costs nothing: they are
 post-processing of the release. A non-private run (epsilon infinite)
 stores exact counts, as its generator is non-private too.
@@ -88,15 +88,13 @@ def table_release_error(
 
 
 def _marginal_error(m: dict[str, Any], tensor: torch.Tensor, cells: Mapping[str, int]) -> str:
-    columns, shape, groups = m["columns"], m["shape"], m.get("groups") or []
-    if len(columns) != len(shape) or (groups and len(groups) != len(columns)):
-        return "columns, shape and merged cells differ in length"
+    columns, shape = m["columns"], m["shape"]
+    if len(columns) != len(shape):
+        return "columns and shape differ in length"
     for j, name in enumerate(columns):
         if name not in cells:
             return f"{name!r} is not a column the model generates"
-        own = list(groups[j]) if groups else []
-        size = (max(own) + 1) if own else cells[name]
-        if (own and (len(own) != cells[name] or min(own) < 0)) or shape[j] != size:
+        if shape[j] != cells[name]:
             return f"{name!r} has {shape[j]} cells, the model {cells[name]}"
     if tuple(tensor.shape) != (int(np.prod(shape)),):
         return f"the counts have shape {tuple(tensor.shape)}, expected ({int(np.prod(shape))},)"

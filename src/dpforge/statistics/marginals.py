@@ -4,9 +4,7 @@ A marginal is the histogram of one column, or the joint histogram of two or more
 be one of them), on the encoder's cells: categories, or the public numeric cells of
 :mod:`dpforge.statistics.bins`. The counts are read from the encoded records, whose spans are
 one-hot blocks; each is kept as its cell indices (:class:`CellColumn`), and the count table of
-``(a, b, ...)`` is a ``bincount`` of the flattened index tuples. A marginal may be measured on
-merged cells (``groups``: each column's map from its cells to fewer, a public rule,
-:mod:`dpforge.statistics.label_pairs`); a record still adds one to exactly one cell.
+``(a, b, ...)`` is a ``bincount`` of the flattened index tuples.
 
 Privacy. Neighbouring tables differ by one record (added or removed). A record adds exactly one
 to one cell of every marginal, so the vector of ``k`` marginals has L2 sensitivity ``sqrt(k)``
@@ -50,8 +48,6 @@ class MeasuredMarginal:
     shape: tuple[int, ...]
     noisy_counts: np.ndarray
     total: float  # the public number of records the counts are projected to
-    # Per column, its cells' map to merged cells (public); an empty map: its own cells.
-    groups: tuple[tuple[int, ...], ...] = ()
     # The public total of each row along the first column (post-processed; they sum to
     # ``total``); empty: the table is projected as a whole. Only model folders fitted with the
     # removed ``AnchorConfig.class_totals`` hold them (docs/research/anchoring-options.md).
@@ -90,8 +86,6 @@ class MeasuredMarginal:
             "noisy_counts": [float(v) for v in self.noisy_counts],
             "total": float(self.total),
         }
-        if self.groups:
-            out["groups"] = [list(g) for g in self.groups]
         if self.row_totals:
             out["row_totals"] = [float(t) for t in self.row_totals]
         if self.empty:
@@ -102,13 +96,17 @@ class MeasuredMarginal:
 
     @classmethod
     def from_dict(cls, d: dict) -> MeasuredMarginal:
+        if d.get("groups"):  # the removed label_pairs option's merged cells
+            raise ValueError(
+                f"marginal {d['columns']} is on merged cells (a model folder fitted with the "
+                "removed label_pairs option): fit the table again"
+            )
         counts = np.asarray(d["noisy_counts"], dtype=np.float64)
-        groups = tuple(tuple(int(i) for i in g) for g in d.get("groups", ()))
         shape = tuple(int(s) for s in d["shape"])
         rows = tuple(float(t) for t in d.get("row_totals", ()))
         empty = tuple(int(i) for i in d.get("empty", ()))
         std = None if d.get("std") is None else float(d["std"])
-        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), groups, rows, empty, std)
+        return cls(tuple(d["columns"]), shape, counts, float(d["total"]), rows, empty, std)
 
 
 def row_onto(row: np.ndarray, total: float) -> np.ndarray:
@@ -203,41 +201,22 @@ def default_marginals(spans: Sequence[Span], label_name: str | None) -> list[tup
     return marginals
 
 
-def true_counts(
-    cells: Mapping[str, CellColumn], columns: tuple[str, ...], groups: Sequence = ()
-) -> np.ndarray:
-    """The exact (private) count table of ``columns`` (on the merged cells of ``groups``, where
-    a column has a map); never released without noise."""
+def true_counts(cells: Mapping[str, CellColumn], columns: tuple[str, ...]) -> np.ndarray:
+    """The exact (private) count table of ``columns``; never released without noise."""
     if isinstance(cells, CellTable):
-        if groups or len(columns) > 2:
-            raise ValueError(
-                f"an engine's cell table counts one or two columns on their own cells, got "
-                f"{columns}: pass label_pairs=False with this engine"
-            )
         return cells.counts([columns])[0]
-    indices, sizes = [], []
-    for i, name in enumerate(columns):
-        column, merge = cells[name], groups[i] if groups else ()
-        if merge:
-            indices.append(np.asarray(merge, dtype=np.int64)[column.index])
-            sizes.append(max(merge) + 1)
-        else:
-            indices.append(column.index.astype(np.int64))
-            sizes.append(column.size)
+    indices = [cells[name].index.astype(np.int64) for name in columns]
+    sizes = [cells[name].size for name in columns]
     flat = np.ravel_multi_index(indices, sizes) if len(sizes) > 1 else indices[0]
     counts = np.bincount(flat, minlength=int(np.prod(sizes))).astype(np.float64)
     return counts.reshape(sizes)
 
 
-def count_tables(
-    cells, marginals: Sequence[tuple[str, ...]], groups: Sequence | None = None
-) -> list[np.ndarray]:
-    """:func:`true_counts` of every marginal (``groups``: each one's cell merging, or None);
-    an engine's cell table computes them together."""
-    if isinstance(cells, CellTable) and not groups:
+def count_tables(cells, marginals: Sequence[tuple[str, ...]]) -> list[np.ndarray]:
+    """:func:`true_counts` of every marginal; an engine's cell table computes them together."""
+    if isinstance(cells, CellTable):
         return cells.counts(list(marginals))
-    merges = groups or [()] * len(marginals)
-    return [true_counts(cells, c, g) for c, g in zip(marginals, merges, strict=True)]
+    return [true_counts(cells, c) for c in marginals]
 
 
 def measure_marginals(
@@ -247,11 +226,9 @@ def measure_marginals(
     rng: np.random.Generator,
     total: float,
     rows: int = 1,
-    groups: Sequence | None = None,
 ) -> list[MeasuredMarginal]:
     """All ``marginals`` released at once: noise std ``noise_multiplier * rows * sqrt(k)`` per
-    cell (``rows``: a person's most rows, 1 per record). ``groups``: each marginal's cell
-    merging (a public rule), or None; a record still moves one cell of each by one.
+    cell (``rows``: a person's most rows, 1 per record).
 
     ``total`` is the public number of records (N read, before any record of an unreleased
     category is dropped): the counts are projected to it, so no count of the data leaks in.
@@ -263,8 +240,6 @@ def measure_marginals(
     std = noise_multiplier * rows * np.sqrt(len(marginals))
     carried = float(std * noise_factor(blocks))  # the noise the counts carry (public)
     if isinstance(blocks, NoisyCells):  # noised where the records are (federated sites)
-        if groups:
-            raise ValueError("merged cells are not counted at the sites: pass label_pairs=False")
         return [
             MeasuredMarginal(
                 columns, noisy.shape, noisy.ravel().astype(np.float64), float(total), std=carried
@@ -272,12 +247,7 @@ def measure_marginals(
             for columns, noisy in zip(marginals, blocks.noisy_counts(marginals, std), strict=True)
         ]
     measured = []
-    merges = groups or [()] * len(marginals)
-    tables = count_tables(blocks, marginals, groups)
-    for columns, counts, merge in zip(marginals, tables, merges, strict=True):
+    for columns, counts in zip(marginals, count_tables(blocks, marginals), strict=True):
         noisy = noisy_counts(counts.ravel(), std, rng)
-        merge = tuple(tuple(int(i) for i in g) for g in merge)
-        measured.append(
-            MeasuredMarginal(columns, counts.shape, noisy, float(total), merge, std=carried)
-        )
+        measured.append(MeasuredMarginal(columns, counts.shape, noisy, float(total), std=carried))
     return measured

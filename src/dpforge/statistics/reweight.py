@@ -85,7 +85,6 @@ class ReweightSettings:
 class _Target:
     columns: tuple[str, ...]
     shape: tuple[int, ...]
-    groups: tuple[tuple[int, ...], ...]
     distribution: np.ndarray  # flat, sums to 1
 
 
@@ -116,10 +115,9 @@ class MarginalTargets:
 def _target(m: MeasuredMarginal, label_name: str | None, label_class: int | None) -> _Target | None:
     """``m``'s projected distribution; given ``label_class``, its slice for that class (None
     when ``m`` does not hold the label or the class has no mass in it)."""
-    groups = m.groups or tuple(() for _ in m.columns)
     dist = m.distribution()
     if label_class is None:
-        return _Target(m.columns, m.shape, groups, dist.ravel())
+        return _Target(m.columns, m.shape, dist.ravel())
     if label_name not in m.columns:
         return None
     at = m.columns.index(label_name)
@@ -129,16 +127,13 @@ def _target(m: MeasuredMarginal, label_name: str | None, label_class: int | None
     keep = [i for i in range(len(m.columns)) if i != at]
     return _Target(
         tuple(m.columns[i] for i in keep), tuple(m.shape[i] for i in keep),
-        tuple(groups[i] for i in keep), (part / part.sum()).ravel(),
+        (part / part.sum()).ravel(),
     )  # fmt: skip
 
 
 def _flat_cells(target: _Target, cells: Mapping[str, CellColumn]) -> np.ndarray:
-    """Each row's flat cell of ``target`` (through its merged cells where it has them)."""
-    parts = []
-    for name, groups in zip(target.columns, target.groups, strict=True):
-        index = cells[name].index
-        parts.append(np.asarray(groups, dtype=np.int64)[index] if groups else index)
+    """Each row's flat cell of ``target``."""
+    parts = [cells[name].index for name in target.columns]
     if not target.columns:
         return np.zeros(len(next(iter(cells.values())).index), dtype=np.int64)
     return np.ravel_multi_index(parts, target.shape).astype(np.int64)

@@ -29,9 +29,7 @@ from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.person import PER_RECORD, PrivacyUnit
 from dpforge.privacy.release_noise import count_event, release_event, table_event
 from dpforge.statistics.anchor import AnchorConfig, AnchorLoss
-from dpforge.statistics.cells import CELLS_SNR
 from dpforge.statistics.estimate import pair_distributions
-from dpforge.statistics.label_pairs import label_pair_marginals
 from dpforge.statistics.marginals import (
     MeasuredMarginal,
     default_marginals,
@@ -69,7 +67,6 @@ class AnchorPlan:
     pairs: int = 0
     cells_noise: float = 0.0  # fine histograms of the columns whose cells follow the data
     rows: int = 1  # a person's most rows (1: per record): every release's noise std x rows
-    label_pairs: bool = False  # round 2 as label x a x b (the setting as the plan resolved it)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -146,7 +143,7 @@ def plan_anchoring(
     events = [make(noise) for make, noise in zip(releases, noises, strict=True)]
     cells_noise = noises.pop() if adaptive else 0.0
     plan = AnchorPlan(noises[0], *(noises[1:] + [k])) if k else AnchorPlan(noises[0])
-    plan = replace(plan, rows=unit.rows, label_pairs=bool(config.label_pairs and k))
+    plan = replace(plan, rows=unit.rows)
     if adaptive:
         plan = replace(plan, cells_noise=cells_noise)
         name = f"anchor: fine histograms of {what} (cells)"
@@ -155,8 +152,7 @@ def plan_anchoring(
     ledger.record(unit.entry(f"anchor: {len(first)} marginals ({kinds})"), events[0])
     if k:
         ledger.record(unit.entry(f"anchor: scores of {len(candidates)} column pairs"), events[1])
-        what = "label x column x column marginals" if config.label_pairs else "column pairs"
-        ledger.record(unit.entry(f"anchor: {k} selected {what}"), events[2])
+        ledger.record(unit.entry(f"anchor: {k} selected column pairs"), events[2])
     return plan
 
 
@@ -217,9 +213,7 @@ def measure_selected_pairs(
     plan: AnchorPlan,
     blocks: Mapping[str, np.ndarray],
     spans: Sequence[Span],
-    label_name: str | None,
     domain: Mapping[str, int],
-    config: AnchorConfig,
     rng: np.random.Generator,
 ) -> list[MeasuredMarginal]:
     """The adaptive releases, when planned: the consistent estimate of round 1
@@ -231,28 +225,11 @@ def measure_selected_pairs(
     softmax = [s for s in spans if s.activation == SOFTMAX]
     total = measured[0].total
     cell_noise = plan.pair_noise * plan.rows * math.sqrt(plan.pairs)  # std per cell
-    n_classes = domain[label_name] if label_name is not None else 0
-    public = (softmax, label_name, total, cell_noise, n_classes)
     model = pair_distributions(measured, domain, candidate_pairs(softmax))
-    chosen, groups = _chosen(model, blocks, public, plan, config, rng)
-    pairs = measure_marginals(blocks, chosen, plan.pair_noise, rng, total, plan.rows, groups)
-    return measured + pairs
-
-
-def _chosen(model, blocks, public: tuple, plan: AnchorPlan, config, rng) -> tuple:
-    """(the marginals round 2 measures, their cell merging or None): the pairs with the best
-    noisy scores against ``model`` (each pair's distribution), as a x b, or with
-    ``label_pairs`` as label x a x b on merged cells. ``public``: the softmax spans, the
-    label's name, the released N, each measured cell's noise std and the label's classes."""
-    softmax, label_name, total, cell_noise, n_classes = public
-    if config.label_pairs:  # label x a x b on cells merged by a public rule (label_pairs.py)
-        sizes = {s.column: s.dim for s in softmax}
-        std = cell_noise * noise_factor(blocks)  # the noise the counts will carry
-        merged = (label_name, sizes, total, n_classes, std, CELLS_SNR)
     chosen = select_pairs(
         blocks, model, plan.pairs, plan.score_noise, cell_noise, rng, total, rows=plan.rows
     )
-    return label_pair_marginals(chosen, *merged) if config.label_pairs else (chosen, None)
+    return measured + measure_marginals(blocks, chosen, plan.pair_noise, rng, total, plan.rows)
 
 
 def anchor_loss(measured, spans, label_name, prior) -> AnchorLoss:
