@@ -18,6 +18,7 @@ from dpforge.privacy.release_noise import (
     ReleaseGenerator,
     GRID_SLACK,
     discrete_gaussian,
+    grid_event,
     grid_step,
     noise_generator,
     noisy_counts,
@@ -90,7 +91,7 @@ def test_a_release_run_draws_with_opendp_and_a_seeded_run_repeats(monkeypatch):
 def test_the_event_is_the_zcdp_of_what_opendp_draws(std, sensitivity):
     event = release_event(std / sensitivity)
     assert isinstance(event, dp_accounting.ZCDpEvent)
-    assert event.rho == pytest.approx(sensitivity**2 / (2 * std**2), rel=1e-4)
+    assert event.rho == pytest.approx(sensitivity**2 / (2 * std**2), rel=1e-9)
     for atom in (int, float):  # OpenDP's own privacy map never exceeds the recorded ρ
         assert release_noise._opendp_gaussian(std, atom).map(atom(sensitivity)) <= event.rho
     assert release_event(0.0) == dp_accounting.NonPrivateDpEvent()
@@ -130,13 +131,14 @@ def test_a_float_release_on_the_grid_is_a_discrete_gaussian_of_std_sigma():
 
 
 def test_the_grid_event_is_pinned_and_covers_the_rounding():
-    assert release_event(1.0).rho == pytest.approx(0.5 * (1 + 2.0**-20) ** 2, rel=1e-11)
-    assert release_event(2.0).rho == 0.5 * (0.5 + GRID_SLACK) ** 2 * (1.0 + 1e-12)
+    assert grid_event(1.0).rho == pytest.approx(0.5 * (1 + 2.0**-20) ** 2, rel=1e-11)
+    assert grid_event(2.0).rho == 0.5 * (0.5 + GRID_SLACK) ** 2 * (1.0 + 1e-12)
+    assert grid_event(0.0) == dp_accounting.NonPrivateDpEvent()
     # one release of N < 2^40 values: sensitivity Δ/γ + sqrt(N) grid units, at most the event's
     std, sensitivity = 3.0, 2.0
     step, most = grid_step(std), math.sqrt(2.0**40)
     rho = (sensitivity / step + most) ** 2 / (2 * (std / step) ** 2)
-    assert rho <= release_event(std / sensitivity).rho
+    assert rho <= grid_event(std / sensitivity).rho
 
 
 def test_changing_one_record_moves_the_grid_release_by_at_most_the_event_sensitivity():

@@ -32,9 +32,10 @@ most 1/2), for the N values of the release, with the multivariate discrete Gauss
 parameter σ / γ: exactly (Δ + γ sqrt(N))² / (2 σ²)-zCDP (Canonne, Kamath and Steinke 2020,
 Theorem 14). One release holds fewer than 2^40 values (8 TiB of float64), so
 γ sqrt(N) / σ < 2^-40 · 2^20 = ``GRID_SLACK`` (2^-20) and the release is
-(1/m + 2^-20)² / 2-zCDP: :func:`release_event` records that ``ZCDpEvent``, which also bounds
-OpenDP's float Gaussian (1 / (2 m²)) at the sites and tables noised there (a person's rows in
-several cells, site noise). ρ grows by a factor (1 + 2^-20 m)², 2e-6 at m = 1. The RDP
+(1/m + 2^-20)² / 2-zCDP: :func:`grid_event` records that ``ZCDpEvent``, ρ larger by a factor
+(1 + 2^-20 m)² than the continuous Gaussian's (2e-6 at m = 1). Count tables whose person's
+rows may fall in several cells, and noise added at federated sites (a sum of continuous
+Gaussian shares), are exactly ``ZCDpEvent(1 / (2 m²))`` (:func:`release_event`). The RDP
 accountant analyses zCDP, and a ledger holding one is reported by RDP. DP-SGD's per-step
 noise stays ``torch.normal`` (:mod:`dpforge.privacy.noise`), as Opacus draws it outside its
 secure mode.
@@ -75,11 +76,20 @@ def noise_generator(seed: int | None) -> np.random.Generator:
 
 
 def release_event(noise_multiplier: float) -> dp_accounting.DpEvent:
-    """The ledger event of one float release (or one noised at the sites) with noise
-    multiplier σ (noise std / L2 sensitivity): ``ZCDpEvent((1/σ + GRID_SLACK)² / 2)``, the
-    zCDP of the grid release with the rounding's extra sensitivity, which also bounds OpenDP's
-    float Gaussian (see the module docstring; counts drawn here are :func:`count_event`);
-    σ = 0 is non-private."""
+    """The ledger event of one release with noise multiplier σ (noise std / L2 sensitivity)
+    drawn by OpenDP's float Gaussian (:func:`noisy_shares`) or as integer counts with a privacy
+    unit: ``ZCDpEvent(1 / (2 σ²))`` (see the module docstring; float releases on the grid are
+    :func:`grid_event`, counts :func:`count_event`); σ = 0 is non-private."""
+    sigma = _checked_multiplier(noise_multiplier)
+    if sigma == 0:
+        return dp_accounting.NonPrivateDpEvent()
+    return dp_accounting.ZCDpEvent(_RHO_ROUNDING / (2.0 * sigma * sigma))
+
+
+def grid_event(noise_multiplier: float) -> dp_accounting.DpEvent:
+    """The ledger event of one float release drawn by :func:`noisy_values` with noise
+    multiplier σ: ``ZCDpEvent((1/σ + GRID_SLACK)² / 2)``, the zCDP of the discrete Gaussian on
+    the grid with the rounding's extra sensitivity (module docstring); σ = 0 is non-private."""
     sigma = _checked_multiplier(noise_multiplier)
     if sigma == 0:
         return dp_accounting.NonPrivateDpEvent()
