@@ -16,9 +16,10 @@ Both are float sums, released by :func:`dpforge.privacy.release_noise.noisy_valu
 power-of-two grid with discrete Gaussian noise (OS-seeded in a release run, the run's generator
 in a seeded one; floating-point safe) and recorded as their zCDP, the grid's rounding included
 (:func:`dpforge.statistics.array_anchor.plan_gaussian_releases`). The grid sampler draws
-millions of values a second: a release run's subspace of 28x28 images (307,000 values) takes
-about 0.2 s, that of 64x64x3 images (75 million) TIME64; OpenDP's float Gaussian, at about
-14,000 values a second, took 25 s and hours.
+millions of values a second: on one shared core a release run's subspace of 28x28 images
+(307,000 values) takes about 0.2 s, that of 64x64x3 images (75 million) about 8 minutes, 28 s
+of it the noise and the rest the eigendecomposition; OpenDP's float Gaussian, at 6,000-14,000
+values a second, took 25-58 s and about 3.3 hours.
 
 Everything the generator is built from (:func:`gaussian_parameters`) reads only the releases.
 """
