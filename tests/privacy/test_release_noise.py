@@ -1,5 +1,6 @@
 """The release noise (dpforge.privacy.release_noise): the seeded discrete Gaussian against
-OpenDP's, OpenDP for release runs, reproducible seeded runs, and the ledger's events."""
+OpenDP's, OpenDP for release runs' counts and sites, float releases on the grid, reproducible
+seeded runs, and the ledger's events."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import dpforge
 from dpforge.privacy import release_noise
 from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 from dpforge.privacy.release_noise import (
-    ReleaseGenerator,
     GRID_SLACK,
+    ReleaseGenerator,
     discrete_gaussian,
     grid_event,
     grid_step,

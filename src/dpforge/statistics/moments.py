@@ -63,9 +63,9 @@ def _scaled(x: np.ndarray) -> np.ndarray:
 
 def _noise_symmetric(matrix: np.ndarray, std: float, rng: np.random.Generator) -> None:
     """Release the symmetric ``matrix`` in place: its upper triangle (diagonal included) with
-    i.i.d. noise of std ``std`` on the grid (:func:`noisy_values`), mirrored below. Row by row, so that at most
-    one row of noise is alive besides it: the second moment of a 64x64x3 image is 12,288
-    square."""
+    i.i.d. noise of std ``std`` on the grid (:func:`noisy_values`), mirrored below. Row by
+    row, so that at most one row of noise is alive besides it: the second moment of a 64x64x3
+    image is 12,288 square."""
     for row in range(len(matrix)):
         matrix[row, row:] = noisy_values(matrix[row, row:], std, rng)
         matrix[row + 1 :, row] = matrix[row, row + 1 :]
