@@ -32,7 +32,7 @@ The score is part of each trial's mechanism, so it must be private or public; sa
   (e.g. a public proxy data set): post-processing, it costs nothing.
 * :class:`PrivateScore` computes a per-record score in [0, 1] on PRIVATE validation records (the
   fit's data, or a private hold-out) and releases their sum with Gaussian noise: adding or
-  removing one record changes the sum by at most 1, so it is one ``release_event(σ)`` (zCDP)
+  removing one record changes the sum by at most 1, so it is one ``grid_event(σ)`` (zCDP)
   composed into every trial's event.
 
 dp-accounting analyses ``RepeatAndSelectDpEvent`` with RDP only, so the tuned model's ε is the
@@ -68,7 +68,7 @@ from dpforge.privacy.accounting import epsilon as event_epsilon
 from dpforge.privacy.accounting import format_epsilon
 from dpforge.privacy.budget import DataBudget, charge_before_release, settle_charge
 from dpforge.privacy.ledger import PrivacyLedger, event_to_dict
-from dpforge.privacy.release_noise import count_event, noisy_values, release_event
+from dpforge.privacy.release_noise import count_event, grid_event, noisy_values
 
 __all__ = ["PrivateScore", "PublicScore", "Repetitions", "TuningResult", "describe", "tune"]
 
@@ -173,7 +173,7 @@ class PrivateScore:
     ``per_record(synthesizer, records)`` returns one score in [0, 1] per record (values outside
     are clipped), e.g. whether a classifier trained on the synthesizer's samples labels the
     record right. Their sum, plus N(0, σ²) noise, divided by the (public) number of records is
-    the score: add/remove sensitivity 1, so the release is ``release_event(σ)``
+    the score: add/remove sensitivity 1, so the release is ``grid_event(σ)``
     (:mod:`dpforge.privacy.release_noise` draws the noise).
     """
 
@@ -191,7 +191,7 @@ class PrivateScore:
 
     @property
     def event(self) -> dp_accounting.DpEvent:
-        return release_event(float(self.noise_multiplier))
+        return grid_event(float(self.noise_multiplier))
 
     def __call__(self, synthesizer: FitRun, rng: np.random.Generator) -> float:
         values = np.asarray(self.per_record(synthesizer, self.records), dtype=np.float64)
@@ -338,7 +338,7 @@ def tune(
         repetitions: the distribution of the number of trials K.
         rng: all randomness of the search (K, picks, trial seeds, score noise). For a
             release, create it without a seed (``noise_generator(None)`` of
-            :mod:`dpforge.privacy.release_noise`: OS entropy, and OpenDP draws the noise).
+            :mod:`dpforge.privacy.release_noise`: OS entropy draws the noise).
         budget: the data set's budget file; the search is charged to it before its first
             release (the record count), and settled with the search's event once the first
             trial's plan is known, before anything trains.

@@ -12,7 +12,7 @@ from dp_accounting import dp_event
 from dpforge.errors import PrivacyError
 from dpforge.privacy.accounting import dpsgd_event, epsilon
 from dpforge.privacy.budget import BUDGET_SUFFIX, DataBudget
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import grid_event
 from dpforge.synthesizer import Synthesizer
 from dpforge.tuning import PrivateScore, PublicScore, Repetitions, describe, tune
 
@@ -71,7 +71,7 @@ def test_bad_repetitions_and_scores_are_refused():
 def test_private_score_is_a_noisy_clipped_mean():
     records = list(range(100))
     score = PrivateScore(lambda s, r: np.full(len(r), 3.0), records, noise_multiplier=2.0)
-    assert score.event == release_event(2.0)
+    assert score.event == grid_event(2.0)
     values = [score(None, np.random.default_rng(i)) for i in range(2000)]
     # per-record scores clipped to 1: mean 1, noise std 2 / 100 on the mean
     assert np.mean(values) == pytest.approx(1.0, abs=5 * 0.02 / math.sqrt(2000))

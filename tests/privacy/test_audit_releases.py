@@ -17,7 +17,7 @@ from dpforge.audit.releases import ReleaseAuditConfig, release_audit
 from dpforge.errors import PrivacyError
 
 # sigma = 1 at delta = 1e-2: the label prior claims epsilon = 2.364 (one discrete Gaussian of
-# σ = 1, PLD), the float releases 2.753 (one ZCDpEvent(1/2), OpenDP's Gaussian on floats), the
+# σ = 1, PLD), the float releases 2.753 (one grid_event(1), the grid release of floats), the
 # marginals and cells 2.321 (4 discrete Gaussians of σ = 2, PLD).
 CLAIMS = {"label-prior": 2.364, "marginals": 2.321, "cells": 2.321}
 FAST = ("marginals", "moments", "embedding")

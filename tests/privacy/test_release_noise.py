@@ -1,5 +1,6 @@
 """The release noise (dpforge.privacy.release_noise): the seeded discrete Gaussian against
-OpenDP's, OpenDP for release runs, reproducible seeded runs, and the ledger's events."""
+OpenDP's, OpenDP for release runs' counts and sites, float releases on the grid, reproducible
+seeded runs, and the ledger's events."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ import dpforge
 from dpforge.privacy import release_noise
 from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
 from dpforge.privacy.release_noise import (
+    GRID_SLACK,
     ReleaseGenerator,
     discrete_gaussian,
+    grid_event,
+    grid_step,
     noise_generator,
     noisy_counts,
+    noisy_shares,
     noisy_values,
     release_event,
 )
@@ -69,7 +74,8 @@ def test_a_release_run_draws_with_opendp_and_a_seeded_run_repeats(monkeypatch):
     release = noise_generator(None)
     assert isinstance(release, ReleaseGenerator)
     noisy_counts(counts, 2.0, release)
-    noisy_values(sums, 2.0, release)
+    noisy_values(sums, 2.0, release)  # on the grid: not OpenDP
+    noisy_shares(sums, 2.0, release)
     assert calls == [int, float]
     runs = [
         (noisy_counts(counts, 2.0, noise_generator(7)), noisy_values(sums, 2.0, noise_generator(7)))
@@ -109,3 +115,58 @@ def test_a_fit_without_a_seed_draws_its_releases_with_opendp(monkeypatch):
     spent = synth.privacy_spent()
     assert spent.accountant == "pld"
     assert 1.99 < spent.epsilon <= 2.0  # calibrated by PLD, as reported
+
+
+def test_a_float_release_on_the_grid_is_a_discrete_gaussian_of_std_sigma():
+    n, std = 200_000, 1.7
+    step = grid_step(std)
+    assert math.log2(step).is_integer() and 2**40 <= std / step < 2**41
+    values = np.linspace(-3.0, 3.0, n)
+    noisy = noisy_values(values, std, noise_generator(None))
+    units = noisy / step
+    assert np.array_equal(units, np.rint(units))  # on the grid: no low-order bits of noise
+    noise = noisy - values
+    assert abs(noise.mean()) < 4 * std / math.sqrt(n)
+    assert noise.std() == pytest.approx(std, rel=4 / math.sqrt(2 * n))
+    assert stats.kstest(noise / std, "norm").pvalue > 1e-3
+
+
+def test_the_grid_event_is_pinned_and_covers_the_rounding():
+    assert grid_event(1.0).rho == pytest.approx(0.5 * (1 + 2.0**-20) ** 2, rel=1e-11)
+    assert grid_event(2.0).rho == 0.5 * (0.5 + GRID_SLACK) ** 2 * (1.0 + 1e-12)
+    assert grid_event(0.0) == dp_accounting.NonPrivateDpEvent()
+    # one release of N < 2^40 values: sensitivity Δ/γ + sqrt(N) grid units, at most the event's
+    std, sensitivity = 3.0, 2.0
+    step, most = grid_step(std), math.sqrt(2.0**40)
+    rho = (sensitivity / step + most) ** 2 / (2 * (std / step) ** 2)
+    assert rho <= grid_event(std / sensitivity).rho
+
+
+def test_changing_one_record_moves_the_grid_release_by_at_most_the_event_sensitivity():
+    std, rng = 0.75, np.random.default_rng(2)
+    step = grid_step(std)
+    x = rng.uniform(-50, 50, 5_000)
+    neighbour = x.copy()
+    neighbour[17] += 1.0  # L2 sensitivity 1
+    moved = np.rint(neighbour / step) - np.rint(x / step)  # the integers the noise is added to
+    n_values = len(x)
+    assert np.linalg.norm(moved) <= 1.0 / step + math.sqrt(n_values)
+    zero_one = noisy_values(x, std, np.random.default_rng(3)) - x
+    assert np.max(np.abs(zero_one)) < 7 * std  # the grid itself moves no value noticeably
+
+
+def test_a_row_of_a_64x64x3_second_moment_is_not_drawn_by_opendp(monkeypatch):
+    sizes = []
+    real = release_noise.discrete_gaussian
+
+    def counting(sigma, shape, rng):
+        sizes.append(int(np.prod(shape)))
+        return real(sigma, shape, rng)
+
+    def refused(*args):
+        raise AssertionError("a float release routed to OpenDP's per-value sampler")
+
+    monkeypatch.setattr(release_noise, "discrete_gaussian", counting)
+    monkeypatch.setattr(release_noise, "_opendp_gaussian", refused)
+    rows = noisy_values(np.zeros((8, 12_288)), 2.0, noise_generator(None))
+    assert rows.shape == (8, 12_288) and sizes == [8 * 12_288]  # one vectorised draw

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import grid_event
 from dpforge.statistics.array_anchor import (
     EmbeddingLoss,
     anchor_target,
@@ -92,7 +92,7 @@ def test_release_is_planned_in_the_ledger_and_reaches_the_target():
     ledger = PrivacyLedger()
     sigma = plan_embedding(CONFIG, 10, (2.0, 1e-5), ledger)
     assert len(ledger) == 1
-    assert ledger.entries[0].event == release_event(sigma)
+    assert ledger.entries[0].event == grid_event(sigma)
     assert ledger.report(1e-5).epsilon == pytest.approx(2.0, rel=1e-3)
     assert ledger.report(1e-5).epsilon <= 2.0 + 1e-9
 

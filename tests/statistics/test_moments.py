@@ -105,20 +105,21 @@ def test_the_noise_is_gaussian_with_the_calibrated_std_and_symmetric():
         assert sample.std() == pytest.approx(std, rel=4 / math.sqrt(2 * len(sample)))
 
 
-def test_a_release_run_draws_both_releases_with_opendps_float_gaussian(monkeypatch):
+def test_a_release_run_draws_both_releases_on_the_grid_not_with_opendp(monkeypatch):
     from dpforge.privacy import release_noise
 
     calls = []
-    real = release_noise._opendp_gaussian
+    real = release_noise.discrete_gaussian
 
-    def spy(std: float, atom: type):
-        calls.append((std, atom))
-        return real(std, atom)
+    def spy(sigma: float, shape, rng):
+        calls.append(sigma)
+        return real(sigma, shape, rng)
 
     def refused(*args, **kwargs):
-        raise AssertionError("numpy's floating-point Gaussian drawn in a release run")
+        raise AssertionError("a float release drawn by OpenDP or numpy's float Gaussian")
 
-    monkeypatch.setattr(release_noise, "_opendp_gaussian", spy)
+    monkeypatch.setattr(release_noise, "discrete_gaussian", spy)
+    monkeypatch.setattr(release_noise, "_opendp_gaussian", refused)
     monkeypatch.setattr(release_noise.ReleaseGenerator, "normal", refused)
     monkeypatch.setattr(release_noise.ReleaseGenerator, "standard_normal", refused)
     x, y = _records(30, np.random.default_rng(6))
@@ -126,7 +127,7 @@ def test_a_release_run_draws_both_releases_with_opendps_float_gaussian(monkeypat
     sub = principal_subspace(x, 3, 3, 1.7, C, rng)
     class_moments(x, y, 3, sub, 1.7, C, rng)
     std = 1.7 * moment_sensitivity(C)
-    assert calls and set(calls) == {(std, float)}
+    assert calls and set(calls) == {std / release_noise.grid_step(std)}
     # every row of the two upper triangles, the sums and the counts: nothing drawn elsewhere
     assert len(calls) == 16 + 2 + 3 * sub.rank + 2
 

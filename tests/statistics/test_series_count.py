@@ -17,7 +17,7 @@ from tests.statistics.test_series_moved import FAST, fitted  # noqa: F401  (the 
 
 import dpforge
 from dpforge.kinds.feature_defaults import feature_anchor_defaults
-from dpforge.privacy.release_noise import release_event
+from dpforge.privacy.release_noise import grid_event
 from dpforge.statistics.array_anchor import feature_map
 from dpforge.statistics.features import (
     embedding_sensitivity,
@@ -85,7 +85,7 @@ def test_a_fitted_series_model_records_the_weight_and_one_gaussian_release(fitte
     assert release.count_weight == FAST.count_weight == 0.1
     anchors = [e for e in synth.ledger_.entries if e.name.startswith("anchor")]
     assert len(anchors) == 1
-    assert anchors[0].event == release_event(release.embedding.noise_multiplier)
+    assert anchors[0].event == grid_event(release.embedding.noise_multiplier)
     assert release.embedding.noise_multiplier > 0
     # the counts carry noise of std sigma * sqrt(1 + c^2) / c (released / c: estimates of n)
     x, labels = synth.encoder_.transform(data)

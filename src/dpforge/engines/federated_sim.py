@@ -155,5 +155,5 @@ def site_generator(seed: int | None, site: int, answers: int) -> np.random.Gener
     """The noise generator of a simulated site's next answer: from ``seed`` (reproducible),
     or from the OS's entropy when ``seed`` is None (a deployed site's only choice)."""
     if seed is None:
-        return noise_generator(None)  # its release noise drawn by OpenDP
+        return noise_generator(None)  # its release noise drawn by OpenDP or OS entropy
     return np.random.default_rng([seed, site, answers])

@@ -36,7 +36,7 @@ from dpforge.engines.federated_site_ledger import SiteLedger
 from dpforge.engines.federated_trust import Trust, check_range
 from dpforge.errors import DataError, PrivacyError, redacted_errors
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.privacy.release_noise import noisy_values
+from dpforge.privacy.release_noise import noisy_shares
 from dpforge.schema.table import Schema
 from dpforge.statistics.cells import bins_from_edges
 from dpforge.statistics.marginals import count_tables, encoded_cells
@@ -159,7 +159,7 @@ class Site:
         values = self._checked()[column]
         counts = values[values.notna()].astype(str).value_counts().sort_index()
         self.trust.record_threshold(self.ledger, f"categories of '{column}'", std, threshold)
-        noisy = noisy_values(counts.to_numpy(dtype=float), std, self.rng)
+        noisy = noisy_shares(counts.to_numpy(dtype=float), std, self.rng)
         return [str(v) for v, c in zip(counts.index, noisy, strict=True) if c >= threshold]
 
     def _counts(self, query: dict, arrays: list) -> np.ndarray:

@@ -48,7 +48,7 @@ from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 from dpforge.errors import DataError, PrivacyError
 from dpforge.privacy.ledger import PrivacyLedger
-from dpforge.privacy.release_noise import noisy_values, release_event
+from dpforge.privacy.release_noise import noisy_shares, release_event
 
 TRUST_MODELS = ("local", "secagg")
 SCORE_SENSITIVITY = 2.0  # a site's pair score against the model scaled to its own size
@@ -139,14 +139,14 @@ class Trust:
     # ------------------------------------------------------------------ at a site
     def noisy(self, exact, std, l2, grid, ledger: PrivacyLedger, what: str, rng):
         """``exact`` plus this site's share of a release whose central std is ``std`` (L2
-        sensitivity ``l2``), drawn by :func:`noisy_values` (OpenDP's Gaussian when ``rng`` is
+        sensitivity ``l2``), drawn by :func:`noisy_shares` (OpenDP's Gaussian when ``rng`` is
         a release run's); its zCDP event is recorded in the site's ledger first."""
         if self.mode == "secagg":  # before anything is recorded: a public refusal
             self.check_grid(float(grid), std)
         share = std * self.share_fraction
         ledger.record(f"site: {what}", release_event(share / l2))
         if self.mode == "local":
-            return noisy_values(exact, share, rng)
+            return noisy_shares(exact, share, rng)
         return on_grid(exact, share, float(grid), rng)
 
     def record_threshold(self, ledger: PrivacyLedger, what: str, std: float, threshold: float):
@@ -203,12 +203,12 @@ def max_secagg_sites(max_site_records: int, share_std: float) -> int:
 
 def on_grid(exact, share: float, grid: float, rng: np.random.Generator) -> np.ndarray:
     """The exact value rounded to the grid (counts are on it already), released with Gaussian
-    noise of std ``share`` (:func:`noisy_values`) and rounded to the grid again: a multiple of
+    noise of std ``share`` (:func:`noisy_shares`) and rounded to the grid again: a multiple of
     ``grid`` that SecAgg+ sums exactly, and a function of that release (post-processing)."""
     if not (grid > 0 and math.log2(grid).is_integer()):
         raise PrivacyError(f"the SecAgg grid must be a power of 2, got {grid}")
     on = np.rint(np.asarray(exact, dtype=np.float64) / grid) * grid
-    return np.rint(noisy_values(on, share, rng) / grid) * grid
+    return np.rint(noisy_shares(on, share, rng) / grid) * grid
 
 
 def check_range(values: np.ndarray, clip: float, what: str) -> None:

@@ -23,7 +23,7 @@ def describe_event(event: dp_accounting.DpEvent) -> str:
         return f"Gaussian noise with noise multiplier {event.noise_multiplier:.4g}"
     if isinstance(event, dp_accounting.ZCDpEvent):
         sigma = 1 / math.sqrt(2 * event.rho)
-        return f"discrete or OpenDP Gaussian noise with noise multiplier {sigma:.4g} (zCDP)"
+        return f"discrete or grid Gaussian noise with noise multiplier {sigma:.4g} (zCDP)"
     if isinstance(event, DiscreteGaussianDpEvent):
         return (
             f"discrete Gaussian noise with sigma {event.sigma:.4g} on a count that one "

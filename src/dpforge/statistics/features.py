@@ -14,10 +14,11 @@ frame (design.md section 1):
   per-class SUMS of feature vectors and the class counts weighted by the public ``c``
   (``count_weight``). Adding or removing one record of class ``k`` changes ``S_k`` by its feature
   vector (norm 1) and ``c * n_k`` by ``c``: the L2 sensitivity is exactly ``sqrt(1 + c^2)``.
-  Adding ``N(0, (sigma * sqrt(1 + c^2))^2)`` to every coordinate (OpenDP's floating-point-safe
-  Gaussian in a release run, :func:`dpforge.privacy.release_noise.noisy_values`) is the Gaussian
-  mechanism with noise multiplier ``sigma``: one ``ZCDpEvent(1 / 2 sigma^2)`` in the ledger
-  (:func:`dpforge.privacy.release_noise.release_event`).
+  Adding noise of std ``sigma * sqrt(1 + c^2)`` to every coordinate on a power-of-two grid
+  (the discrete Gaussian, floating-point safe: :func:`dpforge.privacy.release_noise.noisy_values`)
+  is the Gaussian mechanism with noise multiplier ``sigma``, the grid's rounding included: one
+  ``ZCDpEvent((1/sigma + 2^-20)^2 / 2)`` in the ledger
+  (:func:`dpforge.privacy.release_noise.grid_event`).
 * **The anchor is post-processing.** Noisy per-class means ``S_k / n_k`` (counts from the same
   release) are the targets; a generator is trained to match them (the squared distance between
   mean embeddings: an MMD under the random-feature kernel). Everything it reads is the release.
@@ -32,7 +33,7 @@ import dp_accounting
 import numpy as np
 import torch
 
-from dpforge.privacy.release_noise import noisy_values, release_event
+from dpforge.privacy.release_noise import grid_event, noisy_values
 from dpforge.statistics.feature_views import VIEWS, RandomFeatures, legacy_views
 
 __all__ = [
@@ -158,7 +159,7 @@ def embedding_sensitivity(count_weight: float) -> float:
 
 def embedding_event(noise_multiplier: float) -> dp_accounting.DpEvent:
     """The ledger event of one release (non-private when the noise is 0)."""
-    return release_event(noise_multiplier)
+    return grid_event(noise_multiplier)
 
 
 def views_for(kind: str, config: FeatureAnchorConfig | None = None) -> tuple[str, ...]:
