@@ -1,5 +1,5 @@
 """The first relational fit and sample on the table machinery: survival's pbc (patients) and
-pbcseq (their visits), and the matching of generated children to generated parents."""
+pbcseq (their visits)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpforge.data.parent_match import assign_to_parents
+from dpforge import relational
 from dpforge.errors import DpforgeError, SchemaError
 from dpforge.relational import RelationalSynthesizer
 from dpforge.schema.relational import RelationalSchema
@@ -79,7 +79,21 @@ def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded(monkeypatch):
     estimates = [e.name.split(";")[0] for e in entries if "metadata: bounds of 'age'" in e.name]
     assert estimates == ["'pbc': metadata: bounds of 'age'", "'pbcseq': metadata: bounds of 'age'"]
 
+    drawn, conditioned = [], relational.conditioned_children
+
+    def spy_children(parents, counts, conditioning, draw, rng):
+        rows, owner = conditioned(parents, counts, conditioning, draw, rng)
+        drawn.append((parents, counts, conditioning, rows, owner))
+        return rows, owner
+
+    monkeypatch.setattr(relational, "conditioned_children", spy_children)
     out = model.sample(150, seed=1, move=False)
+    ((generated, counts, conditioning, rows, owner),) = drawn
+    assert [c.parent for c in conditioning] == ["sex", "stage", "age", "status"]
+    assert np.bincount(owner, minlength=150).tolist() == counts.tolist()
+    same = {c: rows[c].to_numpy() == generated[c].to_numpy()[owner] for c in ("sex", "status")}
+    assert same["sex"].all()  # children drawn given their parent's first conditioning column
+    assert same["status"].mean() > 0.9  # and mostly on all four (the rest widened)
     patients, visits = out["pbc"], out["pbcseq"]
     assert list(patients.columns) == ["id", "sex", "stage", "age", "status"]
     assert list(visits.columns) == ["id", "day", "bili", "ascites"]
@@ -102,18 +116,3 @@ def test_bad_options_are_refused_before_any_record_is_read():
     _, schema = _pbc()
     with pytest.raises(DpforgeError, match="epsilon"):
         RelationalSynthesizer(schema, epsilon=-1.0, seed=0).fit({})
-
-
-def test_each_parent_takes_the_children_drawn_with_its_columns():
-    sex = Column("sex", "categorical", categories=("F", "M"))
-    age = Column("age", "integer", lower=0, upper=100)
-    parents = pd.DataFrame({"sex": ["F", "M", "F"], "age": [10, 50, 90]})
-    pool = pd.DataFrame({
-        "patients.sex": ["M", "F", "F", "M", "F", "F", "F"],
-        "age": [51, 89, 11, 49, 12, 91, 40],
-    })  # fmt: skip
-    compared = [("sex", "patients.sex", sex), ("age", "age", age)]
-    owner = assign_to_parents(
-        parents, pool, compared, np.array([2, 2, 2]), np.random.default_rng(0)
-    )
-    assert owner.tolist() == [1, 2, 0, 1, 0, 2, -1]  # the 40-year-old is left unused
