@@ -282,8 +282,9 @@ class RelationalSynthesizer:
         declared or DP-estimated) columns."""
         parent = self.schema.parent.schema
         joined = self.child_models_[child.name].schema_
-        names = [c.name for c in parent.generated_columns]
-        names.sort(key=lambda name: name != parent.label)  # stable: the label first
+        names = [c.name for c in parent.generated_columns]  # the features, not the label
+        if parent.label is not None:
+            names.insert(0, parent.label)
         conditioning = []
         for name in names:
             joined_as = joined_name(child, child.schema.names, name)

@@ -37,7 +37,7 @@ def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
         Column("stage", "categorical", categories=("1", "2", "3", "4"), nullable=True),
         Column("age", "continuous"),  # bounds estimated under DP, in both fits
         Column("status", "categorical", categories=("0", "1", "2")),
-    ))  # fmt: skip
+    ), label="status")  # fmt: skip
     visits = Schema((
         Column("id", "drop"),
         Column("day", "integer", lower=0, upper=5500),
@@ -89,11 +89,11 @@ def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded(monkeypatch):
     monkeypatch.setattr(relational, "conditioned_children", spy_children)
     out = model.sample(150, seed=1, move=False)
     ((generated, counts, conditioning, rows, owner),) = drawn
-    assert [c.parent for c in conditioning] == ["sex", "stage", "age", "status"]
+    assert [c.parent for c in conditioning] == ["status", "sex", "stage", "age"]  # label first
     assert np.bincount(owner, minlength=150).tolist() == counts.tolist()
-    same = {c: rows[c].to_numpy() == generated[c].to_numpy()[owner] for c in ("sex", "status")}
-    assert same["sex"].all()  # children drawn given their parent's first conditioning column
-    assert same["status"].mean() > 0.9  # and mostly on all four (the rest widened)
+    same = {c: rows[c].to_numpy() == generated[c].to_numpy()[owner] for c in ("status", "sex")}
+    # the 20-step model seldom draws some statuses: those parents' children are widened
+    assert same["status"].mean() > 0.75 and same["sex"].mean() > 0.9
     patients, visits = out["pbc"], out["pbcseq"]
     assert list(patients.columns) == ["id", "sex", "stage", "age", "status"]
     assert list(visits.columns) == ["id", "day", "bili", "ascites"]

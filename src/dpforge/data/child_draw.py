@@ -12,9 +12,9 @@ numeric column's ``CONDITION_CELLS`` equal-width cells between the child model's
 (declared or DP-estimated), :func:`dpforge.statistics.bins.numeric_bins`. The conditioning
 columns come in a public order (the parent's label first, then its other columns as the schema
 lists them). Where the model does not reach a group's cells within ``DRAWS_PER_CHILD`` rows
-drawn per child, the group's remaining children are conditioned on one column fewer (the last
-of the order), down to none: every parent gets its count, conditioned on as many leading
-columns as the model reaches.
+drawn per child still missing, the group's remaining children are conditioned on one column
+fewer (the last of the order), with new draws again, down to none: every parent gets its
+count, conditioned on as many leading columns as the model reaches.
 
 Post-processing of released models only: the parents sampled from the parent model and the
 rows sampled from the child model. Nothing is read from the records, nothing is charged.
@@ -34,7 +34,7 @@ from dpforge.statistics.bins import numeric_bins
 __all__ = ["CONDITION_CELLS", "DRAWS_PER_CHILD", "Conditioning", "conditioned_children"]
 
 CONDITION_CELLS = 6  # per numeric column: two bound cells and four between
-DRAWS_PER_CHILD = 10  # rows drawn per child at most before a group's conditions are widened
+DRAWS_PER_CHILD = 4  # per level, rows drawn per child still missing before widening
 MISSING = "\0missing"
 
 Draw = Callable[[int], pd.DataFrame]  # n rows of the child model (child and parent columns)
@@ -141,15 +141,15 @@ def conditioned_children(
     parent ``owner[r]``'s), each in its parent's cells on as many leading ``conditioning``
     columns as the model reaches (see the module docstring). ``draw(n)`` gives n model rows."""
     need = np.asarray(counts, dtype=np.int64).copy()
-    total = int(need.sum())
     pool = _Pool(draw, parents.reset_index(drop=True), conditioning)
-    cap = DRAWS_PER_CHILD * total
     for level in range(len(conditioning), -1, -1):
-        pool.take(need, level, rng)
-        while need.sum() > 0 and (len(pool.rows) < cap or level == 0):
+        pool.take(need, level, rng)  # rows drawn for a narrower level may fit a wider one
+        room = DRAWS_PER_CHILD * int(need.sum())
+        while need.sum() > 0 and room > 0:
             missing = int(need.sum())  # at level 0 every free row fits: one batch is enough
-            room = cap - len(pool.rows)
-            pool.grow(missing if level == 0 else max(missing, min(2 * total, room)))
+            size = missing if level == 0 else min(2 * missing, room)
+            pool.grow(size)
+            room -= size
             pool.take(need, level, rng)
     taken = np.flatnonzero(pool.owner >= 0)
     return pool.rows.iloc[taken].reset_index(drop=True), pool.owner[taken]
