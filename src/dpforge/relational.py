@@ -41,7 +41,12 @@ import pandas as pd
 
 from dpforge import options as run_options
 from dpforge.data.encoder import fresh_keys
-from dpforge.data.child_draw import Conditioning, conditioned_children
+from dpforge.data.child_draw import (
+    Conditioning,
+    conditioned_children,
+    most_draws,
+    stream_draw,
+)
 from dpforge.data.relational import bound_children, joined_child, parent_with_counts
 from dpforge.errors import DataError, ModelFileError, SchemaError
 from dpforge.pipeline.plan import release_bound
@@ -264,13 +269,11 @@ class RelationalSynthesizer:
         counts = parents[schema.count_column(child).name].to_numpy(dtype=np.int64)
         if counts.sum() == 0:
             return pd.DataFrame(columns=[child.link.foreign_key, *_own(child)])
-        model = self.child_models_[child.name]
-
-        def draw(size: int) -> pd.DataFrame:
-            return model.sample(size, seed=_draw(rng), move=move).reset_index(drop=True)
-
+        conditioning = self._conditioning(child)
+        most = most_draws(int(counts.sum()), len(conditioning))
+        chunks = self.child_models_[child.name].sample_chunks(most, seed=_draw(rng), move=move)
         drawn, owner = conditioned_children(
-            parents, counts, self._conditioning(child), draw, rng
+            parents, counts, conditioning, stream_draw(chunks), rng
         )
         rows = drawn[_own(child)]
         rows.insert(0, child.link.foreign_key, keys[owner])

@@ -22,7 +22,7 @@ rows sampled from the child model. Nothing is read from the records, nothing is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,13 +31,45 @@ import pandas as pd
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import numeric_bins
 
-__all__ = ["CONDITION_CELLS", "DRAWS_PER_CHILD", "Conditioning", "conditioned_children"]
+__all__ = [
+    "CONDITION_CELLS",
+    "DRAWS_PER_CHILD",
+    "Conditioning",
+    "conditioned_children",
+    "most_draws",
+    "stream_draw",
+]
 
 CONDITION_CELLS = 6  # per numeric column: two bound cells and four between
 DRAWS_PER_CHILD = 4  # per level, rows drawn per child still missing before widening
 MISSING = "\0missing"
 
 Draw = Callable[[int], pd.DataFrame]  # n rows of the child model (child and parent columns)
+
+
+def most_draws(total: int, levels: int) -> int:
+    """The most rows :func:`conditioned_children` draws for ``total`` children conditioned on
+    ``levels`` columns: ``DRAWS_PER_CHILD`` per child at each level, one per child at none."""
+    return total * (DRAWS_PER_CHILD * levels + 1)
+
+
+def stream_draw(chunks: Iterator[pd.DataFrame]) -> Draw:
+    """A :data:`Draw` that hands out the rows of one stream of model chunks in order (a
+    model's ``sample_chunks``: its matching to the stored marginals is fitted once, at the
+    first chunk, rather than once per batch)."""
+    left = [pd.DataFrame()]
+
+    def draw(n: int) -> pd.DataFrame:
+        parts, have = [left[0]], len(left[0])
+        while have < n:
+            chunk = next(chunks).reset_index(drop=True)
+            parts.append(chunk)
+            have += len(chunk)
+        rows = pd.concat(parts, ignore_index=True)
+        left[0] = rows.iloc[n:].reset_index(drop=True)
+        return rows.iloc[:n].reset_index(drop=True)
+
+    return draw
 
 
 @dataclass(frozen=True)
