@@ -49,6 +49,7 @@ from dpforge.data.child_draw import (
 )
 from dpforge.data.relational import bound_children, joined_child, parent_with_counts
 from dpforge.errors import DataError, ModelFileError, SchemaError
+from dpforge.generate import SAMPLE_CHUNK_ROWS
 from dpforge.pipeline.plan import release_bound
 from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.budget import RunCharge
@@ -271,7 +272,11 @@ class RelationalSynthesizer:
             return pd.DataFrame(columns=[child.link.foreign_key, *_own(child)])
         conditioning = self._conditioning(child)
         most = most_draws(int(counts.sum()), len(conditioning))
-        chunks = self.child_models_[child.name].sample_chunks(most, seed=_draw(rng), move=move)
+        chunks = self.child_models_[child.name].sample_chunks(
+            most, seed=_draw(rng), chunk_rows=min(SAMPLE_CHUNK_ROWS, 2 * int(counts.sum())),
+            move=move,
+        )  # chunks of about a level's first batch: the stream's first chunk (its matching
+        # fitted on a pool of twice its rows) costs little for a small table
         drawn, owner = conditioned_children(
             parents, counts, conditioning, stream_draw(chunks), rng
         )
