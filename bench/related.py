@@ -126,9 +126,7 @@ def conditioned(pair: str, epsilon: float, seed: int) -> None:
     pool = model.child_models_[child.name].sample(20_000, seed=seed)
     out = model.sample(len(train[schema.parent.name]), seed=seed)
     key = child.link.foreign_key
-    given = out[child.name].merge(
-        out[schema.parent.name], left_on=key, right_on=schema.parent.key
-    )
+    given = out[child.name].merge(out[schema.parent.name], left_on=key, right_on=schema.parent.key)
     for column in (c.name for c in child.schema.modelled.columns if not c.is_numeric):
         for name, rows in (("joined child model's rows", pool), ("sampled", given)):
             print(f"{name}: shares of '{column}' per '{label}'")

@@ -40,13 +40,13 @@ import numpy as np
 import pandas as pd
 
 from dpforge import options as run_options
-from dpforge.data.encoder import fresh_keys
 from dpforge.data.child_draw import (
     Conditioning,
     conditioned_children,
     most_draws,
     stream_draw,
 )
+from dpforge.data.encoder import fresh_keys
 from dpforge.data.relational import bound_children, joined_child, parent_with_counts
 from dpforge.errors import DataError, ModelFileError, SchemaError
 from dpforge.generate import SAMPLE_CHUNK_ROWS
@@ -273,13 +273,13 @@ class RelationalSynthesizer:
         conditioning = self._conditioning(child)
         most = most_draws(int(counts.sum()), len(conditioning))
         chunks = self.child_models_[child.name].sample_chunks(
-            most, seed=_draw(rng), chunk_rows=min(SAMPLE_CHUNK_ROWS, 2 * int(counts.sum())),
+            most,
+            seed=_draw(rng),
+            chunk_rows=min(SAMPLE_CHUNK_ROWS, 2 * int(counts.sum())),
             move=move,
         )  # chunks of about a level's first batch: the stream's first chunk (its matching
         # fitted on a pool of twice its rows) costs little for a small table
-        drawn, owner = conditioned_children(
-            parents, counts, conditioning, stream_draw(chunks), rng
-        )
+        drawn, owner = conditioned_children(parents, counts, conditioning, stream_draw(chunks), rng)
         rows = drawn[_own(child)]
         rows.insert(0, child.link.foreign_key, keys[owner])
         return rows.sort_values(child.link.foreign_key, kind="stable").reset_index(drop=True)

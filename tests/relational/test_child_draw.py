@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpforge.data.child_draw import CONDITION_CELLS, Conditioning, conditioned_children
+from dpforge.data.child_draw import (
+    CONDITION_CELLS,
+    Conditioning,
+    conditioned_children,
+    stream_draw,
+)
 from dpforge.schema.table import Column
 from dpforge.statistics.bins import numeric_bins
 
@@ -89,3 +94,11 @@ def test_the_same_generator_gives_the_same_children():
     again = conditioned_children(parents, counts, CONDITIONING, _model(), np.random.default_rng(5))
     pd.testing.assert_frame_equal(first[0], again[0])
     assert (first[1] == again[1]).all()
+
+
+def test_a_stream_hands_out_its_chunks_rows_in_order():
+    chunks = iter(pd.DataFrame({"x": np.arange(i, i + 4)}) for i in range(0, 40, 4))
+    draw = stream_draw(chunks)
+    assert draw(3)["x"].tolist() == [0, 1, 2]
+    assert draw(6)["x"].tolist() == [3, 4, 5, 6, 7, 8]
+    assert draw(1)["x"].tolist() == [9]
