@@ -18,7 +18,7 @@ of HMA.
     cd bench && OMP_NUM_THREADS=1 nice -n 10 python related.py --resume
     cd bench && python related.py summary
     cd bench && python related.py why pbc --arm dpforge --epsilon 3   # the task's associations
-    cd bench && python related.py matching planes --epsilon 3   # before and after matching
+    cd bench && python related.py conditioned planes --epsilon 3   # model rows vs sampled
     python bench/related.py --pairs cgd --arms dpforge,real --epsilons 3 --seeds 0,   # smallest
     cd bench && OMP_NUM_THREADS=1 python related.py scale --copies 3   # 10^6 flights in memory
 """
@@ -114,11 +114,11 @@ def why(pair: str, arm: str, epsilon: float, seed: int) -> None:
         print(features.groupby(label)[numbers].mean().T.round(3).to_string(), flush=True)
 
 
-def matching(pair: str, epsilon: float, seed: int) -> None:
+def conditioned(pair: str, epsilon: float, seed: int) -> None:
     """Print, per class of the pair's label, the share of each category of the child's
-    categorical columns: in the rows dpforge's joined child model draws (before matching) and
-    in the sampled tables (children matched to generated parents). Where the first keeps the
-    association and the second loses it, the matching loses it."""
+    categorical columns: in the rows dpforge's joined child model draws and in the sampled
+    tables (children drawn given their generated parents). Where the first keeps the
+    association and the second loses it, giving children to parents loses it."""
     tables, schema = load_related(pair)
     train, _ = split_parents(tables, schema, HOLDOUT, np.random.default_rng(0))
     model = RelationalSynthesizer(schema, epsilon=epsilon, seed=seed, progress=False).fit(train)
@@ -126,24 +126,22 @@ def matching(pair: str, epsilon: float, seed: int) -> None:
     pool = model.child_models_[child.name].sample(20_000, seed=seed)
     out = model.sample(len(train[schema.parent.name]), seed=seed)
     key = child.link.foreign_key
-    matched = out[child.name].merge(
-        out[schema.parent.name], left_on=key, right_on=schema.parent.key
-    )
+    given = out[child.name].merge(out[schema.parent.name], left_on=key, right_on=schema.parent.key)
     for column in (c.name for c in child.schema.modelled.columns if not c.is_numeric):
-        for name, rows in (("joined child model's rows", pool), ("after matching", matched)):
+        for name, rows in (("joined child model's rows", pool), ("sampled", given)):
             print(f"{name}: shares of '{column}' per '{label}'")
             print(pd.crosstab(rows[label], rows[column], normalize="index").round(3).to_string())
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["matching"]:
-        parser = argparse.ArgumentParser(prog="related.py matching")
+    if argv[:1] == ["conditioned"]:
+        parser = argparse.ArgumentParser(prog="related.py conditioned")
         parser.add_argument("pair", choices=sorted(RELATED_TABLES))
         parser.add_argument("--epsilon", type=float, default=3.0)
         parser.add_argument("--seed", type=int, default=0)
         args = parser.parse_args(argv[1:])
-        matching(args.pair, args.epsilon, args.seed)
+        conditioned(args.pair, args.epsilon, args.seed)
         return
     if argv[:1] == ["why"]:
         parser = argparse.ArgumentParser(prog="related.py why")

@@ -15,9 +15,9 @@ fits, with the public :class:`~dpforge.synthesizer.Synthesizer`:
 The budget is shared evenly between these fits (a public rule), each fitted at ``epsilon /
 parts`` and ``delta / parts`` (:func:`~dpforge.privacy.relational_charge.part_epsilon`), and
 their ledgers are composed into one whose every entry names the unit. ``sample(n)`` draws n
-parents (new surrogate keys), then, per child table, a pool of joined rows from the child
-model; each parent takes as many of them as its generated count, the unused rows nearest its
-own columns (:mod:`dpforge.data.parent_match`).
+parents (new surrogate keys), then, per child table, each parent's generated count of rows
+from the child model conditioned on that parent's columns (their public cells, the label
+first; :mod:`dpforge.data.child_draw`).
 No real key is read by a model, saved or sampled.
 
 The whole plan is charged to the data set's budget file once, before the first release
@@ -28,8 +28,8 @@ again resumes: finished parts are not measured again and nothing more is charged
 (:mod:`dpforge.relational_io`). This is a facade of its own level (a user's entry point, like
 the table facade it composes): only the command line imports it.
 
-Not yet: a selection of the joined marginals beyond the default, budget shares weighed by the
-tables, and generation conditioned on the parent.
+Not yet: a selection of the joined marginals beyond the default, and budget shares weighed by
+the tables.
 """
 
 from __future__ import annotations
@@ -42,8 +42,13 @@ import numpy as np
 import pandas as pd
 
 from dpforge import options as run_options
+from dpforge.data.child_draw import (
+    Conditioning,
+    conditioned_children,
+    most_draws,
+    stream_draw,
+)
 from dpforge.data.encoder import fresh_keys
-from dpforge.data.parent_match import assign_to_parents
 from dpforge.data.relational import (
     bound_children,
     check_given,
@@ -53,6 +58,7 @@ from dpforge.data.relational import (
 from dpforge.data.relational_spark import refuse_mixed, spark_part_tables
 from dpforge.engines.spark import is_spark_dataframe
 from dpforge.errors import DataError, ModelFileError, SchemaError
+from dpforge.generate import SAMPLE_CHUNK_ROWS
 from dpforge.pipeline.plan import release_bound
 from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.budget import RunCharge
@@ -67,7 +73,6 @@ from dpforge.synthesizer import Synthesizer
 from dpforge.training import checkpoint_lock
 
 __all__ = ["RelationalSynthesizer"]
-POOL_FACTOR = 3  # child rows drawn per child needed, so that each parent finds near ones
 METADATA_SHARE = 0.1  # of each part's budget, for DP estimates of undeclared metadata
 
 
@@ -316,21 +321,38 @@ class RelationalSynthesizer:
         self, child: RelationalTable, parents: pd.DataFrame, keys: np.ndarray, rng, move
     ) -> pd.DataFrame:
         """The child rows given to the generated parents, with their parent's key."""
-        schema, completed = self.schema, self.parent_model_.schema_
+        schema = self.schema
         counts = parents[schema.count_column(child).name].to_numpy(dtype=np.int64)
         if counts.sum() == 0:
             return pd.DataFrame(columns=[child.link.foreign_key, *_own(child)])
-        size = int(counts.sum()) * POOL_FACTOR
-        pool = self.child_models_[child.name].sample(size, seed=_draw(rng), move=move)
-        compared = [  # on the parent fit's public (declared or DP-estimated) scale
-            (c.name, joined_name(child, child.schema.names, c.name), completed.column(c.name))
-            for c in schema.parent.schema.generated_columns
-        ]
-        owner = assign_to_parents(parents, pool.reset_index(drop=True), compared, counts, rng)
-        taken = np.flatnonzero(owner >= 0)
-        rows = pool.iloc[taken][_own(child)].reset_index(drop=True)
-        rows.insert(0, child.link.foreign_key, keys[owner[taken]])
+        conditioning = self._conditioning(child)
+        most = most_draws(int(counts.sum()), len(conditioning))
+        chunks = self.child_models_[child.name].sample_chunks(
+            most,
+            seed=_draw(rng),
+            chunk_rows=min(SAMPLE_CHUNK_ROWS, 2 * int(counts.sum())),
+            move=move,
+        )  # chunks of about a level's first batch: the stream's first chunk (its matching
+        # fitted on a pool of twice its rows) costs little for a small table
+        drawn, owner = conditioned_children(parents, counts, conditioning, stream_draw(chunks), rng)
+        rows = drawn[_own(child)]
+        rows.insert(0, child.link.foreign_key, keys[owner])
         return rows.sort_values(child.link.foreign_key, kind="stable").reset_index(drop=True)
+
+    def _conditioning(self, child: RelationalTable) -> list[Conditioning]:
+        """The parent columns a child is conditioned on, in the public order: the parent's
+        label first, then the others as the schema lists them; on the child model's (public:
+        declared or DP-estimated) columns."""
+        parent = self.schema.parent.schema
+        joined = self.child_models_[child.name].schema_
+        names = [c.name for c in parent.generated_columns]  # the features, not the label
+        if parent.label is not None:
+            names.insert(0, parent.label)
+        conditioning = []
+        for name in names:
+            joined_as = joined_name(child, child.schema.names, name)
+            conditioning.append(Conditioning(name, joined_as, joined.column(joined_as)))
+        return conditioning
 
 
 def _own(child: RelationalTable) -> list[str]:

@@ -1,5 +1,5 @@
 """The first relational fit and sample on the table machinery: survival's pbc (patients) and
-pbcseq (their visits), and the matching of generated children to generated parents."""
+pbcseq (their visits)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpforge.data.parent_match import assign_to_parents
+from dpforge import relational
 from dpforge.errors import DpforgeError, SchemaError
 from dpforge.relational import RelationalSynthesizer
 from dpforge.schema.relational import RelationalSchema
@@ -37,7 +37,7 @@ def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
         Column("stage", "categorical", categories=("1", "2", "3", "4"), nullable=True),
         Column("age", "continuous"),  # bounds estimated under DP, in both fits
         Column("status", "categorical", categories=("0", "1", "2")),
-    ))  # fmt: skip
+    ), label="status")  # fmt: skip
     visits = Schema((
         Column("id", "drop"),
         Column("day", "integer", lower=0, upper=5500),
@@ -79,7 +79,21 @@ def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded(monkeypatch):
     estimates = [e.name.split(";")[0] for e in entries if "metadata: bounds of 'age'" in e.name]
     assert estimates == ["'pbc': metadata: bounds of 'age'", "'pbcseq': metadata: bounds of 'age'"]
 
+    drawn, conditioned = [], relational.conditioned_children
+
+    def spy_children(parents, counts, conditioning, draw, rng):
+        rows, owner = conditioned(parents, counts, conditioning, draw, rng)
+        drawn.append((parents, counts, conditioning, rows, owner))
+        return rows, owner
+
+    monkeypatch.setattr(relational, "conditioned_children", spy_children)
     out = model.sample(150, seed=1, move=False)
+    ((generated, counts, conditioning, rows, owner),) = drawn
+    assert [c.parent for c in conditioning] == ["status", "sex", "stage", "age"]  # label first
+    assert np.bincount(owner, minlength=150).tolist() == counts.tolist()
+    same = {c: rows[c].to_numpy() == generated[c].to_numpy()[owner] for c in ("status", "sex")}
+    # the 20-step model seldom draws some statuses: those parents' children are widened
+    assert same["status"].mean() > 0.75 and same["sex"].mean() > 0.9
     patients, visits = out["pbc"], out["pbcseq"]
     assert list(patients.columns) == ["id", "sex", "stage", "age", "status"]
     assert list(visits.columns) == ["id", "day", "bili", "ascites"]
@@ -102,18 +116,3 @@ def test_bad_options_are_refused_before_any_record_is_read():
     _, schema = _pbc()
     with pytest.raises(DpforgeError, match="epsilon"):
         RelationalSynthesizer(schema, epsilon=-1.0, seed=0).fit({})
-
-
-def test_each_parent_takes_the_children_drawn_with_its_columns():
-    sex = Column("sex", "categorical", categories=("F", "M"))
-    age = Column("age", "integer", lower=0, upper=100)
-    parents = pd.DataFrame({"sex": ["F", "M", "F"], "age": [10, 50, 90]})
-    pool = pd.DataFrame({
-        "patients.sex": ["M", "F", "F", "M", "F", "F", "F"],
-        "age": [51, 89, 11, 49, 12, 91, 40],
-    })  # fmt: skip
-    compared = [("sex", "patients.sex", sex), ("age", "age", age)]
-    owner = assign_to_parents(
-        parents, pool, compared, np.array([2, 2, 2]), np.random.default_rng(0)
-    )
-    assert owner.tolist() == [1, 2, 0, 1, 0, 2, -1]  # the 40-year-old is left unused
