@@ -92,8 +92,12 @@ def test_pbc_fit_and_sample_keep_keys_new_consistent_and_bounded(monkeypatch):
     assert [c.parent for c in conditioning] == ["status", "sex", "stage", "age"]  # label first
     assert np.bincount(owner, minlength=150).tolist() == counts.tolist()
     same = {c: rows[c].to_numpy() == generated[c].to_numpy()[owner] for c in ("status", "sex")}
-    # the 20-step model seldom draws some statuses: those parents' children are widened
-    assert same["status"].mean() > 0.75 and same["sex"].mean() > 0.9
+    shuffled = np.random.default_rng(0).permutation(owner)
+    chance = {c: rows[c].to_numpy() == generated[c].to_numpy()[shuffled] for c in same}
+    # the 20-step model seldom draws some statuses: those parents' children are widened, so
+    # the label agrees far above chance (children given random parents), not everywhere
+    assert same["status"].mean() > chance["status"].mean() + 0.2
+    assert same["sex"].mean() > 0.9
     patients, visits = out["pbc"], out["pbcseq"]
     assert list(patients.columns) == ["id", "sex", "stage", "age", "status"]
     assert list(visits.columns) == ["id", "day", "bili", "ascites"]
