@@ -86,3 +86,21 @@ def test_large_plds_are_not_kept_and_give_the_same_epsilon(sd: float, interval: 
     got = accounting._pld(interval).compose(event).get_epsilon(1e-5)
     assert got == _oracle(event, interval, 1e-5)
     assert accounting._gaussian_pld.cache_info().currsize == 0
+
+
+def test_a_composed_ledger_kept_once_gives_the_same_epsilon_and_keeps_a_non_private_part():
+    """A fit's spent ledger (many parts) is composed once per grid and reused by calibration:
+    the same ε as composing its parts afresh, and a non-private part still makes it infinite."""
+    from dpforge.privacy.accounting import _KEPT_PARTS, _converged_pld_epsilon
+    from dpforge.privacy.discrete_gaussian import DiscreteGaussianDpEvent
+
+    parts = [DiscreteGaussianDpEvent(3.0 + i, 1) for i in range(_KEPT_PARTS)]
+    many = dp_accounting.ComposedDpEvent(parts)
+    candidate = dp_accounting.GaussianDpEvent(2.0)
+    composed = _converged_pld_epsilon(dp_accounting.ComposedDpEvent([many, candidate]), 1e-5)
+    flat = _converged_pld_epsilon(dp_accounting.ComposedDpEvent([*parts, candidate]), 1e-5)
+    assert composed == pytest.approx(flat, rel=1e-9)
+    leaky = dp_accounting.ComposedDpEvent([*parts, dp_accounting.NonPrivateDpEvent()])
+    assert _converged_pld_epsilon(dp_accounting.ComposedDpEvent([leaky, candidate]), 1e-5) == float(
+        "inf"
+    )

@@ -225,6 +225,12 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
     def _maybe_compose(
         self, event: dp_accounting.DpEvent, count: int, do_compose: bool
     ) -> PrivacyAccountant.CompositionErrorDetails | None:
+        if _worth_keeping(event) and do_compose and count == 1:
+            interval = self._value_discretization_interval
+            pld, non_private = _composed_pld(event, interval)
+            self._contains_non_dp_event = self._contains_non_dp_event or non_private
+            self._pld = self._pld.compose(pld)
+            return None
         if isinstance(event, DiscreteGaussianDpEvent):  # dp-accounting has no event for it
             if do_compose and count > 0:
                 interval = self._value_discretization_interval
@@ -240,6 +246,43 @@ class _GaussianReusingPLDAccountant(PLDAccountant):
             return super()._maybe_compose(event, count, do_compose)
         self._pld = self._pld.compose(_gaussian_pld(sd, interval, self.neighboring_relation))
         return None
+
+
+def _worth_keeping(event: dp_accounting.DpEvent) -> bool:
+    """A composition of many releases: a fit's spent ledger, which calibration composes with
+    every candidate σ (a small table's metadata alone is dozens of discrete Gaussians, each an
+    FFT convolution: 68 of a 70 CPU s fit rebuilt them, once per candidate)."""
+    return isinstance(event, dp_accounting.ComposedDpEvent) and len(event.events) >= _KEPT_PARTS
+
+
+_KEPT_PARTS = 8  # from this many parts a composed event's PLD is built once per (event, grid)
+
+
+def _composed_pld(
+    event: dp_accounting.ComposedDpEvent, interval: float
+) -> tuple[privacy_loss_distribution.PrivacyLossDistribution, bool]:
+    """The PLD of a composed ``event`` on the grid ``interval`` and whether it holds a
+    non-private part (the accountant's other state: ε is then infinite), built once per
+    (repr, grid): PLDs are immutable, and composing the kept one gives what composing its
+    parts again would (events holding lists do not hash, so their repr is the key)."""
+    key = (repr(event), interval)
+    if key not in _COMPOSED_PLDS:
+        if len(_COMPOSED_PLDS) >= _KEPT_COMPOSED:
+            _COMPOSED_PLDS.clear()
+        accountant = _GaussianReusingPLDAccountant(
+            neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
+            value_discretization_interval=interval,
+        )
+        for part in event.events:
+            accountant.compose(part)
+        _COMPOSED_PLDS[key] = (accountant._pld, accountant._contains_non_dp_event)
+    return _COMPOSED_PLDS[key]
+
+
+_COMPOSED_PLDS: dict[
+    tuple[str, float], tuple[privacy_loss_distribution.PrivacyLossDistribution, bool]
+] = {}
+_KEPT_COMPOSED = 32
 
 
 # Kept PLDs stay small: a PLD's length grows as 1 / (sd² x grid), and one of sd 0.5 on the
