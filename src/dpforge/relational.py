@@ -49,23 +49,19 @@ from dpforge.data.child_draw import (
     stream_draw,
 )
 from dpforge.data.encoder import fresh_keys
-from dpforge.data.relational import (
-    bound_children,
-    check_given,
-    joined_child,
-    parent_with_counts,
-)
+from dpforge.data.relational import bound_children, joined_child, parent_with_counts
 from dpforge.data.relational_spark import refuse_mixed, spark_part_tables
 from dpforge.engines.spark import is_spark_dataframe
 from dpforge.errors import DataError, ModelFileError, SchemaError
 from dpforge.generate import SAMPLE_CHUNK_ROWS
+from dpforge.pipeline.checkpoints import folder_seed
 from dpforge.pipeline.plan import release_bound
 from dpforge.privacy.accounting import PrivacyReport
 from dpforge.privacy.budget import RunCharge
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.relational import unit_words
 from dpforge.privacy.relational_charge import PartsCharge, part_epsilon, planned_bound
-from dpforge.relational_checkpoint import bounding_seed, part_folder, resumed_run, save_run
+from dpforge.relational_checkpoint import part_folder, resumed_run, save_run
 from dpforge.relational_io import check_table_names, read_relational, save_relational
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 from dpforge.schema.table import Schema
@@ -163,7 +159,6 @@ class RelationalSynthesizer:
         child joined with its parent; in memory each child first cut to k rows per parent with
         ``rng``, on Spark (every table a Spark DataFrame) by the child's fit, where the records
         are (:mod:`dpforge.data.relational_spark`)."""
-        check_given(tables, self.schema)
         refuse_mixed(tables)
         if any(is_spark_dataframe(frame) for frame in tables.values()):
             return spark_part_tables(tables, self.schema, self.out_of_bounds)
@@ -222,7 +217,7 @@ class RelationalSynthesizer:
         kept in the checkpoint folder, where there is one, so that a resumed run keeps the same
         rows)."""
         if self.seed is None:
-            kept = bounding_seed(self.checkpoint_dir, self.seed)
+            kept = None if self.checkpoint_dir is None else folder_seed(self.checkpoint_dir)
             return iter([None] * parts), np.random.default_rng(kept)
         streams = np.random.SeedSequence(self.seed).spawn(parts + 1)
         seeds = iter([int(s.generate_state(1)[0]) for s in streams[:parts]])

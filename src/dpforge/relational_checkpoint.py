@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from dpforge.errors import PrivacyError
-from dpforge.pipeline.checkpoints import folder_seed
 from dpforge.privacy.resume import check_resume, flat_settings
 from dpforge.storage import read_json, write_json
 
-__all__ = ["RUN_FILE", "bounding_seed", "part_folder", "resumed_run", "save_run"]
+__all__ = ["RUN_FILE", "part_folder", "resumed_run", "save_run"]
 
 RUN_FILE = "relational_run.json"
 
@@ -34,12 +33,6 @@ RUN_FILE = "relational_run.json"
 def part_folder(folder: Path | None, table: str) -> Path | None:
     """The checkpoint folder of the part that fits ``table`` (None without a folder)."""
     return None if folder is None else folder / table
-
-
-def bounding_seed(folder: Path | None, seed: int | None) -> int | None:
-    """The seed of the rows kept per parent in an unseeded run with a checkpoint folder (kept in
-    the folder); None otherwise (the caller draws from its own seed, or from the OS)."""
-    return folder_seed(folder) if folder is not None and seed is None else None
 
 
 def resumed_run(folder: Path | None, settings: dict[str, Any]) -> str | None:

@@ -32,24 +32,20 @@ def _model(schema, folder, epsilon: float = 3.0) -> RelationalSynthesizer:
     )
 
 
-def _crash_after_parent(monkeypatch) -> None:
+def _crash_after_parent(monkeypatch, error: type[BaseException] = Crash) -> None:
     fit, calls = Synthesizer.fit, []
 
     def crashing(self, data, **options):
         calls.append(1)
         if len(calls) == 2:  # the first child part, before any of its releases
-            raise Crash
+            raise error
         return fit(self, data, **options)
 
     monkeypatch.setattr(Synthesizer, "fit", crashing)
 
 
-def _parent_releases(model: RelationalSynthesizer) -> list[str]:
-    return [e.name for e in model.parent_model_.ledger_.entries]
-
-
-@pytest.mark.slow
-def test_an_interrupted_fit_resumes_without_a_second_charge(tmp_path, monkeypatch):
+def _crashed_run(tmp_path, monkeypatch):
+    """The hospital's fit killed after its parent part: (tables, schema, budget, folder)."""
     tables, schema = hospital(n=60)
     budget = DataBudget(tmp_path / ("patients.csv" + BUDGET_SUFFIX))
     folder = tmp_path / "checkpoints"
@@ -57,6 +53,12 @@ def test_an_interrupted_fit_resumes_without_a_second_charge(tmp_path, monkeypatc
         _crash_after_parent(patch)
         with pytest.raises(Crash):
             _model(schema, folder).fit(tables, budget=budget)
+    return tables, schema, budget, folder
+
+
+@pytest.mark.slow
+def test_an_interrupted_fit_resumes_without_a_second_charge(tmp_path, monkeypatch):
+    tables, schema, budget, folder = _crashed_run(tmp_path, monkeypatch)
     (charged,) = budget.status().runs
     # the crash left the parts that did not run charged at their bounds: never less than ran
     assert "reserved" in charged.ledger.entries[-1].name
@@ -74,13 +76,7 @@ def test_an_interrupted_fit_resumes_without_a_second_charge(tmp_path, monkeypatc
 
 @pytest.mark.slow
 def test_a_resume_with_other_settings_is_refused_before_any_charge(tmp_path, monkeypatch):
-    tables, schema = hospital(n=60)
-    budget = DataBudget(tmp_path / ("patients.csv" + BUDGET_SUFFIX))
-    folder = tmp_path / "checkpoints"
-    with monkeypatch.context() as patch:
-        _crash_after_parent(patch)
-        with pytest.raises(Crash):
-            _model(schema, folder).fit(tables, budget=budget)
+    tables, schema, budget, folder = _crashed_run(tmp_path, monkeypatch)
     before = budget.status().runs
     with pytest.raises(PrivacyError, match="epsilon"):
         _model(schema, folder, epsilon=2.0).fit(tables, budget=budget)
@@ -98,16 +94,8 @@ def test_the_command_line_resumes_a_killed_related_fit(tmp_path, monkeypatch, ca
         "--schema", tmp_path / "hospital.json", "--out", tmp_path / "model",
         "--options", options_file(FAST_SECTIONS), "--checkpoint-dir", tmp_path / "private",
     ]  # fmt: skip
-    fit, calls = Synthesizer.fit, []
-
-    def killed(self, data, **options):  # Ctrl-C as the first child part starts
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return fit(self, data, **options)
-
     with monkeypatch.context() as patch:
-        patch.setattr(Synthesizer, "fit", killed)
+        _crash_after_parent(patch, KeyboardInterrupt)  # Ctrl-C as the first child part starts
         code, out = run(args, monkeypatch, capsys, unwrap=True)
     assert code == 130 and "--checkpoint-dir" in out and not (tmp_path / "model").exists()
     code, out = run(args, monkeypatch, capsys)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dpforge.data.relational import check_given
 from dpforge.engines.spark import is_spark_dataframe
 from dpforge.engines.spark_table import SparkTable, column
 from dpforge.errors import DataError, private
@@ -36,6 +37,7 @@ __all__ = ["spark_part_tables"]
 
 ROW = "__dpforge_row__"
 KEY = "__dpforge_key__"
+PARENT = "__dpforge_parent__"
 
 
 def spark_part_tables(
@@ -43,6 +45,7 @@ def spark_part_tables(
 ) -> dict[str, Any]:
     """What each part's fit reads, as Spark DataFrames: the parent with its child counts, each
     child joined with its parent (see the module docstring); bad input is refused here."""
+    check_given(tables, schema)
     for table in schema.tables:
         _check_values(tables[table.name], table, out_of_bounds)
     parent = schema.parent
@@ -76,7 +79,7 @@ def _check_values(frame: Any, table: RelationalTable, out_of_bounds: str) -> Non
     checked.unpersist()
 
 
-def _key(frame: Any, name: str) -> Any:
+def _key(name: str) -> Any:
     """The key column as trimmed text."""
     from pyspark.sql import functions as F
 
@@ -94,7 +97,7 @@ def _numbered(frame: Any, table: str, key: str) -> Any:
             "fix the schema's key or the file's header"
         )
     numbered = frame.withColumn(ROW, F.monotonically_increasing_id())
-    numbered = numbered.withColumn(KEY, _key(frame, key))
+    numbered = numbered.withColumn(KEY, _key(key))
     missing = F.col(KEY).isNull() | F.lower(F.col(KEY)).isin(sorted(UNIT_MISSING_TOKENS))
     first = _first_row(numbered, missing)
     if first is not None:
@@ -139,17 +142,14 @@ def _check_foreign_keys(frame: Any, child: RelationalTable, parent_keys: Any) ->
 
     link = child.link
     numbered = _numbered(frame, child.name, link.foreign_key)
-    orphans = numbered.join(parent_keys, on=KEY, how="left_anti")
-    first = orphans.agg(F.min(ROW)).collect()[0][0]
-    if first is None:
-        return
-    position = numbered.filter(F.col(ROW) < first).count() + 1
-    value = orphans.filter(F.col(ROW) == first).select(KEY).collect()[0][0]
-    raise DataError(
-        f"table '{child.name}', row {private(position)}: foreign key '{link.foreign_key}' "
-        f"value {private(value, 'r')} names no row of '{link.parent}'; add that parent, or "
-        "remove the row"
-    )
+    known = parent_keys.withColumn(PARENT, F.lit(True))
+    first = _first_row(numbered.join(known, on=KEY, how="left"), F.col(PARENT).isNull())
+    if first is not None:
+        raise DataError(
+            f"table '{child.name}', row {private(first[0])}: foreign key '{link.foreign_key}' "
+            f"value {private(first[1], 'r')} names no row of '{link.parent}'; add that parent, "
+            "or remove the row"
+        )
 
 
 # -- counts and the join ------------------------------------------------------------------
@@ -158,12 +158,12 @@ def _with_counts(tables: Mapping[str, Any], schema: RelationalSchema, keys: Any)
     from pyspark.sql import functions as F
 
     parent = schema.parent
-    table = tables[parent.name].withColumn(KEY, _key(tables[parent.name], parent.key))
+    table = tables[parent.name].withColumn(KEY, _key(parent.key))
     for child in schema.children:
         name = schema.count_column(child).name
         frame = tables[child.name]
         counts = (
-            frame.withColumn(KEY, _key(frame, child.link.foreign_key))
+            frame.withColumn(KEY, _key(child.link.foreign_key))
             .groupBy(KEY)
             .agg(F.least(F.count(F.lit(1)), F.lit(child.max_rows)).alias(name))
         )
@@ -177,9 +177,9 @@ def _joined(tables: Mapping[str, Any], schema: RelationalSchema, child: Relation
     source = tables[parent.name]
     others = [c for c in source.columns if c != parent.key]
     right = source.select(
-        _key(source, parent.key).alias(KEY),
+        _key(parent.key).alias(KEY),
         *[column(c).alias(joined_name(child, child.schema.names, c)) for c in others],
     )
     rows = tables[child.name]
-    left = rows.withColumn(KEY, _key(rows, child.link.foreign_key))
+    left = rows.withColumn(KEY, _key(child.link.foreign_key))
     return left.join(right, on=KEY, how="inner").drop(KEY)
