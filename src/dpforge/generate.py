@@ -30,8 +30,6 @@ from dpforge.statistics.reweight import MarginalTargets, ReweightSettings
 # selected and moved) to the release: post-processing only.
 Mover = Callable[[Draw, "torch.Tensor | None", int], torch.Tensor]
 SAMPLE_CHUNK_ROWS = 20_000  # rows generated and decoded at once when streaming
-MOVED_BY_DEFAULT = ("timeseries", "table")  # series: bench/results/series/move_public.md;
-# tables: bench/results/tables/matching.md
 
 
 @dataclass(frozen=True)
@@ -67,17 +65,18 @@ class RowMatcher:
 def sample_mover(
     release: SampleRelease | MarginalRelease | None,
     move: bool | MoveSettings | ReweightSettings | None,
-    kind: str,
+    by_default: bool,
 ) -> Mover | RowMatcher | None:
     """The post-processing ``move`` asks for: None (default) moves (series) or matches (tables)
-    the kinds in MOVED_BY_DEFAULT whose model holds the release; True (the default settings)
+    when the model holds the release and its kind does so ``by_default`` (the kind's
+    ``moved_by_default``); True (the default settings)
     or settings need the release (refused without it); False leaves the samples as drawn."""
     if move is not None and not isinstance(move, (bool, MoveSettings, ReweightSettings)):
         raise DataError(
             f"move must be True, False, None, a MoveSettings or a ReweightSettings, got {move!r}"
         )
     if move is None:
-        move = release is not None and kind in MOVED_BY_DEFAULT
+        move = release is not None and by_default
     if move is False:
         return None
     if release is None:
@@ -115,7 +114,7 @@ def sample_chunks(
 
 def default_mover(model: FittedModel, move: Any) -> Mover | RowMatcher | None:
     """:func:`sample_mover` for ``model``'s stored release and kind."""
-    return sample_mover(model.release, move, kind_of(model.schema).kind_name(model.schema))
+    return sample_mover(model.release, move, kind_of(model.schema).moved_by_default(model.schema))
 
 
 def sample_batch(

@@ -32,6 +32,7 @@ from dpforge.data.encoder import SOFTMAX, TableEncoder
 from dpforge.errors import ModelFileError
 from dpforge.generate import FittedModel
 from dpforge.kinds import kind_of
+from dpforge.kinds.feature_defaults import kind_views
 from dpforge.kinds.generator import GeneratorConfig
 from dpforge.kinds.networks import family_of
 from dpforge.model_check import (
@@ -216,10 +217,11 @@ def _read_release(path: Path, info: dict[str, Any]) -> SampleRelease | MarginalR
     if stored["kind"] == TABLE_RELEASE:
         return _table_release(path, info, tensors)
     schema = schema_from_dict(info["schema"], allow_review=True)
-    problem = release_tensor_error(tensors, release_shapes(stored, schema))
+    views = kind_views(stored["kind"])
+    problem = release_tensor_error(tensors, release_shapes(stored, schema, views))
     if problem or (stored["kind"], tuple(stored["shape"])) != _kind_shape(schema):
         _refuse_release(path, problem or "another kind or shape")
-    return SampleRelease.from_parts(info["release"], tensors)
+    return SampleRelease.from_parts(info["release"], tensors, views)
 
 
 def _table_release(path: Path, info: dict[str, Any], tensors: dict) -> MarginalRelease:

@@ -104,8 +104,8 @@ class Synthesizer(FitRun):
         moved to the released embedding (:mod:`dpforge.statistics.particles`), table rows are
         drawn from a pool weighted to the measured marginals
         (:mod:`dpforge.statistics.reweight`). None (default) does so when the model holds the
-        release (see ``generate.MOVED_BY_DEFAULT``), True refuses a model without it (folders
-        saved before it was stored), False leaves the draws as they come; a ``MoveSettings``
+        release and its kind moves by default (its ``moved_by_default``: series and tables),
+        True refuses a model without it (folders saved before it was stored), False leaves the draws as they come; a ``MoveSettings``
         (series, images) or ``ReweightSettings`` (tables) gives the settings."""
         self._check_sample_request(n, seed)
         mover = self.mover(move)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from dpforge.kinds.feature_defaults import kind_views
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.release_noise import grid_event
 from dpforge.statistics.array_anchor import (
@@ -29,7 +30,7 @@ CONFIG = FeatureAnchorConfig(n_features=300)
 
 @pytest.mark.parametrize(("shape", "kind"), [((1, 8, 8), "image"), ((2, 24), "timeseries")])
 def test_every_feature_vector_has_norm_one(shape, kind):
-    features = feature_map(kind, shape, CONFIG, seed=5)
+    features = feature_map(kind_views(kind), shape, CONFIG, seed=5)
     x = torch.rand(50, *shape) * 2 - 1
     x[0] = 1.0  # extremes too
     norms = torch.linalg.vector_norm(features(x), dim=1)
@@ -39,9 +40,9 @@ def test_every_feature_vector_has_norm_one(shape, kind):
 
 def test_feature_map_depends_on_the_seed_only():
     x = torch.rand(4, 1, 8, 8)
-    a = feature_map("image", (1, 8, 8), CONFIG, seed=1)(x)
-    b = feature_map("image", (1, 8, 8), CONFIG, seed=1)(x)
-    c = feature_map("image", (1, 8, 8), CONFIG, seed=2)(x)
+    a = feature_map(kind_views("image"), (1, 8, 8), CONFIG, seed=1)(x)
+    b = feature_map(kind_views("image"), (1, 8, 8), CONFIG, seed=1)(x)
+    c = feature_map(kind_views("image"), (1, 8, 8), CONFIG, seed=2)(x)
     torch.testing.assert_close(a, b)
     assert not torch.allclose(a, c)
 
@@ -56,7 +57,7 @@ def test_series_features_see_the_shape_not_only_the_level():
 
 def test_one_record_moves_the_statistic_by_exactly_the_sensitivity():
     """Removing one record changes (sums, c * counts) by sqrt(1 + c^2) in L2: the bound is tight."""
-    features = feature_map("image", (1, 8, 8), CONFIG, seed=0)
+    features = feature_map(kind_views("image"), (1, 8, 8), CONFIG, seed=0)
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, (30, 1, 8, 8))
     y = rng.integers(0, 3, 30)
@@ -73,7 +74,9 @@ def test_noise_std_is_sigma_times_sensitivity():
 
     8,400 coordinates: the sample std is within 3.5 % of the truth with probability > 0.999.
     """
-    features = feature_map("image", (1, 8, 8), FeatureAnchorConfig(n_features=1400), seed=0)
+    features = feature_map(
+        kind_views("image"), (1, 8, 8), FeatureAnchorConfig(n_features=1400), seed=0
+    )
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, (40, 1, 8, 8))
     y = rng.integers(0, 3, 40)
@@ -111,7 +114,7 @@ def test_anchor_target_uses_what_the_metadata_really_spent():
 
 
 def test_embedding_loss_is_zero_at_the_target_and_weighs_classes_equally():
-    features = feature_map("image", (1, 4, 4), CONFIG, seed=0)
+    features = feature_map(kind_views("image"), (1, 4, 4), CONFIG, seed=0)
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, (20, 1, 4, 4))
     y = np.array([0] * 18 + [1] * 2)

@@ -16,7 +16,7 @@ import pytest
 from tests.statistics.test_series_moved import FAST, fitted  # noqa: F401  (the fitted model fixture)
 
 import dpforge
-from dpforge.kinds.feature_defaults import feature_anchor_defaults
+from dpforge.kinds.feature_defaults import feature_anchor_defaults, kind_views
 from dpforge.privacy.release_noise import grid_event
 from dpforge.statistics.array_anchor import feature_map
 from dpforge.statistics.features import (
@@ -46,7 +46,7 @@ def test_the_series_default_weight_is_the_noise_optimal_one_for_its_map():
 
 def test_the_optimal_weight_gives_the_smallest_measured_error_of_the_class_means():
     config = replace(FAST, n_features=200)  # D = 200 x 2 x 3 views = 1,200
-    features = feature_map("timeseries", (1, 24), config, 3)
+    features = feature_map(kind_views("timeseries"), (1, 24), config, 3)
     x, labels = _curves(80)
     sums, counts = exact_embedding(features, x, labels, 2)
     exact = sums / counts[:, None]
@@ -65,7 +65,7 @@ def test_the_optimal_weight_gives_the_smallest_measured_error_of_the_class_means
 
 def test_changing_one_record_moves_the_default_release_by_exactly_the_sensitivity():
     c = feature_anchor_defaults("timeseries").count_weight
-    features = feature_map("timeseries", (1, 24), replace(FAST, count_weight=c), 5)
+    features = feature_map(kind_views("timeseries"), (1, 24), replace(FAST, count_weight=c), 5)
     x, labels = _curves(20, seed=2)
 
     def release(xs, ys):  # the vector the Gaussian mechanism perturbs: (S_1, S_2, c n_1, c n_2)
@@ -89,7 +89,9 @@ def test_a_fitted_series_model_records_the_weight_and_one_gaussian_release(fitte
     assert release.embedding.noise_multiplier > 0
     # the counts carry noise of std sigma * sqrt(1 + c^2) / c (released / c: estimates of n)
     x, labels = synth.encoder_.transform(data)
-    _, counts = exact_embedding(feature_map("timeseries", (1, 24), FAST, 0), x, labels, 2)
+    _, counts = exact_embedding(
+        feature_map(kind_views("timeseries"), (1, 24), FAST, 0), x, labels, 2
+    )
     error = np.abs(release.embedding.noisy_counts - counts)
     bound = 5 * release.embedding.noise_multiplier * embedding_sensitivity(0.1) / 0.1
     assert np.all(error < bound)

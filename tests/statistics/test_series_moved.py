@@ -18,7 +18,7 @@ import dpforge
 from cli_support import run
 from dpforge.data.arrays import ArrayData
 from dpforge.errors import DataError, ModelFileError
-from dpforge.kinds.feature_defaults import feature_anchor_defaults
+from dpforge.kinds.feature_defaults import feature_anchor_defaults, kind_views
 from dpforge.schema.array import ArraySchema, Channel
 from dpforge.statistics.array_anchor import feature_map
 from dpforge.statistics.features import (
@@ -72,7 +72,7 @@ def test_the_folder_stores_the_noisy_release_not_the_exact_sums(fitted, tmp_path
     synth, data = fitted
     release = synth.sample_release_
     x, labels = synth.encoder_.transform(data)
-    features = feature_map("timeseries", (1, 24), FAST, release.feature_seed)
+    features = feature_map(kind_views("timeseries"), (1, 24), FAST, release.feature_seed)
     sums, counts = exact_embedding(features, x, labels, 2)
     noise = release.embedding.noisy_sums - sums
     expected = release.embedding.noise_multiplier * embedding_sensitivity(FAST.count_weight)

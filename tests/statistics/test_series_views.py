@@ -19,7 +19,7 @@ from tests.statistics.test_series_moved import FAST, SCHEMA, _curves
 
 import dpforge
 from dpforge.errors import PrivacyError
-from dpforge.kinds.feature_defaults import feature_anchor_defaults
+from dpforge.kinds.feature_defaults import feature_anchor_defaults, kind_views
 from dpforge.schema.array import ArraySchema, Channel
 from dpforge.statistics.array_anchor import feature_map
 from dpforge.statistics.feature_views import SERIES_VIEWS, view_blocks
@@ -31,6 +31,8 @@ from dpforge.statistics.features import (
 from dpforge.statistics.particles import SampleRelease, release_shapes
 from dpforge.synthesizer import Synthesizer
 
+SERIES = kind_views("timeseries")  # the views a series map takes
+
 RICH = replace(FAST, views=("values", "differences", "windows"))
 LEGACY = replace(FAST, views=())  # what maps were before views were a setting
 
@@ -41,7 +43,7 @@ LEGACY = replace(FAST, views=())  # what maps were before views were a setting
 )  # fmt: skip
 def test_every_view_gives_features_of_norm_exactly_one(view, shape):
     config = replace(FAST, views=(view, "differences" if view == "values" else "values"))
-    features = feature_map("timeseries", shape, config, 3)
+    features = feature_map(SERIES, shape, config, 3)
     x = torch.rand(50, *shape, generator=torch.Generator().manual_seed(1)) * 2 - 1
     norms = features(x).double().norm(dim=1)
     assert torch.allclose(norms, torch.ones_like(norms), atol=1e-5)
@@ -51,7 +53,7 @@ def test_every_view_gives_features_of_norm_exactly_one(view, shape):
 @pytest.mark.parametrize("views", [RICH.views, ("windows",)])
 def test_changing_one_record_moves_the_release_by_exactly_the_sensitivity(views):
     config = replace(FAST, views=views)
-    features = feature_map("timeseries", (1, 24), config, 5)
+    features = feature_map(SERIES, (1, 24), config, 5)
     rng = np.random.default_rng(0)
     x, labels = np.tanh(rng.normal(0, 1, (41, 1, 24))), rng.integers(0, 2, 41)
     c = config.count_weight
@@ -75,9 +77,9 @@ def test_the_series_default_looks_at_values_differences_and_local_windows():
 
 def test_the_legacy_map_is_drawn_unchanged_and_new_views_come_after_it():
     x = torch.linspace(-1, 1, 240).reshape(10, 1, 24)
-    legacy = feature_map("timeseries", (1, 24), LEGACY, 11)
-    named = feature_map("timeseries", (1, 24), replace(FAST, views=("values", "differences")), 11)
-    richer = feature_map("timeseries", (1, 24), RICH, 11)
+    legacy = feature_map(SERIES, (1, 24), LEGACY, 11)
+    named = feature_map(SERIES, (1, 24), replace(FAST, views=("values", "differences")), 11)
+    richer = feature_map(SERIES, (1, 24), RICH, 11)
     assert legacy.views == ("values", "differences")
     assert torch.equal(legacy(x), named(x))
     for old, new in zip(legacy.frequencies, richer.frequencies[:2], strict=True):
@@ -86,7 +88,7 @@ def test_the_legacy_map_is_drawn_unchanged_and_new_views_come_after_it():
 
 
 def test_a_window_frequency_acts_on_its_own_window_only():
-    features = feature_map("timeseries", (2, 24), replace(FAST, views=("windows",)), 0)
+    features = feature_map(SERIES, (2, 24), replace(FAST, views=("windows",)), 0)
     w = features.frequencies[0]
     blocks = view_blocks("windows", (2, 24))
     assert sum(blocks) == w.shape[1] and len(blocks) == 7  # 6 steps every 3 over 24 steps
@@ -122,12 +124,20 @@ def test_a_release_that_names_no_views_keeps_the_legacy_map(rich_fit):
     e = FAST.n_features * 2 * 2
     tensors = {"noisy_sums": torch.zeros(2, e, dtype=torch.float64),
                "noisy_counts": torch.ones(2, dtype=torch.float64)}  # fmt: skip
-    old = SampleRelease.from_parts(info, tensors)
+    old = SampleRelease.from_parts(info, tensors, SERIES)
     assert old.map_views == ("values", "differences") and "views" not in old.to_json()
-    assert release_shapes(info, SCHEMA)["noisy_sums"] == (2, e)
-    legacy = feature_map("timeseries", (1, 24), LEGACY, old.feature_seed)
+    assert release_shapes(info, SCHEMA, SERIES)["noisy_sums"] == (2, e)
+    legacy = feature_map(SERIES, (1, 24), LEGACY, old.feature_seed)
     x = torch.linspace(-1, 1, 24).reshape(1, 1, 24)
     assert torch.equal(old.loss().features(x), legacy(x))
+
+
+def test_a_map_of_images_refuses_the_series_views():
+    """The kind's views are checked wherever its map is drawn or rebuilt (a stored release
+    naming series views for an image model is refused when its loss is rebuilt)."""
+    with pytest.raises(ValueError, match="images take the view 'values' only"):
+        feature_map(kind_views("image"), (1, 8, 8), RICH, 0)
+    assert feature_map(SERIES, (1, 24), RICH, 0).views == RICH.views
 
 
 @pytest.mark.parametrize(

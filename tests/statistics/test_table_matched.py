@@ -135,7 +135,7 @@ def test_settings_of_the_other_kind_are_refused(fitted):
     with pytest.raises(DataError, match="ReweightSettings"):
         synth.sample(10, seed=0, move=MoveSettings())
     with pytest.raises(DataError, match="MoveSettings"):
-        sample_mover(object(), ReweightSettings(), "timeseries")
+        sample_mover(object(), ReweightSettings(), True)
 
 
 @pytest.mark.parametrize("tamper", ["shape", "column", "row_totals", "row_totals_sum"])

@@ -12,12 +12,10 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dpforge.cli.evaluate import one_file, parse_classifiers, real_arrays, real_table
+from dpforge.cli.evaluate import one_file, parse_classifiers, steps_shown
 from dpforge.errors import DpforgeError, OutputExistsError
 from dpforge.evaluation.classifier_names import CLASSIFIERS
-from dpforge.schema.table import Schema
 
 __all__ = ["report"]
 
@@ -41,50 +39,6 @@ def _check_output(out: Path, model: Path, overwrite: bool) -> None:
             f"{out} is inside the model folder {model}: reports must not be written into the "
             "model folder; write them elsewhere"
         )
-
-
-def _full_report(synth, args: dict, progress: Progress) -> str:
-    from dpforge.evaluation.attacks import ATTACKS
-    from dpforge.evaluation.report import table_report
-
-    steps = 3 + (len(ATTACKS) if args["attacks"] else 0)
-    task = progress.add_task("evaluating", total=steps)
-
-    def done(name: str) -> None:
-        progress.update(task, advance=1, description=f"done: {name}")
-
-    text, _ = table_report(
-        synth,
-        real_table(args["real_train"], synth),
-        real_table(args["real_test"], synth),
-        seed=args["seed"],
-        classifiers=args["classifiers"],
-        attacks=ATTACKS if args["attacks"] else (),
-        n_synthetic=args["rows"],
-        pair=args["pair"],
-        on_step=done,
-    )
-    return text
-
-
-def _full_array_report(synth, args: dict, progress: Progress) -> str:
-    from dpforge.evaluation.array_report import array_report
-    from dpforge.evaluation.attacks import ATTACKS
-
-    task = progress.add_task("evaluating", total=3 + len(ATTACKS))
-
-    def done(name: str) -> None:
-        progress.update(task, advance=1, description=f"done: {name}")
-
-    text, _ = array_report(
-        synth,
-        real_arrays(args["real_train"], synth),
-        real_arrays(args["real_test"], synth),
-        seed=args["seed"],
-        n_synthetic=args["rows"],
-        on_step=done,
-    )
-    return text
 
 
 def report(
@@ -186,15 +140,24 @@ def _model_report(model: Path, args: dict, release: bool, out: Path, overwrite: 
     if release:
         text = release_report(synth, n_synthetic=rows or 2000, seed=seed, pair=args["pair"])
     else:
-        build = _full_report if isinstance(synth.schema_, Schema) else _full_array_report
-        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as progress:
-            text = build(synth, args, progress)
+        text = _full_report(synth, args)
     write_report(text, out, model, overwrite=overwrite)
     if release:
         console.print(f"wrote the release report {out} (public content only)")
     else:
         console.print(_NOT_PRIVATE.format(out=out))
+
+
+def _full_report(synth, args: dict) -> str:
+    """The full page, through the frame of the model's kind (:mod:`dpforge.evaluation.frames`)."""
+    from dpforge.evaluation.frames import Request, frame_of
+
+    frame = frame_of(synth.schema_)
+    request = Request(seed=args["seed"], rows=args["rows"], classifiers=args["classifiers"],
+                      attacks=args["attacks"], pair=args["pair"])  # fmt: skip
+    train, test = (frame.read_real(args[split], synth) for split in ("real_train", "real_test"))
+    with steps_shown(frame.steps(request, report=True)) as done:
+        return frame.report(synth, train, test, request, done)
 
 
 _NOT_PRIVATE = (

@@ -16,14 +16,13 @@ from typing import Any
 from dpforge.errors import PrivacyError
 from dpforge.kinds.arrays import ArrayKind, EmbeddingAnchoring, MomentAnchoring
 from dpforge.kinds.base import Anchoring, Measured, NoAnchoring
-from dpforge.kinds.feature_defaults import feature_anchor_defaults, resolve_statistic
+from dpforge.kinds.feature_defaults import feature_anchor_defaults, kind_views, resolve_statistic
 from dpforge.kinds.perceptual import PerceptualAnchoring
 from dpforge.kinds.table import CLIP_NOTE, MarginalAnchoring, TableKind
 from dpforge.schema.array import ArraySchema
 from dpforge.schema.table import Schema
 from dpforge.statistics import image_sizes
 from dpforge.statistics.anchor import AnchorConfig
-from dpforge.statistics.feature_views import check_views
 from dpforge.statistics.features import MOMENTS, PERCEPTUAL, FeatureAnchorConfig
 from dpforge.statistics.perceptual import PublicImages
 
@@ -122,7 +121,7 @@ def _check_views(anchor: FeatureAnchorConfig, schema: Any) -> None:
             f"{anchor.statistic!r}: leave views empty, or pass statistic='embedding'"
         )
     try:
-        check_views(tuple(anchor.views), schema.kind, tuple(schema.shape))
+        kind_views(schema.kind).check(tuple(anchor.views), tuple(schema.shape))
     except ValueError as exc:
         raise PrivacyError(str(exc)) from None
 

@@ -19,10 +19,11 @@ from dpforge.data.array_encoder import ArrayEncoder
 from dpforge.data.arrays import ArrayData, keep_released_records, validate_arrays
 from dpforge.errors import DataError, PrivacyError
 from dpforge.kinds.base import Anchoring, Measured, chose
+from dpforge.kinds.feature_defaults import kind_views
 from dpforge.privacy.ledger import PrivacyLedger
 from dpforge.privacy.noise import make_generator
 from dpforge.privacy.resume import data_fingerprint
-from dpforge.schema.array import ArraySchema
+from dpforge.schema.array import TIMESERIES, ArraySchema
 from dpforge.statistics import array_anchor
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
 from dpforge.statistics.metadata import MetadataBudget, complete_array_schema
@@ -40,6 +41,12 @@ class ArrayKind:
     @staticmethod
     def kind_name(schema: ArraySchema) -> str:
         return schema.kind  # "image" or "timeseries"
+
+    @staticmethod
+    def moved_by_default(schema: ArraySchema) -> bool:
+        """Whether samples are moved to the stored release unless asked otherwise: series
+        yes (bench/results/series/move_public.md), images no."""
+        return schema.kind == TIMESERIES
 
     @staticmethod
     def record_shape(schema: ArraySchema) -> tuple[int, ...]:
@@ -225,8 +232,9 @@ class EmbeddingAnchoring(_FeatureAnchoring):
         return replace(anchored, generator_hidden=config.generator_hidden)
 
     def _release(self, encoder, records, target, ledger, seeds) -> MeasuredArrays:
+        views = kind_views(encoder.layout.kind)
         embedding = array_anchor.measure_for_run(
-            self.config, encoder, records, target, ledger, seeds
+            self.config, views, encoder, records, target, ledger, seeds
         )
         return MeasuredArrays(embedding=embedding, feature_seed=seeds[0])
 
@@ -234,7 +242,7 @@ class EmbeddingAnchoring(_FeatureAnchoring):
         """Train the generator on the released embedding (free), unless resuming."""
         layout = setup.encoder.layout
         features = array_anchor.feature_map(
-            layout.kind, layout.shape, self.config, setup.measured.feature_seed
+            kind_views(layout.kind), layout.shape, self.config, setup.measured.feature_seed
         )
         loss = array_anchor.EmbeddingLoss(setup.measured.embedding, features)
         self.set_refine_anchor(model, loss)
@@ -248,7 +256,7 @@ class EmbeddingAnchoring(_FeatureAnchoring):
         """The release and its public feature parameters, for moving samples at sample time."""
         layout = setup.encoder.layout
         return SampleRelease(
-            setup.measured.embedding, setup.measured.feature_seed, layout.kind,
+            setup.measured.embedding, setup.measured.feature_seed, kind_views(layout.kind),
             tuple(layout.shape), self.config.n_features, tuple(self.config.bandwidths),
             self.config.count_weight, tuple(self.config.views),
         )  # fmt: skip

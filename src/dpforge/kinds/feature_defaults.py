@@ -1,7 +1,8 @@
 """What "auto" means for an image's or a series' feature anchoring (all public): the
 anchor config each kind gets by default (:func:`feature_anchor_defaults`, what an options
 file's ``[anchor]`` keys change) and the statistic ``statistic="auto"`` stands for
-(:func:`resolve_statistic`). The statistics themselves are :mod:`dpforge.statistics.features`
+(:func:`resolve_statistic`), and the views each kind's random features take
+(:func:`kind_views`). The statistics themselves are :mod:`dpforge.statistics.features`
 and :mod:`dpforge.statistics.array_anchor`; the series' settings below were tuned on public
 data sets (each with its record).
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dpforge.schema.array import IMAGE, TIMESERIES
+from dpforge.statistics.feature_views import SERIES_VIEWS, KindViews
 from dpforge.statistics.features import (
     AUTO,
     EMBEDDING,
@@ -18,7 +21,14 @@ from dpforge.statistics.features import (
     FeatureAnchorConfig,
 )
 
-__all__ = ["feature_anchor_defaults", "resolve_statistic"]
+__all__ = ["feature_anchor_defaults", "kind_views", "resolve_statistic"]
+
+# The views each kind's maps may name, and those of a map naming none (images: the pixels;
+# series: the values and their first differences, the map before views were a setting).
+_VIEWS = {
+    IMAGE: KindViews(IMAGE, "images", ("values",), ("values",)),
+    TIMESERIES: KindViews(TIMESERIES, "series", SERIES_VIEWS, ("values", "differences")),
+}
 
 SERIES_BANDWIDTHS = (0.1, 0.2)
 # 600 anchor steps instead of 1,500: the same 1-NN DTW on the validation split (0.906 vs 0.909,
@@ -84,3 +94,8 @@ def resolve_statistic(
     if kind != "image":
         return replace(config, statistic=EMBEDDING)
     return replace(config, statistic=PERCEPTUAL if public else MOMENTS)
+
+
+def kind_views(kind: str) -> KindViews:
+    """The views the kind named ``kind`` ("image" or "timeseries") takes."""
+    return _VIEWS[kind]

@@ -90,6 +90,12 @@ class TableKind:
         return "table"
 
     @staticmethod
+    def moved_by_default(schema: Schema) -> bool:
+        """Whether samples are matched to the stored release unless asked otherwise: yes
+        (bench/results/tables/matching.md)."""
+        return True
+
+    @staticmethod
     def record_shape(schema: Schema) -> tuple[int, ...]:
         return ()
 

@@ -35,8 +35,8 @@ from dpforge.statistics.features import (
     RandomFeatures,
     embedding_event,
     measure_embedding,
-    views_for,
 )
+from dpforge.statistics.feature_views import KindViews
 from dpforge.statistics.moments import (
     ClassMoments,
     Subspace,
@@ -90,11 +90,14 @@ def plan_gaussian_releases(
 
 
 def feature_map(
-    kind: str, shape: tuple[int, ...], config: FeatureAnchorConfig, seed: int
+    views: KindViews, shape: tuple[int, ...], config: FeatureAnchorConfig, seed: int
 ) -> RandomFeatures:
-    """The public feature map of a run, rebuilt identically from its stored ``seed``."""
+    """The public feature map of a run, rebuilt identically from its stored ``seed``: the
+    views ``config`` names (none: the kind's legacy ones), checked against the kind's."""
+    named = views.of(config.views)
+    views.check(named, tuple(shape))
     generator = torch.Generator().manual_seed(int(seed))
-    return RandomFeatures(shape, views_for(kind, config), config, generator)
+    return RandomFeatures(shape, named, config, generator)
 
 
 def measure(
@@ -170,16 +173,18 @@ def anchor_target(
 
 def measure_for_run(
     config: FeatureAnchorConfig,
+    views: KindViews,
     encoder,
     records,
     target: tuple[float, float] | None,
     ledger: PrivacyLedger,
     seeds: tuple[int, np.random.Generator],
 ) -> MeasuredEmbedding:
-    """Plan (into the ledger), draw the public map from ``seeds[0]``, release once."""
+    """Plan (into the ledger), draw the public map (of the kind's ``views``) from
+    ``seeds[0]``, release once."""
     x, labels = encoder.transform(records)
     sigma = plan_embedding(config, encoder.n_classes, target, ledger)
-    features = feature_map(encoder.layout.kind, encoder.layout.shape, config, seeds[0])
+    features = feature_map(views, encoder.layout.shape, config, seeds[0])
     return measure(features, x, labels, encoder.n_classes, sigma, config, seeds[1])
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,7 +31,15 @@ import torch
 if TYPE_CHECKING:
     from dpforge.statistics.features import FeatureAnchorConfig
 
-__all__ = ["SERIES_VIEWS", "VIEWS", "RandomFeatures", "legacy_views", "view_blocks", "view_of"]
+__all__ = [
+    "SERIES_VIEWS",
+    "VIEWS",
+    "KindViews",
+    "RandomFeatures",
+    "check_views",
+    "view_blocks",
+    "view_of",
+]
 
 VALUES, DIFFERENCES, WINDOWS = "values", "differences", "windows"
 SERIES_VIEWS = (VALUES, DIFFERENCES, WINDOWS)
@@ -39,23 +48,41 @@ WINDOW = 6  # time steps per local window (a quarter of a day of hourly values)
 MIN_LENGTH = {VALUES: 1, DIFFERENCES: 2, WINDOWS: 2}
 
 
-def legacy_views(kind: str) -> tuple[str, ...]:
-    """The views of a map that does not name its own (every map before views were a
-    setting, and what a model folder without ``views`` was fitted with): images the pixels,
-    series the values and their first differences."""
-    return (VALUES, DIFFERENCES) if kind == "timeseries" else (VALUES,)
+@dataclass(frozen=True)
+class KindViews:
+    """The views one kind's records take (all public), declared by the kind
+    (:mod:`dpforge.kinds.feature_defaults`) and handed down as a value: ``allowed``, the views
+    a map of its records may name; ``legacy``, those of a map that names none (every map
+    before views were a setting, and what a model folder without ``views`` was fitted with);
+    ``kind``, its name as a model folder states it; ``noun``, the kind in messages."""
+
+    kind: str
+    noun: str
+    allowed: tuple[str, ...]
+    legacy: tuple[str, ...]
+
+    def of(self, named: Sequence[str]) -> tuple[str, ...]:
+        """The views of a map that names ``named`` (empty: the legacy ones)."""
+        return tuple(named) or self.legacy
+
+    def check(self, views: tuple[str, ...], shape: tuple[int, ...]) -> None:
+        """Refuse what :func:`check_views` refuses, and views the kind does not take."""
+        check_views(views, shape)
+        if not set(views) <= set(self.allowed):
+            names = ", ".join(repr(v) for v in self.allowed)
+            raise ValueError(
+                f"{self.noun} take the view{'s' if len(self.allowed) > 1 else ''} {names} only, "
+                f"got {list(views)}: leave views empty (the default)"
+            )
 
 
-def check_views(views: tuple[str, ...], kind: str, shape: tuple[int, ...]) -> None:
-    """Refuse unknown or repeated views, series views on images and too short series."""
+def check_views(views: tuple[str, ...], shape: tuple[int, ...]) -> None:
+    """Refuse unknown, repeated or no views and series too short for a view."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown or len(set(views)) != len(views) or not views:
         raise ValueError(
             f"anchor views must be distinct names out of {list(VIEWS)}, got {list(views)}"
         )
-    if kind != "timeseries" and tuple(views) != (VALUES,):
-        raise ValueError(f"images take the view 'values' only, got {list(views)}: "
-                         "leave views empty (the default)")  # fmt: skip
     for v in views:
         if shape[-1] < MIN_LENGTH[v]:
             raise ValueError(
@@ -99,7 +126,9 @@ class RandomFeatures:
     """A public random Fourier feature map with feature vectors of L2 norm exactly 1.
 
     ``shape`` is the record's (channels, *spatial); the frequencies depend only on the shape,
-    the views, the config and ``generator`` (the run's seed), never on the data.
+    the views, the config and ``generator`` (the run's seed), never on the data. Whether the
+    kind takes ``views`` is the kind's check (:meth:`KindViews.check`); here only the names
+    and the series' length are checked.
     """
 
     def __init__(
@@ -111,7 +140,7 @@ class RandomFeatures:
     ) -> None:
         self.shape = tuple(int(s) for s in shape)
         self.views = tuple(views)
-        check_views(self.views, "timeseries" if len(self.shape) == 2 else "image", self.shape)
+        check_views(self.views, self.shape)
         self.frequencies: list[torch.Tensor] = []
         for name in self.views:
             blocks = view_blocks(name, self.shape)

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from dpforge.privacy.release_noise import grid_event, noisy_values
-from dpforge.statistics.feature_views import VIEWS, RandomFeatures, legacy_views
+from dpforge.statistics.feature_views import VIEWS, RandomFeatures
 
 __all__ = [
     "FeatureAnchorConfig",
@@ -160,14 +160,6 @@ def embedding_sensitivity(count_weight: float) -> float:
 def embedding_event(noise_multiplier: float) -> dp_accounting.DpEvent:
     """The ledger event of one release (non-private when the noise is 0)."""
     return grid_event(noise_multiplier)
-
-
-def views_for(kind: str, config: FeatureAnchorConfig | None = None) -> tuple[str, ...]:
-    """The views of ``config`` (its ``views``), or the kind's own when it names none
-    (images: the pixels; series: values and first differences along time)."""
-    if config is not None and config.views:
-        return tuple(config.views)
-    return legacy_views(kind)
 
 
 @dataclass(frozen=True)

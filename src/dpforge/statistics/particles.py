@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from dpforge.statistics.array_anchor import EmbeddingLoss, feature_map
-from dpforge.statistics.feature_views import legacy_views
+from dpforge.statistics.feature_views import KindViews
 from dpforge.statistics.features import FeatureAnchorConfig, MeasuredEmbedding
 
 __all__ = ["Draw", "MoveSettings", "SampleRelease", "drawn_moved", "move_samples"]
@@ -61,11 +61,12 @@ class MoveSettings:
 
 @dataclass(frozen=True)
 class SampleRelease:
-    """The released embedding and the public parameters of its feature map."""
+    """The released embedding and the public parameters of its feature map (``kind``: the
+    views its kind takes, and its name)."""
 
     embedding: MeasuredEmbedding
     feature_seed: int
-    kind: str
+    kind: KindViews
     shape: tuple[int, ...]
     n_features: int
     bandwidths: tuple[float, ...]
@@ -75,7 +76,7 @@ class SampleRelease:
     @property
     def map_views(self) -> tuple[str, ...]:
         """The views the release's feature map was drawn with."""
-        return tuple(self.views) or legacy_views(self.kind)
+        return self.kind.of(self.views)
 
     def loss(self) -> EmbeddingLoss:
         """The anchor's loss, rebuilt from the release and the public seed."""
@@ -91,14 +92,14 @@ class SampleRelease:
         return (
             {
                 "feature_seed": int(self.feature_seed),
-                "kind": self.kind,
+                "kind": self.kind.kind,
                 "shape": list(self.shape),
                 "n_features": int(self.n_features),
                 "bandwidths": [float(b) for b in self.bandwidths],
                 "noise_multiplier": float(self.embedding.noise_multiplier),
             }
             | ({} if self.count_weight is None else {"count_weight": float(self.count_weight)})
-            | ({} if self.map_views == legacy_views(self.kind) else {"views": list(self.map_views)})
+            | ({} if self.map_views == self.kind.legacy else {"views": list(self.map_views)})
         )
 
     def tensors(self) -> dict[str, torch.Tensor]:
@@ -110,15 +111,18 @@ class SampleRelease:
         }
 
     @classmethod
-    def from_parts(cls, info: dict[str, Any], tensors: dict[str, torch.Tensor]) -> SampleRelease:
-        """Rebuild from model.json's ``release`` and the tensors of release.safetensors."""
+    def from_parts(
+        cls, info: dict[str, Any], tensors: dict[str, torch.Tensor], kind: KindViews
+    ) -> SampleRelease:
+        """Rebuild from model.json's ``release`` and the tensors of release.safetensors
+        (``kind``: the views of the kind the release names)."""
         embedding = MeasuredEmbedding(
             tensors["noisy_sums"].double().numpy(),
             tensors["noisy_counts"].double().numpy(),
             float(info["noise_multiplier"]),
         )
         return cls(
-            embedding, int(info["feature_seed"]), str(info["kind"]),
+            embedding, int(info["feature_seed"]), kind,
             tuple(int(s) for s in info["shape"]), int(info["n_features"]),
             tuple(float(b) for b in info["bandwidths"]),
             None if "count_weight" not in info else float(info["count_weight"]),
@@ -126,9 +130,12 @@ class SampleRelease:
         )  # fmt: skip
 
 
-def release_shapes(info: dict[str, Any], schema: Any) -> dict[str, tuple[int, ...]]:
-    """The tensor shapes that model.json's ``release`` and ``schema`` imply (checked on load)."""
-    views = info.get("views") or legacy_views(str(info["kind"]))
+def release_shapes(
+    info: dict[str, Any], schema: Any, kind: KindViews
+) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes that model.json's ``release`` and ``schema`` imply (checked on load;
+    ``kind``: the views of the kind the release names)."""
+    views = kind.of(info.get("views", ()))
     dim = 2 * int(info["n_features"]) * len(views)
     classes = getattr(schema, "classes", None) or ()
     k = len(classes) if getattr(schema, "label", None) is not None else 1
