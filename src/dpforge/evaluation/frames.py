@@ -30,10 +30,10 @@ class Request:
     classifiers and attacks, the synthetic records (None: as many as the real training
     records), the classifiers, whether the attacks run and the pair of a table's 2-D density."""
 
-    seed: int = 0
-    rows: int | None = None
-    classifiers: tuple[str, ...] = ()
-    attacks: bool = True
+    seed: int
+    rows: int | None
+    classifiers: tuple[str, ...]
+    attacks: bool
     pair: tuple[str, str] | None = None
 
 
