@@ -51,8 +51,10 @@ def test_the_search_from_a_close_sigma_finds_the_same_sigma(make_event, target, 
     from_one = calibration.noise_for_target(make_event, target, DELTA, base_event=base)
     from_near = calibration.noise_for_target(make_event, target, DELTA, base_event=base, near=near)
     assert from_near == from_one
-    spent = make_event(from_near) if base is None else dp_accounting.ComposedDpEvent(
-        [base, make_event(from_near)]
+    spent = (
+        make_event(from_near)
+        if base is None
+        else dp_accounting.ComposedDpEvent([base, make_event(from_near)])
     )
     assert epsilon(spent, DELTA) <= target
 
