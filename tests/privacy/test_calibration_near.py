@@ -14,13 +14,13 @@ from dpforge.privacy.accounting import epsilon
 from dpforge.privacy.release_noise import count_event
 
 DELTA = 1e-5
-SPENT = dp_accounting.ComposedDpEvent([count_event(40.0, 2) for _ in range(3)])
+SPENT = dp_accounting.ComposedDpEvent([count_event(40.0, 2), count_event(30.0)])
 
 
 def _releases(sigma: float) -> dp_accounting.DpEvent:
     """Two count releases at weights 0.7 and 0.3 of the budget, as a fit's rounds compose."""
     return dp_accounting.ComposedDpEvent(
-        [count_event(sigma / math.sqrt(0.7), 5), count_event(sigma / math.sqrt(0.3), 3)]
+        [count_event(sigma / math.sqrt(0.7), 3), count_event(sigma / math.sqrt(0.3), 2)]
     )
 
 
@@ -39,32 +39,28 @@ def _computed(monkeypatch) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("make_event", "target", "base", "near"),
+    ("make_event", "target", "near"),
     [
-        (_releases, 1.0, SPENT, 2.9),  # near below the answer: the bracket grows upward
-        (_releases, 1.0, SPENT, 3.6),  # near above it: the bracket grows downward
-        (_releases, 3.0, None, 1.4),
-        (count_event, 1.0, None, 3.0),  # a poor guess (20% off) still ends at the same σ
+        (count_event, 1.0, 3.0),  # a poor guess (20% below) still ends at the same σ
+        (count_event, 3.0, 1.5),  # above the answer: the bracket grows downward
+        (dp_accounting.GaussianDpEvent, 2.0, 2.0),
     ],
 )
-def test_the_search_from_a_close_sigma_finds_the_same_sigma(make_event, target, base, near):
-    from_one = calibration.noise_for_target(make_event, target, DELTA, base_event=base)
-    from_near = calibration.noise_for_target(make_event, target, DELTA, base_event=base, near=near)
-    assert from_near == from_one
-    spent = (
-        make_event(from_near)
-        if base is None
-        else dp_accounting.ComposedDpEvent([base, make_event(from_near)])
-    )
-    assert epsilon(spent, DELTA) <= target
+def test_the_search_from_a_close_sigma_finds_the_same_sigma(make_event, target, near):
+    from_one = calibration.noise_for_target(make_event, target, DELTA)
+    assert calibration.noise_for_target(make_event, target, DELTA, near=near) == from_one
+    assert epsilon(make_event(from_one), DELTA) <= target
 
 
-def test_a_close_sigma_takes_fewer_evaluations(monkeypatch):
-    sigma = calibration.noise_for_target(_releases, 1.0, DELTA, base_event=SPENT)
+def test_composed_releases_from_a_close_sigma_take_fewer_evaluations(monkeypatch):
     seen = _computed(monkeypatch)
-    calibration.noise_for_target(_releases, 1.0, DELTA, base_event=SPENT)
-    from_one = len(seen)
-    monkeypatch.setattr(accounting, "_PLD_CACHE", {})
-    seen.clear()
-    calibration.noise_for_target(_releases, 1.0, DELTA, base_event=SPENT, near=sigma * 0.999)
-    assert len(seen) <= from_one / 2  # a narrow bracket, and no evaluation far from the answer
+    from_one = calibration.noise_for_target(_releases, 1.0, DELTA, base_event=SPENT)
+    evaluated = len(seen)
+    for near in (0.9997 * from_one, 1.0003 * from_one):  # below and above the answer
+        monkeypatch.setattr(accounting, "_PLD_CACHE", {})
+        seen.clear()
+        found = calibration.noise_for_target(_releases, 1.0, DELTA, base_event=SPENT, near=near)
+        assert found == from_one
+        assert len(seen) < evaluated  # no evaluation far from the answer, a narrow bracket
+    spent = dp_accounting.ComposedDpEvent([SPENT, _releases(from_one)])
+    assert epsilon(spent, DELTA) <= 1.0
