@@ -199,10 +199,10 @@ def _bracket_near(gap: Any, target: float, near: float) -> tuple[float | None, f
 
 
 # The first step of a bracket search from a known-close σ. A fit's composed releases at round
-# 1's σ alone are ε 1.00017 for a target of 1 (the seeded demo), so the answer is within
-# 0.1% of it; ε is jagged in σ at the 1e-4 level
-# (the discrete Gaussian's PLD), where the root search halves its bracket: each halving of a
-# bracket 0.1% wide instead of 1% (or of [σ, 2σ] from the doubling search) saves evaluations.
+# 1's σ alone are at ε 1.00017 for a target of 1 (the seeded demo): the answer is within 0.1%
+# of it. ε is jagged in σ at the 1e-4 level (the discrete Gaussian's PLD), so the root search
+# mostly halves its bracket, and each halving of [σ, 2σ] (the doubling search) costs one more
+# evaluation than from a bracket 0.1% wide.
 _NEAR_RATIO = 1.001
 
 
