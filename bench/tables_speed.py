@@ -69,8 +69,9 @@ def _value(field_type: str, text: str) -> object:
 def warm_epsilon(epsilons: tuple[float, ...]) -> float:
     """The warm-up fit's ε: one the run does not measure. The accountant keeps every ε it has
     computed for the process, and a fit's ledger does not depend on the seed, so a warm-up at
-    a measured ε would hand that ε's fits its whole calibration for free (hmda, ε = 1, main at
-    4d86abd: 14.6 CPU s warmed against ε = 3's 47.3 s cold), which a user's first fit pays."""
+    a measured ε would hand that ε's fits their whole calibration, which a user's first fit
+    pays (hmda, ε = 1, main at 4d86abd: 14.6 CPU s after a warm-up at ε = 1, 44.3 s in a fresh
+    process; results/tables_speed/calibration_cold.md)."""
     return max(epsilons) + 1.0
 
 
