@@ -120,10 +120,18 @@ def noise_for_target(
     delta: float,
     accountant: str | None = None,
     base_event: dp_accounting.DpEvent | None = None,
+    near: float | None = None,
 ) -> float:
     """Smallest σ (4 decimals) with ε(base_event ∘ make_event(σ)) ≤ epsilon, for any mechanism.
 
-    ``accountant`` None picks the reporting one (PLD where it applies, else RDP).
+    ``accountant`` None picks the reporting one (PLD where it applies, else RDP). ``near``: a σ
+    known to be close to the answer (a twin event's), where the search for a bracket starts,
+    1% from it and widening; None starts at σ = 1, doubling. A fit's composed releases cost
+    1.5-1.8 CPU s an evaluation at any σ: the doubling's steps up from σ = 1 and the root
+    search's halvings of [σ, 2σ] are the evaluations a close σ saves. ε is jagged in σ at the
+    1e-4 level (the discrete Gaussian's PLD), so the answer is the σ the rounding walk ends at,
+    which both starts reach when the jags do not cross the target twice near it (checked in
+    tests/privacy/test_calibration_near.py and by the pinned pipeline fixtures).
     """
     target, d = _check_epsilon(epsilon), validate_delta(delta)
     base = _check_event(base_event or dp_accounting.NoOpDpEvent(), "base_event")
@@ -137,7 +145,7 @@ def noise_for_target(
     def gap(sigma: float) -> float:
         return bounded_epsilon(event_of(sigma), d, acc) - target
 
-    low, high = _bracket_noise(gap, target)
+    low, high = _bracket_noise(gap, target) if near is None else _bracket_near(gap, target, near)
     if low is None:
         return high
     sigma = mechanism_calibration.calibrate_dp_mechanism(
@@ -171,6 +179,31 @@ def _bracket_noise(gap: Any, target: float) -> tuple[float | None, float]:
     if 2.0 * sigma >= _MAX_NOISE:
         _check_reachable(gap, target)
     return sigma, min(2.0 * sigma, _MAX_NOISE)
+
+
+def _bracket_near(gap: Any, target: float, near: float) -> tuple[float | None, float]:
+    """(low, high) with gap(low) > 0 ≥ gap(high), as :func:`_bracket_noise` gives, searched
+    outward from ``near``: 1% away first, each further step twice as far (in log σ), so a good
+    guess costs two evaluations and a poor one a few more; clamped to the searched σ range."""
+    sigma = min(max(near, _MIN_NOISE), _MAX_NOISE)
+    ratio = _NEAR_RATIO
+    if gap(sigma) <= 0.0:
+        while sigma > _MIN_NOISE:
+            lower = max(sigma / ratio, _MIN_NOISE)
+            if gap(lower) > 0.0:
+                return lower, sigma
+            sigma, ratio = lower, ratio * ratio
+        return None, _MIN_NOISE
+    while sigma * ratio < _MAX_NOISE and gap(sigma * ratio) > 0.0:
+        sigma, ratio = sigma * ratio, ratio * ratio
+    if sigma * ratio >= _MAX_NOISE:
+        _check_reachable(gap, target)
+    return sigma, min(sigma * ratio, _MAX_NOISE)
+
+
+# The first step of a bracket search from a known-close σ: a fit's composed releases at round
+# 1's σ alone are at ε 1.00017 for a target of 1 (the seeded demo), within 1% of the answer.
+_NEAR_RATIO = 1.01
 
 
 def _check_reachable(gap: Any, target: float) -> None:

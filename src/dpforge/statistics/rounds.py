@@ -179,13 +179,14 @@ def _calibrate(weights, releases, target: tuple[float, float], ledger: PrivacyLe
 
     # The releases compose about like round 1's at the whole budget (their weights sum to 1):
     # calibrating that one event is several times faster; the composed events are then checked
-    # with the same accountant, and calibrated themselves if discretisation puts them over.
+    # with the same accountant, and calibrated themselves if discretisation puts them over,
+    # searching from that σ (the answer is a little above it).
     base = ledger.event()
     single = noise_for_target(releases[0], target[0], target[1], None, base)
     event = dp_accounting.ComposedDpEvent([base, composed(single)])
     if bounded_epsilon(event, target[1], reporting_accountant(event)) <= target[0]:
         return single
-    return noise_for_target(composed, target[0], target[1], base_event=base)
+    return noise_for_target(composed, target[0], target[1], base_event=base, near=single)
 
 
 def measure_round_one(
