@@ -289,26 +289,35 @@ class RelationalSynthesizer:
 
     # -- sample ----------------------------------------------------------------------------
     def sample(
-        self, n: int, seed: int | None = None, move: bool | None = None
+        self, n: int, seed: int | None = None, move: bool | None = None, aggregates: bool = False
     ) -> dict[str, pd.DataFrame]:
         """``n`` parents and their children, one table per name, linked by new keys.
         ``move`` is each model's :meth:`Synthesizer.sample` option (None: its default, rows
         reweighted to the measured marginals where the model holds them; False: plain draws,
-        faster)."""
+        faster). ``aggregates`` keeps in the parent's table the aggregates of its children
+        that the parent model drew and its children were drawn for (the schema's
+        ``aggregates``; the children's own mean may differ within its cell); left out by
+        default."""
         rng = np.random.default_rng(seed)
         schema = self.schema
         parents = self.parent_model_.sample(n, seed=_draw(rng), move=move)
         parents = parents.reset_index(drop=True)
         keys = fresh_keys(n, rng)
-        out = {schema.parent.name: self._parent_rows(parents, keys)}
+        out = {schema.parent.name: self._parent_rows(parents, keys, aggregates)}
         for child in schema.children:
             out[child.name] = self._children(child, parents, keys, rng, move)
         return out
 
-    def _parent_rows(self, parents: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
-        """The parent's sampled columns (not its count columns) after its new keys."""
+    def _parent_rows(
+        self, parents: pd.DataFrame, keys: np.ndarray, aggregates: bool
+    ) -> pd.DataFrame:
+        """The parent's sampled columns (not its count columns; its aggregate columns where
+        asked) after its new keys."""
         parent = self.schema.parent
-        rows = parents[[c for c in parent.schema.output_names if c != parent.key]].copy()
+        names = [c for c in parent.schema.output_names if c != parent.key]
+        if aggregates:
+            names += [a.name for c in self.schema.children for a in self.schema.aggregate_columns(c)]
+        rows = parents[names].copy()
         rows.insert(0, parent.key, keys)
         return rows
 
@@ -336,11 +345,13 @@ class RelationalSynthesizer:
 
     def _conditioning(self, child: RelationalTable) -> list[Conditioning]:
         """The parent columns a child is conditioned on, in the public order: the parent's
-        label first, then the others as the schema lists them; on the child model's (public:
-        declared or DP-estimated) columns."""
+        label first, then its aggregates of this child (they describe the rows drawn), then
+        the others as the schema lists them; on the child model's (public: declared or
+        DP-estimated) columns."""
         parent = self.schema.parent.schema
         joined = self.child_models_[child.name].schema_
-        names = [c.name for c in parent.generated_columns]  # the features, not the label
+        names = [c.name for c in self.schema.aggregate_columns(child)]
+        names += [c.name for c in parent.generated_columns]  # the features, not the label
         if parent.label is not None:
             names.insert(0, parent.label)
         conditioning = []
