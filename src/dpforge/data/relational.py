@@ -181,7 +181,10 @@ def child_counts(
 
 
 def joined_child(
-    bounded: Mapping[str, pd.DataFrame], schema: RelationalSchema, child: RelationalTable
+    bounded: Mapping[str, pd.DataFrame],
+    schema: RelationalSchema,
+    child: RelationalTable,
+    aggregates: bool = True,
 ) -> pd.DataFrame:
     """Each row of ``child`` with its parent's columns (the parent's key left out; the
     child's foreign key kept: it is the privacy unit of the joined table), named as
@@ -189,7 +192,9 @@ def joined_child(
     parent, key = bounded[schema.parent.name].reset_index(drop=True), schema.parent.key
     rows = bounded[child.name].reset_index(drop=True)
     others = [c for c in parent.columns if c != key]
-    right = pd.concat([parent[others], child_aggregates(parent, rows, child, key)], axis=1)
+    right = parent[others]
+    if aggregates:
+        right = pd.concat([right, child_aggregates(parent, rows, child, key)], axis=1)
     right.columns = [joined_name(child, child.schema.names, c) for c in right.columns]
     right.index = key_texts(parent[key], key)
     matched = right.loc[key_texts(rows[child.link.foreign_key], child.link.foreign_key)]

@@ -141,13 +141,15 @@ class RelationalSchema:
             )
         return replace(parent, columns=parent.columns + added, rules=parent.rules)
 
-    def joined(self, child: RelationalTable) -> Schema:
-        """``child``'s schema with its parent's columns and the parent's aggregates of this
-        child (the parent's key left out; a name the child also uses becomes
-        ``<parent>.<name>``); its foreign key stays an identifier, the privacy unit of the
+    def joined(self, child: RelationalTable, aggregates: bool = True) -> Schema:
+        """``child``'s schema with its parent's columns and, where ``aggregates``, the
+        parent's aggregates of this child (the child model's table; without them, the join
+        a user's tables give); the parent's key left out, a name the child also uses becomes
+        ``<parent>.<name>``; its foreign key stays an identifier, the privacy unit of the
         joined table. No label: the child's rows are the records."""
         own = child.schema
-        parents = self.parent.schema.columns + self.aggregate_columns(child)
+        parents = self.parent.schema.columns
+        parents += self.aggregate_columns(child) if aggregates else ()
         added = tuple(
             replace(c, name=joined_name(child, own.names, c.name))
             for c in parents
