@@ -28,6 +28,11 @@ again resumes: finished parts are not measured again and nothing more is charged
 (:mod:`dpforge.relational_io`). This is a facade of its own level (a user's entry point, like
 the table facade it composes): only the command line imports it.
 
+A child's aggregates per parent (the schema's ``aggregates``,
+:mod:`dpforge.schema.aggregates`) are columns of the parent's table and of the joined child:
+measured with the parent, drawn with each parent, and the children drawn conditioned on them;
+the samples leave them out unless asked.
+
 Not yet: a selection of the joined marginals beyond the default, and budget shares weighed by
 the tables.
 """
