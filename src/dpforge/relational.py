@@ -68,6 +68,7 @@ from dpforge.privacy.relational import unit_words
 from dpforge.privacy.relational_charge import PartsCharge, part_epsilon, planned_bound
 from dpforge.relational_checkpoint import part_folder, resumed_run, save_run
 from dpforge.relational_io import check_table_names, read_relational, save_relational
+from dpforge.schema.aggregates import Aggregate
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 from dpforge.schema.table import Schema
 from dpforge.synthesizer import Synthesizer
@@ -355,15 +356,28 @@ class RelationalSynthesizer:
         DP-estimated) columns."""
         parent = self.schema.parent.schema
         joined = self.child_models_[child.name].schema_
-        names = [c.name for c in self.schema.aggregate_columns(child)]
-        names += [c.name for c in parent.generated_columns]  # the features, not the label
-        if parent.label is not None:
-            names.insert(0, parent.label)
+        names = [c.name for c in parent.generated_columns]  # the features, not the label
         conditioning = []
-        for name in names:
-            joined_as = joined_name(child, child.schema.names, name)
-            conditioning.append(Conditioning(name, joined_as, joined.column(joined_as)))
-        return conditioning
+        for name in [parent.label] if parent.label is not None else []:
+            conditioning.append(self._on_joined(child, name))
+        conditioning += [self._on_aggregate(child, a) for a in child.aggregates]
+        return conditioning + [self._on_joined(child, name) for name in names]
+
+    def _on_joined(self, child: RelationalTable, name: str) -> Conditioning:
+        """Conditioning on parent column ``name`` as the child model's joined column."""
+        joined_as = joined_name(child, child.schema.names, name)
+        return Conditioning(name, joined_as, self.child_models_[child.name].schema_.column(joined_as))
+
+    def _on_aggregate(self, child: RelationalTable, aggregate: Aggregate) -> Conditioning:
+        """Conditioning on a drawn aggregate: a mean on the child's own column (each row's
+        value in the cell of its parent's mean, so the children's mean follows it; the joined
+        model measures numeric pairs only through its marginals of one column and the
+        label), a count on the joined column."""
+        name = aggregate.name(child.name)
+        if aggregate.how != "mean":
+            return self._on_joined(child, name)
+        model = self.child_models_[child.name].schema_
+        return Conditioning(name, aggregate.column, model.column(aggregate.column))
 
 
 def _own(child: RelationalTable) -> list[str]:
