@@ -322,7 +322,9 @@ class RelationalSynthesizer:
         parent = self.schema.parent
         names = [c for c in parent.schema.output_names if c != parent.key]
         if aggregates:
-            names += [a.name for c in self.schema.children for a in self.schema.aggregate_columns(c)]
+            names += [
+                a.name for c in self.schema.children for a in self.schema.aggregate_columns(c)
+            ]
         rows = parents[names].copy()
         rows.insert(0, parent.key, keys)
         return rows
@@ -355,7 +357,6 @@ class RelationalSynthesizer:
         the others as the schema lists them; on the child model's (public: declared or
         DP-estimated) columns."""
         parent = self.schema.parent.schema
-        joined = self.child_models_[child.name].schema_
         names = [c.name for c in parent.generated_columns]  # the features, not the label
         conditioning = []
         for name in [parent.label] if parent.label is not None else []:
@@ -366,7 +367,8 @@ class RelationalSynthesizer:
     def _on_joined(self, child: RelationalTable, name: str) -> Conditioning:
         """Conditioning on parent column ``name`` as the child model's joined column."""
         joined_as = joined_name(child, child.schema.names, name)
-        return Conditioning(name, joined_as, self.child_models_[child.name].schema_.column(joined_as))
+        model = self.child_models_[child.name].schema_
+        return Conditioning(name, joined_as, model.column(joined_as))
 
     def _on_aggregate(self, child: RelationalTable, aggregate: Aggregate) -> Conditioning:
         """Conditioning on a drawn aggregate: a mean on the child's own column (each row's

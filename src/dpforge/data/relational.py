@@ -211,9 +211,7 @@ def parent_with_counts(
     for child in schema.children:
         counts = child_counts(table, bounded[child.name], child.link, parent.key)
         table[schema.count_column(child).name] = counts
-    aggregates = [
-        child_aggregates(table, bounded[c.name], c, parent.key) for c in schema.children
-    ]
+    aggregates = [child_aggregates(table, bounded[c.name], c, parent.key) for c in schema.children]
     return pd.concat([table, *aggregates], axis=1)
 
 
