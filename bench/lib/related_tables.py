@@ -40,7 +40,6 @@ __all__ = ["RELATED_TABLES", "clip_to_bounds", "load_related"]
 PBC_K, PLANES_K, CGD_K = 8, 30, 8
 PLANES_KEPT = 1000
 PBC_MEANS = ("bili", "albumin")  # the lab values per patient
-PLANES_MEANS = ("distance",)  # how far a plane flies
 ENGINES = ("4 Cycle", "Reciprocating", "Turbo-fan", "Turbo-jet", "Turbo-prop", "Turbo-shaft")
 PLANE_TYPES = ("Fixed wing multi engine", "Fixed wing single engine", "Rotorcraft")
 HOSPITALS = ("Europe:Amsterdam", "Europe:other", "US:NIH", "US:other")
@@ -129,7 +128,7 @@ def planes_tables(kept: int | None, k: int) -> tuple[dict[str, pd.DataFrame], Re
     rows = pd.read_csv(folder / "flights.csv.zip", usecols=flights.names)
     rows = rows[rows["tailnum"].isin(set(raw["tailnum"]))]
     tables = {"planes": clip_to_bounds(raw, planes), "flights": clip_to_bounds(rows, flights)}
-    return tables, _relational(planes, "tailnum", flights, "flights", k, "planes", PLANES_MEANS)
+    return tables, _relational(planes, "tailnum", flights, "flights", k, "planes")
 
 
 def _cgd() -> tuple[dict[str, pd.DataFrame], RelationalSchema]:
