@@ -72,7 +72,7 @@ def _flat_table(train: Tables, schema: RelationalSchema):
                                    for c in alone.columns if c != key})  # fmt: skip
     lonely = lonely.rename(columns={key: child.link.foreign_key})
     flat = pd.concat([joined, lonely], ignore_index=True)[joined.columns]
-    base = schema.joined(child)
+    base = schema.joined(child, aggregates=False)
     own = set(child.schema.names) - {child.link.foreign_key}
     columns = tuple(replace(c, nullable=True) if c.name in own else c for c in base.columns)
     return flat, replace(base, columns=columns)

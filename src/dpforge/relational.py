@@ -28,6 +28,11 @@ again resumes: finished parts are not measured again and nothing more is charged
 (:mod:`dpforge.relational_io`). This is a facade of its own level (a user's entry point, like
 the table facade it composes): only the command line imports it.
 
+A child's aggregates per parent (the schema's ``aggregates``,
+:mod:`dpforge.schema.aggregates`) are columns of the parent's table and of the joined child:
+measured with the parent, drawn with each parent, and the children drawn conditioned on them;
+the samples leave them out unless asked.
+
 Not yet: a selection of the joined marginals beyond the default, and budget shares weighed by
 the tables.
 """
@@ -63,6 +68,7 @@ from dpforge.privacy.relational import unit_words
 from dpforge.privacy.relational_charge import PartsCharge, part_epsilon, planned_bound
 from dpforge.relational_checkpoint import part_folder, resumed_run, save_run
 from dpforge.relational_io import check_table_names, read_relational, save_relational
+from dpforge.schema.aggregates import Aggregate
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 from dpforge.schema.table import Schema
 from dpforge.synthesizer import Synthesizer
@@ -289,26 +295,37 @@ class RelationalSynthesizer:
 
     # -- sample ----------------------------------------------------------------------------
     def sample(
-        self, n: int, seed: int | None = None, move: bool | None = None
+        self, n: int, seed: int | None = None, move: bool | None = None, aggregates: bool = False
     ) -> dict[str, pd.DataFrame]:
         """``n`` parents and their children, one table per name, linked by new keys.
         ``move`` is each model's :meth:`Synthesizer.sample` option (None: its default, rows
         reweighted to the measured marginals where the model holds them; False: plain draws,
-        faster)."""
+        faster). ``aggregates`` keeps in the parent's table the aggregates of its children
+        that the parent model drew and its children were drawn for (the schema's
+        ``aggregates``; the children's own mean may differ within its cell); left out by
+        default."""
         rng = np.random.default_rng(seed)
         schema = self.schema
         parents = self.parent_model_.sample(n, seed=_draw(rng), move=move)
         parents = parents.reset_index(drop=True)
         keys = fresh_keys(n, rng)
-        out = {schema.parent.name: self._parent_rows(parents, keys)}
+        out = {schema.parent.name: self._parent_rows(parents, keys, aggregates)}
         for child in schema.children:
             out[child.name] = self._children(child, parents, keys, rng, move)
         return out
 
-    def _parent_rows(self, parents: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
-        """The parent's sampled columns (not its count columns) after its new keys."""
+    def _parent_rows(
+        self, parents: pd.DataFrame, keys: np.ndarray, aggregates: bool
+    ) -> pd.DataFrame:
+        """The parent's sampled columns (not its count columns; its aggregate columns where
+        asked) after its new keys."""
         parent = self.schema.parent
-        rows = parents[[c for c in parent.schema.output_names if c != parent.key]].copy()
+        names = [c for c in parent.schema.output_names if c != parent.key]
+        if aggregates:
+            names += [
+                a.name for c in self.schema.children for a in self.schema.aggregate_columns(c)
+            ]
+        rows = parents[names].copy()
         rows.insert(0, parent.key, keys)
         return rows
 
@@ -336,18 +353,33 @@ class RelationalSynthesizer:
 
     def _conditioning(self, child: RelationalTable) -> list[Conditioning]:
         """The parent columns a child is conditioned on, in the public order: the parent's
-        label first, then the others as the schema lists them; on the child model's (public:
-        declared or DP-estimated) columns."""
+        label first, then its aggregates of this child (they describe the rows drawn), then
+        the others as the schema lists them; on the child model's (public: declared or
+        DP-estimated) columns."""
         parent = self.schema.parent.schema
-        joined = self.child_models_[child.name].schema_
         names = [c.name for c in parent.generated_columns]  # the features, not the label
-        if parent.label is not None:
-            names.insert(0, parent.label)
         conditioning = []
-        for name in names:
-            joined_as = joined_name(child, child.schema.names, name)
-            conditioning.append(Conditioning(name, joined_as, joined.column(joined_as)))
-        return conditioning
+        for name in [parent.label] if parent.label is not None else []:
+            conditioning.append(self._on_joined(child, name))
+        conditioning += [self._on_aggregate(child, a) for a in child.aggregates]
+        return conditioning + [self._on_joined(child, name) for name in names]
+
+    def _on_joined(self, child: RelationalTable, name: str) -> Conditioning:
+        """Conditioning on parent column ``name`` as the child model's joined column."""
+        joined_as = joined_name(child, child.schema.names, name)
+        model = self.child_models_[child.name].schema_
+        return Conditioning(name, joined_as, model.column(joined_as))
+
+    def _on_aggregate(self, child: RelationalTable, aggregate: Aggregate) -> Conditioning:
+        """Conditioning on a drawn aggregate: a mean on the child's own column (each row's
+        value in the cell of its parent's mean, so the children's mean follows it; the joined
+        model measures numeric pairs only through its marginals of one column and the
+        label), a count on the joined column."""
+        name = aggregate.name(child.name)
+        if aggregate.how != "mean":
+            return self._on_joined(child, name)
+        model = self.child_models_[child.name].schema_
+        return Conditioning(name, aggregate.column, model.column(aggregate.column))
 
 
 def _own(child: RelationalTable) -> list[str]:

@@ -15,7 +15,7 @@ from dpforge.data.tables import validate_table
 from dpforge.privacy.relational import Release, child_unit, planned_releases, unit_words
 from dpforge.schema.relational import RelationalSchema
 from dpforge.statistics.marginals import count_tables, encoded_cells
-from tests.relational.support import K_DRUGS, K_VISITS, hospital
+from tests.relational.support import K_DRUGS, K_VISITS, hospital, hospital_schema
 
 
 def _with_heavy_parent(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -57,9 +57,21 @@ def _without(bounded, schema: RelationalSchema, key: str) -> dict[str, pd.DataFr
     return out
 
 
-@pytest.fixture(scope="module")
-def case():
+AGGREGATES = [
+    {"column": "cost", "aggregate": "mean"},
+    {"column": "ward", "aggregate": "count", "category": "a"},
+]
+
+
+@pytest.fixture(scope="module", params=["plain", "aggregates"])
+def case(request):
+    """The bounded tables and their schema, without and with the visits' aggregates per
+    patient (the mean cost, the number of ward-a visits: columns of the parent's table)."""
     tables, schema = hospital(n=25, seed=3)
+    if request.param == "aggregates":
+        document = hospital_schema()
+        document["tables"]["visits"]["aggregates"] = AGGREGATES
+        schema = RelationalSchema.from_dict(document)
     bounded = bound_children(_with_heavy_parent(tables), schema, np.random.default_rng(0))
     return bounded, schema
 
@@ -79,6 +91,9 @@ def test_each_release_moves_by_at_most_its_claimed_sensitivity(case):
     assert (moves <= claimed + 1e-9).all(), (moves.max(axis=0), claimed)
     # a parent is one row of the parent table: exactly one cell of each histogram moves
     np.testing.assert_allclose(moves[:, :3], np.broadcast_to(claimed[:3], (len(keys), 3)))
+    # the aggregates are the parent's columns: their histograms are counted in its releases
+    aggregated = {a for r in releases[:3] for m in r.marginals for a in m if "visits." in a}
+    assert aggregated == {c.name for c in schema.aggregate_columns(schema.table("visits"))}
     # the heavy parent fills its k rows of each child in one cell: the bound is reached
     np.testing.assert_allclose(moves[keys.index("heavy"), 3:], claimed[3:])
 

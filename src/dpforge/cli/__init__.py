@@ -186,6 +186,12 @@ def sample(
         "the released embedding, table rows drawn from a pool weighted to the measured "
         "marginals (the default when the folder stores it; --move refuses a folder without it)",
     ),  # fmt: skip
+    aggregates: bool = typer.Option(
+        False,
+        "--aggregates",
+        help="related tables: keep in the parent's CSV the aggregates of its children (the "
+        "schema's 'aggregates') that the model drew and its children were drawn for",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite"),
 ) -> None:
     """Write N synthetic records from MODEL (no data needed: post-processing is free)."""
@@ -208,8 +214,13 @@ def sample(
             "--format": table_format != "csv", "--partitions": partitions != 1,
             "--workers": workers is not None,
         })  # fmt: skip
-        sample_relational(model, n, out, seed, move, overwrite)
+        sample_relational(model, n, out, seed, move, overwrite, aggregates)
         return
+    if aggregates:
+        raise DpforgeError(
+            f"--aggregates: {model} is not a related-tables model folder (the option keeps a "
+            "parent's aggregates of its children); leave it out"
+        )
     synth = load(model)
     synth.mover(move)  # refused before any work when the folder cannot move
     conditions = conditions_from_texts(synth.schema_, condition or [])

@@ -238,16 +238,23 @@ def samples_folder(schema: RelationalSchema) -> FolderKind:
 
 
 def sample_relational(
-    model_path: Path, n: int, out: Path, seed: int | None, move: bool | None, overwrite: bool
+    model_path: Path,
+    n: int,
+    out: Path,
+    seed: int | None,
+    move: bool | None,
+    overwrite: bool,
+    aggregates: bool = False,
 ) -> None:
     """Write ``n`` parents and their children from a related-tables model folder: one CSV
-    file per table in the folder ``out``."""
+    file per table in the folder ``out`` (the parent's with its drawn aggregates of its
+    children where ``aggregates``)."""
     from dpforge.relational import RelationalSynthesizer
 
     model = RelationalSynthesizer.load(model_path)
     kind = samples_folder(model.schema)
     check_output_folder(out, kind, overwrite=overwrite, inputs=(model_path,))
-    tables = model.sample(n, seed=seed, move=move)
+    tables = model.sample(n, seed=seed, move=move, aggregates=aggregates)
 
     def build(staging: Path) -> None:
         for name, frame in tables.items():

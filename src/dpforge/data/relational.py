@@ -181,16 +181,21 @@ def child_counts(
 
 
 def joined_child(
-    bounded: Mapping[str, pd.DataFrame], schema: RelationalSchema, child: RelationalTable
+    bounded: Mapping[str, pd.DataFrame],
+    schema: RelationalSchema,
+    child: RelationalTable,
+    aggregates: bool = True,
 ) -> pd.DataFrame:
     """Each row of ``child`` with its parent's columns (the parent's key left out; the
     child's foreign key kept: it is the privacy unit of the joined table), named as
     :meth:`RelationalSchema.joined` names them."""
-    parent, key = bounded[schema.parent.name], schema.parent.key
+    parent, key = bounded[schema.parent.name].reset_index(drop=True), schema.parent.key
     rows = bounded[child.name].reset_index(drop=True)
     others = [c for c in parent.columns if c != key]
-    right = parent[others].copy()
-    right.columns = [joined_name(child, child.schema.names, c) for c in others]
+    right = parent[others]
+    if aggregates:
+        right = pd.concat([right, child_aggregates(parent, rows, child, key)], axis=1)
+    right.columns = [joined_name(child, child.schema.names, c) for c in right.columns]
     right.index = key_texts(parent[key], key)
     matched = right.loc[key_texts(rows[child.link.foreign_key], child.link.foreign_key)]
     return pd.concat([rows, matched.reset_index(drop=True)], axis=1)
@@ -199,13 +204,42 @@ def joined_child(
 def parent_with_counts(
     bounded: Mapping[str, pd.DataFrame], schema: RelationalSchema
 ) -> pd.DataFrame:
-    """The bounded parent table with each child's count column (0..k rows per parent)."""
+    """The bounded parent table with each child's count column (0..k rows per parent), then
+    each child's aggregates (:func:`child_aggregates`)."""
     parent = schema.parent
     table = bounded[parent.name].reset_index(drop=True).copy()
     for child in schema.children:
         counts = child_counts(table, bounded[child.name], child.link, parent.key)
         table[schema.count_column(child).name] = counts
-    return table
+    aggregates = [child_aggregates(table, bounded[c.name], c, parent.key) for c in schema.children]
+    return pd.concat([table, *aggregates], axis=1)
+
+
+def child_aggregates(
+    parent: pd.DataFrame, child: pd.DataFrame, table: RelationalTable, parent_key: str
+) -> pd.DataFrame:
+    """Each parent's aggregates of its rows in the (bounded) ``child`` table
+    (:mod:`dpforge.schema.aggregates`), one column each, in the parent's row order: a mean
+    over the parent's values clipped to the column's public bounds (empty where it has none),
+    a count of its rows in a category.
+    A function of one parent's own rows: removing a parent with its rows removes its row
+    here and moves no other parent's values."""
+    owners = pd.Series(key_texts(child[table.link.foreign_key], table.link.foreign_key))
+    keys = key_texts(parent[parent_key], parent_key)
+    out = {}
+    for aggregate in table.aggregates:
+        values = child[aggregate.column].reset_index(drop=True)
+        if aggregate.how == "mean":
+            source = table.schema.column(aggregate.column)  # clipped as the child's model is
+            numbers = pd.to_numeric(values, errors="coerce").clip(source.lower, source.upper)
+            per_parent = numbers.groupby(owners.to_numpy()).mean()
+            out[aggregate.name(table.name)] = per_parent.reindex(keys).to_numpy(np.float64)
+        else:
+            hits = (values.astype(object).map(canonical_text) == aggregate.category).astype(int)
+            per_parent = hits.groupby(owners.to_numpy()).sum()
+            counts = per_parent.reindex(keys, fill_value=0).to_numpy(np.int64)
+            out[aggregate.name(table.name)] = counts
+    return pd.DataFrame(out, index=parent.index)
 
 
 # -- drafting -----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 from dpforge.data.relational import check_given
 from dpforge.engines.spark import is_spark_dataframe
 from dpforge.engines.spark_table import SparkTable, column
-from dpforge.errors import DataError, private
+from dpforge.errors import DataError, SchemaError, private
 from dpforge.privacy.person import UNIT_MISSING_TOKENS
 from dpforge.schema.relational import RelationalSchema, RelationalTable, joined_name
 
@@ -44,7 +44,17 @@ def spark_part_tables(
     tables: Mapping[str, Any], schema: RelationalSchema, out_of_bounds: str
 ) -> dict[str, Any]:
     """What each part's fit reads, as Spark DataFrames: the parent with its child counts, each
-    child joined with its parent (see the module docstring); bad input is refused here."""
+    child joined with its parent (see the module docstring); bad input is refused here.
+    Aggregates of children per parent are refused: they must be computed on the same k rows
+    per parent that the child's fit keeps, and on Spark that fit chooses them."""
+    with_aggregates = [c.name for c in schema.children if c.aggregates]
+    if with_aggregates:
+        raise SchemaError(
+            f"child table '{with_aggregates[0]}' declares aggregates per parent, which the "
+            "Spark engine does not compute yet: fit these tables in memory (pandas "
+            "DataFrames or CSV files without [engine] name = \"spark\"), or remove the "
+            "aggregates"
+        )
     check_given(tables, schema)
     for table in schema.tables:
         _check_values(tables[table.name], table, out_of_bounds)

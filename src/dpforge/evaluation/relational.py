@@ -182,7 +182,7 @@ def parent_child_fidelity(
     """Per child: TVD of each (parent column, child column) pair on the joined table."""
     out = {}
     for child in schema.children:
-        joined = schema.joined(child).modelled
+        joined = schema.joined(child, aggregates=False).modelled
         own = child.schema.modelled.names
         parents = [
             joined_name(child, child.schema.names, c) for c in schema.parent.schema.modelled.names
@@ -211,7 +211,7 @@ def _joined(tables, schema, child, joined, role: str) -> pd.DataFrame | None:
     """The child's rows with their parent's columns, typed; None when the child is empty."""
     if len(tables[child.name]) == 0:
         return None
-    frame = joined_child(tables, schema, child)
+    frame = joined_child(tables, schema, child, aggregates=False)
     return typed_table(frame, joined, f"{role} '{child.name}' joined with its parent")
 
 

@@ -11,8 +11,14 @@ one cell of each):
     ``sqrt(m)``, a single-table release (per record);
 (b) the number of rows per parent in each child (0..k after bounding) is a column of the
     parent table, released with its joint histograms with the parent's columns: still one
-    row per parent, ``sqrt(m)``; another parent's count does not move (its rows are its own);
-(c) each child table joined with its parent's columns: one parent is at most k rows, which
+    row per parent, ``sqrt(m)``; another parent's count does not move (its rows are its own).
+    So are the child's aggregates per parent (:mod:`dpforge.schema.aggregates`: a mean of a
+    column, a count of a category over the parent's kept rows): each is a function of one
+    parent's own rows, a column of that parent's one row, so removing the parent with all its
+    rows removes one row of the parent table and changes no other row: ``sqrt(m)`` with m the
+    histograms counted, the aggregates' included, and no mechanism of their own;
+(c) each child table joined with its parent's columns (its aggregates of that child
+    included, repeated on each of its rows): one parent is at most k rows, which
     move each histogram by non-negative whole numbers summing to at most k, at most k in L2
     (all in one cell): ``k sqrt(m)``. This is the single-table privacy unit with the foreign
     key as the unit column and k rows per unit (:mod:`dpforge.privacy.person`), which scales
@@ -75,17 +81,19 @@ def child_unit(child: RelationalTable) -> PrivacyUnit:
 
 def planned_releases(schema: RelationalSchema) -> list[Release]:
     """The releases (a), (b), (c) of the module docstring, with the default selection: every
-    modelled column's 1-way histogram and, for (b) and (c), each count or child column jointly
-    with each parent column."""
+    modelled column's 1-way histogram and, for (b) and (c), each count, aggregate or child
+    column jointly with each parent column."""
     parent = schema.parent
     own = [c.name for c in parent.schema.generated_columns]
     releases = [Release(f"parent '{parent.name}' marginals", parent.name, _one_way(own), 1)]
     for child in schema.children:
         count = schema.count_column(child).name
-        pairs = ((count,), *((count, p) for p in own))
+        aggregates = [c.name for c in schema.aggregate_columns(child)]
+        pairs = tuple((a, *p) for a in (count, *aggregates) for p in ((), *((p,) for p in own)))
         releases.append(Release(f"rows per parent in '{child.name}'", parent.name, pairs, 1))
     for child in schema.children:
-        parent_names = [joined_name(child, child.schema.names, p) for p in own]
+        aggregates = [c.name for c in schema.aggregate_columns(child)]
+        parent_names = [joined_name(child, child.schema.names, p) for p in own + aggregates]
         child_names = [c.name for c in child.schema.generated_columns]
         pairs = (*_one_way(child_names), *((c, p) for c in child_names for p in parent_names))
         name = f"child '{child.name}' joined with '{parent.name}'"

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from dpforge.errors import SchemaError
+from dpforge.schema.aggregates import Aggregate, aggregates_from_list
 from dpforge.schema.formats import SCHEMA_VERSION
 from dpforge.schema.table import REVIEW_KEY, Column, Schema
 from dpforge.schema.validation import read_json_text
@@ -46,7 +47,7 @@ K_NOTE = (
     "'{parent}' (a rule of the domain, not a count read from the data); rows beyond it are "
     "dropped before any release and every child statistic's sensitivity is scaled by it"
 )
-_TABLE_KEYS = {"key", "schema", "parent", "foreign_key", "max_rows_per_parent"}
+_TABLE_KEYS = {"key", "schema", "parent", "foreign_key", "max_rows_per_parent", "aggregates"}
 
 
 @dataclass(frozen=True)
@@ -62,12 +63,14 @@ class ChildLink:
 @dataclass(frozen=True)
 class RelationalTable:
     """One table: its name, its table schema, its key column (optional for a child) and, for
-    a child, its link to the parent."""
+    a child, its link to the parent and its aggregates per parent
+    (:mod:`dpforge.schema.aggregates`)."""
 
     name: str
     schema: Schema
     key: str | None = None
     link: ChildLink | None = None
+    aggregates: tuple[Aggregate, ...] = ()
 
     @property
     def is_child(self) -> bool:
@@ -119,26 +122,37 @@ class RelationalSchema:
         0..k, public bounds since the bounding keeps at most k."""
         return Column(f"n_{child.name}", "integer", lower=0, upper=child.max_rows)
 
+    def aggregate_columns(self, child: RelationalTable) -> tuple[Column, ...]:
+        """The parent's columns holding ``child``'s aggregates per parent, public cells."""
+        k = None if child.link is None else child.link.max_rows
+        return tuple(a.parent_column(child.name, child.schema, k) for a in child.aggregates)
+
     def parent_with_counts(self) -> Schema:
-        """The parent table's schema with one count column per child (:meth:`count_column`)."""
+        """The parent table's schema with one count column per child (:meth:`count_column`)
+        and each child's aggregates (:meth:`aggregate_columns`)."""
         parent = self.parent.schema
-        counts = tuple(self.count_column(c) for c in self.children)
-        clash = [c.name for c in counts if c.name in parent.names]
+        added = tuple(self.count_column(c) for c in self.children)
+        added += tuple(a for c in self.children for a in self.aggregate_columns(c))
+        clash = [c.name for c in added if c.name in parent.names]
         if clash:
             raise SchemaError(
                 f"the parent table '{self.parent.name}' already has a column '{clash[0]}', the "
-                "name of a child count column: rename that column"
+                "name of a child count or aggregate column: rename that column"
             )
-        return replace(parent, columns=parent.columns + counts, rules=parent.rules)
+        return replace(parent, columns=parent.columns + added, rules=parent.rules)
 
-    def joined(self, child: RelationalTable) -> Schema:
-        """``child``'s schema with its parent's columns (the parent's key left out; a name the
-        child also uses becomes ``<parent>.<name>``); its foreign key stays an identifier, the
-        privacy unit of the joined table. No label: the child's rows are the records."""
+    def joined(self, child: RelationalTable, aggregates: bool = True) -> Schema:
+        """``child``'s schema with its parent's columns and, where ``aggregates``, the
+        parent's aggregates of this child (the child model's table; without them, the join
+        a user's tables give); the parent's key left out, a name the child also uses becomes
+        ``<parent>.<name>``; its foreign key stays an identifier, the privacy unit of the
+        joined table. No label: the child's rows are the records."""
         own = child.schema
+        parents = self.parent.schema.columns
+        parents += self.aggregate_columns(child) if aggregates else ()
         added = tuple(
             replace(c, name=joined_name(child, own.names, c.name))
-            for c in self.parent.schema.columns
+            for c in parents
             if c.name != self.parent.key
         )
         return Schema(own.columns + added, rules=own.rules)
@@ -187,6 +201,7 @@ class RelationalSchema:
         if link.max_rows is None and not self.notes:
             raise SchemaError(K_NOTE.format(child=child.name, parent=parent.name))
         check_max_rows(child.name, link.max_rows)
+        self.aggregate_columns(child)  # each aggregate names a column with public cells
 
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -197,6 +212,8 @@ class RelationalSchema:
                 entry["parent"] = t.link.parent
                 entry["foreign_key"] = t.link.foreign_key
                 entry["max_rows_per_parent"] = t.link.max_rows
+            if t.aggregates:
+                entry["aggregates"] = [a.to_dict() for a in t.aggregates]
             entry["schema"] = t.schema.to_dict()
             tables[t.name] = entry
         out: dict[str, Any] = {"version": SCHEMA_VERSION, "type": RELATIONAL, "tables": tables}
@@ -282,7 +299,12 @@ def _table_from_dict(name: str, entry: Any, allow_review: bool) -> RelationalTab
             f"$.tables.{name}.{extra[0]} is not a key; allowed: {sorted(_TABLE_KEYS)}"
         )
     schema = Schema.from_dict(entry["schema"], allow_review=allow_review)
-    link = None
+    link, aggregates = None, aggregates_from_list(name, entry.get("aggregates"))
+    if aggregates and entry.get("parent") is None:
+        raise SchemaError(
+            f"table '{name}': only a child table has aggregates (of its rows per parent); "
+            "move them to the child's entry"
+        )
     if entry.get("parent") is not None:
         if not isinstance(entry.get("foreign_key"), str):
             raise SchemaError(
@@ -292,4 +314,4 @@ def _table_from_dict(name: str, entry: Any, allow_review: bool) -> RelationalTab
         k = entry.get("max_rows_per_parent")
         check_max_rows(name, k)
         link = ChildLink(str(entry["parent"]), entry["foreign_key"], k)
-    return RelationalTable(name, schema, entry.get("key"), link)
+    return RelationalTable(name, schema, entry.get("key"), link, aggregates)
