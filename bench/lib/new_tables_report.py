@@ -210,7 +210,7 @@ def table_lines(name: str, info: dict, epsilon: float, found: dict[str, dict]) -
         if s["not_run"]:
             lines.append(f"- {label}: " + "; ".join(s["not_run"]) + ".")
         if s["partial"]:
-            lines.append(f"- {label}: " + "; ".join(s["partial"]) + " (the others' fits were "
+            lines.append(f"- {label}: " + "; ".join(s["partial"]) + " (the other seeds' runs were "
                          "stored without it).")  # fmt: skip
     return [*lines, ""]
 
@@ -240,7 +240,9 @@ def write_report(report: dict[str, Any], argv: list[str]) -> None:
             }  # fmt: skip
             body += table_lines(name, info, epsilon, found)
     out = harness.RESULTS / "tables" / f"{report['out']}.json"
-    stamp = harness.provenance(str(harness.REPO / "bench" / "tables.py"), [report["command"], *argv])
+    stamp = harness.provenance(
+        str(harness.REPO / "bench" / "tables.py"), [report["command"], *argv]
+    )
     harness.write_results(out, {**stamp, **record}, report["title"], body)
     print("\n".join(body))
     print(f"wrote {out} and {out.with_suffix('.md')}")
