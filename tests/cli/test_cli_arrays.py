@@ -92,7 +92,7 @@ def test_time_series_from_a_wide_csv(tmp_path, monkeypatch, capsys):
     model, out_csv = tmp_path / "model", tmp_path / "synthetic.csv"
     code, out = run(
         [
-            "fit", data, "--schema", schema, "--out", model, "--epsilon", "30", "--delta", "1e-4",
+            "fit", data, "--schema", schema, "--out", model, "--epsilon", "10", "--delta", "1e-4",
             *_refined("dpwgan", {
                 "anchor": {"share": 0}, "refine": {"batch_size": 64, "epochs": 9},
                 "output": {"samples": 20, "samples_out": str(out_csv)},

@@ -118,6 +118,7 @@ def test_evaluate_bad_options(fitted, tmp_path, capsys, extra, message):
     assert code == 2 and message in text and not out.exists()
 
 
+@pytest.mark.slow
 def test_evaluate_a_time_series_model(tmp_path, capsys):
     """Series models are evaluated too (they were refused before): utility, DTW, autocorrelation
     and attacks in the JSON, the NOT-private notice on the console."""
@@ -132,7 +133,7 @@ def test_evaluate_a_time_series_model(tmp_path, capsys):
         batch_size=64, generator_hidden=(16,), discriminator_hidden=(32,), latent_dim=8
     )
     Synthesizer(
-        schema, method="dpcgan", method_options=config, epsilon=50.0, delta=1e-4, seed=0,
+        schema, method="dpcgan", method_options=config, epsilon=10.0, delta=1e-4, seed=0,
         epochs=9, progress=False, anchor=None,
     ).fit(train).save(tmp_path / "model")  # fmt: skip
     for name, data in (("train", train), ("test", test)):
