@@ -212,16 +212,16 @@ def within_cell_mass(
     """The interior fine cells' mass that decoding draws values from inside each cell (free):
     the noisy counts at or above ``threshold`` (heaped values, dense spots), plus the cell's
     continuous part spread evenly over its fine cells (without it, a cell's one standing-out
-    fine cell would take all of its values) from the first to the last that ``spread`` (the
-    projected, pooled fine mass, :func:`fine_mass`) gives mass in the cell (:func:`_hull`),
-    over the whole cell where it gives none. Over the whole cell, a cell reaching from a
-    generous bound to where the records start (0 to 172 mm for a penguin's flipper) puts
-    values far outside the records' range (issue 46.3). In proportion to ``spread`` instead,
-    the holes that the projection's common shift cuts into the noise inside the records'
-    range become holes in the samples: on creditcard at epsilon 3 (noise sd 45 a block of
-    16 fine cells, about 11 records a block) income's 4.2-7.6 cell had pooled mass on a
-    quarter of its fine cells, and its 158 values went there, leaving 4.5-6.5 empty
-    (1-way TVD 0.30 on income, 0.12 before the spread; bench/results/tables/quality_gaps.md).
+    fine cell would take all of its values), except in the first and the last cell, where it
+    stops at the last fine cell before the bound that ``spread`` (the projected, pooled fine
+    mass, :func:`fine_mass`) gives mass (:func:`_from_the_bounds`). Spread evenly there, a
+    cell reaching from a generous bound to where the records start (0 to 172 mm for a
+    penguin's flipper) puts values far outside the records' range (issue 46.3). Every other
+    cell lies between cuts placed on the records' mass; inside it, the pooled mass's holes
+    are mostly the projection's common shift on noise: placed in proportion to it, creditcard
+    at epsilon 3 (noise sd 45 a block of 16 fine cells, about 11 records a block) put the 158
+    values of income's 4.2-7.6 cell on the quarter of its fine cells the noise left, and
+    4.5-6.5 came out empty (1-way TVD 0.30 on income, 0.08 evenly; quality_gaps.md).
 
     The continuous part of a cell is its count beyond the standouts, from ``counts`` (one
     released estimate per interior cell, :func:`cell_counts`). Sizing it from the fine
@@ -235,20 +235,21 @@ def within_cell_mass(
     for k, (first, last) in enumerate(zip(at[:-1], at[1:], strict=True)):
         if last > first:
             rest = max(0.0, counts[k] - standout[first:last].sum())
-            part = _hull(shape[first:last])
+            part = _from_the_bounds(shape[first:last], k == 0, k == at.size - 2)
             mass[first:last] += rest * part / part.sum()
     return mass
 
 
-def _hull(shape: np.ndarray) -> np.ndarray:
-    """Ones from the first to the last fine cell where ``shape`` is positive, zeros outside
-    (ones everywhere where it is positive nowhere): where a cell's records start and stop, at
-    the pooled mass's resolution, but not its holes between, which are mostly noise."""
+def _from_the_bounds(shape: np.ndarray, lower: bool, upper: bool) -> np.ndarray:
+    """Ones over a cell's fine cells but, where the cell reaches the ``lower`` (``upper``)
+    bound, zeros from it to the first (after the last) fine cell where ``shape`` is positive:
+    where the records start, at the pooled mass's resolution. Ones everywhere where it is
+    positive nowhere."""
+    out = np.ones(shape.size)
     where = np.flatnonzero(shape > 0)
-    if where.size == 0:
-        return np.ones(shape.size)
-    out = np.zeros(shape.size)
-    out[where[0] : where[-1] + 1] = 1.0
+    if where.size:
+        out[: where[0] if lower else 0] = 0.0
+        out[where[-1] + 1 if upper else shape.size :] = 0.0
     return out
 
 
