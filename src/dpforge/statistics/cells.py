@@ -212,9 +212,9 @@ def within_cell_mass(
     """The interior fine cells' mass that decoding draws values from inside each cell (free):
     the noisy counts at or above ``threshold`` (heaped values, dense spots), plus the cell's
     continuous part spread evenly over its fine cells (without it, a cell's one standing-out
-    fine cell would take all of its values), except in the first and the last cell, where it
-    stops at the last fine cell before the bound that ``spread`` (the projected, pooled fine
-    mass, :func:`fine_mass`) gives mass (:func:`_from_the_bounds`). Spread evenly there, a
+    fine cell would take all of its values), except that the first cell starts, and the last
+    cell stops, where ``spread`` (the projected, pooled fine mass, :func:`fine_mass`) has
+    mass in it (:func:`_from_the_bounds`). Spread evenly there, a
     cell reaching from a generous bound to where the records start (0 to 172 mm for a
     penguin's flipper) puts values far outside the records' range (issue 46.3). Every other
     cell lies between cuts placed on the records' mass; inside it, the pooled mass's holes
