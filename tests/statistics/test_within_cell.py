@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpforge.schema.table import Column, Schema
 from dpforge.evaluation.fidelity import marginal_fidelity
+from dpforge.schema.table import Column, Schema
 from dpforge.statistics.cells import (
     bins_from_edges,
     block_size,
