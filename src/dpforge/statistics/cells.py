@@ -211,11 +211,17 @@ def within_cell_mass(
 ) -> np.ndarray:
     """The interior fine cells' mass that decoding draws values from inside each cell (free):
     the noisy counts at or above ``threshold`` (heaped values, dense spots), plus the cell's
-    continuous part spread over its fine cells (without it, a cell's one standing-out fine
-    cell would take all of its values): in proportion to ``spread`` (the projected, pooled
-    fine mass, :func:`fine_mass`) where it has mass in the cell, else evenly. Spread evenly,
-    a cell reaching from a generous bound to where the records start (0 to 172 mm for a
-    penguin's flipper) puts values far outside the records' range (issue 46.3).
+    continuous part spread evenly over its fine cells (without it, a cell's one standing-out
+    fine cell would take all of its values), except that the first cell starts, and the last
+    cell stops, where ``spread`` (the projected, pooled fine mass, :func:`fine_mass`) has
+    mass in it (:func:`_from_the_bounds`). Spread evenly there, a
+    cell reaching from a generous bound to where the records start (0 to 172 mm for a
+    penguin's flipper) puts values far outside the records' range (issue 46.3). Every other
+    cell lies between cuts placed on the records' mass; inside it, the pooled mass's holes
+    are mostly the projection's common shift on noise: placed in proportion to it, creditcard
+    at epsilon 3 (noise sd 45 a block of 16 fine cells, about 11 records a block) put the 158
+    values of income's 4.2-7.6 cell on the quarter of its fine cells the noise left, and
+    4.5-6.5 came out empty (1-way TVD 0.30 on income, 0.08 evenly; quality_gaps.md).
 
     The continuous part of a cell is its count beyond the standouts, from ``counts`` (one
     released estimate per interior cell, :func:`cell_counts`). Sizing it from the fine
@@ -223,15 +229,28 @@ def within_cell_mass(
     is as wide as the cell (docs/research/anchoring-options.md, ``within_cell``)."""
     raw = np.asarray(noisy, dtype=np.float64)[1:-1]
     standout = np.where(raw >= threshold, raw, 0.0)
-    shape = np.ones(raw.size) if spread is None else np.clip(spread, 0.0, None)
+    shape = np.ones(raw.size) if spread is None else np.asarray(spread, dtype=np.float64)
     at = _fine_index(column, edges)
     mass = standout.copy()
     for k, (first, last) in enumerate(zip(at[:-1], at[1:], strict=True)):
         if last > first:
             rest = max(0.0, counts[k] - standout[first:last].sum())
-            part = shape[first:last] if shape[first:last].sum() > 0 else np.ones(last - first)
+            part = _from_the_bounds(shape[first:last], k == 0, k == at.size - 2)
             mass[first:last] += rest * part / part.sum()
     return mass
+
+
+def _from_the_bounds(shape: np.ndarray, lower: bool, upper: bool) -> np.ndarray:
+    """Ones over a cell's fine cells but, where the cell reaches the ``lower`` (``upper``)
+    bound, zeros from it to the first (after the last) fine cell where ``shape`` is positive:
+    where the records start, at the pooled mass's resolution. Ones everywhere where it is
+    positive nowhere."""
+    out = np.ones(shape.size)
+    where = np.flatnonzero(shape > 0)
+    if where.size:
+        out[: where[0] if lower else 0] = 0.0
+        out[where[-1] + 1 if upper else shape.size :] = 0.0
+    return out
 
 
 def cell_counts(
