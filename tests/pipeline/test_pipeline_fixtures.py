@@ -55,6 +55,9 @@ class Tolerance:
 # An Intel Xeon host (no AVX-512 flag shown; stop 49) moved series_embedding's first records by
 # 1.35e-2, beyond the 0.01 set from the hosts above: the series' tolerance is now the images'
 # 0.05 (3.7 times that, on values about +-2), which still catches a series decoded otherwise.
+# Back on the AMD EPYC host (stop 50), table_discriminator's first records were 1.22e-3 from
+# those recorded on that Intel host (values up to 1,000): its tolerance is now 5e-3 (4 times
+# that; 5e-6 of the values' range), which still catches a record decoded otherwise.
 # Each tolerance is about 5 times the largest difference, except the anchored tables' spread:
 # 0.6 is 3.5 times the mean's and 1.8 times the deviation's, which still catches a column that
 # is decoded or weighted otherwise.
@@ -64,7 +67,7 @@ ANCHORED_TABLE = Tolerance(weights=3e-2, first_records=None, spread=0.6, shares=
 TOLERANCES = {
     **{name: IMAGES for name in CASES if name.startswith("image")},
     **{name: SERIES for name in CASES if name.startswith("series")},
-    "table_discriminator": Tolerance(weights=1e-5, first_records=5e-4, spread=1e-3, shares=1e-3),
+    "table_discriminator": Tolerance(weights=1e-5, first_records=5e-3, spread=1e-3, shares=1e-3),
     "table_anchor": ANCHORED_TABLE,
     "table_anchor_refine": ANCHORED_TABLE,
     "table_nonprivate": Tolerance(weights=3e-2, first_records=None, spread=0.05, shares=0.01),
