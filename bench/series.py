@@ -32,6 +32,7 @@ seed), then the DP-WGAN row (``--anchor none``; tuning log ``results/series/ital
 from __future__ import annotations
 
 import argparse
+import shutil
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -250,9 +251,10 @@ def render(args: argparse.Namespace) -> dict[str, Any]:
 def merge(args: argparse.Namespace) -> dict[str, Any]:
     """One result from per-seed results JSONs of the same settings (e.g. one process per seed,
     run side by side): runs, baselines and real references joined, the summaries recomputed;
-    provenance and plots are the first file's."""
+    provenance and plots are the first file's (copied next to ``--out`` under its name)."""
     parts = [harness.read_results(Path(p)) for p in args.merge]
     result = dict(parts[0])
+    result["plots"] = copy_plots(Path(args.merge[0]), parts[0].get("plots", {}), Path(args.out))
     for key in ("seeds", "runs", "baseline_runs", "real"):
         result[key] = [item for part in parts for item in part[key]]
     result["summary"] = {
@@ -266,6 +268,20 @@ def merge(args: argparse.Namespace) -> dict[str, Any]:
     print_table(result)
     write(result, Path(args.out), args.notes)
     return result
+
+
+def copy_plots(first: Path, plots: dict[str, dict[str, str]], out: Path) -> dict:
+    """The PNGs of the results JSON ``first`` copied to the names ``write_plots`` gives
+    ``out``, so that the merged Markdown names files that sit next to it."""
+    copied: dict[str, dict[str, str]] = {}
+    for key, names in plots.items():
+        suffix = "" if key == "private" else "_nonprivate"
+        copied[key] = {}
+        for kind, name in names.items():
+            target = Path(f"{out.with_suffix('')}{suffix}_{kind}.png")
+            shutil.copyfile(first.parent / name, target)
+            copied[key][kind] = target.name
+    return copied
 
 
 if __name__ == "__main__":
