@@ -145,7 +145,10 @@ def noise_for_target(
     def gap(sigma: float) -> float:
         return bounded_epsilon(event_of(sigma), d, acc) - target
 
-    low, high = _bracket_noise(gap, target) if near is None else _bracket_near(gap, target, near)
+    if near is None:
+        low, high = _bracket_noise(gap, target)
+    else:
+        low, high = _bracket_noise(gap, target, near, _NEAR_RATIO, widen=True)
     if low is None:
         return high
     sigma = mechanism_calibration.calibrate_dp_mechanism(
@@ -159,43 +162,28 @@ def noise_for_target(
     return _round_noise_up(float(sigma), gap)
 
 
-def _bracket_noise(gap: Any, target: float) -> tuple[float | None, float]:
-    """(low, high) with gap(low) > 0 ≥ gap(high), found by doubling from σ = 1.
+def _bracket_noise(
+    gap: Any, target: float, start: float = 1.0, ratio: float = 2.0, widen: bool = False
+) -> tuple[float | None, float]:
+    """(low, high) with gap(low) > 0 ≥ gap(high), searched outward from ``start`` (clamped to
+    the searched σ range) in steps of ``ratio``: doubling from σ = 1 by default; from a
+    known-close σ, 1% away first and each further step twice as far in log σ (``widen``), so
+    a good guess costs two evaluations and a poor one a few more.
 
     ``low`` is None when even the smallest searched σ meets the target. An unreachable target
-    is refused, with the smallest ε that the largest σ gives, once the doubling reaches it
+    is refused, with the smallest ε that the largest σ gives, once the search reaches it
     (only then: the PLD of a discrete Gaussian of very large σ takes seconds to build).
     """
-    sigma = 1.0
-    if gap(sigma) <= 0.0:
-        while sigma > _MIN_NOISE:
-            lower = max(sigma / 2.0, _MIN_NOISE)
-            if gap(lower) > 0.0:
-                return lower, sigma
-            sigma = lower
-        return None, _MIN_NOISE
-    while 2.0 * sigma < _MAX_NOISE and gap(2.0 * sigma) > 0.0:
-        sigma *= 2.0
-    if 2.0 * sigma >= _MAX_NOISE:
-        _check_reachable(gap, target)
-    return sigma, min(2.0 * sigma, _MAX_NOISE)
-
-
-def _bracket_near(gap: Any, target: float, near: float) -> tuple[float | None, float]:
-    """(low, high) with gap(low) > 0 ≥ gap(high), as :func:`_bracket_noise` gives, searched
-    outward from ``near``: 1% away first, each further step twice as far (in log σ), so a good
-    guess costs two evaluations and a poor one a few more; clamped to the searched σ range."""
-    sigma = min(max(near, _MIN_NOISE), _MAX_NOISE)
-    ratio = _NEAR_RATIO
+    sigma = min(max(start, _MIN_NOISE), _MAX_NOISE)
     if gap(sigma) <= 0.0:
         while sigma > _MIN_NOISE:
             lower = max(sigma / ratio, _MIN_NOISE)
             if gap(lower) > 0.0:
                 return lower, sigma
-            sigma, ratio = lower, ratio * ratio
+            sigma, ratio = lower, ratio * ratio if widen else ratio
         return None, _MIN_NOISE
     while sigma * ratio < _MAX_NOISE and gap(sigma * ratio) > 0.0:
-        sigma, ratio = sigma * ratio, ratio * ratio
+        sigma, ratio = sigma * ratio, ratio * ratio if widen else ratio
     if sigma * ratio >= _MAX_NOISE:
         _check_reachable(gap, target)
     return sigma, min(sigma * ratio, _MAX_NOISE)
